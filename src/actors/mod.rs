@@ -1,0 +1,119 @@
+//! The actix shell: IGG (with its post office), LRMS, host, VM, the workload sources (local
+//! users per cluster, a DVE manager per Grid) and the director. Actors hold state, call the
+//! pure core (`lrms`, `igg`), send messages and set timers — through [`Emu`], the one path
+//! that stamps, counts and traces every message.
+
+pub mod director;
+pub mod host;
+pub mod igg;
+pub mod lrms;
+pub mod messages;
+pub mod users;
+pub mod vm;
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, Handler, Message};
+
+use crate::metrics::Metrics;
+use crate::time::{Clock, EmuTime};
+use crate::topology::Topology;
+use crate::trace::{ActorId, Traced, Tracer};
+
+/// The run's shared context: clock, tracer, observations and the topology.
+pub struct Emu {
+    /// The one clock.
+    pub clock: Clock,
+    /// The message path's recorder.
+    pub tracer: Tracer,
+    /// Observations (a side channel, not messages).
+    pub metrics: RefCell<Metrics>,
+    /// The topology being emulated.
+    pub topo: Rc<Topology>,
+}
+
+/// An actor's address together with its trace name.
+pub struct Peer<A: Actor> {
+    /// Trace handle.
+    pub id: ActorId,
+    /// Mailbox.
+    pub addr: Addr<A>,
+}
+
+impl<A: Actor> Clone for Peer<A> {
+    fn clone(&self) -> Self {
+        Peer {
+            id: self.id,
+            addr: self.addr.clone(),
+        }
+    }
+}
+
+impl Emu {
+    /// Emulated now.
+    pub fn now(&self) -> EmuTime {
+        self.clock.now()
+    }
+
+    /// Sends `msg` from `from` to `to` now, recording it.
+    #[inline]
+    pub fn send<A, M>(&self, from: ActorId, to: &Peer<A>, msg: M)
+    where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Traced + Send + 'static,
+        M::Result: Send,
+    {
+        self.tracer
+            .record(self.clock.now(), from, to.id, M::KIND, msg.correlation());
+        to.addr.do_send(msg);
+    }
+
+    /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered).
+    pub fn send_at<A, M>(self: &Rc<Self>, due: EmuTime, from: ActorId, to: &Peer<A>, msg: M)
+    where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Traced + Send + 'static,
+        M::Result: Send,
+    {
+        let emu = Rc::clone(self);
+        let to = to.clone();
+        self.clock.at(due, move || emu.send(from, &to, msg));
+    }
+
+    /// Sends a request to `to` and waits for its reply; both directions are recorded. `None`
+    /// if the receiver is gone.
+    pub fn call<A, M>(
+        self: &Rc<Self>,
+        from: ActorId,
+        to: &Peer<A>,
+        msg: M,
+    ) -> impl Future<Output = Option<M::Result>> + 'static
+    where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Traced + Send + 'static,
+        M::Result: Traced + Send,
+    {
+        let emu = Rc::clone(self);
+        let to_id = to.id;
+        self.tracer
+            .record(self.clock.now(), from, to_id, M::KIND, msg.correlation());
+        let reply = to.addr.send(msg);
+        async move {
+            let answer = reply.await.ok()?;
+            emu.tracer.record(
+                emu.clock.now(),
+                to_id,
+                from,
+                <M::Result as Traced>::KIND,
+                answer.correlation(),
+            );
+            Some(answer)
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! igemu — an actor-based emulator of InterGrid: federated, virtualised Grids whose gateways
+//! (IGGs) place external VM leases on clusters whose LRMSs also serve local users.
+//!
+//! The library API: load a topology ([`topology::load_file`]), run it ([`run`]), and write
+//! the results ([`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
+
+pub mod actors;
+pub mod igg;
+pub mod lrms;
+pub mod metrics;
+pub mod model;
+pub mod time;
+pub mod topology;
+pub mod trace;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use actix::{Actor, AsyncContext};
+use serde::Serialize;
+use tokio::sync::oneshot;
+
+use actors::director::Director;
+use actors::host::Host;
+use actors::igg::Igg;
+use actors::lrms::Lrms;
+use actors::users::{Target, Users};
+use actors::{Emu, Peer};
+use metrics::{Metrics, RequestCounts, RequestRecord};
+use model::{ClusterId, GridId, Origin, RequestId};
+use time::{Clock, ClockMode, EmuTime, Lateness};
+use topology::Topology;
+use trace::Tracer;
+
+/// Errors of a run that are not problems in the topology.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Writing outputs failed.
+    #[error("cannot write {path}: {source}")]
+    Output {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The trace could not be written completely.
+    #[error("trace: {0}")]
+    Trace(String),
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// How to run, beyond the topology.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Write `trace.jsonl` here (the directory must exist).
+    pub trace_dir: Option<PathBuf>,
+}
+
+/// Timer lateness in realtime runs, emulated milliseconds.
+pub type TimerLateness = Lateness;
+
+/// The machine-readable summary of a run (`summary.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// Topology name.
+    pub topology: String,
+    /// `virtual` or `realtime`.
+    pub mode: &'static str,
+    /// Emulated seconds per wall second (realtime only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    /// The run's seed.
+    pub seed: u64,
+    /// Emulated time at the end of the run, seconds.
+    pub emulated_end_s: f64,
+    /// Wall-clock duration of the run, seconds (not deterministic).
+    pub wall_s: f64,
+    /// Messages sent between actors.
+    pub messages: u64,
+    /// Timed events fired by the clock.
+    pub timed_events: u64,
+    /// Request counts by origin and state.
+    pub requests: RequestCounts,
+    /// Busy core time over capacity during the makespan, 0–1.
+    pub utilization: f64,
+    /// From the first arrival to the last terminal event, seconds.
+    pub makespan_s: f64,
+    /// Number of invariant violations (host over capacity, request ended twice, ...).
+    pub invariant_violations: u64,
+    /// The first few violations, described.
+    pub violation_examples: Vec<String>,
+    /// Timer lateness percentiles (realtime only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer_lateness_ms: Option<TimerLateness>,
+}
+
+/// Everything a run produced.
+pub struct RunResult {
+    /// The topology that ran.
+    pub topology: Rc<Topology>,
+    /// One record per request, indexed like the topology's requests.
+    pub records: Vec<RequestRecord>,
+    /// The summary.
+    pub summary: Summary,
+}
+
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    request_id: &'a str,
+    grid: &'a str,
+    cluster: String,
+    origin: &'static str,
+    lease_type: &'static str,
+    vms: u32,
+    mem_mb: u32,
+    submit_s: String,
+    start_s: String,
+    end_s: String,
+    state: &'static str,
+    preemptions: u32,
+    overhead_s: String,
+}
+
+fn secs(t: Option<EmuTime>) -> String {
+    t.map_or_else(String::new, |t| time::format_secs(t.as_micros()))
+}
+
+impl RunResult {
+    /// Writes `requests.csv` and `summary.json` into `dir` (created if needed).
+    pub fn write_outputs(&self, dir: &Path) -> Result<(), RunError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| RunError::Output { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let csv_path = dir.join("requests.csv");
+        let mut w = csv::Writer::from_path(&csv_path).map_err(|e| RunError::Output {
+            path: csv_path.clone(),
+            source: e.into(),
+        })?;
+        let topo = &self.topology;
+        for (req, rec) in topo.requests.iter().zip(&self.records) {
+            let row = CsvRow {
+                request_id: topo.label(req.id),
+                grid: &topo.grids[usize::from(req.grid.0)].name,
+                cluster: rec
+                    .cluster
+                    .map_or_else(String::new, |c| topo.cluster(c).name.clone()),
+                origin: req.origin.as_str(),
+                lease_type: req.lease_type.as_str(),
+                vms: req.vms,
+                mem_mb: req.mem_mb,
+                submit_s: secs(Some(req.arrival)),
+                start_s: secs(rec.start),
+                end_s: secs(rec.end),
+                state: rec.state.unwrap_or(model::RequestState::Unfinished).as_str(),
+                preemptions: rec.preemptions,
+                overhead_s: time::format_secs(rec.overhead.as_micros()),
+            };
+            w.serialize(row).map_err(|e| RunError::Output {
+                path: csv_path.clone(),
+                source: e.into(),
+            })?;
+        }
+        w.flush().map_err(io(&csv_path))?;
+        let summary_path = dir.join("summary.json");
+        let mut text = serde_json::to_string_pretty(&self.summary)
+            .map_err(|e| RunError::Output { path: summary_path.clone(), source: e.into() })?;
+        text.push('\n');
+        std::fs::write(&summary_path, text).map_err(io(&summary_path))?;
+        Ok(())
+    }
+
+    /// A few lines for a person.
+    pub fn human_summary(&self) -> String {
+        let s = &self.summary;
+        let r = &s.requests;
+        let mut out = format!(
+            "igemu: {} ({} mode, seed {})\n  emulated {:.1} s in {:.3} s wall, {} messages, {} timed events\n",
+            s.topology, s.mode, s.seed, s.emulated_end_s, s.wall_s, s.messages, s.timed_events
+        );
+        for (name, c) in [("local", &r.local), ("external", &r.external)] {
+            out += &format!(
+                "  {name:<8} completed {:>4}  rejected {:>4}  cancelled {:>4}  unfinished {:>4}\n",
+                c.completed, c.rejected, c.cancelled, c.unfinished
+            );
+        }
+        out += &format!(
+            "  utilization {:.1} %, makespan {:.1} s, invariant violations {}",
+            s.utilization * 100.0,
+            s.makespan_s,
+            s.invariant_violations
+        );
+        if let Some(l) = &s.timer_lateness_ms {
+            out += &format!(
+                "\n  timer lateness (emulated ms): p50 {:.3}  p99 {:.3}  max {:.3}",
+                l.p50, l.p99, l.max
+            );
+        }
+        out
+    }
+}
+
+/// Builds the actor graph for `topo` and runs it to its end; returns the end time.
+async fn emulate(emu: Rc<Emu>) -> EmuTime {
+    let topo = Rc::clone(&emu.topo);
+    actix::spawn(emu.clock.clone().drive());
+    let (done_tx, done_rx) = oneshot::channel();
+    let dir_id = emu.tracer.register("director".into());
+    let director = Peer {
+        id: dir_id,
+        addr: Director::new(Rc::clone(&emu), dir_id, topo.requests.len(), topo.emulation.end, done_tx).start(),
+    };
+    let requests_of = |pick: &dyn Fn(&topology::Workload) -> bool| -> Vec<RequestId> {
+        let mut ids: Vec<RequestId> = topo
+            .workloads
+            .iter()
+            .filter(|w| pick(w))
+            .flat_map(|w| w.requests.iter().copied())
+            .collect();
+        ids.sort_by_key(|id| (topo.requests[id.0 as usize].arrival, id.0));
+        ids
+    };
+    for (gi, grid) in topo.grids.iter().enumerate() {
+        let gid = GridId(gi as u16);
+        let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
+        let external = requests_of(&|w| w.origin == Origin::External && w.grid == gid);
+        Igg::create(|ctx| {
+            let igg = Peer { id: igg_id, addr: ctx.address() };
+            let dve = (!external.is_empty()).then(|| {
+                let id = emu.tracer.register(format!("dve:{}", grid.name));
+                let users = Users::new(Rc::clone(&emu), id, Target::Igg(igg.clone()), director.clone(), external.clone());
+                Peer { id, addr: users.start() }
+            });
+            let lrmss = grid
+                .clusters
+                .iter()
+                .map(|&cid| start_cluster(&emu, cid, &igg, &director, &requests_of))
+                .collect();
+            Igg::new(Rc::clone(&emu), igg_id, lrmss, dve, igg::Dispatcher::new(grid.igg.dispatch))
+        });
+    }
+    // Invariant: the director holds the sender until it fires; if it were dropped the run
+    // is over anyway, so "now" is the end.
+    done_rx.await.unwrap_or_else(|_| emu.now())
+}
+
+fn start_cluster(
+    emu: &Rc<Emu>,
+    cid: ClusterId,
+    igg: &Peer<Igg>,
+    director: &Peer<Director>,
+    requests_of: &dyn Fn(&dyn Fn(&topology::Workload) -> bool) -> Vec<RequestId>,
+) -> Peer<Lrms> {
+    let topo = &emu.topo;
+    let cluster = topo.cluster(cid);
+    let qname = cluster.qualified_name(topo);
+    let lrms_id = emu.tracer.register(format!("lrms:{qname}"));
+    let local = requests_of(&|w| w.origin == Origin::Local && w.cluster == Some(cid));
+    let addr = Lrms::create(|ctx| {
+        let me = Peer { id: lrms_id, addr: ctx.address() };
+        let hosts = cluster
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let id = emu.tracer.register(format!("host:{qname}/{i}"));
+                Peer { id, addr: Host::new(Rc::clone(emu), id, me.clone(), spec.clone()).start() }
+            })
+            .collect();
+        let users = (!local.is_empty()).then(|| {
+            let id = emu.tracer.register(format!("users:{qname}"));
+            let u = Users::new(Rc::clone(emu), id, Target::Lrms(me.clone()), director.clone(), local.clone());
+            Peer { id, addr: u.start() }
+        });
+        Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts)
+    });
+    Peer { id: lrms_id, addr }
+}
+
+/// Runs `topo` to its end and gathers the results.
+pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> {
+    let topo = Rc::new(topo);
+    let mode = topo.emulation.mode;
+    let labels = topo.request_labels.clone();
+    let tracer = match &options.trace_dir {
+        Some(dir) => {
+            let path = dir.join("trace.jsonl");
+            Tracer::to_file(&path, labels).map_err(|source| RunError::Output { path, source })?
+        }
+        None => Tracer::counting(labels),
+    };
+    let wall = time::Stopwatch::start();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(mode == ClockMode::Virtual)
+        .build()
+        .map_err(RunError::Runtime)?;
+    let system = actix::System::with_tokio_rt(|| rt);
+    let (end, emu) = system.block_on(async {
+        let emu = Rc::new(Emu {
+            clock: Clock::new(mode),
+            tracer,
+            metrics: RefCell::new(Metrics::new(topo.requests.len())),
+            topo: Rc::clone(&topo),
+        });
+        let end = emulate(Rc::clone(&emu)).await;
+        (end, emu)
+    });
+    let wall_s = wall.elapsed_secs();
+    emu.tracer.finish().map_err(RunError::Trace)?;
+    let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
+    let (records, violations) = metrics.into_records();
+    let figures = metrics::figures(&topo, &records);
+    let summary = Summary {
+        topology: topo.name.clone(),
+        mode: match mode {
+            ClockMode::Virtual => "virtual",
+            ClockMode::Realtime { .. } => "realtime",
+        },
+        speedup: match mode {
+            ClockMode::Virtual => None,
+            ClockMode::Realtime { speedup } => Some(speedup),
+        },
+        seed: topo.emulation.seed,
+        emulated_end_s: end.as_secs_f64(),
+        wall_s,
+        messages: emu.tracer.messages(),
+        timed_events: emu.clock.fired(),
+        requests: figures.requests,
+        utilization: figures.utilization,
+        makespan_s: figures.makespan_s,
+        invariant_violations: violations.len() as u64,
+        violation_examples: violations.iter().take(10).cloned().collect(),
+        timer_lateness_ms: emu.clock.lateness(),
+    };
+    drop(emu);
+    drop(system);
+    Ok(RunResult {
+        topology: topo,
+        records,
+        summary,
+    })
+}

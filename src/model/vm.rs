@@ -1,0 +1,163 @@
+//! The VM lifecycle as a pure state machine. The VM actor holds a [`VmState`] and feeds it
+//! [`VmEvent`]s; an event that makes no sense in the current state is an error, never a panic.
+//!
+//! ```text
+//! Pending -Deploy-> Booting -Booted-> Running -Completed-> Finished
+//!                                       |  \-Stop-> Cancelled
+//!                                     Pause
+//!                                       v
+//!                  Paused -Suspend-> Suspending -Suspended-> Suspended -Resume-> Resuming
+//!                    ^  \-Migrate-> Migrating -Migrated-> Resuming              |
+//!                    |                                                      Resumed
+//!                    +------------------------------------------------------------/
+//!                  Paused -Unpause-> Running
+//! ```
+
+use serde::Serialize;
+
+/// Where a VM is in its life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmState {
+    /// Created, waiting to be deployed on its host.
+    Pending,
+    /// Image being deployed and the guest booting.
+    Booting,
+    /// Doing the lease's work.
+    Running,
+    /// CPU access stopped (a few ms), before suspension or after resumption.
+    Paused,
+    /// Memory being written to shared storage.
+    Suspending,
+    /// Memory image on shared storage; holds no host resources.
+    Suspended,
+    /// Memory being read back from shared storage.
+    Resuming,
+    /// Memory image being copied to another cluster.
+    Migrating,
+    /// Completed its work.
+    Finished,
+    /// Stopped before completing (cancelled lease).
+    Cancelled,
+}
+
+/// What can happen to a VM.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum VmEvent {
+    /// The host starts deploying the VM.
+    Deploy,
+    /// Boot finished.
+    Booted,
+    /// The work is done.
+    Completed,
+    /// Stop the VM now (cancellation).
+    Stop,
+    /// Stop CPU access.
+    Pause,
+    /// Give CPU access back.
+    Unpause,
+    /// Start writing memory to storage.
+    Suspend,
+    /// Memory written.
+    Suspended,
+    /// Start reading memory back.
+    Resume,
+    /// Memory read back (the VM is left paused, to be unpaused).
+    Resumed,
+    /// Start copying the memory image to another cluster.
+    Migrate,
+    /// Copy done; the VM resumes at the destination.
+    Migrated,
+}
+
+impl VmState {
+    /// The state after `event`, or an error naming the impossible transition.
+    pub fn next(self, event: VmEvent) -> Result<VmState, String> {
+        use VmEvent as E;
+        use VmState as S;
+        let next = match (self, event) {
+            (S::Pending, E::Deploy) => S::Booting,
+            (S::Booting, E::Booted) => S::Running,
+            (S::Running, E::Completed) => S::Finished,
+            (S::Pending | S::Booting | S::Running | S::Paused | S::Suspended, E::Stop) => {
+                S::Cancelled
+            }
+            (S::Running, E::Pause) => S::Paused,
+            (S::Paused, E::Unpause) => S::Running,
+            (S::Paused, E::Suspend) => S::Suspending,
+            (S::Suspending, E::Suspended) => S::Suspended,
+            (S::Suspended, E::Resume) => S::Resuming,
+            (S::Resuming, E::Resumed) => S::Paused,
+            (S::Paused, E::Migrate) => S::Migrating,
+            (S::Migrating, E::Migrated) => S::Resuming,
+            (state, event) => return Err(format!("VM in state {state:?} cannot take {event:?}")),
+        };
+        Ok(next)
+    }
+
+    /// Whether the VM occupies cores and memory on a host in this state.
+    pub fn holds_host(self) -> bool {
+        !matches!(
+            self,
+            VmState::Pending | VmState::Suspended | VmState::Finished | VmState::Cancelled
+        )
+    }
+
+    /// Whether the VM's life is over.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, VmState::Finished | VmState::Cancelled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use VmEvent as E;
+
+    fn run(events: &[VmEvent]) -> Result<VmState, String> {
+        events
+            .iter()
+            .try_fold(VmState::Pending, |s, &e| s.next(e))
+    }
+
+    #[test]
+    fn normal_life_boots_runs_and_finishes() {
+        assert_eq!(run(&[E::Deploy, E::Booted, E::Completed]), Ok(VmState::Finished));
+    }
+
+    #[test]
+    fn suspend_resume_cycle_returns_to_running() {
+        let s = run(&[
+            E::Deploy,
+            E::Booted,
+            E::Pause,
+            E::Suspend,
+            E::Suspended,
+            E::Resume,
+            E::Resumed,
+            E::Unpause,
+        ]);
+        assert_eq!(s, Ok(VmState::Running));
+    }
+
+    #[test]
+    fn migration_passes_through_resuming() {
+        let s = run(&[E::Deploy, E::Booted, E::Pause, E::Migrate, E::Migrated]);
+        assert_eq!(s, Ok(VmState::Resuming));
+    }
+
+    #[test]
+    fn impossible_transitions_are_errors() {
+        assert!(run(&[E::Booted]).is_err());
+        assert!(run(&[E::Deploy, E::Booted, E::Completed, E::Pause]).is_err());
+        assert!(run(&[E::Deploy, E::Booted, E::Suspend]).is_err());
+    }
+
+    #[test]
+    fn host_resources_are_held_only_while_on_a_host() {
+        assert!(VmState::Running.holds_host());
+        assert!(VmState::Suspending.holds_host());
+        assert!(!VmState::Suspended.holds_host());
+        assert!(VmState::Finished.is_terminal());
+    }
+}

@@ -1,0 +1,813 @@
+//! Topologies: the TOML schema (documented in `docs/topology.md`), `--set` overrides,
+//! validation that reports every problem with its place, and the validated [`Topology`] the
+//! emulation is built from.
+
+pub mod diag;
+mod node;
+pub mod profile;
+mod table;
+
+use std::path::Path;
+
+use diag::{suggest, Diags, Loc, Report};
+use node::{apply_set, parse_document, Node, Origin as NodeOrigin};
+pub use profile::{LrmsProfile, Timings};
+use table::Table;
+
+use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
+use crate::time::{ClockMode, EmuDuration, EmuTime};
+
+/// The topology run when `igemu run` gets no file (also shipped as `topologies/quickstart.toml`).
+pub const QUICKSTART: &str = include_str!("../../topologies/quickstart.toml");
+
+/// When a run ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EndCondition {
+    /// When every request has reached a terminal state, or at `horizon` at the latest.
+    AllDone {
+        /// Safety limit; requests still open then are `unfinished`.
+        horizon: EmuTime,
+    },
+    /// At a fixed emulated time.
+    At(EmuTime),
+}
+
+impl EndCondition {
+    /// The latest time the run may reach.
+    pub fn limit(self) -> EmuTime {
+        match self {
+            EndCondition::AllDone { horizon } => horizon,
+            EndCondition::At(t) => t,
+        }
+    }
+}
+
+/// `[emulation]`: how the run is driven.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Emulation {
+    /// Virtual or realtime×speedup.
+    pub mode: ClockMode,
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// When the run ends.
+    pub end: EndCondition,
+}
+
+/// The LRMS's scheduling policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SchedulerKind {
+    /// First-come-first-served with first-fit host placement, no backfilling.
+    #[default]
+    Fcfs,
+}
+
+impl SchedulerKind {
+    /// Parses a name from [`Self::NAMES`].
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == name)
+    }
+    /// Names accepted in topologies.
+    pub const NAMES: &'static [&'static str] = &["fcfs"];
+    /// Every variant.
+    pub const ALL: [SchedulerKind; 1] = [SchedulerKind::Fcfs];
+    /// The name used in topologies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedulerKind::Fcfs => "fcfs",
+        }
+    }
+}
+
+/// The LRMS's preemption policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreemptionName {
+    /// Never preempt.
+    #[default]
+    Nop,
+}
+
+impl PreemptionName {
+    /// Parses a name from [`Self::NAMES`].
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == name)
+    }
+    /// Names accepted in topologies.
+    pub const NAMES: &'static [&'static str] = &["nop"];
+    /// Every variant.
+    pub const ALL: [PreemptionName; 1] = [PreemptionName::Nop];
+    /// The name used in topologies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptionName::Nop => "nop",
+        }
+    }
+}
+
+/// The IGG's policy for placing external requests on its clusters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DispatchName {
+    /// Round-robin over the Grid's clusters.
+    #[default]
+    RoundRobin,
+}
+
+impl DispatchName {
+    /// Parses a name from [`Self::NAMES`].
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == name)
+    }
+    /// Names accepted in topologies.
+    pub const NAMES: &'static [&'static str] = &["rr"];
+    /// Every variant.
+    pub const ALL: [DispatchName; 1] = [DispatchName::RoundRobin];
+    /// The name used in topologies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DispatchName::RoundRobin => "rr",
+        }
+    }
+}
+
+/// A group of identical hosts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSpec {
+    /// Cores per host.
+    pub cores: u32,
+    /// Memory per host, MB.
+    pub memory_mb: u64,
+    /// Speed of one core, MIPS.
+    pub mips: u32,
+}
+
+/// Settings of one cluster's LRMS (profile defaults, then `[lrms]`, then the cluster's own).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LrmsSettings {
+    /// Timings and defaults.
+    pub profile: LrmsProfile,
+    /// Scheduling policy.
+    pub scheduler: SchedulerKind,
+    /// Preemption policy.
+    pub preemption: PreemptionName,
+}
+
+/// A cluster (resource provider).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    /// Name, unique within its Grid.
+    pub name: String,
+    /// The Grid it belongs to.
+    pub grid: GridId,
+    /// Its hosts, one entry per host.
+    pub hosts: Vec<HostSpec>,
+    /// Its LRMS.
+    pub lrms: LrmsSettings,
+}
+
+impl Cluster {
+    /// `grid/cluster`, the name used in outputs.
+    pub fn qualified_name(&self, topo: &Topology) -> String {
+        format!("{}/{}", topo.grids[usize::from(self.grid.0)].name, self.name)
+    }
+    /// Total cores.
+    pub fn cores(&self) -> u64 {
+        self.hosts.iter().map(|h| u64::from(h.cores)).sum()
+    }
+}
+
+/// Settings of one IGG (`[igg]` defaults, then the Grid's own).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IggSettings {
+    /// How external requests are placed on clusters.
+    pub dispatch: DispatchName,
+}
+
+/// A Grid with its gateway.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    /// Unique name.
+    pub name: String,
+    /// The IGG's settings.
+    pub igg: IggSettings,
+    /// Its clusters, in file order.
+    pub clusters: Vec<ClusterId>,
+}
+
+/// The kind of a peering contract (paper 004 §5.1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ContractKind {
+    /// One price per resource unit.
+    FixedPrice,
+    /// A range `[price_max - D, price_max]` negotiated at run time.
+    PriceRange,
+}
+
+/// A peering contract between two IGGs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contract {
+    /// The Grid that redirects requests (and pays).
+    pub from: GridId,
+    /// The Grid that serves them.
+    pub to: GridId,
+    /// Whether the contract also holds from `to` to `from`.
+    pub both_ways: bool,
+    /// Fixed-price or price-range.
+    pub kind: ContractKind,
+    /// An explicit maximum price per resource unit; derived from the cost function if absent.
+    pub price_max: Option<f64>,
+    /// L of eq. 4: the load (utilisation, 0–1) at which the unit cost reaches `price_max`.
+    pub load_threshold: f64,
+    /// k of eq. 4: the load decrease (0–1) that sets the width of a price range.
+    pub k: f64,
+}
+
+/// A source of requests: the local users of a cluster, or an external user agent (DVE
+/// manager) of a Grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    /// Name, unique in the topology.
+    pub name: String,
+    /// Local or external.
+    pub origin: Origin,
+    /// The Grid whose IGG (external) or cluster (local) receives the requests.
+    pub grid: GridId,
+    /// For local workloads, the cluster.
+    pub cluster: Option<ClusterId>,
+    /// The requests, in arrival order.
+    pub requests: Vec<RequestId>,
+}
+
+/// A validated topology, ready to emulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    /// Name (from the file, or its file stem).
+    pub name: String,
+    /// How the run is driven.
+    pub emulation: Emulation,
+    /// Grids in file order.
+    pub grids: Vec<Grid>,
+    /// Every cluster of every Grid, indexed by [`ClusterId`].
+    pub clusters: Vec<Cluster>,
+    /// Peering contracts.
+    pub contracts: Vec<Contract>,
+    /// Request sources.
+    pub workloads: Vec<Workload>,
+    /// Every request, indexed by [`RequestId`].
+    pub requests: Vec<LeaseRequest>,
+    /// The label of each request (its `id` in the file, or `<workload>-<n>`).
+    pub request_labels: Vec<String>,
+}
+
+impl Topology {
+    /// The label of request `id`.
+    pub fn label(&self, id: RequestId) -> &str {
+        &self.request_labels[id.0 as usize]
+    }
+    /// The cluster with id `id`.
+    pub fn cluster(&self, id: ClusterId) -> &Cluster {
+        &self.clusters[usize::from(id.0)]
+    }
+    /// Total cores over all clusters.
+    pub fn total_cores(&self) -> u64 {
+        self.clusters.iter().map(Cluster::cores).sum()
+    }
+}
+
+/// Options applied on top of the file: command-line overrides.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--set dotted.key=value`, in order.
+    pub sets: Vec<String>,
+}
+
+/// Reads and validates a topology file.
+pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Report>> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(Box::new(Report {
+                path: shown,
+                text: String::new(),
+                sets: overrides.sets.clone(),
+                profiles: Vec::new(),
+                diagnostics: vec![diag::Diagnostic {
+                    loc: Loc::Builtin,
+                    message: format!("cannot read the file: {e}"),
+                    hint: Some("check the path; `igemu run` with no file runs the embedded quickstart".into()),
+                }],
+            }))
+        }
+    };
+    let stem = path.file_stem().map_or("topology".into(), |s| s.to_string_lossy().to_string());
+    load_str(&text, &shown, &stem, path.parent(), overrides)
+}
+
+/// Reads and validates topology text. `path` names it in messages, `default_name` is used
+/// when the file has no `name`, and `base_dir` resolves profile paths.
+pub fn load_str(
+    text: &str,
+    path: &str,
+    default_name: &str,
+    base_dir: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<Topology, Box<Report>> {
+    let diags = Diags::default();
+    let mut profiles_seen = Vec::new();
+    let topo = parse_document(text, NodeOrigin::File, &diags).and_then(|mut root| {
+        for (i, s) in overrides.sets.iter().enumerate() {
+            apply_set(&mut root, i, s, &diags);
+        }
+        read_topology(&root, default_name, base_dir, &diags, &mut profiles_seen)
+    });
+    match topo {
+        Some(t) if diags.is_empty() => Ok(t),
+        _ => {
+            let mut diagnostics = diags.into_vec();
+            diagnostics.sort_by_key(|d| match d.loc {
+                Loc::Set(i) => (0, i),
+                Loc::File { start, .. } => (1, start),
+                Loc::Profile { start, .. } => (2, start),
+                Loc::Builtin => (3, 0),
+            });
+            Err(Box::new(Report {
+                path: path.to_string(),
+                text: text.to_string(),
+                sets: overrides.sets.clone(),
+                profiles: profiles_seen,
+                diagnostics,
+            }))
+        }
+    }
+}
+
+pub(crate) fn read_scheduler(t: &Table<'_>) -> Option<SchedulerKind> {
+    t.choice("scheduler", SchedulerKind::NAMES)
+        .and_then(|(s, _)| SchedulerKind::parse(s))
+}
+
+pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
+    t.choice("preemption", PreemptionName::NAMES)
+        .and_then(|(s, _)| PreemptionName::parse(s))
+}
+
+const LRMS_KEYS: &[&str] = &["profile", "scheduler", "preemption"];
+const IGG_KEYS: &[&str] = &["dispatch"];
+
+/// `[lrms]` keys as read from one table; unset keys inherit.
+#[derive(Clone, Default)]
+struct LrmsOverrides<'a> {
+    profile: Option<(&'a str, &'a Loc)>,
+    scheduler: Option<SchedulerKind>,
+    preemption: Option<PreemptionName>,
+}
+
+fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
+    let o = LrmsOverrides {
+        profile: t.str("profile"),
+        scheduler: read_scheduler(t),
+        preemption: read_preemption(t),
+    };
+    t.finish(LRMS_KEYS);
+    o
+}
+
+#[derive(Clone, Default)]
+struct IggOverrides {
+    dispatch: Option<DispatchName>,
+}
+
+fn read_igg_table(t: &Table<'_>) -> IggOverrides {
+    let o = IggOverrides {
+        dispatch: t
+            .choice("dispatch", DispatchName::NAMES)
+            .and_then(|(s, _)| DispatchName::parse(s)),
+    };
+    t.finish(IGG_KEYS);
+    o
+}
+
+const DEFAULT_PROFILE: &str = "nfs-100mbps";
+const DEFAULT_HORIZON: EmuDuration = EmuDuration::from_secs(365 * 86_400);
+
+fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
+    let Some(t) = t else {
+        return Some(Emulation {
+            mode: ClockMode::Virtual,
+            seed: 1,
+            end: EndCondition::AllDone {
+                horizon: EmuTime::ZERO + DEFAULT_HORIZON,
+            },
+        });
+    };
+    let mode = t.choice("mode", &["virtual", "realtime"]).map(|(m, _)| m);
+    let speedup = t.positive_number("speedup");
+    let seed = t.uint("seed", u64::MAX).map_or(1, |(s, _)| s);
+    let mut ok = true;
+    let end = match t.get("end") {
+        None => Some(EndCondition::AllDone {
+            horizon: EmuTime::ZERO + DEFAULT_HORIZON,
+        }),
+        Some(node) if matches!(&node.kind, node::NodeKind::Str(s) if s == "all-done") => {
+            let horizon = t.duration("horizon").map_or(DEFAULT_HORIZON, |(d, _)| d);
+            Some(EndCondition::AllDone {
+                horizon: EmuTime::ZERO + horizon,
+            })
+        }
+        Some(_) => t.duration("end").and_then(|(d, loc)| {
+            if d == EmuDuration::ZERO {
+                t.diags.error(loc, "`end` must be after the start", Some("use \"all-done\" or a positive duration like \"2d\"".into()));
+                None
+            } else {
+                Some(EndCondition::At(EmuTime::ZERO + d))
+            }
+        }),
+    };
+    if matches!(end, Some(EndCondition::At(_))) && t.get("horizon").is_some() {
+        t.get("horizon").inspect(|n| t.diags.error(&n.loc, "`horizon` only applies with end = \"all-done\"", Some("remove it, or set end = \"all-done\"".into())));
+        ok = false;
+    }
+    t.finish(&["mode", "speedup", "seed", "end", "horizon"]);
+    let mode = match (mode, speedup) {
+        (Some("realtime"), Some((s, _))) => ClockMode::Realtime { speedup: s },
+        (Some("realtime"), None) => {
+            if t.get("speedup").is_none() {
+                t.missing("speedup", "realtime mode needs speedup = N (emulated seconds per wall second)");
+            }
+            return None;
+        }
+        _ => ClockMode::Virtual,
+    };
+    if !ok {
+        return None;
+    }
+    Some(Emulation { mode, seed, end: end? })
+}
+
+struct ReadCx<'a> {
+    diags: &'a Diags,
+    base_dir: Option<&'a Path>,
+    profiles: Vec<(String, Option<LrmsProfile>)>,
+    profile_sources: &'a mut Vec<(String, String, String)>,
+}
+
+impl ReadCx<'_> {
+    fn profile(&mut self, name: &str, at: &Loc) -> Option<LrmsProfile> {
+        if let Some((_, p)) = self.profiles.iter().find(|(n, _)| n == name) {
+            return p.clone();
+        }
+        let loaded = profile::load(name, at, self.base_dir, self.diags);
+        let p = loaded.map(|(p, src)| {
+            self.profile_sources.push(src);
+            p
+        });
+        self.profiles.push((name.to_string(), p.clone()));
+        p
+    }
+}
+
+fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
+    let Some(node) = t.get("hosts") else {
+        t.missing("hosts", "e.g. hosts = { count = 4, cores = 4, memory_mb = 8192, mips = 2000 }");
+        return Vec::new();
+    };
+    let groups: Vec<&Node> = match &node.kind {
+        node::NodeKind::Array(items) => items.iter().collect(),
+        _ => vec![node],
+    };
+    let mut hosts = Vec::new();
+    for (i, g) in groups.into_iter().enumerate() {
+        let Some(h) = Table::of(g, format!("hosts group {} of {what}", i + 1), t.diags) else {
+            continue;
+        };
+        let count = h.uint("count", 1_000_000);
+        if let Some((0, loc)) = count {
+            h.diags.error(loc, format!("{what} has zero hosts"), Some("a cluster needs at least one host: count = 1 or more".into()));
+        }
+        if h.get("count").is_none() {
+            h.missing("count", "how many hosts of this kind, e.g. count = 4");
+        }
+        let cores = h.positive("cores", 1 << 20).map(|(v, _)| v as u32);
+        let memory_mb = h.positive("memory_mb", 1 << 40).map(|(v, _)| v);
+        let mips = h.positive("mips", 1 << 30).map_or(Some(1000), |(v, _)| Some(v as u32));
+        for (k, v) in [("cores", cores.is_some()), ("memory_mb", memory_mb.is_some())] {
+            if !v && h.get(k).is_none() {
+                h.missing(k, "hosts need cores and memory_mb");
+            }
+        }
+        h.finish(&["count", "cores", "memory_mb", "mips"]);
+        if let (Some((n, _)), Some(cores), Some(memory_mb), Some(mips)) = (count, cores, memory_mb, mips) {
+            hosts.extend((0..n).map(|_| HostSpec { cores, memory_mb, mips }));
+        }
+    }
+    hosts
+}
+
+fn read_topology(
+    root: &Node,
+    default_name: &str,
+    base_dir: Option<&Path>,
+    diags: &Diags,
+    profile_sources: &mut Vec<(String, String, String)>,
+) -> Option<Topology> {
+    let top = Table::of(root, "the topology", diags)?;
+    let mut cx = ReadCx {
+        diags,
+        base_dir,
+        profiles: Vec::new(),
+        profile_sources,
+    };
+    let name = top.str("name").map_or(default_name.to_string(), |(s, _)| s.to_string());
+    let _ = top.str("description");
+    let emulation = read_emulation(top.table("emulation"));
+    let lrms_defaults = top.table("lrms").map(|t| read_lrms_table(&t)).unwrap_or_default();
+    let igg_defaults = top.table("igg").map(|t| read_igg_table(&t)).unwrap_or_default();
+
+    // Grids and their clusters.
+    let mut grids: Vec<Grid> = Vec::new();
+    let mut clusters: Vec<Cluster> = Vec::new();
+    let grid_nodes = top.tables("grid");
+    if grid_nodes.is_empty() && top.get("grid").is_none() {
+        top.missing("grid", "add at least one [[grid]] with a [[grid.cluster]]");
+    }
+    for (gi, gnode) in grid_nodes.into_iter().enumerate() {
+        let Some(g) = Table::of(gnode, format!("grid #{}", gi + 1), diags) else {
+            continue;
+        };
+        let gname = g.req_str("name", "every grid needs a unique name").map(|(s, loc)| {
+            if grids.iter().any(|x| x.name == s) {
+                diags.error(loc, format!("grid `{s}` is defined twice"), Some("grid names must be unique".into()));
+            }
+            s.to_string()
+        });
+        let what = format!("grid `{}`", gname.as_deref().unwrap_or("?"));
+        let igg_own = g.table("igg").map(|t| read_igg_table(&t)).unwrap_or_default();
+        let igg = IggSettings {
+            dispatch: igg_own.dispatch.or(igg_defaults.dispatch).unwrap_or_default(),
+        };
+        let gid = GridId(grids.len() as u16);
+        let mut ids = Vec::new();
+        let cluster_nodes = g.tables("cluster");
+        if cluster_nodes.is_empty() {
+            g.missing("cluster", "a grid needs at least one [[grid.cluster]]");
+        }
+        for (ci, cnode) in cluster_nodes.into_iter().enumerate() {
+            let Some(c) = Table::of(cnode, format!("cluster #{} of {what}", ci + 1), diags) else {
+                continue;
+            };
+            let cname = c.req_str("name", "every cluster needs a name, unique in its grid").map(|(s, loc)| {
+                if ids.iter().any(|id: &ClusterId| clusters[usize::from(id.0)].name == s) {
+                    diags.error(loc, format!("cluster `{s}` is defined twice in {what}"), Some("cluster names must be unique within a grid".into()));
+                }
+                s.to_string()
+            });
+            let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
+            let hosts = read_hosts(&c, &cwhat);
+            let own = c.table("lrms").map(|t| read_lrms_table(&t)).unwrap_or_default();
+            c.finish(&["name", "hosts", "lrms"]);
+            let profile_name = own.profile.or(lrms_defaults.profile);
+            let profile = match profile_name {
+                Some((p, loc)) => cx.profile(p, loc),
+                None => cx.profile(DEFAULT_PROFILE, &Loc::Builtin),
+            };
+            if let (Some(name), Some(profile)) = (cname, profile) {
+                if hosts.is_empty() {
+                    continue;
+                }
+                let lrms = LrmsSettings {
+                    scheduler: own.scheduler.or(lrms_defaults.scheduler).unwrap_or(profile.scheduler),
+                    preemption: own.preemption.or(lrms_defaults.preemption).unwrap_or(profile.preemption),
+                    profile,
+                };
+                ids.push(ClusterId(clusters.len() as u16));
+                clusters.push(Cluster { name, grid: gid, hosts, lrms });
+            }
+        }
+        g.finish(&["name", "igg", "cluster"]);
+        if let Some(name) = gname {
+            grids.push(Grid { name, igg, clusters: ids });
+        }
+    }
+    if clusters.len() > usize::from(u16::MAX) || grids.len() > usize::from(u16::MAX) {
+        top.diags.error(&root.loc, "too many grids or clusters (at most 65535)", None);
+        return None;
+    }
+    let grid_names: Vec<&str> = grids.iter().map(|g| g.name.as_str()).collect();
+    let find_grid = |name: &str, loc: &Loc, role: &str| -> Option<GridId> {
+        match grids.iter().position(|g| g.name == name) {
+            Some(i) => Some(GridId(i as u16)),
+            None => {
+                diags.error(loc, format!("{role} names unknown grid `{name}`"), Some(suggest(name, &grid_names)));
+                None
+            }
+        }
+    };
+
+    // Contracts.
+    let mut contracts = Vec::new();
+    for (i, cnode) in top.tables("contract").into_iter().enumerate() {
+        let Some(c) = Table::of(cnode, format!("contract #{}", i + 1), diags) else {
+            continue;
+        };
+        let from = c.req_str("from", "the grid that redirects requests").and_then(|(s, l)| find_grid(s, l, "contract"));
+        let to = c.req_str("to", "the grid that serves them").and_then(|(s, l)| find_grid(s, l, "contract"));
+        if let (Some(f), Some(t)) = (from, to) {
+            if f == t {
+                if let Some((_, loc)) = c.str("to") {
+                    diags.error(loc, "a contract must join two different grids", None);
+                }
+            }
+        }
+        let kind = c.req_str("kind", "kind = \"fixed-price\" or \"price-range\"").and_then(|(s, loc)| match s {
+            "fixed-price" => Some(ContractKind::FixedPrice),
+            "price-range" => Some(ContractKind::PriceRange),
+            other => {
+                diags.error(loc, format!("`{other}` is not a contract kind"), Some(suggest(other, &["fixed-price", "price-range"])));
+                None
+            }
+        });
+        let both_ways = c.bool("both_ways").is_none_or(|(b, _)| b);
+        let price_max = c.positive_number("price_max").map(|(v, _)| v);
+        let load_threshold = c.number_in("load_threshold", 0.0, 1.0).map_or(0.95, |(v, _)| v);
+        let k = c.number_in("k", 0.0, 1.0).map_or(0.05, |(v, _)| v);
+        c.finish(&["from", "to", "kind", "both_ways", "price_max", "load_threshold", "k"]);
+        if let (Some(from), Some(to), Some(kind)) = (from, to, kind) {
+            contracts.push(Contract { from, to, both_ways, kind, price_max, load_threshold, k });
+        }
+    }
+
+    // Workloads and their requests.
+    let mut workloads: Vec<Workload> = Vec::new();
+    let mut requests: Vec<LeaseRequest> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for (wi, wnode) in top.tables("workload").into_iter().enumerate() {
+        let Some(w) = Table::of(wnode, format!("workload #{}", wi + 1), diags) else {
+            continue;
+        };
+        let wname = w.str("name").map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
+        if workloads.iter().any(|x| x.name == wname) {
+            if let Some((_, loc)) = w.str("name") {
+                diags.error(loc, format!("workload `{wname}` is defined twice"), None);
+            }
+        }
+        let what = format!("workload `{wname}`");
+        let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| if o == "local" { Origin::Local } else { Origin::External });
+        if w.get("origin").is_none() {
+            w.missing("origin", "origin = \"local\" (to a cluster's LRMS) or \"external\" (to the grid's IGG)");
+        }
+        let grid = w.req_str("grid", "the grid whose users submit these requests").and_then(|(s, l)| find_grid(s, l, &what));
+        let cluster = match (w.str("cluster"), grid) {
+            (Some((cname, loc)), Some(gid)) => {
+                let g = &grids[usize::from(gid.0)];
+                let found = g.clusters.iter().copied().find(|c| clusters[usize::from(c.0)].name == cname);
+                if found.is_none() {
+                    let names: Vec<&str> = g.clusters.iter().map(|c| clusters[usize::from(c.0)].name.as_str()).collect();
+                    diags.error(loc, format!("{what} names unknown cluster `{cname}` in grid `{}`", g.name), Some(suggest(cname, &names)));
+                }
+                found
+            }
+            _ => None,
+        };
+        match (origin, w.str("cluster")) {
+            (Some(Origin::Local), None) => w.missing("cluster", "local requests go to one cluster's LRMS: cluster = \"name\""),
+            (Some(Origin::External), Some((_, loc))) => diags.error(loc, format!("{what} is external, so the IGG picks the cluster"), Some("remove `cluster`, or make the workload local".into())),
+            _ => {}
+        }
+        let mut ids = Vec::new();
+        let request_nodes = w.tables("request");
+        for (ri, rnode) in request_nodes.into_iter().enumerate() {
+            let Some(r) = Table::of(rnode, format!("request #{} of {what}", ri + 1), diags) else {
+                continue;
+            };
+            let label = match r.get("id").map(|n| &n.kind) {
+                Some(node::NodeKind::Str(s)) => Some(s.clone()),
+                Some(node::NodeKind::Int(i)) => Some(i.to_string()),
+                Some(_) => {
+                    r.str("id");
+                    None
+                }
+                None => Some(format!("{wname}-{}", ri + 1)),
+            };
+            if let (Some(l), Some(node)) = (&label, r.get("id")) {
+                if labels.contains(l) {
+                    diags.error(&node.loc, format!("request id `{l}` is used twice"), Some("request ids must be unique in a topology".into()));
+                }
+            }
+            let rwhat = format!("request `{}` of {what}", label.as_deref().unwrap_or("?"));
+            let arrival = r.duration("arrival").map(|(d, _)| EmuTime::ZERO + d);
+            if r.get("arrival").is_none() {
+                r.missing("arrival", "when the request is submitted, e.g. arrival = \"00:05:00\" or \"300s\"");
+            }
+            let vms = r.positive("vms", 1_000_000).map(|(v, loc)| (v as u32, loc));
+            if r.get("vms").is_none() {
+                r.missing("vms", "how many VMs, e.g. vms = 2");
+            }
+            let mem_mb = r.positive("mem_mb", 1 << 30).map(|(v, loc)| (v as u32, loc));
+            if r.get("mem_mb").is_none() {
+                r.missing("mem_mb", "memory per VM in MB, e.g. mem_mb = 1024");
+            }
+            let cores_per_vm = r.positive("cores_per_vm", 1 << 16).map_or(Some((1u32, &r.node.loc)), |(v, l)| Some((v as u32, l)));
+            let duration = r.duration("duration").and_then(|(d, loc)| {
+                if d == EmuDuration::ZERO {
+                    diags.error(loc, format!("{rwhat} has a zero duration"), Some("a lease runs for a positive time, e.g. \"1h\"".into()));
+                    None
+                } else {
+                    Some(d)
+                }
+            });
+            if r.get("duration").is_none() {
+                r.missing("duration", "how long the lease runs, e.g. duration = \"1h\"");
+            }
+            let type_names: Vec<&'static str> = LeaseType::ALL.iter().map(|t| t.as_str()).collect();
+            let lease_type = match (origin, r.choice("type", &type_names)) {
+                (Some(Origin::Local), Some((t, loc))) if t != "non-preemptable" => {
+                    diags.error(loc, format!("{rwhat} is local, and local requests are non-preemptable"), Some("remove `type`; local requests are deadline-constrained and non-preemptable".into()));
+                    None
+                }
+                (_, Some((t, _))) => LeaseType::parse(t),
+                (Some(Origin::Local), None) => Some(LeaseType::DeadlineNonPreemptable),
+                (_, None) if r.get("type").is_some() => None,
+                (_, None) => Some(LeaseType::BestEffortSuspendable),
+            };
+            let start = r.duration("start").map(|(d, l)| (EmuTime::ZERO + d, l));
+            if let (Some((_, loc)), Some(Origin::External)) = (start, origin) {
+                diags.error(loc, "`start` is for local requests, which are served in a requested interval", Some("external leases start when the LRMS schedules them".into()));
+            }
+            let deadline = r.duration("deadline").map(|(d, l)| (EmuTime::ZERO + d, l));
+            if let (Some(lt), Some((dl, loc)), Some(arr), Some(dur)) = (lease_type, deadline, arrival, duration) {
+                let earliest = start.map_or(arr, |(s, _)| s.max(arr)) + dur;
+                if !lt.deadline_constrained() {
+                    diags.error(loc, format!("{rwhat} is best-effort ({lt}), which has no deadline"), Some("remove `deadline`, or use type \"migratable\" or \"non-preemptable\"".into()));
+                } else if dl < earliest {
+                    diags.error(loc, format!("{rwhat} has deadline {dl} before it could finish ({earliest})"), Some("a deadline is an absolute time from the start of the run; give at least arrival + duration".into()));
+                }
+            }
+            if let (Some((s, loc)), Some(a)) = (start, arrival) {
+                if s < a {
+                    diags.error(loc, format!("{rwhat} starts before it arrives"), Some("`start` is an absolute time at or after `arrival`".into()));
+                }
+            }
+            if lease_type.is_some_and(|t| t.deadline_constrained()) && deadline.is_none() && origin == Some(Origin::External) {
+                r.missing("deadline", "deadline-constrained leases need an absolute deadline, e.g. deadline = \"6h\"");
+            }
+            r.finish(&["id", "arrival", "vms", "mem_mb", "cores_per_vm", "duration", "type", "deadline", "start"]);
+            // Capacity: would this request fit anywhere it may be placed?
+            if let (Some((v, vloc)), Some((m, _)), Some((cpv, _))) = (vms, mem_mb, cores_per_vm) {
+                let candidates: Vec<&Cluster> = match (origin, cluster) {
+                    (Some(Origin::Local), Some(c)) => vec![&clusters[usize::from(c.0)]],
+                    _ => clusters.iter().collect(),
+                };
+                let fits = |c: &&Cluster| {
+                    let per_host: u64 = c.hosts.iter().map(|h| {
+                        if u64::from(cpv) > u64::from(h.cores) || u64::from(m) > h.memory_mb {
+                            0
+                        } else {
+                            (u64::from(h.cores) / u64::from(cpv)).min(h.memory_mb / u64::from(m))
+                        }
+                    }).sum();
+                    per_host >= u64::from(v)
+                };
+                if !candidates.is_empty() && !candidates.iter().any(fits) {
+                    let most: u64 = candidates.iter().map(|c| c.cores() / u64::from(cpv)).max().unwrap_or(0);
+                    diags.error(vloc, format!("{rwhat} needs {v} VMs of {m} MB and {cpv} core(s), more than any cluster it may use can hold"), Some(format!("the largest such cluster holds at most {most} VMs of that size; reduce `vms` or `mem_mb`, or add hosts")));
+                }
+            }
+            if let (Some(label), Some(origin), Some(grid), Some(arrival), Some((vms, _)), Some((mem_mb, _)), Some((cores_per_vm, _)), Some(duration), Some(lease_type)) =
+                (label, origin, grid, arrival, vms, mem_mb, cores_per_vm, duration, lease_type)
+            {
+                let id = RequestId(requests.len() as u32);
+                requests.push(LeaseRequest {
+                    id,
+                    origin,
+                    grid,
+                    cluster,
+                    arrival,
+                    start: start.map(|(s, _)| s),
+                    vms,
+                    cores_per_vm,
+                    mem_mb,
+                    duration,
+                    lease_type,
+                    deadline: deadline.map(|(d, _)| d),
+                });
+                labels.push(label);
+                ids.push(id);
+            }
+        }
+        w.finish(&["name", "origin", "grid", "cluster", "request"]);
+        if let (Some(origin), Some(grid)) = (origin, grid) {
+            ids.sort_by_key(|id| (requests[id.0 as usize].arrival, id.0));
+            workloads.push(Workload { name: wname, origin, grid, cluster, requests: ids });
+        }
+    }
+    top.finish(&["name", "description", "emulation", "lrms", "igg", "grid", "contract", "workload"]);
+    Some(Topology {
+        name,
+        emulation: emulation?,
+        grids,
+        clusters,
+        contracts,
+        workloads,
+        requests,
+        request_labels: labels,
+    })
+}

@@ -1,0 +1,221 @@
+//! A TOML document as a tree whose every key and value remembers where it came from (a byte
+//! range of the file or a `--set` override), so that reading can report precise places.
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::diag::{Diags, Loc};
+
+/// A value with its place.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The value.
+    pub kind: NodeKind,
+    /// Where it came from.
+    pub loc: Loc,
+}
+
+/// A key with its place.
+#[derive(Clone, Debug)]
+pub struct Key {
+    /// The key's text.
+    pub name: String,
+    /// Where it came from.
+    pub loc: Loc,
+}
+
+/// TOML value kinds.
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// A string.
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A date-time (igemu has no use for calendar times, so only its kind is kept).
+    Datetime,
+    /// An array.
+    Array(Vec<Node>),
+    /// A table, keys in file order.
+    Table(Vec<(Key, Node)>),
+}
+
+impl NodeKind {
+    /// The TOML name of this kind, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            NodeKind::Str(_) => "a string",
+            NodeKind::Int(_) => "an integer",
+            NodeKind::Float(_) => "a float",
+            NodeKind::Bool(_) => "a boolean",
+            NodeKind::Datetime => "a date-time",
+            NodeKind::Array(_) => "an array",
+            NodeKind::Table(_) => "a table",
+        }
+    }
+}
+
+/// How a place is recorded for nodes converted from parsed text.
+#[derive(Clone, Copy)]
+pub enum Origin<'a> {
+    /// The topology file.
+    File,
+    /// An LRMS profile with this name.
+    Profile(&'a str),
+    /// The n-th `--set`.
+    Set(usize),
+}
+
+impl Origin<'_> {
+    fn loc(&self, span: std::ops::Range<usize>) -> Loc {
+        match self {
+            Origin::File => Loc::File {
+                start: span.start,
+                end: span.end,
+            },
+            Origin::Profile(name) => Loc::Profile {
+                name: (*name).to_string(),
+                start: span.start,
+            },
+            Origin::Set(i) => Loc::Set(*i),
+        }
+    }
+}
+
+fn convert(value: &Spanned<DeValue<'_>>, origin: Origin<'_>, diags: &Diags) -> Node {
+    let loc = origin.loc(value.span());
+    let kind = match value.get_ref() {
+        DeValue::String(s) => NodeKind::Str(s.to_string()),
+        DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
+            Ok(v) => NodeKind::Int(v),
+            Err(_) => {
+                diags.error(&loc, "integer out of range", Some("use a value that fits in 64 bits".into()));
+                NodeKind::Int(0)
+            }
+        },
+        DeValue::Float(f) => match f.as_str().parse::<f64>() {
+            Ok(v) => NodeKind::Float(v),
+            Err(_) => {
+                diags.error(&loc, format!("`{}` is not a usable float", f.as_str()), None);
+                NodeKind::Float(0.0)
+            }
+        },
+        DeValue::Boolean(b) => NodeKind::Bool(*b),
+        DeValue::Datetime(_) => NodeKind::Datetime,
+        DeValue::Array(a) => NodeKind::Array(a.iter().map(|v| convert(v, origin, diags)).collect()),
+        DeValue::Table(t) => NodeKind::Table(convert_table(t, origin, diags)),
+    };
+    Node { kind, loc }
+}
+
+fn convert_table(table: &DeTable<'_>, origin: Origin<'_>, diags: &Diags) -> Vec<(Key, Node)> {
+    table
+        .iter()
+        .map(|(k, v)| {
+            let key = Key {
+                name: k.get_ref().to_string(),
+                loc: origin.loc(k.span()),
+            };
+            (key, convert(v, origin, diags))
+        })
+        .collect()
+}
+
+/// Parses a whole document. Syntax errors are recorded (every one the parser recovers from)
+/// and `None` is returned.
+pub fn parse_document(text: &str, origin: Origin<'_>, diags: &Diags) -> Option<Node> {
+    let (table, errors) = DeTable::parse_recoverable(text);
+    if !errors.is_empty() {
+        for e in errors {
+            let span = e.span().unwrap_or(0..0);
+            diags.error(
+                &origin.loc(span),
+                format!("TOML syntax: {}", e.message().trim()),
+                Some("see https://toml.io for the syntax".into()),
+            );
+        }
+        return None;
+    }
+    let span = table.span();
+    Some(Node {
+        kind: NodeKind::Table(convert_table(table.get_ref(), origin, diags)),
+        loc: origin.loc(span),
+    })
+}
+
+/// Applies one `--set dotted.key=value` override to `root`. The value is read as a TOML value
+/// when it parses as one (`3`, `true`, `"x"`, `[1, 2]`), otherwise as a bare string, so
+/// `--set lrms.preemption=mov` works without quotes. Numeric path segments index arrays
+/// (`grid.0.cluster.1.lrms.preemption=mov`).
+pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags) {
+    let loc = Loc::Set(index);
+    let Some((path, raw)) = assignment.split_once('=') else {
+        diags.error(&loc, "an override needs the form key=value", Some("e.g. --set lrms.preemption=mov".into()));
+        return;
+    };
+    let segments: Vec<&str> = path.trim().split('.').map(str::trim).collect();
+    if segments.iter().any(|s| s.is_empty()) {
+        diags.error(&loc, format!("`{path}` is not a dotted key"), Some("e.g. emulation.seed".into()));
+        return;
+    }
+    let raw = raw.trim();
+    let value = match DeValue::parse(raw) {
+        Ok(v) => convert(&v, Origin::Set(index), diags),
+        Err(_) => Node {
+            kind: NodeKind::Str(raw.to_string()),
+            loc: loc.clone(),
+        },
+    };
+    let mut cur = root;
+    for (depth, seg) in segments.iter().enumerate() {
+        let last = depth + 1 == segments.len();
+        match &mut cur.kind {
+            NodeKind::Table(entries) => {
+                let pos = entries.iter().position(|(k, _)| k.name == *seg);
+                let pos = match pos {
+                    Some(p) => p,
+                    None => {
+                        let fresh = Node {
+                            kind: NodeKind::Table(Vec::new()),
+                            loc: loc.clone(),
+                        };
+                        entries.push((Key { name: seg.to_string(), loc: loc.clone() }, fresh));
+                        entries.len() - 1
+                    }
+                };
+                if last {
+                    entries[pos].1 = value;
+                    return;
+                }
+                cur = &mut entries[pos].1;
+            }
+            NodeKind::Array(items) => {
+                let Ok(i) = seg.parse::<usize>() else {
+                    diags.error(&loc, format!("`{seg}` indexes an array; use a number"), Some(format!("the array has {} entries, numbered from 0", items.len())));
+                    return;
+                };
+                let n = items.len();
+                let Some(item) = items.get_mut(i) else {
+                    diags.error(&loc, format!("index {i} is past the end of an array of {n}"), None);
+                    return;
+                };
+                if last {
+                    *item = value;
+                    return;
+                }
+                cur = item;
+            }
+            other => {
+                diags.error(
+                    &loc,
+                    format!("`{}` is {}, not a table", segments[..depth].join("."), other.type_name()),
+                    None,
+                );
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Typed, error-collecting access to a TOML table node: every getter records a diagnostic
+//! for a wrong type or value and returns `None`, so reading goes on and finds every problem.
+
+use std::cell::RefCell;
+
+use super::diag::{suggest, Diags, Loc};
+use super::node::{Key, Node, NodeKind};
+use crate::time::{parse_duration, EmuDuration};
+
+/// A table being read; remembers which keys were looked at so [`Table::finish`] can report
+/// the others as unknown.
+pub struct Table<'a> {
+    /// The table node itself.
+    pub node: &'a Node,
+    entries: &'a [(Key, Node)],
+    used: RefCell<Vec<bool>>,
+    /// How to name this table in messages, e.g. `[emulation]` or `grid "alpha"`.
+    pub what: String,
+    /// Where problems go.
+    pub diags: &'a Diags,
+}
+
+impl<'a> Table<'a> {
+    /// Views `node` as a table, or records an error.
+    pub fn of(node: &'a Node, what: impl Into<String>, diags: &'a Diags) -> Option<Table<'a>> {
+        let what = what.into();
+        match &node.kind {
+            NodeKind::Table(entries) => Some(Table {
+                node,
+                entries,
+                used: RefCell::new(vec![false; entries.len()]),
+                what,
+                diags,
+            }),
+            other => {
+                diags.error(&node.loc, format!("{what} must be a table, found {}", other.type_name()), None);
+                None
+            }
+        }
+    }
+
+    /// The value under `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&'a Node> {
+        let i = self.entries.iter().position(|(k, _)| k.name == key)?;
+        self.used.borrow_mut()[i] = true;
+        Some(&self.entries[i].1)
+    }
+
+    /// Reports every key not looked at, with a "did you mean" among `known`.
+    pub fn finish(&self, known: &[&str]) {
+        for (i, (k, _)) in self.entries.iter().enumerate() {
+            if !self.used.borrow()[i] {
+                self.diags.error(
+                    &k.loc,
+                    format!("unknown key `{}` in {}", k.name, self.what),
+                    Some(suggest(&k.name, known)),
+                );
+            }
+        }
+    }
+
+    fn wrong_type(&self, key: &str, node: &Node, expected: &str) {
+        self.diags.error(
+            &node.loc,
+            format!("`{key}` in {} must be {expected}, found {}", self.what, node.kind.type_name()),
+            None,
+        );
+    }
+
+    /// Records that `key` is required but absent.
+    pub fn missing(&self, key: &str, hint: &str) {
+        self.diags.error(
+            &self.node.loc,
+            format!("{} needs `{key}`", self.what),
+            Some(hint.to_string()),
+        );
+    }
+
+    /// A string value.
+    pub fn str(&self, key: &str) -> Option<(&'a str, &'a Loc)> {
+        let node = self.get(key)?;
+        match &node.kind {
+            NodeKind::Str(s) => Some((s.as_str(), &node.loc)),
+            _ => {
+                self.wrong_type(key, node, "a string");
+                None
+            }
+        }
+    }
+
+    /// A required string value.
+    pub fn req_str(&self, key: &str, hint: &str) -> Option<(&'a str, &'a Loc)> {
+        if self.get(key).is_none() {
+            self.missing(key, hint);
+            return None;
+        }
+        self.str(key)
+    }
+
+    /// A non-negative integer no larger than `max`.
+    pub fn uint(&self, key: &str, max: u64) -> Option<(u64, &'a Loc)> {
+        let node = self.get(key)?;
+        match node.kind {
+            NodeKind::Int(v) if v >= 0 && (v as u64) <= max => Some((v as u64, &node.loc)),
+            NodeKind::Int(v) => {
+                self.diags.error(
+                    &node.loc,
+                    format!("`{key}` = {v} is out of range in {}", self.what),
+                    Some(format!("use a whole number from 0 to {max}")),
+                );
+                None
+            }
+            _ => {
+                self.wrong_type(key, node, "a whole number");
+                None
+            }
+        }
+    }
+
+    /// A positive integer no larger than `max`.
+    pub fn positive(&self, key: &str, max: u64) -> Option<(u64, &'a Loc)> {
+        let (v, loc) = self.uint(key, max)?;
+        if v == 0 {
+            self.diags.error(
+                loc,
+                format!("`{key}` must be at least 1 in {}", self.what),
+                Some(format!("a {key} of zero leaves nothing to emulate")),
+            );
+            return None;
+        }
+        Some((v, loc))
+    }
+
+    /// A finite number (integers accepted).
+    pub fn number(&self, key: &str) -> Option<(f64, &'a Loc)> {
+        let node = self.get(key)?;
+        let v = match node.kind {
+            NodeKind::Int(v) => v as f64,
+            NodeKind::Float(v) => v,
+            _ => {
+                self.wrong_type(key, node, "a number");
+                return None;
+            }
+        };
+        if !v.is_finite() {
+            self.diags.error(&node.loc, format!("`{key}` must be finite"), None);
+            return None;
+        }
+        Some((v, &node.loc))
+    }
+
+    /// A number strictly above zero.
+    pub fn positive_number(&self, key: &str) -> Option<(f64, &'a Loc)> {
+        let (v, loc) = self.number(key)?;
+        if v <= 0.0 {
+            self.diags.error(loc, format!("`{key}` must be above zero, found {v}"), None);
+            return None;
+        }
+        Some((v, loc))
+    }
+
+    /// A number in `[lo, hi]`.
+    pub fn number_in(&self, key: &str, lo: f64, hi: f64) -> Option<(f64, &'a Loc)> {
+        let (v, loc) = self.number(key)?;
+        if !(lo..=hi).contains(&v) {
+            self.diags.error(loc, format!("`{key}` must be between {lo} and {hi}, found {v}"), None);
+            return None;
+        }
+        Some((v, loc))
+    }
+
+    /// A boolean.
+    pub fn bool(&self, key: &str) -> Option<(bool, &'a Loc)> {
+        let node = self.get(key)?;
+        match node.kind {
+            NodeKind::Bool(b) => Some((b, &node.loc)),
+            _ => {
+                self.wrong_type(key, node, "true or false");
+                None
+            }
+        }
+    }
+
+    /// A duration: a human string (`"90s"`, `"2h"`, `"01:15:00"`) or a number of seconds.
+    pub fn duration(&self, key: &str) -> Option<(EmuDuration, &'a Loc)> {
+        let node = self.get(key)?;
+        match &node.kind {
+            NodeKind::Str(s) => match parse_duration(s) {
+                Ok(d) => Some((d, &node.loc)),
+                Err(e) => {
+                    self.diags.error(
+                        &node.loc,
+                        format!("`{key}` in {}: {e}", self.what),
+                        Some("write a duration like \"90s\", \"2h\", \"1d\", \"1h30m\" or \"01:15:00\"".into()),
+                    );
+                    None
+                }
+            },
+            NodeKind::Int(v) if *v >= 0 => Some((EmuDuration::from_secs(*v as u64), &node.loc)),
+            NodeKind::Float(v) if *v >= 0.0 && v.is_finite() && *v < 1e12 => {
+                Some((EmuDuration::from_secs_f64(*v), &node.loc))
+            }
+            _ => {
+                self.wrong_type(key, node, "a duration such as \"90s\" or a non-negative number of seconds");
+                None
+            }
+        }
+    }
+
+    /// One of a fixed set of names.
+    pub fn choice(&self, key: &str, choices: &[&'static str]) -> Option<(&'static str, &'a Loc)> {
+        let (s, loc) = self.str(key)?;
+        match choices.iter().find(|c| **c == s) {
+            Some(c) => Some((c, loc)),
+            None => {
+                self.diags.error(
+                    loc,
+                    format!("`{s}` is not a valid `{key}` in {}", self.what),
+                    Some(suggest(s, choices)),
+                );
+                None
+            }
+        }
+    }
+
+    /// An array of tables (`[[key]]`), or an empty list when absent.
+    pub fn tables(&self, key: &str) -> Vec<&'a Node> {
+        let Some(node) = self.get(key) else {
+            return Vec::new();
+        };
+        match &node.kind {
+            NodeKind::Array(items) => items.iter().collect(),
+            NodeKind::Table(_) => vec![node],
+            other => {
+                self.diags.error(
+                    &node.loc,
+                    format!("`{key}` in {} must be an array of tables, found {}", self.what, other.type_name()),
+                    Some(format!("write [[{key}]] sections")),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// A sub-table, if present.
+    pub fn table(&self, key: &str) -> Option<Table<'a>> {
+        let node = self.get(key)?;
+        Table::of(node, format!("`{key}` in {}", self.what), self.diags)
+    }
+}

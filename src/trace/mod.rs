@@ -1,0 +1,171 @@
+//! Message-flow records. Every message an actor sends goes through one path
+//! ([`crate::actors::Emu::send`] and friends) that counts it and, when tracing is on, writes a
+//! [`TraceEvent`] as one JSON line (schema in `docs/trace-format.md`). Tracing that is off
+//! costs one branch and one counter increment per message.
+
+use std::cell::{Cell, RefCell};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::model::RequestId;
+use crate::time::{format_secs, EmuTime};
+
+/// A compact handle for an actor's name in traces.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ActorId(pub u32);
+
+/// Correlation ids carried by a message.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Correlation {
+    /// The request (lease) the message is about.
+    pub request: Option<RequestId>,
+    /// The VM within the lease (0-based).
+    pub vm: Option<u32>,
+    /// The negotiation the message belongs to.
+    pub negotiation: Option<u64>,
+}
+
+impl Correlation {
+    /// About one request.
+    pub fn request(id: RequestId) -> Self {
+        Correlation {
+            request: Some(id),
+            ..Self::default()
+        }
+    }
+    /// About one VM of one request.
+    pub fn vm(id: RequestId, vm: u32) -> Self {
+        Correlation {
+            request: Some(id),
+            vm: Some(vm),
+            negotiation: None,
+        }
+    }
+}
+
+/// A message that can be traced: its kind and correlation ids.
+pub trait Traced {
+    /// The message kind as written in traces.
+    const KIND: &'static str;
+    /// Correlation ids.
+    fn correlation(&self) -> Correlation {
+        Correlation::default()
+    }
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    seq: u64,
+    t_us: u64,
+    t: &'a str,
+    from: &'a str,
+    to: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    negotiation: Option<u64>,
+}
+
+/// Counts messages and, when enabled, writes them to `trace.jsonl`.
+pub struct Tracer {
+    sink: Option<RefCell<BufWriter<File>>>,
+    failed: RefCell<Option<String>>,
+    messages: Cell<u64>,
+    names: RefCell<Vec<String>>,
+    labels: Vec<String>,
+}
+
+impl Tracer {
+    /// A tracer that only counts.
+    pub fn counting(labels: Vec<String>) -> Tracer {
+        Tracer {
+            sink: None,
+            failed: RefCell::new(None),
+            messages: Cell::new(0),
+            names: RefCell::new(Vec::new()),
+            labels,
+        }
+    }
+
+    /// A tracer writing to `path`. `labels` names requests by [`RequestId`].
+    pub fn to_file(path: &Path, labels: Vec<String>) -> std::io::Result<Tracer> {
+        let file = File::create(path)?;
+        let mut t = Tracer::counting(labels);
+        t.sink = Some(RefCell::new(BufWriter::with_capacity(1 << 16, file)));
+        Ok(t)
+    }
+
+    /// Registers an actor name and returns its handle.
+    pub fn register(&self, name: String) -> ActorId {
+        let mut names = self.names.borrow_mut();
+        names.push(name);
+        ActorId((names.len() - 1) as u32)
+    }
+
+    /// The name of actor `id`.
+    pub fn name(&self, id: ActorId) -> String {
+        self.names.borrow()[id.0 as usize].clone()
+    }
+
+    /// Whether events are written.
+    pub fn enabled(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Messages recorded so far.
+    pub fn messages(&self) -> u64 {
+        self.messages.get()
+    }
+
+    /// Records one message.
+    #[inline]
+    pub fn record(&self, t: EmuTime, from: ActorId, to: ActorId, kind: &'static str, corr: Correlation) {
+        self.messages.set(self.messages.get() + 1);
+        if let Some(sink) = &self.sink {
+            self.write(sink, t, from, to, kind, corr);
+        }
+    }
+
+    #[cold]
+    fn write(&self, sink: &RefCell<BufWriter<File>>, t: EmuTime, from: ActorId, to: ActorId, kind: &str, corr: Correlation) {
+        let names = self.names.borrow();
+        let ts = format_secs(t.as_micros());
+        let line = Line {
+            seq: self.messages.get() - 1,
+            t_us: t.as_micros(),
+            t: &ts,
+            from: &names[from.0 as usize],
+            to: &names[to.0 as usize],
+            kind,
+            request: corr.request.map(|r| self.labels[r.0 as usize].as_str()),
+            vm: corr.vm,
+            negotiation: corr.negotiation,
+        };
+        let mut w = sink.borrow_mut();
+        let res = serde_json::to_writer(&mut *w, &line)
+            .map_err(std::io::Error::from)
+            .and_then(|_| w.write_all(b"\n"));
+        if let Err(e) = res {
+            self.failed.borrow_mut().get_or_insert_with(|| e.to_string());
+        }
+    }
+
+    /// Flushes the trace file; reports the first write error, if any.
+    pub fn finish(&self) -> Result<(), String> {
+        if let Some(sink) = &self.sink {
+            if let Err(e) = sink.borrow_mut().flush() {
+                self.failed.borrow_mut().get_or_insert_with(|| e.to_string());
+            }
+        }
+        match self.failed.borrow().clone() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
