@@ -156,7 +156,10 @@ impl RunResult {
                 submit_s: secs(Some(req.arrival)),
                 start_s: secs(rec.start),
                 end_s: secs(rec.end),
-                state: rec.state.unwrap_or(model::RequestState::Unfinished).as_str(),
+                state: rec
+                    .state
+                    .unwrap_or(model::RequestState::Unfinished)
+                    .as_str(),
                 preemptions: rec.preemptions,
                 overhead_s: time::format_secs(rec.overhead.as_micros()),
             };
@@ -167,8 +170,11 @@ impl RunResult {
         }
         w.flush().map_err(io(&csv_path))?;
         let summary_path = dir.join("summary.json");
-        let mut text = serde_json::to_string_pretty(&self.summary)
-            .map_err(|e| RunError::Output { path: summary_path.clone(), source: e.into() })?;
+        let mut text =
+            serde_json::to_string_pretty(&self.summary).map_err(|e| RunError::Output {
+                path: summary_path.clone(),
+                source: e.into(),
+            })?;
         text.push('\n');
         std::fs::write(&summary_path, text).map_err(io(&summary_path))?;
         Ok(())
@@ -204,6 +210,18 @@ impl RunResult {
     }
 }
 
+/// The requests of the workloads `pick` selects, in arrival order.
+fn requests_where(topo: &Topology, pick: impl Fn(&topology::Workload) -> bool) -> Vec<RequestId> {
+    let mut ids: Vec<RequestId> = topo
+        .workloads
+        .iter()
+        .filter(|w| pick(w))
+        .flat_map(|w| w.requests.iter().copied())
+        .collect();
+    ids.sort_by_key(|id| (topo.requests[id.0 as usize].arrival, id.0));
+    ids
+}
+
 /// Builds the actor graph for `topo` and runs it to its end; returns the end time.
 async fn emulate(emu: Rc<Emu>) -> EmuTime {
     let topo = Rc::clone(&emu.topo);
@@ -212,35 +230,50 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
     let dir_id = emu.tracer.register("director".into());
     let director = Peer {
         id: dir_id,
-        addr: Director::new(Rc::clone(&emu), dir_id, topo.requests.len(), topo.emulation.end, done_tx).start(),
-    };
-    let requests_of = |pick: &dyn Fn(&topology::Workload) -> bool| -> Vec<RequestId> {
-        let mut ids: Vec<RequestId> = topo
-            .workloads
-            .iter()
-            .filter(|w| pick(w))
-            .flat_map(|w| w.requests.iter().copied())
-            .collect();
-        ids.sort_by_key(|id| (topo.requests[id.0 as usize].arrival, id.0));
-        ids
+        addr: Director::new(
+            Rc::clone(&emu),
+            dir_id,
+            topo.requests.len(),
+            topo.emulation.end,
+            done_tx,
+        )
+        .start(),
     };
     for (gi, grid) in topo.grids.iter().enumerate() {
         let gid = GridId(gi as u16);
         let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
-        let external = requests_of(&|w| w.origin == Origin::External && w.grid == gid);
+        let external = requests_where(&topo, |w| w.origin == Origin::External && w.grid == gid);
         Igg::create(|ctx| {
-            let igg = Peer { id: igg_id, addr: ctx.address() };
+            let igg = Peer {
+                id: igg_id,
+                addr: ctx.address(),
+            };
             let dve = (!external.is_empty()).then(|| {
                 let id = emu.tracer.register(format!("dve:{}", grid.name));
-                let users = Users::new(Rc::clone(&emu), id, Target::Igg(igg.clone()), director.clone(), external.clone());
-                Peer { id, addr: users.start() }
+                let users = Users::new(
+                    Rc::clone(&emu),
+                    id,
+                    Target::Igg(igg.clone()),
+                    director.clone(),
+                    external.clone(),
+                );
+                Peer {
+                    id,
+                    addr: users.start(),
+                }
             });
             let lrmss = grid
                 .clusters
                 .iter()
-                .map(|&cid| start_cluster(&emu, cid, &igg, &director, &requests_of))
+                .map(|&cid| start_cluster(&emu, cid, &igg, &director))
                 .collect();
-            Igg::new(Rc::clone(&emu), igg_id, lrmss, dve, igg::Dispatcher::new(grid.igg.dispatch))
+            Igg::new(
+                Rc::clone(&emu),
+                igg_id,
+                lrmss,
+                dve,
+                igg::Dispatcher::new(grid.igg.dispatch),
+            )
         });
     }
     // Invariant: the director holds the sender until it fires; if it were dropped the run
@@ -253,28 +286,44 @@ fn start_cluster(
     cid: ClusterId,
     igg: &Peer<Igg>,
     director: &Peer<Director>,
-    requests_of: &dyn Fn(&dyn Fn(&topology::Workload) -> bool) -> Vec<RequestId>,
 ) -> Peer<Lrms> {
     let topo = &emu.topo;
     let cluster = topo.cluster(cid);
     let qname = cluster.qualified_name(topo);
     let lrms_id = emu.tracer.register(format!("lrms:{qname}"));
-    let local = requests_of(&|w| w.origin == Origin::Local && w.cluster == Some(cid));
+    let local = requests_where(topo, |w| {
+        w.origin == Origin::Local && w.cluster == Some(cid)
+    });
     let addr = Lrms::create(|ctx| {
-        let me = Peer { id: lrms_id, addr: ctx.address() };
+        let me = Peer {
+            id: lrms_id,
+            addr: ctx.address(),
+        };
         let hosts = cluster
             .hosts
             .iter()
             .enumerate()
             .map(|(i, spec)| {
                 let id = emu.tracer.register(format!("host:{qname}/{i}"));
-                Peer { id, addr: Host::new(Rc::clone(emu), id, me.clone(), spec.clone()).start() }
+                Peer {
+                    id,
+                    addr: Host::new(Rc::clone(emu), id, me.clone(), spec.clone()).start(),
+                }
             })
             .collect();
         let users = (!local.is_empty()).then(|| {
             let id = emu.tracer.register(format!("users:{qname}"));
-            let u = Users::new(Rc::clone(emu), id, Target::Lrms(me.clone()), director.clone(), local.clone());
-            Peer { id, addr: u.start() }
+            let u = Users::new(
+                Rc::clone(emu),
+                id,
+                Target::Lrms(me.clone()),
+                director.clone(),
+                local.clone(),
+            );
+            Peer {
+                id,
+                addr: u.start(),
+            }
         });
         Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts)
     });

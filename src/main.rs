@@ -58,7 +58,10 @@ enum Command {
     },
 }
 
-fn load(path: Option<&PathBuf>, overrides: &Overrides) -> Result<Topology, Box<topology::diag::Report>> {
+fn load(
+    path: Option<&PathBuf>,
+    overrides: &Overrides,
+) -> Result<Topology, Box<topology::diag::Report>> {
     match path {
         Some(p) => topology::load_file(p, overrides),
         None => topology::load_str(
@@ -109,7 +112,15 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Command::Run { topology: path, out, seed, mode, speedup, trace, mut sets } => {
+        Command::Run {
+            topology: path,
+            out,
+            seed,
+            mode,
+            speedup,
+            trace,
+            mut sets,
+        } => {
             // Explicit flags are overrides like any other, applied last so they win.
             if let Some(s) = seed {
                 sets.push(format!("emulation.seed={s}"));
@@ -132,10 +143,15 @@ fn main() -> ExitCode {
                 }
             };
             if let Err(e) = std::fs::create_dir_all(&out) {
-                eprintln!("igemu: cannot create output directory {}: {e}", out.display());
+                eprintln!(
+                    "igemu: cannot create output directory {}: {e}",
+                    out.display()
+                );
                 return ExitCode::from(1);
             }
-            let options = RunOptions { trace_dir: trace.then(|| out.clone()) };
+            let options = RunOptions {
+                trace_dir: trace.then(|| out.clone()),
+            };
             let result = match run(topo, &options).and_then(|r| r.write_outputs(&out).map(|_| r)) {
                 Ok(r) => r,
                 Err(e) => {
@@ -146,7 +162,10 @@ fn main() -> ExitCode {
             println!("{}", result.human_summary());
             println!("  outputs in {}/", out.display());
             if result.summary.invariant_violations > 0 {
-                eprintln!("igemu: invariant violations: {:?}", result.summary.violation_examples);
+                eprintln!(
+                    "igemu: invariant violations: {:?}",
+                    result.summary.violation_examples
+                );
                 return ExitCode::from(1);
             }
             ExitCode::SUCCESS

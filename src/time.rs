@@ -220,8 +220,16 @@ pub fn parse_duration(text: &str) -> Result<EmuDuration, String> {
             "h" | "hr" | "hrs" => 3600.0,
             "d" | "day" | "days" => 86_400.0,
             "w" | "week" | "weeks" => 604_800.0,
-            "" => return Err(format!("`{text}` needs a unit after {value} (us, ms, s, m, h, d, w)")),
-            other => return Err(format!("unknown time unit `{other}` in `{text}` (use us, ms, s, m, h, d, w)")),
+            "" => {
+                return Err(format!(
+                    "`{text}` needs a unit after {value} (us, ms, s, m, h, d, w)"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "unknown time unit `{other}` in `{text}` (use us, ms, s, m, h, d, w)"
+                ))
+            }
         };
         total += value * scale;
     }
@@ -271,6 +279,9 @@ pub enum ClockMode {
 }
 
 type Callback = Box<dyn FnOnce()>;
+
+/// How long before a realtime deadline the clock stops sleeping and starts yielding.
+const REALTIME_SPIN: std::time::Duration = std::time::Duration::from_micros(1500);
 
 struct Pending {
     due: EmuTime,
@@ -467,11 +478,18 @@ impl Clock {
                     }
                 }
                 (Some(due), ClockMode::Realtime { speedup }) => {
+                    // Tokio's timer wheel rounds to whole milliseconds, which at a speed-up of
+                    // 10^4 is 10 emulated seconds. So sleep to just before the deadline and
+                    // yield (letting other tasks run) for the last stretch.
                     let deadline = self.wall_deadline(due, speedup);
+                    let coarse = deadline.checked_sub(REALTIME_SPIN).unwrap_or(deadline);
                     tokio::select! {
                         biased;
                         _ = self.inner.wake.notified() => continue,
-                        _ = tokio::time::sleep_until(deadline) => {}
+                        _ = tokio::time::sleep_until(coarse) => {}
+                    }
+                    while tokio::time::Instant::now() < deadline {
+                        tokio::task::yield_now().await;
                     }
                     self.fire_due(self.now());
                 }
@@ -518,18 +536,46 @@ mod tests {
     fn durations_parse_human_forms() {
         assert_eq!(parse_duration("90s").unwrap(), EmuDuration::from_secs(90));
         assert_eq!(parse_duration("2h").unwrap(), EmuDuration::from_secs(7200));
-        assert_eq!(parse_duration("1d").unwrap(), EmuDuration::from_secs(86_400));
-        assert_eq!(parse_duration("1h30m").unwrap(), EmuDuration::from_secs(5400));
-        assert_eq!(parse_duration("5ms").unwrap(), EmuDuration::from_micros(5000));
-        assert_eq!(parse_duration("2.3s").unwrap(), EmuDuration::from_micros(2_300_000));
-        assert_eq!(parse_duration("00:08:50").unwrap(), EmuDuration::from_secs(530));
+        assert_eq!(
+            parse_duration("1d").unwrap(),
+            EmuDuration::from_secs(86_400)
+        );
+        assert_eq!(
+            parse_duration("1h30m").unwrap(),
+            EmuDuration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_duration("5ms").unwrap(),
+            EmuDuration::from_micros(5000)
+        );
+        assert_eq!(
+            parse_duration("2.3s").unwrap(),
+            EmuDuration::from_micros(2_300_000)
+        );
+        assert_eq!(
+            parse_duration("00:08:50").unwrap(),
+            EmuDuration::from_secs(530)
+        );
         assert_eq!(parse_duration("42").unwrap(), EmuDuration::from_secs(42));
-        assert_eq!(parse_duration("250us").unwrap(), EmuDuration::from_micros(250));
+        assert_eq!(
+            parse_duration("250us").unwrap(),
+            EmuDuration::from_micros(250)
+        );
     }
 
     #[test]
     fn bad_durations_are_errors_not_panics() {
-        for bad in ["", "h", "5 parsecs", "-3s", "1:2", "00:61:00", "1e400", "s5", "5x"] {
+        for bad in [
+            "",
+            "h",
+            "5 parsecs",
+            "-3s",
+            "1:2",
+            "00:61:00",
+            "1e400",
+            "s5",
+            "5x",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
         }
     }
@@ -545,7 +591,10 @@ mod tests {
         let total: EmuDuration = [1, 2, 3].iter().map(|&s| EmuDuration::from_secs(s)).sum();
         assert_eq!(total, EmuDuration::from_secs(6));
         // 1 GB at 6.36 MB/s, the paper's suspension time, rounds to the microsecond.
-        assert_eq!(EmuDuration::from_secs_f64(1024.0 / 6.36).as_micros(), 161_006_289);
+        assert_eq!(
+            EmuDuration::from_secs_f64(1024.0 / 6.36).as_micros(),
+            161_006_289
+        );
     }
 
     #[test]
@@ -613,13 +662,17 @@ mod tests {
             let log = Rc::new(RefCell::new(Vec::new()));
             let l = log.clone();
             let c = clock.clone();
-            clock.at(EmuTime::from_secs(100), move || l.borrow_mut().push(c.now()));
+            clock.at(EmuTime::from_secs(100), move || {
+                l.borrow_mut().push(c.now())
+            });
             tokio::task::spawn_local(clock.clone().drive());
             tokio::task::yield_now().await;
             // Scheduled after the driver started waiting for t=100: must still fire first.
             let l = log.clone();
             let c = clock.clone();
-            clock.at(EmuTime::from_micros(3), move || l.borrow_mut().push(c.now()));
+            clock.at(EmuTime::from_micros(3), move || {
+                l.borrow_mut().push(c.now())
+            });
             while clock.pending() > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }

@@ -23,8 +23,20 @@ pub struct Director {
 
 impl Director {
     /// A director for a run with `requests` requests; `done` receives the end time.
-    pub fn new(emu: Rc<Emu>, id: ActorId, requests: usize, end: EndCondition, done: oneshot::Sender<EmuTime>) -> Director {
-        Director { emu, id, outstanding: requests, end, done: Some(done) }
+    pub fn new(
+        emu: Rc<Emu>,
+        id: ActorId,
+        requests: usize,
+        end: EndCondition,
+        done: oneshot::Sender<EmuTime>,
+    ) -> Director {
+        Director {
+            emu,
+            id,
+            outstanding: requests,
+            end,
+            done: Some(done),
+        }
     }
 
     fn finish(&mut self) {
@@ -39,7 +51,10 @@ impl Actor for Director {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let me = Peer { id: self.id, addr: ctx.address() };
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
         self.emu.send_at(self.end.limit(), self.id, &me, EndOfRun);
         if self.outstanding == 0 && matches!(self.end, EndCondition::AllDone { .. }) {
             self.finish();

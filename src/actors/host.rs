@@ -7,7 +7,7 @@ use std::rc::Rc;
 use actix::{Actor, AsyncContext, Context, Handler};
 
 use super::lrms::Lrms;
-use super::messages::{Deploy, StartVm, VmExited, VmReleased};
+use super::messages::{Deploy, StartVm, VmExited, VmRef, VmReleased};
 use super::vm::Vm;
 use super::{Emu, Peer};
 use crate::model::RequestId;
@@ -28,7 +28,15 @@ pub struct Host {
 impl Host {
     /// A host of `spec` reporting to `lrms`.
     pub fn new(emu: Rc<Emu>, id: ActorId, lrms: Peer<Lrms>, spec: HostSpec) -> Host {
-        Host { emu, id, lrms, spec, used_cores: 0, used_mem_mb: 0, vms: BTreeMap::new() }
+        Host {
+            emu,
+            id,
+            lrms,
+            spec,
+            used_cores: 0,
+            used_mem_mb: 0,
+            vms: BTreeMap::new(),
+        }
     }
 }
 
@@ -53,12 +61,35 @@ impl Handler<StartVm> for Host {
             );
             self.emu.metrics.borrow_mut().violation(what);
         }
-        self.vms.insert((msg.lease, msg.vm), (msg.cores, msg.mem_mb));
+        self.vms
+            .insert((msg.lease, msg.vm), (msg.cores, msg.mem_mb));
         let name = format!("vm:{}/{}", self.emu.topo.label(msg.lease), msg.vm);
         let vm_id = self.emu.tracer.register(name);
-        let me = Peer { id: self.id, addr: ctx.address() };
-        let vm = Vm::new(Rc::clone(&self.emu), vm_id, me, msg.lease, msg.vm, msg.boot, msg.work).start();
-        self.emu.send(self.id, &Peer { id: vm_id, addr: vm }, Deploy);
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
+        let vm = Vm::new(
+            Rc::clone(&self.emu),
+            vm_id,
+            me,
+            msg.lease,
+            msg.vm,
+            msg.boot,
+            msg.work,
+        )
+        .start();
+        self.emu.send(
+            self.id,
+            &Peer {
+                id: vm_id,
+                addr: vm,
+            },
+            Deploy(VmRef {
+                lease: msg.lease,
+                vm: msg.vm,
+            }),
+        );
     }
 }
 
@@ -69,6 +100,13 @@ impl Handler<VmExited> for Host {
             self.used_cores -= u64::from(cores);
             self.used_mem_mb -= u64::from(mem);
         }
-        self.emu.send(self.id, &self.lrms, VmReleased { lease: msg.lease, vm: msg.vm });
+        self.emu.send(
+            self.id,
+            &self.lrms,
+            VmReleased {
+                lease: msg.lease,
+                vm: msg.vm,
+            },
+        );
     }
 }

@@ -28,8 +28,21 @@ pub struct Igg {
 
 impl Igg {
     /// The IGG of a Grid with these clusters' LRMSs and (if any) its DVE manager.
-    pub fn new(emu: Rc<Emu>, id: ActorId, clusters: Vec<Peer<Lrms>>, dve: Option<Peer<Users>>, dispatcher: Dispatcher) -> Igg {
-        Igg { emu, id, clusters, dve, dispatcher, handlers_in_flight: Rc::default() }
+    pub fn new(
+        emu: Rc<Emu>,
+        id: ActorId,
+        clusters: Vec<Peer<Lrms>>,
+        dve: Option<Peer<Users>>,
+        dispatcher: Dispatcher,
+    ) -> Igg {
+        Igg {
+            emu,
+            id,
+            clusters,
+            dve,
+            dispatcher,
+            handlers_in_flight: Rc::default(),
+        }
     }
 
     /// The post office: run `handler` as its own task.
@@ -51,7 +64,10 @@ impl Handler<SubmitExternal> for Igg {
     type Result = ();
     fn handle(&mut self, msg: SubmitExternal, _: &mut Context<Self>) {
         let order = self.dispatcher.order(self.clusters.len());
-        let candidates: Vec<Peer<Lrms>> = order.into_iter().map(|i| self.clusters[i].clone()).collect();
+        let candidates: Vec<Peer<Lrms>> = order
+            .into_iter()
+            .map(|i| self.clusters[i].clone())
+            .collect();
         let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         let req = msg.0;
         self.post(async move {
@@ -61,9 +77,18 @@ impl Handler<SubmitExternal> for Igg {
                     return;
                 }
             }
-            emu.metrics.borrow_mut().ended(req.id, RequestState::Rejected, emu.now());
+            emu.metrics
+                .borrow_mut()
+                .ended(req.id, RequestState::Rejected, emu.now());
             if let Some(dve) = dve {
-                emu.send(me, &dve, LeaseEnded { lease: req.id, state: RequestState::Rejected });
+                emu.send(
+                    me,
+                    &dve,
+                    LeaseEnded {
+                        lease: req.id,
+                        state: RequestState::Rejected,
+                    },
+                );
             }
         });
     }

@@ -9,7 +9,9 @@ use actix::{Actor, Context, Handler, MessageResult};
 
 use super::host::Host;
 use super::igg::Igg;
-use super::messages::{AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, StartVm, SubmitLocal, VmReleased};
+use super::messages::{
+    AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, StartVm, SubmitLocal, VmReleased,
+};
 use super::users::Users;
 use super::{Emu, Peer};
 use crate::lrms::{Decision, Scheduler};
@@ -35,13 +37,32 @@ pub struct Lrms {
 
 impl Lrms {
     /// The LRMS of `cluster`, with its hosts, its IGG and (if any) its local users.
-    pub fn new(emu: Rc<Emu>, id: ActorId, cluster: ClusterId, igg: Peer<Igg>, users: Option<Peer<Users>>, hosts: Vec<Peer<Host>>) -> Lrms {
+    pub fn new(
+        emu: Rc<Emu>,
+        id: ActorId,
+        cluster: ClusterId,
+        igg: Peer<Igg>,
+        users: Option<Peer<Users>>,
+        hosts: Vec<Peer<Host>>,
+    ) -> Lrms {
         let scheduler = Scheduler::new(&emu.topo.cluster(cluster).hosts);
-        Lrms { emu, id, cluster, igg, users, hosts, scheduler, leases: BTreeMap::new() }
+        Lrms {
+            emu,
+            id,
+            cluster,
+            igg,
+            users,
+            hosts,
+            scheduler,
+            leases: BTreeMap::new(),
+        }
     }
 
     fn notify_started(&self, lease: RequestId, origin: Origin) {
-        let msg = LeaseStarted { lease, cluster: self.cluster };
+        let msg = LeaseStarted {
+            lease,
+            cluster: self.cluster,
+        };
         match (origin, &self.users) {
             (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),
             (Origin::Local, Some(u)) => self.emu.send(self.id, u, msg),
@@ -50,7 +71,10 @@ impl Lrms {
     }
 
     fn notify_ended(&self, lease: RequestId, origin: Origin, state: RequestState) {
-        self.emu.metrics.borrow_mut().ended(lease, state, self.emu.now());
+        self.emu
+            .metrics
+            .borrow_mut()
+            .ended(lease, state, self.emu.now());
         let msg = LeaseEnded { lease, state };
         match (origin, &self.users) {
             (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),
@@ -63,11 +87,23 @@ impl Lrms {
     fn apply(&mut self, decision: Decision) {
         match decision {
             Decision::Start { lease, hosts } => {
-                let Some(entry) = self.leases.get_mut(&lease) else { return };
+                let Some(entry) = self.leases.get_mut(&lease) else {
+                    return;
+                };
                 entry.vms_running = hosts.len() as u32;
                 let req = entry.req.clone();
-                self.emu.metrics.borrow_mut().started(lease, self.cluster, self.emu.now());
-                let boot = self.emu.topo.cluster(self.cluster).lrms.profile.timings.boot;
+                self.emu
+                    .metrics
+                    .borrow_mut()
+                    .started(lease, self.cluster, self.emu.now());
+                let boot = self
+                    .emu
+                    .topo
+                    .cluster(self.cluster)
+                    .lrms
+                    .profile
+                    .timings
+                    .boot;
                 for (vm, h) in hosts.into_iter().enumerate() {
                     let msg = StartVm {
                         lease,
@@ -92,7 +128,13 @@ impl Lrms {
     }
 
     fn admit(&mut self, req: LeaseRequest) -> bool {
-        self.leases.insert(req.id, Lease { req: req.clone(), vms_running: 0 });
+        self.leases.insert(
+            req.id,
+            Lease {
+                req: req.clone(),
+                vms_running: 0,
+            },
+        );
         let decision = self.scheduler.submit(&req);
         let accepted = !matches!(decision, Decision::Reject { .. });
         if accepted {
@@ -131,7 +173,9 @@ impl Handler<SubmitLocal> for Lrms {
 impl Handler<VmReleased> for Lrms {
     type Result = ();
     fn handle(&mut self, msg: VmReleased, _: &mut Context<Self>) {
-        let Some(entry) = self.leases.get_mut(&msg.lease) else { return };
+        let Some(entry) = self.leases.get_mut(&msg.lease) else {
+            return;
+        };
         entry.vms_running = entry.vms_running.saturating_sub(1);
         if entry.vms_running > 0 {
             return;

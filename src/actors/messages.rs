@@ -4,8 +4,8 @@
 use actix::Message;
 
 use crate::model::{ClusterId, LeaseRequest, RequestId, RequestState};
-use crate::trace::{Correlation, Traced};
 use crate::time::EmuDuration;
+use crate::trace::{Correlation, Traced};
 
 macro_rules! traced {
     ($t:ty, $kind:literal, |$m:ident| $corr:expr) => {
@@ -19,6 +19,15 @@ macro_rules! traced {
     };
 }
 
+/// Names one VM: its lease and its index within the lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmRef {
+    /// The lease.
+    pub lease: RequestId,
+    /// VM index within the lease.
+    pub vm: u32,
+}
+
 /// A workload source's timer: request `0` arrives now.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -29,7 +38,9 @@ traced!(Arrive, "Arrive", |m| Correlation::request(m.0));
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct SubmitExternal(pub LeaseRequest);
-traced!(SubmitExternal, "SubmitExternal", |m| Correlation::request(m.0.id));
+traced!(SubmitExternal, "SubmitExternal", |m| Correlation::request(
+    m.0.id
+));
 
 /// Local users → LRMS: a local lease request.
 #[derive(Message)]
@@ -51,7 +62,9 @@ pub struct AssignAnswer {
     /// Accepted (started or queued) or refused.
     pub accepted: bool,
 }
-traced!(AssignAnswer, "AssignAnswer", |m| Correlation::request(m.lease));
+traced!(AssignAnswer, "AssignAnswer", |m| Correlation::request(
+    m.lease
+));
 
 /// LRMS → IGG → DVE manager, or LRMS → local users: the lease started on a cluster.
 #[derive(Message, Clone, Copy)]
@@ -62,7 +75,9 @@ pub struct LeaseStarted {
     /// Where.
     pub cluster: ClusterId,
 }
-traced!(LeaseStarted, "LeaseStarted", |m| Correlation::request(m.lease));
+traced!(LeaseStarted, "LeaseStarted", |m| Correlation::request(
+    m.lease
+));
 
 /// LRMS or IGG → requester: the lease reached a terminal state.
 #[derive(Message, Clone, Copy)]
@@ -97,26 +112,20 @@ traced!(StartVm, "StartVm", |m| Correlation::vm(m.lease, m.vm));
 /// Host → VM: start deploying.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct Deploy;
-impl Traced for Deploy {
-    const KIND: &'static str = "Deploy";
-}
+pub struct Deploy(pub VmRef);
+traced!(Deploy, "Deploy", |m| Correlation::vm(m.0.lease, m.0.vm));
 
 /// VM → itself: boot finished.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct BootDone;
-impl Traced for BootDone {
-    const KIND: &'static str = "BootDone";
-}
+pub struct BootDone(pub VmRef);
+traced!(BootDone, "BootDone", |m| Correlation::vm(m.0.lease, m.0.vm));
 
 /// VM → itself: the work is done.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct WorkDone;
-impl Traced for WorkDone {
-    const KIND: &'static str = "WorkDone";
-}
+pub struct WorkDone(pub VmRef);
+traced!(WorkDone, "WorkDone", |m| Correlation::vm(m.0.lease, m.0.vm));
 
 /// VM → host: the VM has left the host (finished or stopped).
 #[derive(Message, Clone, Copy)]
@@ -149,7 +158,9 @@ pub struct RequestDone {
     /// Its terminal state.
     pub state: RequestState,
 }
-traced!(RequestDone, "RequestDone", |m| Correlation::request(m.lease));
+traced!(RequestDone, "RequestDone", |m| Correlation::request(
+    m.lease
+));
 
 /// Director → itself: the end time (or the horizon) has come.
 #[derive(Message, Clone, Copy)]

@@ -33,8 +33,20 @@ pub struct Users {
 
 impl Users {
     /// A source submitting `requests` to `target`.
-    pub fn new(emu: Rc<Emu>, id: ActorId, target: Target, director: Peer<Director>, requests: Vec<RequestId>) -> Users {
-        Users { emu, id, target, director, requests }
+    pub fn new(
+        emu: Rc<Emu>,
+        id: ActorId,
+        target: Target,
+        director: Peer<Director>,
+        requests: Vec<RequestId>,
+    ) -> Users {
+        Users {
+            emu,
+            id,
+            target,
+            director,
+            requests,
+        }
     }
 }
 
@@ -42,7 +54,10 @@ impl Actor for Users {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let me = Peer { id: self.id, addr: ctx.address() };
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
         for &r in &self.requests {
             let due = self.emu.topo.requests[r.0 as usize].arrival;
             self.emu.send_at(due, self.id, &me, Arrive(r));
@@ -69,6 +84,13 @@ impl Handler<LeaseStarted> for Users {
 impl Handler<LeaseEnded> for Users {
     type Result = ();
     fn handle(&mut self, msg: LeaseEnded, _: &mut Context<Self>) {
-        self.emu.send(self.id, &self.director, RequestDone { lease: msg.lease, state: msg.state });
+        self.emu.send(
+            self.id,
+            &self.director,
+            RequestDone {
+                lease: msg.lease,
+                state: msg.state,
+            },
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 
 use super::host::Host;
-use super::messages::{BootDone, Deploy, VmExited, WorkDone};
+use super::messages::{BootDone, Deploy, VmExited, VmRef, WorkDone};
 use super::{Emu, Peer};
 use crate::model::{RequestId, VmEvent, VmState};
 use crate::time::EmuDuration;
@@ -26,8 +26,25 @@ pub struct Vm {
 
 impl Vm {
     /// A VM that will boot for `boot` and then run for `work`.
-    pub fn new(emu: Rc<Emu>, id: ActorId, host: Peer<Host>, lease: RequestId, index: u32, boot: EmuDuration, work: EmuDuration) -> Vm {
-        Vm { emu, id, host, lease, index, state: VmState::Pending, boot, work }
+    pub fn new(
+        emu: Rc<Emu>,
+        id: ActorId,
+        host: Peer<Host>,
+        lease: RequestId,
+        index: u32,
+        boot: EmuDuration,
+        work: EmuDuration,
+    ) -> Vm {
+        Vm {
+            emu,
+            id,
+            host,
+            lease,
+            index,
+            state: VmState::Pending,
+            boot,
+            work,
+        }
     }
 
     fn step(&mut self, event: VmEvent) -> bool {
@@ -37,14 +54,27 @@ impl Vm {
                 true
             }
             Err(e) => {
-                self.emu.metrics.borrow_mut().violation(format!("{}: {e}", self.emu.tracer.name(self.id)));
+                self.emu
+                    .metrics
+                    .borrow_mut()
+                    .violation(format!("{}: {e}", self.emu.tracer.name(self.id)));
                 false
             }
         }
     }
 
+    fn vm_ref(&self) -> VmRef {
+        VmRef {
+            lease: self.lease,
+            vm: self.index,
+        }
+    }
+
     fn me(&self, ctx: &Context<Self>) -> Peer<Vm> {
-        Peer { id: self.id, addr: ctx.address() }
+        Peer {
+            id: self.id,
+            addr: ctx.address(),
+        }
     }
 }
 
@@ -57,7 +87,8 @@ impl Handler<Deploy> for Vm {
     fn handle(&mut self, _: Deploy, ctx: &mut Context<Self>) {
         if self.step(VmEvent::Deploy) {
             let due = self.emu.now() + self.boot;
-            self.emu.send_at(due, self.id, &self.me(ctx), BootDone);
+            self.emu
+                .send_at(due, self.id, &self.me(ctx), BootDone(self.vm_ref()));
         }
     }
 }
@@ -67,7 +98,8 @@ impl Handler<BootDone> for Vm {
     fn handle(&mut self, _: BootDone, ctx: &mut Context<Self>) {
         if self.step(VmEvent::Booted) {
             let due = self.emu.now() + self.work;
-            self.emu.send_at(due, self.id, &self.me(ctx), WorkDone);
+            self.emu
+                .send_at(due, self.id, &self.me(ctx), WorkDone(self.vm_ref()));
         }
     }
 }
@@ -76,7 +108,14 @@ impl Handler<WorkDone> for Vm {
     type Result = ();
     fn handle(&mut self, _: WorkDone, ctx: &mut Context<Self>) {
         if self.step(VmEvent::Completed) {
-            self.emu.send(self.id, &self.host, VmExited { lease: self.lease, vm: self.index });
+            self.emu.send(
+                self.id,
+                &self.host,
+                VmExited {
+                    lease: self.lease,
+                    vm: self.index,
+                },
+            );
             ctx.stop();
         }
     }

@@ -120,8 +120,10 @@ impl Scheduler {
             host.used_cores += req.cores_per_vm;
             host.used_memory_mb += u64::from(req.mem_mb);
         }
-        self.running
-            .insert(req.id, (hosts.clone(), req.cores_per_vm, u64::from(req.mem_mb)));
+        self.running.insert(
+            req.id,
+            (hosts.clone(), req.cores_per_vm, u64::from(req.mem_mb)),
+        );
         Decision::Start {
             lease: req.id,
             hosts,
@@ -159,7 +161,9 @@ impl Scheduler {
         let mut started = Vec::new();
         while let Some(head) = self.queue.front() {
             let Some(hosts) = self.place(head) else { break };
-            let Some(req) = self.queue.pop_front() else { break };
+            let Some(req) = self.queue.pop_front() else {
+                break;
+            };
             started.push(self.start(&req, hosts));
         }
         started
@@ -244,7 +248,10 @@ mod tests {
         let mut s = Scheduler::new(&hosts(2, 2, 4096));
         assert!(matches!(s.submit(&req(0, 5, 10)), Decision::Reject { .. }));
         // Fits by cores (4) but not by memory per host (2 GB each holds one 3 GB VM at most 0).
-        assert!(matches!(s.submit(&req(1, 1, 5000)), Decision::Reject { .. }));
+        assert!(matches!(
+            s.submit(&req(1, 1, 5000)),
+            Decision::Reject { .. }
+        ));
     }
 
     #[test]
@@ -252,6 +259,9 @@ mod tests {
         let mut s = Scheduler::new(&hosts(3, 4, 4096));
         s.submit(&req(0, 5, 1000));
         s.finish(RequestId(0));
-        assert!(s.hosts().iter().all(|h| h.used_cores == 0 && h.used_memory_mb == 0));
+        assert!(s
+            .hosts()
+            .iter()
+            .all(|h| h.used_cores == 0 && h.used_memory_mb == 0));
     }
 }

@@ -115,14 +115,15 @@ mod tests {
     use VmEvent as E;
 
     fn run(events: &[VmEvent]) -> Result<VmState, String> {
-        events
-            .iter()
-            .try_fold(VmState::Pending, |s, &e| s.next(e))
+        events.iter().try_fold(VmState::Pending, |s, &e| s.next(e))
     }
 
     #[test]
     fn normal_life_boots_runs_and_finishes() {
-        assert_eq!(run(&[E::Deploy, E::Booted, E::Completed]), Ok(VmState::Finished));
+        assert_eq!(
+            run(&[E::Deploy, E::Booted, E::Completed]),
+            Ok(VmState::Finished)
+        );
     }
 
     #[test]

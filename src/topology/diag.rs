@@ -151,7 +151,10 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The closest of `candidates` to `word`, if close enough to be a plausible typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let limit = (word.chars().count() / 3).max(2);
     candidates
         .into_iter()
@@ -162,7 +165,7 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
 }
 
 /// A hint naming the closest candidate, or listing them all.
-pub fn suggest<'a>(word: &str, candidates: &[&'a str]) -> String {
+pub fn suggest(word: &str, candidates: &[&str]) -> String {
     match did_you_mean(word, candidates.iter().copied()) {
         Some(c) => format!("did you mean `{c}`?"),
         None => format!("expected one of: {}", candidates.join(", ")),
@@ -175,7 +178,10 @@ mod tests {
 
     #[test]
     fn suggestions_catch_typos_only() {
-        assert_eq!(did_you_mean("preemtion", ["preemption", "profile"]), Some("preemption"));
+        assert_eq!(
+            did_you_mean("preemtion", ["preemption", "profile"]),
+            Some("preemption")
+        );
         assert_eq!(did_you_mean("hots", ["hosts", "name"]), Some("hosts"));
         assert_eq!(did_you_mean("zzzzzz", ["hosts", "name"]), None);
     }

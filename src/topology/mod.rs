@@ -166,7 +166,11 @@ pub struct Cluster {
 impl Cluster {
     /// `grid/cluster`, the name used in outputs.
     pub fn qualified_name(&self, topo: &Topology) -> String {
-        format!("{}/{}", topo.grids[usize::from(self.grid.0)].name, self.name)
+        format!(
+            "{}/{}",
+            topo.grids[usize::from(self.grid.0)].name,
+            self.name
+        )
     }
     /// Total cores.
     pub fn cores(&self) -> u64 {
@@ -293,12 +297,17 @@ pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Rep
                 diagnostics: vec![diag::Diagnostic {
                     loc: Loc::Builtin,
                     message: format!("cannot read the file: {e}"),
-                    hint: Some("check the path; `igemu run` with no file runs the embedded quickstart".into()),
+                    hint: Some(
+                        "check the path; `igemu run` with no file runs the embedded quickstart"
+                            .into(),
+                    ),
                 }],
             }))
         }
     };
-    let stem = path.file_stem().map_or("topology".into(), |s| s.to_string_lossy().to_string());
+    let stem = path
+        .file_stem()
+        .map_or("topology".into(), |s| s.to_string_lossy().to_string());
     load_str(&text, &shown, &stem, path.parent(), overrides)
 }
 
@@ -338,6 +347,19 @@ pub fn load_str(
             }))
         }
     }
+}
+
+/// How many VMs of `cores_per_vm` cores and `mem_mb` MB the empty cluster can hold.
+pub fn vm_capacity(cluster: &Cluster, cores_per_vm: u32, mem_mb: u32) -> u64 {
+    cluster
+        .hosts
+        .iter()
+        .map(|h| {
+            let by_cores = u64::from(h.cores) / u64::from(cores_per_vm.max(1));
+            let by_mem = h.memory_mb / u64::from(mem_mb.max(1));
+            by_cores.min(by_mem)
+        })
+        .sum()
 }
 
 pub(crate) fn read_scheduler(t: &Table<'_>) -> Option<SchedulerKind> {
@@ -415,7 +437,11 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         }
         Some(_) => t.duration("end").and_then(|(d, loc)| {
             if d == EmuDuration::ZERO {
-                t.diags.error(loc, "`end` must be after the start", Some("use \"all-done\" or a positive duration like \"2d\"".into()));
+                t.diags.error(
+                    loc,
+                    "`end` must be after the start",
+                    Some("use \"all-done\" or a positive duration like \"2d\"".into()),
+                );
                 None
             } else {
                 Some(EndCondition::At(EmuTime::ZERO + d))
@@ -423,7 +449,13 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         }),
     };
     if matches!(end, Some(EndCondition::At(_))) && t.get("horizon").is_some() {
-        t.get("horizon").inspect(|n| t.diags.error(&n.loc, "`horizon` only applies with end = \"all-done\"", Some("remove it, or set end = \"all-done\"".into())));
+        t.get("horizon").inspect(|n| {
+            t.diags.error(
+                &n.loc,
+                "`horizon` only applies with end = \"all-done\"",
+                Some("remove it, or set end = \"all-done\"".into()),
+            )
+        });
         ok = false;
     }
     t.finish(&["mode", "speedup", "seed", "end", "horizon"]);
@@ -431,7 +463,10 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         (Some("realtime"), Some((s, _))) => ClockMode::Realtime { speedup: s },
         (Some("realtime"), None) => {
             if t.get("speedup").is_none() {
-                t.missing("speedup", "realtime mode needs speedup = N (emulated seconds per wall second)");
+                t.missing(
+                    "speedup",
+                    "realtime mode needs speedup = N (emulated seconds per wall second)",
+                );
             }
             return None;
         }
@@ -440,7 +475,11 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
     if !ok {
         return None;
     }
-    Some(Emulation { mode, seed, end: end? })
+    Some(Emulation {
+        mode,
+        seed,
+        end: end?,
+    })
 }
 
 struct ReadCx<'a> {
@@ -467,7 +506,10 @@ impl ReadCx<'_> {
 
 fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
     let Some(node) = t.get("hosts") else {
-        t.missing("hosts", "e.g. hosts = { count = 4, cores = 4, memory_mb = 8192, mips = 2000 }");
+        t.missing(
+            "hosts",
+            "e.g. hosts = { count = 4, cores = 4, memory_mb = 8192, mips = 2000 }",
+        );
         return Vec::new();
     };
     let groups: Vec<&Node> = match &node.kind {
@@ -481,22 +523,37 @@ fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
         };
         let count = h.uint("count", 1_000_000);
         if let Some((0, loc)) = count {
-            h.diags.error(loc, format!("{what} has zero hosts"), Some("a cluster needs at least one host: count = 1 or more".into()));
+            h.diags.error(
+                loc,
+                format!("{what} has zero hosts"),
+                Some("a cluster needs at least one host: count = 1 or more".into()),
+            );
         }
         if h.get("count").is_none() {
             h.missing("count", "how many hosts of this kind, e.g. count = 4");
         }
         let cores = h.positive("cores", 1 << 20).map(|(v, _)| v as u32);
         let memory_mb = h.positive("memory_mb", 1 << 40).map(|(v, _)| v);
-        let mips = h.positive("mips", 1 << 30).map_or(Some(1000), |(v, _)| Some(v as u32));
-        for (k, v) in [("cores", cores.is_some()), ("memory_mb", memory_mb.is_some())] {
+        let mips = h
+            .positive("mips", 1 << 30)
+            .map_or(Some(1000), |(v, _)| Some(v as u32));
+        for (k, v) in [
+            ("cores", cores.is_some()),
+            ("memory_mb", memory_mb.is_some()),
+        ] {
             if !v && h.get(k).is_none() {
                 h.missing(k, "hosts need cores and memory_mb");
             }
         }
         h.finish(&["count", "cores", "memory_mb", "mips"]);
-        if let (Some((n, _)), Some(cores), Some(memory_mb), Some(mips)) = (count, cores, memory_mb, mips) {
-            hosts.extend((0..n).map(|_| HostSpec { cores, memory_mb, mips }));
+        if let (Some((n, _)), Some(cores), Some(memory_mb), Some(mips)) =
+            (count, cores, memory_mb, mips)
+        {
+            hosts.extend((0..n).map(|_| HostSpec {
+                cores,
+                memory_mb,
+                mips,
+            }));
         }
     }
     hosts
@@ -516,11 +573,19 @@ fn read_topology(
         profiles: Vec::new(),
         profile_sources,
     };
-    let name = top.str("name").map_or(default_name.to_string(), |(s, _)| s.to_string());
+    let name = top
+        .str("name")
+        .map_or(default_name.to_string(), |(s, _)| s.to_string());
     let _ = top.str("description");
     let emulation = read_emulation(top.table("emulation"));
-    let lrms_defaults = top.table("lrms").map(|t| read_lrms_table(&t)).unwrap_or_default();
-    let igg_defaults = top.table("igg").map(|t| read_igg_table(&t)).unwrap_or_default();
+    let lrms_defaults = top
+        .table("lrms")
+        .map(|t| read_lrms_table(&t))
+        .unwrap_or_default();
+    let igg_defaults = top
+        .table("igg")
+        .map(|t| read_igg_table(&t))
+        .unwrap_or_default();
 
     // Grids and their clusters.
     let mut grids: Vec<Grid> = Vec::new();
@@ -533,16 +598,28 @@ fn read_topology(
         let Some(g) = Table::of(gnode, format!("grid #{}", gi + 1), diags) else {
             continue;
         };
-        let gname = g.req_str("name", "every grid needs a unique name").map(|(s, loc)| {
-            if grids.iter().any(|x| x.name == s) {
-                diags.error(loc, format!("grid `{s}` is defined twice"), Some("grid names must be unique".into()));
-            }
-            s.to_string()
-        });
+        let gname = g
+            .req_str("name", "every grid needs a unique name")
+            .map(|(s, loc)| {
+                if grids.iter().any(|x| x.name == s) {
+                    diags.error(
+                        loc,
+                        format!("grid `{s}` is defined twice"),
+                        Some("grid names must be unique".into()),
+                    );
+                }
+                s.to_string()
+            });
         let what = format!("grid `{}`", gname.as_deref().unwrap_or("?"));
-        let igg_own = g.table("igg").map(|t| read_igg_table(&t)).unwrap_or_default();
+        let igg_own = g
+            .table("igg")
+            .map(|t| read_igg_table(&t))
+            .unwrap_or_default();
         let igg = IggSettings {
-            dispatch: igg_own.dispatch.or(igg_defaults.dispatch).unwrap_or_default(),
+            dispatch: igg_own
+                .dispatch
+                .or(igg_defaults.dispatch)
+                .unwrap_or_default(),
         };
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
@@ -554,15 +631,27 @@ fn read_topology(
             let Some(c) = Table::of(cnode, format!("cluster #{} of {what}", ci + 1), diags) else {
                 continue;
             };
-            let cname = c.req_str("name", "every cluster needs a name, unique in its grid").map(|(s, loc)| {
-                if ids.iter().any(|id: &ClusterId| clusters[usize::from(id.0)].name == s) {
-                    diags.error(loc, format!("cluster `{s}` is defined twice in {what}"), Some("cluster names must be unique within a grid".into()));
-                }
-                s.to_string()
-            });
+            let cname = c
+                .req_str("name", "every cluster needs a name, unique in its grid")
+                .map(|(s, loc)| {
+                    if ids
+                        .iter()
+                        .any(|id: &ClusterId| clusters[usize::from(id.0)].name == s)
+                    {
+                        diags.error(
+                            loc,
+                            format!("cluster `{s}` is defined twice in {what}"),
+                            Some("cluster names must be unique within a grid".into()),
+                        );
+                    }
+                    s.to_string()
+                });
             let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
             let hosts = read_hosts(&c, &cwhat);
-            let own = c.table("lrms").map(|t| read_lrms_table(&t)).unwrap_or_default();
+            let own = c
+                .table("lrms")
+                .map(|t| read_lrms_table(&t))
+                .unwrap_or_default();
             c.finish(&["name", "hosts", "lrms"]);
             let profile_name = own.profile.or(lrms_defaults.profile);
             let profile = match profile_name {
@@ -574,21 +663,40 @@ fn read_topology(
                     continue;
                 }
                 let lrms = LrmsSettings {
-                    scheduler: own.scheduler.or(lrms_defaults.scheduler).unwrap_or(profile.scheduler),
-                    preemption: own.preemption.or(lrms_defaults.preemption).unwrap_or(profile.preemption),
+                    scheduler: own
+                        .scheduler
+                        .or(lrms_defaults.scheduler)
+                        .unwrap_or(profile.scheduler),
+                    preemption: own
+                        .preemption
+                        .or(lrms_defaults.preemption)
+                        .unwrap_or(profile.preemption),
                     profile,
                 };
                 ids.push(ClusterId(clusters.len() as u16));
-                clusters.push(Cluster { name, grid: gid, hosts, lrms });
+                clusters.push(Cluster {
+                    name,
+                    grid: gid,
+                    hosts,
+                    lrms,
+                });
             }
         }
         g.finish(&["name", "igg", "cluster"]);
         if let Some(name) = gname {
-            grids.push(Grid { name, igg, clusters: ids });
+            grids.push(Grid {
+                name,
+                igg,
+                clusters: ids,
+            });
         }
     }
     if clusters.len() > usize::from(u16::MAX) || grids.len() > usize::from(u16::MAX) {
-        top.diags.error(&root.loc, "too many grids or clusters (at most 65535)", None);
+        top.diags.error(
+            &root.loc,
+            "too many grids or clusters (at most 65535)",
+            None,
+        );
         return None;
     }
     let grid_names: Vec<&str> = grids.iter().map(|g| g.name.as_str()).collect();
@@ -596,7 +704,11 @@ fn read_topology(
         match grids.iter().position(|g| g.name == name) {
             Some(i) => Some(GridId(i as u16)),
             None => {
-                diags.error(loc, format!("{role} names unknown grid `{name}`"), Some(suggest(name, &grid_names)));
+                diags.error(
+                    loc,
+                    format!("{role} names unknown grid `{name}`"),
+                    Some(suggest(name, &grid_names)),
+                );
                 None
             }
         }
@@ -608,8 +720,12 @@ fn read_topology(
         let Some(c) = Table::of(cnode, format!("contract #{}", i + 1), diags) else {
             continue;
         };
-        let from = c.req_str("from", "the grid that redirects requests").and_then(|(s, l)| find_grid(s, l, "contract"));
-        let to = c.req_str("to", "the grid that serves them").and_then(|(s, l)| find_grid(s, l, "contract"));
+        let from = c
+            .req_str("from", "the grid that redirects requests")
+            .and_then(|(s, l)| find_grid(s, l, "contract"));
+        let to = c
+            .req_str("to", "the grid that serves them")
+            .and_then(|(s, l)| find_grid(s, l, "contract"));
         if let (Some(f), Some(t)) = (from, to) {
             if f == t {
                 if let Some((_, loc)) = c.str("to") {
@@ -617,21 +733,45 @@ fn read_topology(
                 }
             }
         }
-        let kind = c.req_str("kind", "kind = \"fixed-price\" or \"price-range\"").and_then(|(s, loc)| match s {
-            "fixed-price" => Some(ContractKind::FixedPrice),
-            "price-range" => Some(ContractKind::PriceRange),
-            other => {
-                diags.error(loc, format!("`{other}` is not a contract kind"), Some(suggest(other, &["fixed-price", "price-range"])));
-                None
-            }
-        });
+        let kind = c
+            .req_str("kind", "kind = \"fixed-price\" or \"price-range\"")
+            .and_then(|(s, loc)| match s {
+                "fixed-price" => Some(ContractKind::FixedPrice),
+                "price-range" => Some(ContractKind::PriceRange),
+                other => {
+                    diags.error(
+                        loc,
+                        format!("`{other}` is not a contract kind"),
+                        Some(suggest(other, &["fixed-price", "price-range"])),
+                    );
+                    None
+                }
+            });
         let both_ways = c.bool("both_ways").is_none_or(|(b, _)| b);
         let price_max = c.positive_number("price_max").map(|(v, _)| v);
-        let load_threshold = c.number_in("load_threshold", 0.0, 1.0).map_or(0.95, |(v, _)| v);
+        let load_threshold = c
+            .number_in("load_threshold", 0.0, 1.0)
+            .map_or(0.95, |(v, _)| v);
         let k = c.number_in("k", 0.0, 1.0).map_or(0.05, |(v, _)| v);
-        c.finish(&["from", "to", "kind", "both_ways", "price_max", "load_threshold", "k"]);
+        c.finish(&[
+            "from",
+            "to",
+            "kind",
+            "both_ways",
+            "price_max",
+            "load_threshold",
+            "k",
+        ]);
         if let (Some(from), Some(to), Some(kind)) = (from, to, kind) {
-            contracts.push(Contract { from, to, both_ways, kind, price_max, load_threshold, k });
+            contracts.push(Contract {
+                from,
+                to,
+                both_ways,
+                kind,
+                price_max,
+                load_threshold,
+                k,
+            });
         }
     }
 
@@ -643,33 +783,68 @@ fn read_topology(
         let Some(w) = Table::of(wnode, format!("workload #{}", wi + 1), diags) else {
             continue;
         };
-        let wname = w.str("name").map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
+        let wname = w
+            .str("name")
+            .map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
         if workloads.iter().any(|x| x.name == wname) {
             if let Some((_, loc)) = w.str("name") {
                 diags.error(loc, format!("workload `{wname}` is defined twice"), None);
             }
         }
         let what = format!("workload `{wname}`");
-        let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| if o == "local" { Origin::Local } else { Origin::External });
+        let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| {
+            if o == "local" {
+                Origin::Local
+            } else {
+                Origin::External
+            }
+        });
         if w.get("origin").is_none() {
-            w.missing("origin", "origin = \"local\" (to a cluster's LRMS) or \"external\" (to the grid's IGG)");
+            w.missing(
+                "origin",
+                "origin = \"local\" (to a cluster's LRMS) or \"external\" (to the grid's IGG)",
+            );
         }
-        let grid = w.req_str("grid", "the grid whose users submit these requests").and_then(|(s, l)| find_grid(s, l, &what));
+        let grid = w
+            .req_str("grid", "the grid whose users submit these requests")
+            .and_then(|(s, l)| find_grid(s, l, &what));
         let cluster = match (w.str("cluster"), grid) {
             (Some((cname, loc)), Some(gid)) => {
                 let g = &grids[usize::from(gid.0)];
-                let found = g.clusters.iter().copied().find(|c| clusters[usize::from(c.0)].name == cname);
+                let found = g
+                    .clusters
+                    .iter()
+                    .copied()
+                    .find(|c| clusters[usize::from(c.0)].name == cname);
                 if found.is_none() {
-                    let names: Vec<&str> = g.clusters.iter().map(|c| clusters[usize::from(c.0)].name.as_str()).collect();
-                    diags.error(loc, format!("{what} names unknown cluster `{cname}` in grid `{}`", g.name), Some(suggest(cname, &names)));
+                    let names: Vec<&str> = g
+                        .clusters
+                        .iter()
+                        .map(|c| clusters[usize::from(c.0)].name.as_str())
+                        .collect();
+                    diags.error(
+                        loc,
+                        format!(
+                            "{what} names unknown cluster `{cname}` in grid `{}`",
+                            g.name
+                        ),
+                        Some(suggest(cname, &names)),
+                    );
                 }
                 found
             }
             _ => None,
         };
         match (origin, w.str("cluster")) {
-            (Some(Origin::Local), None) => w.missing("cluster", "local requests go to one cluster's LRMS: cluster = \"name\""),
-            (Some(Origin::External), Some((_, loc))) => diags.error(loc, format!("{what} is external, so the IGG picks the cluster"), Some("remove `cluster`, or make the workload local".into())),
+            (Some(Origin::Local), None) => w.missing(
+                "cluster",
+                "local requests go to one cluster's LRMS: cluster = \"name\"",
+            ),
+            (Some(Origin::External), Some((_, loc))) => diags.error(
+                loc,
+                format!("{what} is external, so the IGG picks the cluster"),
+                Some("remove `cluster`, or make the workload local".into()),
+            ),
             _ => {}
         }
         let mut ids = Vec::new();
@@ -689,33 +864,51 @@ fn read_topology(
             };
             if let (Some(l), Some(node)) = (&label, r.get("id")) {
                 if labels.contains(l) {
-                    diags.error(&node.loc, format!("request id `{l}` is used twice"), Some("request ids must be unique in a topology".into()));
+                    diags.error(
+                        &node.loc,
+                        format!("request id `{l}` is used twice"),
+                        Some("request ids must be unique in a topology".into()),
+                    );
                 }
             }
             let rwhat = format!("request `{}` of {what}", label.as_deref().unwrap_or("?"));
             let arrival = r.duration("arrival").map(|(d, _)| EmuTime::ZERO + d);
             if r.get("arrival").is_none() {
-                r.missing("arrival", "when the request is submitted, e.g. arrival = \"00:05:00\" or \"300s\"");
+                r.missing(
+                    "arrival",
+                    "when the request is submitted, e.g. arrival = \"00:05:00\" or \"300s\"",
+                );
             }
             let vms = r.positive("vms", 1_000_000).map(|(v, loc)| (v as u32, loc));
             if r.get("vms").is_none() {
                 r.missing("vms", "how many VMs, e.g. vms = 2");
             }
-            let mem_mb = r.positive("mem_mb", 1 << 30).map(|(v, loc)| (v as u32, loc));
+            let mem_mb = r
+                .positive("mem_mb", 1 << 30)
+                .map(|(v, loc)| (v as u32, loc));
             if r.get("mem_mb").is_none() {
                 r.missing("mem_mb", "memory per VM in MB, e.g. mem_mb = 1024");
             }
-            let cores_per_vm = r.positive("cores_per_vm", 1 << 16).map_or(Some((1u32, &r.node.loc)), |(v, l)| Some((v as u32, l)));
+            let cores_per_vm = r
+                .positive("cores_per_vm", 1 << 16)
+                .map_or(Some((1u32, &r.node.loc)), |(v, l)| Some((v as u32, l)));
             let duration = r.duration("duration").and_then(|(d, loc)| {
                 if d == EmuDuration::ZERO {
-                    diags.error(loc, format!("{rwhat} has a zero duration"), Some("a lease runs for a positive time, e.g. \"1h\"".into()));
+                    diags.error(
+                        loc,
+                        format!("{rwhat} has a zero duration"),
+                        Some("a lease runs for a positive time, e.g. \"1h\"".into()),
+                    );
                     None
                 } else {
                     Some(d)
                 }
             });
             if r.get("duration").is_none() {
-                r.missing("duration", "how long the lease runs, e.g. duration = \"1h\"");
+                r.missing(
+                    "duration",
+                    "how long the lease runs, e.g. duration = \"1h\"",
+                );
             }
             let type_names: Vec<&'static str> = LeaseType::ALL.iter().map(|t| t.as_str()).collect();
             let lease_type = match (origin, r.choice("type", &type_names)) {
@@ -730,50 +923,92 @@ fn read_topology(
             };
             let start = r.duration("start").map(|(d, l)| (EmuTime::ZERO + d, l));
             if let (Some((_, loc)), Some(Origin::External)) = (start, origin) {
-                diags.error(loc, "`start` is for local requests, which are served in a requested interval", Some("external leases start when the LRMS schedules them".into()));
+                diags.error(
+                    loc,
+                    "`start` is for local requests, which are served in a requested interval",
+                    Some("external leases start when the LRMS schedules them".into()),
+                );
             }
             let deadline = r.duration("deadline").map(|(d, l)| (EmuTime::ZERO + d, l));
-            if let (Some(lt), Some((dl, loc)), Some(arr), Some(dur)) = (lease_type, deadline, arrival, duration) {
+            if let (Some(lt), Some((dl, loc)), Some(arr), Some(dur)) =
+                (lease_type, deadline, arrival, duration)
+            {
                 let earliest = start.map_or(arr, |(s, _)| s.max(arr)) + dur;
                 if !lt.deadline_constrained() {
-                    diags.error(loc, format!("{rwhat} is best-effort ({lt}), which has no deadline"), Some("remove `deadline`, or use type \"migratable\" or \"non-preemptable\"".into()));
+                    diags.error(
+                        loc,
+                        format!("{rwhat} is best-effort ({lt}), which has no deadline"),
+                        Some(
+                            "remove `deadline`, or use type \"migratable\" or \"non-preemptable\""
+                                .into(),
+                        ),
+                    );
                 } else if dl < earliest {
                     diags.error(loc, format!("{rwhat} has deadline {dl} before it could finish ({earliest})"), Some("a deadline is an absolute time from the start of the run; give at least arrival + duration".into()));
                 }
             }
             if let (Some((s, loc)), Some(a)) = (start, arrival) {
                 if s < a {
-                    diags.error(loc, format!("{rwhat} starts before it arrives"), Some("`start` is an absolute time at or after `arrival`".into()));
+                    diags.error(
+                        loc,
+                        format!("{rwhat} starts before it arrives"),
+                        Some("`start` is an absolute time at or after `arrival`".into()),
+                    );
                 }
             }
-            if lease_type.is_some_and(|t| t.deadline_constrained()) && deadline.is_none() && origin == Some(Origin::External) {
-                r.missing("deadline", "deadline-constrained leases need an absolute deadline, e.g. deadline = \"6h\"");
+            if lease_type.is_some_and(|t| t.deadline_constrained())
+                && deadline.is_none()
+                && origin == Some(Origin::External)
+            {
+                r.missing(
+                    "deadline",
+                    "deadline-constrained leases need an absolute deadline, e.g. deadline = \"6h\"",
+                );
             }
-            r.finish(&["id", "arrival", "vms", "mem_mb", "cores_per_vm", "duration", "type", "deadline", "start"]);
+            r.finish(&[
+                "id",
+                "arrival",
+                "vms",
+                "mem_mb",
+                "cores_per_vm",
+                "duration",
+                "type",
+                "deadline",
+                "start",
+            ]);
             // Capacity: would this request fit anywhere it may be placed?
             if let (Some((v, vloc)), Some((m, _)), Some((cpv, _))) = (vms, mem_mb, cores_per_vm) {
                 let candidates: Vec<&Cluster> = match (origin, cluster) {
                     (Some(Origin::Local), Some(c)) => vec![&clusters[usize::from(c.0)]],
                     _ => clusters.iter().collect(),
                 };
-                let fits = |c: &&Cluster| {
-                    let per_host: u64 = c.hosts.iter().map(|h| {
-                        if u64::from(cpv) > u64::from(h.cores) || u64::from(m) > h.memory_mb {
-                            0
-                        } else {
-                            (u64::from(h.cores) / u64::from(cpv)).min(h.memory_mb / u64::from(m))
-                        }
-                    }).sum();
-                    per_host >= u64::from(v)
-                };
-                if !candidates.is_empty() && !candidates.iter().any(fits) {
-                    let most: u64 = candidates.iter().map(|c| c.cores() / u64::from(cpv)).max().unwrap_or(0);
+                let capacity = |c: &&Cluster| vm_capacity(c, cpv, m);
+                let most = candidates.iter().map(capacity).max().unwrap_or(0);
+                if !candidates.is_empty() && most < u64::from(v) {
                     diags.error(vloc, format!("{rwhat} needs {v} VMs of {m} MB and {cpv} core(s), more than any cluster it may use can hold"), Some(format!("the largest such cluster holds at most {most} VMs of that size; reduce `vms` or `mem_mb`, or add hosts")));
                 }
             }
-            if let (Some(label), Some(origin), Some(grid), Some(arrival), Some((vms, _)), Some((mem_mb, _)), Some((cores_per_vm, _)), Some(duration), Some(lease_type)) =
-                (label, origin, grid, arrival, vms, mem_mb, cores_per_vm, duration, lease_type)
-            {
+            if let (
+                Some(label),
+                Some(origin),
+                Some(grid),
+                Some(arrival),
+                Some((vms, _)),
+                Some((mem_mb, _)),
+                Some((cores_per_vm, _)),
+                Some(duration),
+                Some(lease_type),
+            ) = (
+                label,
+                origin,
+                grid,
+                arrival,
+                vms,
+                mem_mb,
+                cores_per_vm,
+                duration,
+                lease_type,
+            ) {
                 let id = RequestId(requests.len() as u32);
                 requests.push(LeaseRequest {
                     id,
@@ -796,10 +1031,25 @@ fn read_topology(
         w.finish(&["name", "origin", "grid", "cluster", "request"]);
         if let (Some(origin), Some(grid)) = (origin, grid) {
             ids.sort_by_key(|id| (requests[id.0 as usize].arrival, id.0));
-            workloads.push(Workload { name: wname, origin, grid, cluster, requests: ids });
+            workloads.push(Workload {
+                name: wname,
+                origin,
+                grid,
+                cluster,
+                requests: ids,
+            });
         }
     }
-    top.finish(&["name", "description", "emulation", "lrms", "igg", "grid", "contract", "workload"]);
+    top.finish(&[
+        "name",
+        "description",
+        "emulation",
+        "lrms",
+        "igg",
+        "grid",
+        "contract",
+        "workload",
+    ]);
     Some(Topology {
         name,
         emulation: emulation?,

@@ -92,14 +92,22 @@ fn convert(value: &Spanned<DeValue<'_>>, origin: Origin<'_>, diags: &Diags) -> N
         DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
             Ok(v) => NodeKind::Int(v),
             Err(_) => {
-                diags.error(&loc, "integer out of range", Some("use a value that fits in 64 bits".into()));
+                diags.error(
+                    &loc,
+                    "integer out of range",
+                    Some("use a value that fits in 64 bits".into()),
+                );
                 NodeKind::Int(0)
             }
         },
         DeValue::Float(f) => match f.as_str().parse::<f64>() {
             Ok(v) => NodeKind::Float(v),
             Err(_) => {
-                diags.error(&loc, format!("`{}` is not a usable float", f.as_str()), None);
+                diags.error(
+                    &loc,
+                    format!("`{}` is not a usable float", f.as_str()),
+                    None,
+                );
                 NodeKind::Float(0.0)
             }
         },
@@ -153,12 +161,20 @@ pub fn parse_document(text: &str, origin: Origin<'_>, diags: &Diags) -> Option<N
 pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags) {
     let loc = Loc::Set(index);
     let Some((path, raw)) = assignment.split_once('=') else {
-        diags.error(&loc, "an override needs the form key=value", Some("e.g. --set lrms.preemption=mov".into()));
+        diags.error(
+            &loc,
+            "an override needs the form key=value",
+            Some("e.g. --set lrms.preemption=mov".into()),
+        );
         return;
     };
     let segments: Vec<&str> = path.trim().split('.').map(str::trim).collect();
     if segments.iter().any(|s| s.is_empty()) {
-        diags.error(&loc, format!("`{path}` is not a dotted key"), Some("e.g. emulation.seed".into()));
+        diags.error(
+            &loc,
+            format!("`{path}` is not a dotted key"),
+            Some("e.g. emulation.seed".into()),
+        );
         return;
     }
     let raw = raw.trim();
@@ -182,7 +198,13 @@ pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags)
                             kind: NodeKind::Table(Vec::new()),
                             loc: loc.clone(),
                         };
-                        entries.push((Key { name: seg.to_string(), loc: loc.clone() }, fresh));
+                        entries.push((
+                            Key {
+                                name: seg.to_string(),
+                                loc: loc.clone(),
+                            },
+                            fresh,
+                        ));
                         entries.len() - 1
                     }
                 };
@@ -194,12 +216,23 @@ pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags)
             }
             NodeKind::Array(items) => {
                 let Ok(i) = seg.parse::<usize>() else {
-                    diags.error(&loc, format!("`{seg}` indexes an array; use a number"), Some(format!("the array has {} entries, numbered from 0", items.len())));
+                    diags.error(
+                        &loc,
+                        format!("`{seg}` indexes an array; use a number"),
+                        Some(format!(
+                            "the array has {} entries, numbered from 0",
+                            items.len()
+                        )),
+                    );
                     return;
                 };
                 let n = items.len();
                 let Some(item) = items.get_mut(i) else {
-                    diags.error(&loc, format!("index {i} is past the end of an array of {n}"), None);
+                    diags.error(
+                        &loc,
+                        format!("index {i} is past the end of an array of {n}"),
+                        None,
+                    );
                     return;
                 };
                 if last {
@@ -211,7 +244,11 @@ pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags)
             other => {
                 diags.error(
                     &loc,
-                    format!("`{}` is {}, not a table", segments[..depth].join("."), other.type_name()),
+                    format!(
+                        "`{}` is {}, not a table",
+                        segments[..depth].join("."),
+                        other.type_name()
+                    ),
                     None,
                 );
                 return;

@@ -17,8 +17,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "opennebula-gluster",
         include_str!("../../emulated-lrms/opennebula-gluster.toml"),
     ),
-    ("nfs-100mbps", include_str!("../../emulated-lrms/nfs-100mbps.toml")),
-    ("paper000-sim", include_str!("../../emulated-lrms/paper000-sim.toml")),
+    (
+        "nfs-100mbps",
+        include_str!("../../emulated-lrms/nfs-100mbps.toml"),
+    ),
+    (
+        "paper000-sim",
+        include_str!("../../emulated-lrms/paper000-sim.toml"),
+    ),
 ];
 
 /// Timings of VM operations, the inputs of the overhead model (paper 003 eqs. 3–8).
@@ -69,7 +75,11 @@ pub fn load(
         match std::fs::read_to_string(&path) {
             Ok(t) => (path.display().to_string(), t),
             Err(e) => {
-                diags.error(at, format!("cannot read LRMS profile {}: {e}", path.display()), Some("profile paths are relative to the topology file".into()));
+                diags.error(
+                    at,
+                    format!("cannot read LRMS profile {}: {e}", path.display()),
+                    Some("profile paths are relative to the topology file".into()),
+                );
                 return None;
             }
         }
@@ -78,7 +88,11 @@ pub fn load(
             Some((n, t)) => (format!("emulated-lrms/{n}.toml"), (*t).to_string()),
             None => {
                 let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-                diags.error(at, format!("unknown LRMS profile `{name}`"), Some(suggest(name, &names)));
+                diags.error(
+                    at,
+                    format!("unknown LRMS profile `{name}`"),
+                    Some(suggest(name, &names)),
+                );
                 return None;
             }
         }
@@ -90,8 +104,12 @@ pub fn load(
 fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
     let root = parse_document(text, Origin::Profile(name), diags)?;
     let t = Table::of(&root, format!("LRMS profile `{name}`"), diags)?;
-    let pname = t.req_str("name", "give the profile a name").map(|(s, _)| s.to_string());
-    let description = t.str("description").map_or_else(String::new, |(s, _)| s.to_string());
+    let pname = t
+        .req_str("name", "give the profile a name")
+        .map(|(s, _)| s.to_string());
+    let description = t
+        .str("description")
+        .map_or_else(String::new, |(s, _)| s.to_string());
     let timings = t.table("timings").and_then(|tt| {
         let d = |k: &str| tt.duration(k).map(|(v, _)| v);
         let rate = |k: &str| tt.positive_number(k).map(|(v, _)| v);
@@ -133,7 +151,10 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
         })
     });
     if t.get("timings").is_none() {
-        t.missing("timings", "add a [timings] table with the VM operation rates");
+        t.missing(
+            "timings",
+            "add a [timings] table with the VM operation rates",
+        );
     }
     let (mut scheduler, mut preemption) = (SchedulerKind::default(), PreemptionName::default());
     if let Some(dt) = t.table("defaults") {
@@ -180,9 +201,12 @@ mod tests {
         assert_eq!(nfs.timings.reschedule, EmuDuration::from_millis(2300));
         let p0 = load("paper000-sim", &Loc::Builtin, None, &diags).unwrap().0;
         let t = &p0.timings;
-        let migrate = 1024.0 / t.suspend_rate_mb_s + 1024.0 / t.resume_rate_mb_s + 1024.0 / t.copy_rate_mb_s;
+        let migrate =
+            1024.0 / t.suspend_rate_mb_s + 1024.0 / t.resume_rate_mb_s + 1024.0 / t.copy_rate_mb_s;
         assert!((migrate - 372.5).abs() < 1e-9);
-        let gl = load("opennebula-gluster", &Loc::Builtin, None, &diags).unwrap().0;
+        let gl = load("opennebula-gluster", &Loc::Builtin, None, &diags)
+            .unwrap()
+            .0;
         assert_eq!(gl.timings.suspend_rate_mb_s, 40.0);
     }
 

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use super::diag::{suggest, Diags, Loc};
+use super::diag::{did_you_mean, suggest, Diags, Loc};
 use super::node::{Key, Node, NodeKind};
 use crate::time::{parse_duration, EmuDuration};
 
@@ -33,7 +33,11 @@ impl<'a> Table<'a> {
                 diags,
             }),
             other => {
-                diags.error(&node.loc, format!("{what} must be a table, found {}", other.type_name()), None);
+                diags.error(
+                    &node.loc,
+                    format!("{what} must be a table, found {}", other.type_name()),
+                    None,
+                );
                 None
             }
         }
@@ -62,13 +66,25 @@ impl<'a> Table<'a> {
     fn wrong_type(&self, key: &str, node: &Node, expected: &str) {
         self.diags.error(
             &node.loc,
-            format!("`{key}` in {} must be {expected}, found {}", self.what, node.kind.type_name()),
+            format!(
+                "`{key}` in {} must be {expected}, found {}",
+                self.what,
+                node.kind.type_name()
+            ),
             None,
         );
     }
 
-    /// Records that `key` is required but absent.
+    /// Records that `key` is required but absent — unless an unknown key here looks like a
+    /// typo of it, in which case the unknown-key error (with its "did you mean") says it all.
     pub fn missing(&self, key: &str, hint: &str) {
+        let misspelled = self
+            .entries
+            .iter()
+            .any(|(k, _)| k.name != key && did_you_mean(&k.name, [key]).is_some());
+        if misspelled {
+            return;
+        }
         self.diags.error(
             &self.node.loc,
             format!("{} needs `{key}`", self.what),
@@ -143,7 +159,8 @@ impl<'a> Table<'a> {
             }
         };
         if !v.is_finite() {
-            self.diags.error(&node.loc, format!("`{key}` must be finite"), None);
+            self.diags
+                .error(&node.loc, format!("`{key}` must be finite"), None);
             return None;
         }
         Some((v, &node.loc))
@@ -153,7 +170,8 @@ impl<'a> Table<'a> {
     pub fn positive_number(&self, key: &str) -> Option<(f64, &'a Loc)> {
         let (v, loc) = self.number(key)?;
         if v <= 0.0 {
-            self.diags.error(loc, format!("`{key}` must be above zero, found {v}"), None);
+            self.diags
+                .error(loc, format!("`{key}` must be above zero, found {v}"), None);
             return None;
         }
         Some((v, loc))
@@ -163,7 +181,11 @@ impl<'a> Table<'a> {
     pub fn number_in(&self, key: &str, lo: f64, hi: f64) -> Option<(f64, &'a Loc)> {
         let (v, loc) = self.number(key)?;
         if !(lo..=hi).contains(&v) {
-            self.diags.error(loc, format!("`{key}` must be between {lo} and {hi}, found {v}"), None);
+            self.diags.error(
+                loc,
+                format!("`{key}` must be between {lo} and {hi}, found {v}"),
+                None,
+            );
             return None;
         }
         Some((v, loc))
@@ -201,7 +223,11 @@ impl<'a> Table<'a> {
                 Some((EmuDuration::from_secs_f64(*v), &node.loc))
             }
             _ => {
-                self.wrong_type(key, node, "a duration such as \"90s\" or a non-negative number of seconds");
+                self.wrong_type(
+                    key,
+                    node,
+                    "a duration such as \"90s\" or a non-negative number of seconds",
+                );
                 None
             }
         }
@@ -234,7 +260,11 @@ impl<'a> Table<'a> {
             other => {
                 self.diags.error(
                     &node.loc,
-                    format!("`{key}` in {} must be an array of tables, found {}", self.what, other.type_name()),
+                    format!(
+                        "`{key}` in {} must be an array of tables, found {}",
+                        self.what,
+                        other.type_name()
+                    ),
                     Some(format!("write [[{key}]] sections")),
                 );
                 Vec::new()
@@ -245,6 +275,11 @@ impl<'a> Table<'a> {
     /// A sub-table, if present.
     pub fn table(&self, key: &str) -> Option<Table<'a>> {
         let node = self.get(key)?;
-        Table::of(node, format!("`{key}` in {}", self.what), self.diags)
+        let what = if self.what == "the topology" {
+            format!("[{key}]")
+        } else {
+            format!("`{key}` in {}", self.what)
+        };
+        Table::of(node, what, self.diags)
     }
 }

@@ -125,7 +125,14 @@ impl Tracer {
 
     /// Records one message.
     #[inline]
-    pub fn record(&self, t: EmuTime, from: ActorId, to: ActorId, kind: &'static str, corr: Correlation) {
+    pub fn record(
+        &self,
+        t: EmuTime,
+        from: ActorId,
+        to: ActorId,
+        kind: &'static str,
+        corr: Correlation,
+    ) {
         self.messages.set(self.messages.get() + 1);
         if let Some(sink) = &self.sink {
             self.write(sink, t, from, to, kind, corr);
@@ -133,7 +140,15 @@ impl Tracer {
     }
 
     #[cold]
-    fn write(&self, sink: &RefCell<BufWriter<File>>, t: EmuTime, from: ActorId, to: ActorId, kind: &str, corr: Correlation) {
+    fn write(
+        &self,
+        sink: &RefCell<BufWriter<File>>,
+        t: EmuTime,
+        from: ActorId,
+        to: ActorId,
+        kind: &str,
+        corr: Correlation,
+    ) {
         let names = self.names.borrow();
         let ts = format_secs(t.as_micros());
         let line = Line {
@@ -152,7 +167,9 @@ impl Tracer {
             .map_err(std::io::Error::from)
             .and_then(|_| w.write_all(b"\n"));
         if let Err(e) = res {
-            self.failed.borrow_mut().get_or_insert_with(|| e.to_string());
+            self.failed
+                .borrow_mut()
+                .get_or_insert_with(|| e.to_string());
         }
     }
 
@@ -160,7 +177,9 @@ impl Tracer {
     pub fn finish(&self) -> Result<(), String> {
         if let Some(sink) = &self.sink {
             if let Err(e) = sink.borrow_mut().flush() {
-                self.failed.borrow_mut().get_or_insert_with(|| e.to_string());
+                self.failed
+                    .borrow_mut()
+                    .get_or_insert_with(|| e.to_string());
             }
         }
         match self.failed.borrow().clone() {

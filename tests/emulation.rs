@@ -1,0 +1,345 @@
+//! End-to-end emulations through the library: the quickstart flow, determinism, realtime
+//! mode, the IGG post office's interleaving, and invariants on random topologies checked
+//! independently from the trace.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use igemu::model::RequestState;
+use igemu::topology::{self, Overrides, Topology};
+use igemu::{run, RunOptions, RunResult};
+use proptest::prelude::*;
+
+fn quickstart(sets: &[&str]) -> Topology {
+    let overrides = Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+    };
+    topology::load_str(
+        topology::QUICKSTART,
+        "quickstart",
+        "quickstart",
+        None,
+        &overrides,
+    )
+    .unwrap_or_else(|r| panic!("{r}"))
+}
+
+fn from_text(text: &str) -> Topology {
+    topology::load_str(text, "generated", "generated", None, &Overrides::default())
+        .unwrap_or_else(|r| panic!("{r}\n{text}"))
+}
+
+fn run_traced(topo: Topology, dir: &Path) -> RunResult {
+    let result = run(
+        topo,
+        &RunOptions {
+            trace_dir: Some(dir.to_path_buf()),
+        },
+    )
+    .expect("runs");
+    result.write_outputs(dir).expect("outputs written");
+    result
+}
+
+fn trace(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("trace.jsonl"))
+        .expect("trace written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each trace line is JSON"))
+        .collect()
+}
+
+/// Replays the trace's VM placements and releases against the topology's host sizes;
+/// returns every moment a host held more cores or memory than it has.
+fn capacity_breaches(result: &RunResult, events: &[serde_json::Value]) -> Vec<String> {
+    let topo = &result.topology;
+    let size: HashMap<&str, (u64, u64)> = topo
+        .requests
+        .iter()
+        .map(|r| {
+            (
+                topo.label(r.id),
+                (u64::from(r.cores_per_vm), u64::from(r.mem_mb)),
+            )
+        })
+        .collect();
+    let mut spec: HashMap<String, (u64, u64)> = HashMap::new();
+    for c in &topo.clusters {
+        for (i, h) in c.hosts.iter().enumerate() {
+            spec.insert(
+                format!("host:{}/{i}", c.qualified_name(topo)),
+                (u64::from(h.cores), h.memory_mb),
+            );
+        }
+    }
+    let mut used: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut breaches = Vec::new();
+    for e in events {
+        let kind = e["kind"].as_str().unwrap_or_default();
+        let request = e["request"].as_str().unwrap_or_default();
+        let (host, sign) = match kind {
+            "StartVm" => (e["to"].as_str().unwrap_or_default(), 1i64),
+            "VmReleased" => (e["from"].as_str().unwrap_or_default(), -1),
+            _ => continue,
+        };
+        let (c, m) = size[request];
+        let u = used.entry(host.to_string()).or_default();
+        if sign > 0 {
+            u.0 += c;
+            u.1 += m;
+        } else {
+            u.0 -= c;
+            u.1 -= m;
+        }
+        let (sc, sm) = spec[host];
+        if u.0 > sc || u.1 > sm {
+            breaches.push(format!("{host} at {}: {:?} of {:?}", e["t"], u, (sc, sm)));
+        }
+    }
+    breaches
+}
+
+#[test]
+fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let result = run_traced(quickstart(&[]), dir.path());
+    let s = &result.summary;
+    assert_eq!(s.requests.total, 10);
+    assert_eq!(
+        s.requests.local.completed + s.requests.external.completed,
+        10,
+        "{s:?}"
+    );
+    assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
+    assert!(s.utilization > 0.0 && s.utilization <= 1.0);
+    let events = trace(dir.path());
+    assert_eq!(events.len() as u64, s.messages);
+    assert!(capacity_breaches(&result, &events).is_empty());
+    // A completed lease holds its hosts for exactly boot + duration (boot is 0 here).
+    for (req, rec) in result.topology.requests.iter().zip(&result.records) {
+        assert_eq!(rec.state, Some(RequestState::Completed));
+        let (start, end) = (rec.start.expect("started"), rec.end.expect("ended"));
+        assert!(start >= req.arrival);
+        assert_eq!(
+            end - start,
+            req.duration,
+            "{}",
+            result.topology.label(req.id)
+        );
+    }
+}
+
+#[test]
+fn an_external_request_flows_dve_igg_lrms_host_vm_and_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run_traced(quickstart(&[]), dir.path());
+    let kinds: Vec<(String, String, String)> = trace(dir.path())
+        .into_iter()
+        .filter(|e| e["request"] == "ext-1")
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (s("kind"), s("from"), s("to"))
+        })
+        .collect();
+    let expected_prefix = [
+        ("Arrive", "dve:alpha", "dve:alpha"),
+        ("SubmitExternal", "dve:alpha", "igg:alpha"),
+        ("AssignLease", "igg:alpha", "lrms:alpha/a1"),
+    ];
+    for (i, (k, f, t)) in expected_prefix.iter().enumerate() {
+        assert_eq!(
+            (
+                kinds[i].0.as_str(),
+                kinds[i].1.as_str(),
+                kinds[i].2.as_str()
+            ),
+            (*k, *f, *t)
+        );
+    }
+    let count = |k: &str| kinds.iter().filter(|x| x.0 == k).count();
+    assert_eq!(count("StartVm"), 4, "one StartVm per VM");
+    assert_eq!(count("BootDone"), 4);
+    assert_eq!(count("WorkDone"), 4);
+    assert_eq!(count("VmReleased"), 4);
+    let tail: Vec<&str> = kinds.iter().rev().take(3).map(|x| x.0.as_str()).collect();
+    assert_eq!(
+        tail,
+        ["RequestDone", "LeaseEnded", "LeaseEnded"],
+        "LRMS → IGG → DVE → director"
+    );
+}
+
+#[test]
+fn two_virtual_runs_give_identical_bytes() {
+    let outputs: Vec<(Vec<u8>, Vec<u8>, String)> = (0..2)
+        .map(|_| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let r = run_traced(quickstart(&["emulation.seed=99"]), dir.path());
+            let mut summary = r.summary.clone();
+            summary.wall_s = 0.0;
+            (
+                std::fs::read(dir.path().join("requests.csv")).expect("csv"),
+                std::fs::read(dir.path().join("trace.jsonl")).expect("trace"),
+                serde_json::to_string(&summary).expect("json"),
+            )
+        })
+        .collect();
+    assert!(outputs[0].0 == outputs[1].0, "requests.csv differs");
+    assert!(outputs[0].1 == outputs[1].1, "trace.jsonl differs");
+    assert_eq!(outputs[0].2, outputs[1].2);
+}
+
+#[test]
+fn realtime_mode_finishes_a_known_length_run_in_sane_wall_time_and_reports_lateness() {
+    // The quickstart's last lease ends at 12 600 emulated seconds: 0.126 s of wall time at
+    // a speed-up of 10^5.
+    let topo = quickstart(&["emulation.mode=\"realtime\"", "emulation.speedup=100000.0"]);
+    let result = run(topo, &RunOptions::default()).expect("runs");
+    let s = &result.summary;
+    assert_eq!(s.mode, "realtime");
+    assert_eq!(
+        s.requests.local.completed + s.requests.external.completed,
+        10
+    );
+    assert!(
+        s.wall_s >= 0.126 * 0.95,
+        "ran faster than the wall clock allows: {}",
+        s.wall_s
+    );
+    assert!(s.wall_s < 10.0, "took {} s", s.wall_s);
+    assert!(
+        s.emulated_end_s >= 12_600.0 && s.emulated_end_s < 12_600.0 + 5_000.0,
+        "{}",
+        s.emulated_end_s
+    );
+    let late = s
+        .timer_lateness_ms
+        .as_ref()
+        .expect("realtime reports lateness");
+    assert!(late.samples > 0 && late.p50 <= late.p99 && late.p99 <= late.max);
+    // The virtual summary has no lateness section at all.
+    let v = run(quickstart(&[]), &RunOptions::default()).expect("runs");
+    assert!(v.summary.timer_lateness_ms.is_none());
+}
+
+#[test]
+fn a_fixed_end_time_leaves_open_requests_unfinished() {
+    let result = run(
+        quickstart(&["emulation.end=\"1h\""]),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let s = &result.summary;
+    assert_eq!(s.emulated_end_s, 3600.0);
+    let unfinished = s.requests.local.unfinished + s.requests.external.unfinished;
+    assert!(unfinished > 0);
+    assert_eq!(
+        s.requests.local.completed + s.requests.external.completed + unfinished,
+        10
+    );
+    for rec in &result.records {
+        if rec.state == Some(RequestState::Unfinished) {
+            assert!(rec.end.is_none());
+        }
+    }
+}
+
+#[test]
+fn the_igg_post_office_interleaves_handlers() {
+    // Two external requests arrive together: the second is sent to the LRMS before the
+    // answer to the first comes back, because each is handled in its own task.
+    let text = r#"
+[[grid]]
+name = "g"
+[[grid.cluster]]
+name = "c"
+hosts = { count = 2, cores = 4, memory_mb = 8192 }
+[[workload]]
+name = "dve"
+origin = "external"
+grid = "g"
+[[workload.request]]
+id = "a"
+arrival = "0s"
+vms = 1
+mem_mb = 512
+duration = "10m"
+[[workload.request]]
+id = "b"
+arrival = "0s"
+vms = 1
+mem_mb = 512
+duration = "10m"
+"#;
+    let dir = tempfile::tempdir().expect("temp dir");
+    run_traced(from_text(text), dir.path());
+    let order: Vec<String> = trace(dir.path())
+        .into_iter()
+        .filter(|e| e["kind"] == "AssignLease" || e["kind"] == "AssignAnswer")
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["kind"].as_str().unwrap_or_default(),
+                e["request"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "AssignLease:a",
+            "AssignLease:b",
+            "AssignAnswer:a",
+            "AssignAnswer:b"
+        ]
+    );
+}
+
+/// A random single-Grid topology whose requests all fit cluster `c0` (so local requests
+/// are valid and external ones fit somewhere).
+fn random_topology(hosts: &[(u8, u8, u16)], requests: &[(u16, u8, u16, u16, bool)]) -> String {
+    let mut t = String::from("[emulation]\nseed = 5\n[[grid]]\nname = \"g\"\n");
+    for (i, (count, cores, mem_gb)) in hosts.iter().enumerate() {
+        t += &format!("[[grid.cluster]]\nname = \"c{i}\"\nhosts = {{ count = {count}, cores = {cores}, memory_mb = {} }}\n", u32::from(*mem_gb) * 1024);
+    }
+    let (n0, cores0, gb0) = hosts[0];
+    for (origin, wanted) in [("external", false), ("local", true)] {
+        t += &format!("[[workload]]\nname = \"{origin}\"\norigin = \"{origin}\"\ngrid = \"g\"\n");
+        if wanted {
+            t += "cluster = \"c0\"\n";
+        }
+        for (i, (arrival, vms, mem, dur, local)) in requests.iter().enumerate() {
+            if *local != wanted {
+                continue;
+            }
+            let mem_mb = 64 + u32::from(*mem) % 960;
+            let per_host = u32::from(cores0).min(u32::from(gb0) * 1024 / mem_mb);
+            let vms = u32::from(*vms) % (u32::from(n0) * per_host) + 1;
+            t += &format!("[[workload.request]]\nid = \"{origin}-{i}\"\narrival = {arrival}\nvms = {vms}\nmem_mb = {mem_mb}\nduration = {dur}\n");
+        }
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_topologies_end_every_request_once_and_never_overfill_a_host(
+        hosts in prop::collection::vec((1u8..5, 1u8..9, 1u16..9), 1..4),
+        requests in prop::collection::vec((0u16..3600, any::<u8>(), any::<u16>(), 1u16..7200, any::<bool>()), 1..40),
+    ) {
+        let text = random_topology(&hosts, &requests);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let result = run_traced(from_text(&text), dir.path());
+        let s = &result.summary;
+        prop_assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
+        // Until all done: nothing is left open, and each request has exactly one state.
+        prop_assert_eq!(s.requests.local.unfinished + s.requests.external.unfinished, 0);
+        let ended: u64 = [&s.requests.local, &s.requests.external].iter()
+            .map(|c| c.completed + c.rejected + c.cancelled).sum();
+        prop_assert_eq!(ended, s.requests.total);
+        let breaches = capacity_breaches(&result, &trace(dir.path()));
+        prop_assert!(breaches.is_empty(), "{:?}", breaches);
+    }
+}
