@@ -455,20 +455,20 @@ impl Clock {
 
     /// Drives the timers forever; spawn exactly once per run on the run's arbiter.
     pub async fn drive(self) {
+        // One sleep, re-armed each round: no timer allocation per event.
+        let idle = tokio::time::sleep(std::time::Duration::ZERO);
+        tokio::pin!(idle);
         loop {
             let head = self.inner.heap.borrow().peek().map(|p| p.due);
             match (head, self.inner.mode) {
                 (None, _) => self.inner.wake.notified().await,
                 (Some(_), ClockMode::Virtual) => {
                     // Wait until every actor is idle: the paused tokio clock only advances
-                    // (and wakes this sleep) when no task is ready. A notification means an
-                    // earlier event was scheduled meanwhile; look at the heap again.
-                    let idle = tokio::time::sleep(std::time::Duration::from_millis(1));
-                    tokio::select! {
-                        biased;
-                        _ = self.inner.wake.notified() => continue,
-                        _ = idle => {}
-                    }
+                    // (and wakes this sleep) when no task is ready. Events scheduled
+                    // meanwhile are in the heap when we look again, earlier ones included.
+                    let step = tokio::time::Instant::now() + std::time::Duration::from_millis(1);
+                    idle.as_mut().reset(step);
+                    idle.as_mut().await;
                     let head = self.inner.heap.borrow().peek().map(|p| p.due);
                     if let Some(next) = head {
                         // Time never goes back: an event scheduled in the past fires now.
@@ -483,10 +483,11 @@ impl Clock {
                     // yield (letting other tasks run) for the last stretch.
                     let deadline = self.wall_deadline(due, speedup);
                     let coarse = deadline.checked_sub(REALTIME_SPIN).unwrap_or(deadline);
+                    idle.as_mut().reset(coarse);
                     tokio::select! {
                         biased;
                         _ = self.inner.wake.notified() => continue,
-                        _ = tokio::time::sleep_until(coarse) => {}
+                        _ = idle.as_mut() => {}
                     }
                     while tokio::time::Instant::now() < deadline {
                         tokio::task::yield_now().await;

@@ -1,0 +1,283 @@
+//! Runtime benchmarks: the numbers the clock's and the send path's design decide.
+//!
+//! * immediate actor messages per second through the traced send path (`Emu::send`), tracing
+//!   off and on, on a ring of relay actors;
+//! * timed deliveries per second in virtual mode with 10 k and 1 M pending timers;
+//! * memory per VM actor (resident set growth) at 100 k and 1 M VMs.
+//!
+//! Run with `cargo bench --bench runtime` (add `-- quick` for a smoke run). Each throughput
+//! figure is the median of several repetitions; results go to `docs/performance.md`.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+use actix::{Actor, AsyncContext, Context, Handler, Message};
+use igemu::actors::host::Host;
+use igemu::actors::igg::Igg;
+use igemu::actors::lrms::Lrms;
+use igemu::actors::vm::Vm;
+use igemu::actors::{Emu, Peer};
+use igemu::igg::Dispatcher;
+use igemu::metrics::Metrics;
+use igemu::model::{ClusterId, RequestId};
+use igemu::time::{Clock, ClockMode, EmuDuration};
+use igemu::topology::{self, DispatchName, Overrides};
+use igemu::trace::{ActorId, Traced, Tracer};
+
+fn system() -> actix::SystemRunner {
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime builds")
+    })
+}
+
+fn emu(tracer: Tracer) -> Rc<Emu> {
+    let topo = topology::load_str(topology::QUICKSTART, "q", "q", None, &Overrides::default())
+        .expect("quickstart is valid");
+    Rc::new(Emu {
+        clock: Clock::new(ClockMode::Virtual),
+        tracer,
+        metrics: RefCell::new(Metrics::new(topo.requests.len())),
+        topo: Rc::new(topo),
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+// ---- immediate messages on a ring ----
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Token(u32);
+impl Traced for Token {
+    const KIND: &'static str = "Token";
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct SetNext(Peer<Relay>);
+
+struct Relay {
+    emu: Rc<Emu>,
+    id: ActorId,
+    next: Option<Peer<Relay>>,
+    open: Rc<Cell<u64>>,
+    done: Rc<tokio::sync::Notify>,
+}
+
+impl Actor for Relay {
+    type Context = Context<Self>;
+}
+
+impl Handler<SetNext> for Relay {
+    type Result = ();
+    fn handle(&mut self, msg: SetNext, _: &mut Context<Self>) {
+        self.next = Some(msg.0);
+    }
+}
+
+impl Handler<Token> for Relay {
+    type Result = ();
+    fn handle(&mut self, msg: Token, _: &mut Context<Self>) {
+        match (&self.next, msg.0) {
+            (_, 0) | (None, _) => {
+                self.open.set(self.open.get() - 1);
+                if self.open.get() == 0 {
+                    self.done.notify_one();
+                }
+            }
+            (Some(next), hops) => self.emu.send(self.id, next, Token(hops - 1)),
+        }
+    }
+}
+
+/// Messages per second: `actors` relays in a ring, `actors` tokens each making `hops` hops.
+fn ring(actors: usize, hops: u32, traced: bool) -> f64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sys = system();
+    sys.block_on(async {
+        let tracer = if traced {
+            Tracer::to_file(&dir.path().join("trace.jsonl"), Vec::new()).expect("trace file")
+        } else {
+            Tracer::counting(Vec::new())
+        };
+        let emu = emu(tracer);
+        let open = Rc::new(Cell::new(actors as u64));
+        let done = Rc::new(tokio::sync::Notify::new());
+        let peers: Vec<Peer<Relay>> = (0..actors)
+            .map(|i| {
+                let id = emu.tracer.register(format!("relay:{i}"));
+                let r = Relay { emu: Rc::clone(&emu), id, next: None, open: Rc::clone(&open), done: Rc::clone(&done) };
+                Peer { id, addr: r.start() }
+            })
+            .collect();
+        for (i, p) in peers.iter().enumerate() {
+            p.addr.do_send(SetNext(peers[(i + 1) % actors].clone()));
+        }
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        let before = emu.tracer.messages();
+        for p in &peers {
+            emu.send(p.id, p, Token(hops));
+        }
+        done.notified().await;
+        let sent = emu.tracer.messages() - before;
+        emu.tracer.finish().expect("trace flushes");
+        sent as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
+// ---- timed deliveries ----
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Wake;
+impl Traced for Wake {
+    const KIND: &'static str = "Wake";
+}
+
+struct Sleeper {
+    emu: Rc<Emu>,
+    id: ActorId,
+    rng: u64,
+    left: Rc<Cell<u64>>,
+    done: Rc<tokio::sync::Notify>,
+}
+
+impl Sleeper {
+    fn delay(&mut self) -> EmuDuration {
+        // xorshift64: deterministic, no allocation.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        EmuDuration::from_micros(1 + self.rng % 1_000_000_000)
+    }
+}
+
+impl Actor for Sleeper {
+    type Context = Context<Self>;
+}
+
+impl Handler<Wake> for Sleeper {
+    type Result = ();
+    fn handle(&mut self, _: Wake, ctx: &mut Context<Self>) {
+        let left = self.left.get();
+        if left == 0 {
+            return;
+        }
+        self.left.set(left - 1);
+        if left == 1 {
+            self.done.notify_one();
+            return;
+        }
+        let me = Peer { id: self.id, addr: ctx.address() };
+        let due = self.emu.now() + self.delay();
+        self.emu.send_at(due, self.id, &me, Wake);
+    }
+}
+
+/// Timed deliveries per second with `pending` timers always outstanding, over `deliveries`.
+fn timers(pending: usize, deliveries: u64) -> f64 {
+    let sys = system();
+    sys.block_on(async {
+        let emu = emu(Tracer::counting(Vec::new()));
+        let left = Rc::new(Cell::new(deliveries));
+        let done = Rc::new(tokio::sync::Notify::new());
+        let actors = pending.min(10_000);
+        let peers: Vec<Peer<Sleeper>> = (0..actors)
+            .map(|i| {
+                let id = emu.tracer.register(format!("sleeper:{i}"));
+                let s = Sleeper {
+                    emu: Rc::clone(&emu),
+                    id,
+                    rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
+                    left: Rc::clone(&left),
+                    done: Rc::clone(&done),
+                };
+                Peer { id, addr: s.start() }
+            })
+            .collect();
+        let mut rng = 88_172_645_463_325_252u64;
+        for k in 0..pending {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let p = &peers[k % actors];
+            emu.send_at(emu.now() + EmuDuration::from_micros(1 + rng % 1_000_000_000), p.id, p, Wake);
+        }
+        actix::spawn(emu.clock.clone().drive());
+        let start = Instant::now();
+        done.notified().await;
+        deliveries as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
+// ---- memory per VM actor ----
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+/// Resident bytes per VM actor when `n` idle VM actors exist.
+fn vm_memory(n: u32) -> f64 {
+    let sys = system();
+    sys.block_on(async {
+        let emu = emu(Tracer::counting(Vec::new()));
+        let igg_id = emu.tracer.register("igg".into());
+        let igg = Peer {
+            id: igg_id,
+            addr: Igg::new(Rc::clone(&emu), igg_id, Vec::new(), None, Dispatcher::new(DispatchName::RoundRobin)).start(),
+        };
+        let lrms_id = emu.tracer.register("lrms".into());
+        let lrms = Peer { id: lrms_id, addr: Lrms::new(Rc::clone(&emu), lrms_id, ClusterId(0), igg, None, Vec::new()).start() };
+        let host_id = emu.tracer.register("host".into());
+        let spec = emu.topo.clusters[0].hosts[0].clone();
+        let host = Peer { id: host_id, addr: Host::new(Rc::clone(&emu), host_id, lrms, spec).start() };
+        tokio::task::yield_now().await;
+        let before = rss_bytes();
+        let mut vms = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let vm = Vm::new(Rc::clone(&emu), ActorId(i), host.clone(), RequestId(0), i, EmuDuration::ZERO, EmuDuration::from_secs(1));
+            vms.push(vm.start());
+        }
+        tokio::task::yield_now().await;
+        let after = rss_bytes();
+        let per_vm = (after.saturating_sub(before)) as f64 / f64::from(n);
+        drop(vms);
+        per_vm
+    })
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "quick");
+    let reps = if quick { 1 } else { 5 };
+    let (ring_actors, hops) = if quick { (100, 1_000) } else { (1_000, 5_000) };
+    println!("igemu runtime benchmarks (median of {reps})");
+    let off = median((0..reps).map(|_| ring(ring_actors, hops, false)).collect());
+    println!("immediate messages, tracing off: {:>12.0} msg/s  ({ring_actors} actors x {hops} hops)", off);
+    let traced_hops = hops / 5;
+    let on = median((0..reps).map(|_| ring(ring_actors, traced_hops, true)).collect());
+    println!("immediate messages, tracing on:  {:>12.0} msg/s  (JSONL to a file)", on);
+    for (pending, deliveries) in [(10_000usize, 2_000_000u64), (1_000_000, 3_000_000)] {
+        let d = if quick { deliveries / 20 } else { deliveries };
+        let rate = median((0..reps.min(3)).map(|_| timers(pending, d)).collect());
+        println!("timed deliveries, {pending:>9} pending: {rate:>12.0} /s  ({d} deliveries)");
+    }
+    for n in [100_000u32, 1_000_000] {
+        let n = if quick { n / 10 } else { n };
+        let bytes = vm_memory(n);
+        println!(
+            "memory per VM actor at {n:>9} VMs: {bytes:>8.0} B  (total {:.2} GiB)",
+            bytes * f64::from(n) / f64::from(1u32 << 30)
+        );
+    }
+}
