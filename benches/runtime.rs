@@ -114,8 +114,17 @@ fn ring(actors: usize, hops: u32, traced: bool) -> f64 {
         let peers: Vec<Peer<Relay>> = (0..actors)
             .map(|i| {
                 let id = emu.tracer.register(format!("relay:{i}"));
-                let r = Relay { emu: Rc::clone(&emu), id, next: None, open: Rc::clone(&open), done: Rc::clone(&done) };
-                Peer { id, addr: r.start() }
+                let r = Relay {
+                    emu: Rc::clone(&emu),
+                    id,
+                    next: None,
+                    open: Rc::clone(&open),
+                    done: Rc::clone(&done),
+                };
+                Peer {
+                    id,
+                    addr: r.start(),
+                }
             })
             .collect();
         for (i, p) in peers.iter().enumerate() {
@@ -177,7 +186,10 @@ impl Handler<Wake> for Sleeper {
             self.done.notify_one();
             return;
         }
-        let me = Peer { id: self.id, addr: ctx.address() };
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
         let due = self.emu.now() + self.delay();
         self.emu.send_at(due, self.id, &me, Wake);
     }
@@ -201,7 +213,10 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
                     left: Rc::clone(&left),
                     done: Rc::clone(&done),
                 };
-                Peer { id, addr: s.start() }
+                Peer {
+                    id,
+                    addr: s.start(),
+                }
             })
             .collect();
         let mut rng = 88_172_645_463_325_252u64;
@@ -210,7 +225,12 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let p = &peers[k % actors];
-            emu.send_at(emu.now() + EmuDuration::from_micros(1 + rng % 1_000_000_000), p.id, p, Wake);
+            emu.send_at(
+                emu.now() + EmuDuration::from_micros(1 + rng % 1_000_000_000),
+                p.id,
+                p,
+                Wake,
+            );
         }
         actix::spawn(emu.clock.clone().drive());
         let start = Instant::now();
@@ -223,7 +243,11 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -235,18 +259,47 @@ fn vm_memory(n: u32) -> f64 {
         let igg_id = emu.tracer.register("igg".into());
         let igg = Peer {
             id: igg_id,
-            addr: Igg::new(Rc::clone(&emu), igg_id, Vec::new(), None, Dispatcher::new(DispatchName::RoundRobin)).start(),
+            addr: Igg::new(
+                Rc::clone(&emu),
+                igg_id,
+                Vec::new(),
+                None,
+                Dispatcher::new(DispatchName::RoundRobin),
+            )
+            .start(),
         };
         let lrms_id = emu.tracer.register("lrms".into());
-        let lrms = Peer { id: lrms_id, addr: Lrms::new(Rc::clone(&emu), lrms_id, ClusterId(0), igg, None, Vec::new()).start() };
+        let lrms = Peer {
+            id: lrms_id,
+            addr: Lrms::new(
+                Rc::clone(&emu),
+                lrms_id,
+                ClusterId(0),
+                igg,
+                None,
+                Vec::new(),
+            )
+            .start(),
+        };
         let host_id = emu.tracer.register("host".into());
         let spec = emu.topo.clusters[0].hosts[0].clone();
-        let host = Peer { id: host_id, addr: Host::new(Rc::clone(&emu), host_id, lrms, spec).start() };
+        let host = Peer {
+            id: host_id,
+            addr: Host::new(Rc::clone(&emu), host_id, lrms, spec).start(),
+        };
         tokio::task::yield_now().await;
         let before = rss_bytes();
         let mut vms = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let vm = Vm::new(Rc::clone(&emu), ActorId(i), host.clone(), RequestId(0), i, EmuDuration::ZERO, EmuDuration::from_secs(1));
+            let vm = Vm::new(
+                Rc::clone(&emu),
+                ActorId(i),
+                host.clone(),
+                RequestId(0),
+                i,
+                EmuDuration::ZERO,
+                EmuDuration::from_secs(1),
+            );
             vms.push(vm.start());
         }
         tokio::task::yield_now().await;
@@ -263,10 +316,20 @@ fn main() {
     let (ring_actors, hops) = if quick { (100, 1_000) } else { (1_000, 5_000) };
     println!("igemu runtime benchmarks (median of {reps})");
     let off = median((0..reps).map(|_| ring(ring_actors, hops, false)).collect());
-    println!("immediate messages, tracing off: {:>12.0} msg/s  ({ring_actors} actors x {hops} hops)", off);
+    println!(
+        "immediate messages, tracing off: {:>12.0} msg/s  ({ring_actors} actors x {hops} hops)",
+        off
+    );
     let traced_hops = hops / 5;
-    let on = median((0..reps).map(|_| ring(ring_actors, traced_hops, true)).collect());
-    println!("immediate messages, tracing on:  {:>12.0} msg/s  (JSONL to a file)", on);
+    let on = median(
+        (0..reps)
+            .map(|_| ring(ring_actors, traced_hops, true))
+            .collect(),
+    );
+    println!(
+        "immediate messages, tracing on:  {:>12.0} msg/s  (JSONL to a file)",
+        on
+    );
     for (pending, deliveries) in [(10_000usize, 2_000_000u64), (1_000_000, 3_000_000)] {
         let d = if quick { deliveries / 20 } else { deliveries };
         let rate = median((0..reps.min(3)).map(|_| timers(pending, d)).collect());
