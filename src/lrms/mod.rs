@@ -5,6 +5,10 @@
 //! For now the policy is first-come-first-served with first-fit placement (no backfilling);
 //! the availability profile, backfilling and preemption policies grow here.
 
+pub mod availability;
+pub mod overhead;
+pub mod policy;
+
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::{LeaseRequest, RequestId};
