@@ -16,11 +16,12 @@ use actix::{Actor, AsyncContext, Context, Handler, Message};
 use igemu::actors::host::Host;
 use igemu::actors::igg::Igg;
 use igemu::actors::lrms::Lrms;
+use igemu::actors::messages::VmRef;
 use igemu::actors::vm::Vm;
 use igemu::actors::{Emu, Peer};
 use igemu::igg::Dispatcher;
 use igemu::metrics::Metrics;
-use igemu::model::{ClusterId, RequestId};
+use igemu::model::{ClusterId, RequestId, VmState};
 use igemu::time::{Clock, ClockMode, EmuDuration};
 use igemu::topology::{self, DispatchName, Overrides};
 use igemu::trace::{ActorId, Traced, Tracer};
@@ -285,7 +286,7 @@ fn vm_memory(n: u32) -> f64 {
         let spec = emu.topo.clusters[0].hosts[0].clone();
         let host = Peer {
             id: host_id,
-            addr: Host::new(Rc::clone(&emu), host_id, lrms, spec).start(),
+            addr: Host::new(Rc::clone(&emu), host_id, spec).start(),
         };
         tokio::task::yield_now().await;
         let before = rss_bytes();
@@ -294,11 +295,15 @@ fn vm_memory(n: u32) -> f64 {
             let vm = Vm::new(
                 Rc::clone(&emu),
                 ActorId(i),
+                lrms.clone(),
                 host.clone(),
-                RequestId(0),
-                i,
-                EmuDuration::ZERO,
-                EmuDuration::from_secs(1),
+                VmRef {
+                    lease: RequestId(0),
+                    vm: i,
+                },
+                1,
+                512,
+                VmState::Pending,
             );
             vms.push(vm.start());
         }

@@ -14,6 +14,7 @@ pub mod topology;
 pub mod trace;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -27,7 +28,7 @@ use actors::igg::Igg;
 use actors::lrms::Lrms;
 use actors::users::{Target, Users};
 use actors::{Emu, Peer};
-use metrics::{Metrics, RequestCounts, RequestRecord};
+use metrics::{Metrics, PaperMetrics, RequestCounts, RequestRecord};
 use model::{ClusterId, GridId, Origin, RequestId};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
@@ -84,10 +85,13 @@ pub struct Summary {
     pub timed_events: u64,
     /// Request counts by origin and state.
     pub requests: RequestCounts,
-    /// Busy core time over capacity during the makespan, 0–1.
-    pub utilization: f64,
     /// From the first arrival to the last terminal event, seconds.
     pub makespan_s: f64,
+    /// The paper metrics over the whole run (utilisation, preemptions, overhead, rates, ...).
+    #[serde(flatten)]
+    pub metrics: PaperMetrics,
+    /// The same per cluster, by `grid/cluster`.
+    pub clusters: BTreeMap<String, PaperMetrics>,
     /// Number of invariant violations (host over capacity, request ended twice, ...).
     pub invariant_violations: u64,
     /// The first few violations, described.
@@ -194,9 +198,14 @@ impl RunResult {
                 c.completed, c.rejected, c.cancelled, c.unfinished
             );
         }
+        let m = &s.metrics;
+        out += &format!(
+            "  preemptions {} leases / {} VMs, overhead {:.1} s, AWRT {:.1} s\n",
+            m.lease_preemptions, m.vm_preemptions, m.overhead_s, m.awrt_s
+        );
         out += &format!(
             "  utilization {:.1} %, makespan {:.1} s, invariant violations {}",
-            s.utilization * 100.0,
+            s.metrics.utilization * 100.0,
             s.makespan_s,
             s.invariant_violations
         );
@@ -265,7 +274,7 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
             let lrmss = grid
                 .clusters
                 .iter()
-                .map(|&cid| start_cluster(&emu, cid, &igg, &director))
+                .map(|&cid| (cid, start_cluster(&emu, cid, &igg, &director)))
                 .collect();
             Igg::new(
                 Rc::clone(&emu),
@@ -307,7 +316,7 @@ fn start_cluster(
                 let id = emu.tracer.register(format!("host:{qname}/{i}"));
                 Peer {
                     id,
-                    addr: Host::new(Rc::clone(emu), id, me.clone(), spec.clone()).start(),
+                    addr: Host::new(Rc::clone(emu), id, spec.clone()).start(),
                 }
             })
             .collect();
@@ -362,8 +371,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
     let wall_s = wall.elapsed_secs();
     emu.tracer.finish().map_err(RunError::Trace)?;
     let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
-    let (records, violations) = metrics.into_records();
-    let figures = metrics::figures(&topo, &records);
+    let (records, counters, violations) = metrics.finish();
+    let figures = metrics::figures(&topo, &records, &counters);
     let summary = Summary {
         topology: topo.name.clone(),
         mode: match mode {
@@ -380,8 +389,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
         messages: emu.tracer.messages(),
         timed_events: emu.clock.fired(),
         requests: figures.requests,
-        utilization: figures.utilization,
         makespan_s: figures.makespan_s,
+        metrics: figures.all,
+        clusters: figures.clusters,
         invariant_violations: violations.len() as u64,
         violation_examples: violations.iter().take(10).cloned().collect(),
         timer_lateness_ms: emu.clock.lateness(),

@@ -78,8 +78,8 @@ fn capacity_breaches(result: &RunResult, events: &[serde_json::Value]) -> Vec<St
         let kind = e["kind"].as_str().unwrap_or_default();
         let request = e["request"].as_str().unwrap_or_default();
         let (host, sign) = match kind {
-            "StartVm" => (e["to"].as_str().unwrap_or_default(), 1i64),
-            "VmReleased" => (e["from"].as_str().unwrap_or_default(), -1),
+            "Occupy" => (e["to"].as_str().unwrap_or_default(), 1i64),
+            "Vacate" => (e["to"].as_str().unwrap_or_default(), -1),
             _ => continue,
         };
         let (c, m) = size[request];
@@ -111,9 +111,14 @@ fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {
         "{s:?}"
     );
     assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
-    assert!(s.utilization > 0.0 && s.utilization <= 1.0);
+    assert!(s.metrics.utilization > 0.0 && s.metrics.utilization <= 1.0);
     let events = trace(dir.path());
     assert_eq!(events.len() as u64, s.messages);
+    assert_eq!(
+        events.iter().filter(|e| e["kind"] == "Occupy").count(),
+        66,
+        "one per VM placed"
+    );
     assert!(capacity_breaches(&result, &events).is_empty());
     // A completed lease holds its hosts for exactly boot + duration (boot is 0 here).
     for (req, rec) in result.topology.requests.iter().zip(&result.records) {
@@ -157,10 +162,17 @@ fn an_external_request_flows_dve_igg_lrms_host_vm_and_back() {
         );
     }
     let count = |k: &str| kinds.iter().filter(|x| x.0 == k).count();
-    assert_eq!(count("StartVm"), 4, "one StartVm per VM");
-    assert_eq!(count("BootDone"), 4);
-    assert_eq!(count("WorkDone"), 4);
-    assert_eq!(count("VmReleased"), 4);
+    for kind in [
+        "VmCommand",
+        "Deploy",
+        "Occupy",
+        "Booted",
+        "Completed",
+        "Vacate",
+        "VmReport",
+    ] {
+        assert_eq!(count(kind), 4, "one {kind} per VM");
+    }
     let tail: Vec<&str> = kinds.iter().rev().take(3).map(|x| x.0.as_str()).collect();
     assert_eq!(
         tail,

@@ -1,15 +1,13 @@
-//! The host actor: runs VM actors, keeps its own account of cores and memory in use, and
+//! The host actor: keeps its own account of the cores and memory its VM instances take and
 //! records an invariant violation if the LRMS ever places more than it holds.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use actix::{Actor, AsyncContext, Context, Handler};
+use actix::{Actor, Context, Handler};
 
-use super::lrms::Lrms;
-use super::messages::{Deploy, StartVm, VmExited, VmRef, VmReleased};
-use super::vm::Vm;
-use super::{Emu, Peer};
+use super::messages::{Occupy, Vacate, VmRef};
+use super::Emu;
 use crate::model::RequestId;
 use crate::topology::HostSpec;
 use crate::trace::ActorId;
@@ -18,7 +16,6 @@ use crate::trace::ActorId;
 pub struct Host {
     emu: Rc<Emu>,
     id: ActorId,
-    lrms: Peer<Lrms>,
     spec: HostSpec,
     used_cores: u64,
     used_mem_mb: u64,
@@ -26,17 +23,20 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host of `spec` reporting to `lrms`.
-    pub fn new(emu: Rc<Emu>, id: ActorId, lrms: Peer<Lrms>, spec: HostSpec) -> Host {
+    /// A host of `spec`.
+    pub fn new(emu: Rc<Emu>, id: ActorId, spec: HostSpec) -> Host {
         Host {
             emu,
             id,
-            lrms,
             spec,
             used_cores: 0,
             used_mem_mb: 0,
             vms: BTreeMap::new(),
         }
+    }
+
+    fn key(vm: VmRef) -> (RequestId, u32) {
+        (vm.lease, vm.vm)
     }
 }
 
@@ -44,9 +44,9 @@ impl Actor for Host {
     type Context = Context<Self>;
 }
 
-impl Handler<StartVm> for Host {
+impl Handler<Occupy> for Host {
     type Result = ();
-    fn handle(&mut self, msg: StartVm, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Occupy, _: &mut Context<Self>) {
         self.used_cores += u64::from(msg.cores);
         self.used_mem_mb += u64::from(msg.mem_mb);
         if self.used_cores > u64::from(self.spec.cores) || self.used_mem_mb > self.spec.memory_mb {
@@ -61,52 +61,16 @@ impl Handler<StartVm> for Host {
             );
             self.emu.metrics.borrow_mut().violation(what);
         }
-        self.vms
-            .insert((msg.lease, msg.vm), (msg.cores, msg.mem_mb));
-        let name = format!("vm:{}/{}", self.emu.topo.label(msg.lease), msg.vm);
-        let vm_id = self.emu.tracer.register(name);
-        let me = Peer {
-            id: self.id,
-            addr: ctx.address(),
-        };
-        let vm = Vm::new(
-            Rc::clone(&self.emu),
-            vm_id,
-            me,
-            msg.lease,
-            msg.vm,
-            msg.boot,
-            msg.work,
-        )
-        .start();
-        self.emu.send(
-            self.id,
-            &Peer {
-                id: vm_id,
-                addr: vm,
-            },
-            Deploy(VmRef {
-                lease: msg.lease,
-                vm: msg.vm,
-            }),
-        );
+        self.vms.insert(Self::key(msg.vm), (msg.cores, msg.mem_mb));
     }
 }
 
-impl Handler<VmExited> for Host {
+impl Handler<Vacate> for Host {
     type Result = ();
-    fn handle(&mut self, msg: VmExited, _: &mut Context<Self>) {
-        if let Some((cores, mem)) = self.vms.remove(&(msg.lease, msg.vm)) {
+    fn handle(&mut self, msg: Vacate, _: &mut Context<Self>) {
+        if let Some((cores, mem)) = self.vms.remove(&Self::key(msg.vm)) {
             self.used_cores -= u64::from(cores);
             self.used_mem_mb -= u64::from(mem);
         }
-        self.emu.send(
-            self.id,
-            &self.lrms,
-            VmReleased {
-                lease: msg.lease,
-                vm: msg.vm,
-            },
-        );
     }
 }

@@ -9,18 +9,21 @@ use std::rc::Rc;
 use actix::{Actor, Context, Handler};
 
 use super::lrms::Lrms;
-use super::messages::{AssignLease, LeaseEnded, LeaseStarted, SubmitExternal};
+use super::messages::{
+    AdoptLease, AssignLease, LeaseEnded, LeaseStarted, RelocateLease, RelocationOutcome,
+    SubmitExternal,
+};
 use super::users::Users;
 use super::{Emu, Peer};
 use crate::igg::Dispatcher;
-use crate::model::RequestState;
+use crate::model::{ClusterId, RequestState};
 use crate::trace::ActorId;
 
 /// A Grid's InterGrid Gateway.
 pub struct Igg {
     emu: Rc<Emu>,
     id: ActorId,
-    clusters: Vec<Peer<Lrms>>,
+    clusters: Vec<(ClusterId, Peer<Lrms>)>,
     dve: Option<Peer<Users>>,
     dispatcher: Dispatcher,
     handlers_in_flight: Rc<std::cell::Cell<u32>>,
@@ -31,7 +34,7 @@ impl Igg {
     pub fn new(
         emu: Rc<Emu>,
         id: ActorId,
-        clusters: Vec<Peer<Lrms>>,
+        clusters: Vec<(ClusterId, Peer<Lrms>)>,
         dve: Option<Peer<Users>>,
         dispatcher: Dispatcher,
     ) -> Igg {
@@ -66,7 +69,7 @@ impl Handler<SubmitExternal> for Igg {
         let order = self.dispatcher.order(self.clusters.len());
         let candidates: Vec<Peer<Lrms>> = order
             .into_iter()
-            .map(|i| self.clusters[i].clone())
+            .map(|i| self.clusters[i].1.clone())
             .collect();
         let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         let req = msg.0;
@@ -113,6 +116,39 @@ impl Handler<LeaseEnded> for Igg {
         self.post(async move {
             if let Some(dve) = dve {
                 emu.send(me, &dve, msg);
+            }
+        });
+    }
+}
+
+impl Handler<RelocateLease> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: RelocateLease, _: &mut Context<Self>) {
+        // Offer the lease to the Grid's other clusters in order after its source; the first
+        // that can resume it by its deadline takes it over.
+        let n = self.clusters.len();
+        let from = self
+            .clusters
+            .iter()
+            .position(|(c, _)| *c == msg.from)
+            .unwrap_or(0);
+        let others: Vec<(ClusterId, Peer<Lrms>)> = (1..n)
+            .map(|k| self.clusters[(from + k) % n].clone())
+            .collect();
+        let source = self.clusters.get(from).map(|(_, p)| p.clone());
+        let (emu, me) = (Rc::clone(&self.emu), self.id);
+        self.post(async move {
+            let lease = msg.relocation.req.id;
+            let mut to = None;
+            for (cluster, lrms) in &others {
+                let answer = emu.call(me, lrms, AdoptLease(msg.relocation.clone())).await;
+                if answer.is_some_and(|a| a.accepted) {
+                    to = Some(*cluster);
+                    break;
+                }
+            }
+            if let Some(source) = source {
+                emu.send(me, &source, RelocationOutcome { lease, to });
             }
         });
     }

@@ -1,27 +1,27 @@
-//! The LRMS actor: receives local requests from its users and external leases from its IGG,
-//! asks the pure scheduler (`crate::lrms`) what to do, and carries out its decisions by
-//! starting VMs on hosts and reporting lease starts and ends.
+//! The LRMS actor: receives local requests from its users and external leases (new or
+//! migrating) from its IGG, asks the pure core (`crate::lrms::Core`) what to do, and carries
+//! out its actions: creating VM instances on hosts, sending them their timed plans, waking
+//! itself when the core asks, telling requesters when leases start and end, offering
+//! suspended migratable leases to the IGG, and reporting overheads to the metrics.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use actix::{Actor, Context, Handler, MessageResult};
+use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 
 use super::host::Host;
 use super::igg::Igg;
 use super::messages::{
-    AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, StartVm, SubmitLocal, VmReleased,
+    AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, RelocateLease,
+    RelocationOutcome, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
 use super::users::Users;
+use super::vm::Vm;
 use super::{Emu, Peer};
-use crate::lrms::{Decision, Scheduler};
-use crate::model::{ClusterId, LeaseRequest, Origin, RequestId, RequestState};
+use crate::lrms::{Action, Config, Core, VmPlan};
+use crate::model::{ClusterId, Origin, RequestId, RequestState};
+use crate::time::stream_seed;
 use crate::trace::ActorId;
-
-struct Lease {
-    req: LeaseRequest,
-    vms_running: u32,
-}
 
 /// A cluster's local resource management system.
 pub struct Lrms {
@@ -31,8 +31,8 @@ pub struct Lrms {
     igg: Peer<Igg>,
     users: Option<Peer<Users>>,
     hosts: Vec<Peer<Host>>,
-    scheduler: Scheduler,
-    leases: BTreeMap<RequestId, Lease>,
+    core: Core,
+    vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
 }
 
 impl Lrms {
@@ -45,7 +45,16 @@ impl Lrms {
         users: Option<Peer<Users>>,
         hosts: Vec<Peer<Host>>,
     ) -> Lrms {
-        let scheduler = Scheduler::new(&emu.topo.cluster(cluster).hosts);
+        let spec = emu.topo.cluster(cluster);
+        let lrms = &spec.lrms;
+        let cfg = Config {
+            backfilling: lrms.backfilling(),
+            preemption: lrms.policy(),
+            overhead: crate::lrms::overhead::OverheadModel::new(&lrms.profile.timings),
+            boot: lrms.profile.timings.boot,
+            seed: stream_seed(emu.topo.emulation.seed, &emu.tracer.name(id)),
+        };
+        let core = Core::new(&spec.hosts, cfg);
         Lrms {
             emu,
             id,
@@ -53,97 +62,137 @@ impl Lrms {
             igg,
             users,
             hosts,
-            scheduler,
-            leases: BTreeMap::new(),
+            core,
+            vms: BTreeMap::new(),
         }
     }
 
-    fn notify_started(&self, lease: RequestId, origin: Origin) {
-        let msg = LeaseStarted {
-            lease,
-            cluster: self.cluster,
+    fn origin(&self, lease: RequestId) -> Origin {
+        self.emu.topo.requests[lease.0 as usize].origin
+    }
+
+    fn tell_requester<M>(&self, lease: RequestId, msg: M)
+    where
+        M: actix::Message<Result = ()> + crate::trace::Traced + Send + 'static,
+        Igg: actix::Handler<M>,
+        Users: actix::Handler<M>,
+    {
+        match (self.origin(lease), &self.users) {
+            (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),
+            (Origin::Local, Some(u)) => self.emu.send(self.id, u, msg),
+            (Origin::Local, None) => {}
+        }
+    }
+
+    fn command(&self, lease: RequestId, plan: VmPlan, vm: &Peer<Vm>) {
+        let msg = VmCommand {
+            vm: VmRef { lease, vm: plan.vm },
+            steps: plan.steps,
         };
-        match (origin, &self.users) {
-            (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),
-            (Origin::Local, Some(u)) => self.emu.send(self.id, u, msg),
-            (Origin::Local, None) => {}
-        }
+        self.emu.send(self.id, vm, msg);
     }
 
-    fn notify_ended(&self, lease: RequestId, origin: Origin, state: RequestState) {
-        self.emu
-            .metrics
-            .borrow_mut()
-            .ended(lease, state, self.emu.now());
-        let msg = LeaseEnded { lease, state };
-        match (origin, &self.users) {
-            (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),
-            (Origin::Local, Some(u)) => self.emu.send(self.id, u, msg),
-            (Origin::Local, None) => {}
-        }
-    }
-
-    /// Carries out one scheduler decision.
-    fn apply(&mut self, decision: Decision) {
-        match decision {
-            Decision::Start { lease, hosts } => {
-                let Some(entry) = self.leases.get_mut(&lease) else {
-                    return;
-                };
-                entry.vms_running = hosts.len() as u32;
-                let req = entry.req.clone();
-                self.emu
-                    .metrics
-                    .borrow_mut()
-                    .started(lease, self.cluster, self.emu.now());
-                let boot = self
-                    .emu
-                    .topo
-                    .cluster(self.cluster)
-                    .lrms
-                    .profile
-                    .timings
-                    .boot;
-                for (vm, h) in hosts.into_iter().enumerate() {
-                    let msg = StartVm {
-                        lease,
-                        vm: vm as u32,
-                        cores: req.cores_per_vm,
-                        mem_mb: req.mem_mb,
-                        boot,
-                        work: req.duration,
+    /// Carries out the core's actions.
+    fn apply(&mut self, actions: Vec<Action>, ctx: &mut Context<Self>) {
+        for action in actions {
+            match action {
+                Action::RunVms { lease, plans } => {
+                    let req = &self.emu.topo.requests[lease.0 as usize];
+                    let (cores, mem) = (req.cores_per_vm, req.mem_mb);
+                    let owner = Peer {
+                        id: self.id,
+                        addr: ctx.address(),
                     };
-                    self.emu.send(self.id, &self.hosts[usize::from(h)], msg);
+                    let mut peers = Vec::with_capacity(plans.len());
+                    for plan in plans {
+                        let name = format!("vm:{}/{}", self.emu.topo.label(lease), plan.vm);
+                        let id = self.emu.tracer.register(name);
+                        let host = self.hosts[usize::from(plan.host)].clone();
+                        let vm = VmRef { lease, vm: plan.vm };
+                        let addr = Vm::new(
+                            Rc::clone(&self.emu),
+                            id,
+                            owner.clone(),
+                            host,
+                            vm,
+                            cores,
+                            mem,
+                            plan.initial,
+                        )
+                        .start();
+                        let peer = Peer { id, addr };
+                        self.command(lease, plan, &peer);
+                        peers.push(peer);
+                    }
+                    self.vms.insert(lease, peers);
                 }
-                self.notify_started(lease, req.origin);
-            }
-            Decision::Queued(_) => {}
-            Decision::Reject { lease, reason } => {
-                tracing::debug!(lease = lease.0, reason, "LRMS rejects");
-                if let Some(entry) = self.leases.remove(&lease) {
-                    self.notify_ended(lease, entry.req.origin, RequestState::Rejected);
+                Action::CommandVms { lease, plans } => {
+                    let Some(peers) = self.vms.get(&lease) else {
+                        continue;
+                    };
+                    for plan in plans {
+                        if let Some(vm) = peers.get(plan.vm as usize) {
+                            self.command(lease, plan, vm);
+                        }
+                    }
+                }
+                Action::Started(lease) => {
+                    self.emu
+                        .metrics
+                        .borrow_mut()
+                        .started(lease, self.cluster, self.emu.now());
+                    self.tell_requester(
+                        lease,
+                        LeaseStarted {
+                            lease,
+                            cluster: self.cluster,
+                        },
+                    );
+                }
+                Action::Ended(lease, state) => {
+                    self.vms.remove(&lease);
+                    self.emu
+                        .metrics
+                        .borrow_mut()
+                        .ended(lease, state, self.emu.now());
+                    self.tell_requester(lease, LeaseEnded { lease, state });
+                }
+                Action::Wake(at) => {
+                    let me = Peer {
+                        id: self.id,
+                        addr: ctx.address(),
+                    };
+                    self.emu.send_at(at, self.id, &me, Tick);
+                }
+                Action::Relocate(relocation) => {
+                    let msg = RelocateLease {
+                        from: self.cluster,
+                        relocation,
+                    };
+                    self.emu.send(self.id, &self.igg, msg);
+                }
+                Action::Charge {
+                    lease,
+                    overhead,
+                    preempted,
+                    vms,
+                } => {
+                    self.emu.metrics.borrow_mut().charge(
+                        self.cluster,
+                        lease,
+                        overhead,
+                        preempted,
+                        vms,
+                    );
+                }
+                Action::Decision { reschedule, .. } => {
+                    self.emu
+                        .metrics
+                        .borrow_mut()
+                        .decision(self.cluster, reschedule);
                 }
             }
         }
-    }
-
-    fn admit(&mut self, req: LeaseRequest) -> bool {
-        self.leases.insert(
-            req.id,
-            Lease {
-                req: req.clone(),
-                vms_running: 0,
-            },
-        );
-        let decision = self.scheduler.submit(&req);
-        let accepted = !matches!(decision, Decision::Reject { .. });
-        if accepted {
-            self.apply(decision);
-        } else {
-            // The IGG learns of the refusal from the answer and may try elsewhere.
-            self.leases.remove(&req.id);
-        }
-        accepted
     }
 }
 
@@ -153,38 +202,81 @@ impl Actor for Lrms {
 
 impl Handler<AssignLease> for Lrms {
     type Result = MessageResult<AssignLease>;
-    fn handle(&mut self, msg: AssignLease, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: AssignLease, ctx: &mut Context<Self>) -> Self::Result {
         let lease = msg.0.id;
-        let accepted = self.admit(msg.0);
+        self.emu.metrics.borrow_mut().offered(self.cluster);
+        let accepted = match self.core.submit_external(msg.0, self.emu.now()) {
+            Ok(actions) => {
+                self.apply(actions, ctx);
+                true
+            }
+            Err(why) => {
+                tracing::debug!(lease = lease.0, ?why, "LRMS refuses an external lease");
+                self.emu.metrics.borrow_mut().refused(self.cluster);
+                false
+            }
+        };
         MessageResult(AssignAnswer { lease, accepted })
     }
 }
 
 impl Handler<SubmitLocal> for Lrms {
     type Result = ();
-    fn handle(&mut self, msg: SubmitLocal, _: &mut Context<Self>) {
-        let id = msg.0.id;
-        if !self.admit(msg.0) {
-            self.notify_ended(id, Origin::Local, RequestState::Rejected);
+    fn handle(&mut self, msg: SubmitLocal, ctx: &mut Context<Self>) {
+        let lease = msg.0.id;
+        match self.core.submit_local(msg.0, self.emu.now()) {
+            Ok(actions) => self.apply(actions, ctx),
+            Err(why) => {
+                tracing::debug!(lease = lease.0, ?why, "LRMS rejects a local request");
+                self.apply(vec![Action::Ended(lease, RequestState::Rejected)], ctx);
+            }
         }
     }
 }
 
-impl Handler<VmReleased> for Lrms {
+impl Handler<Tick> for Lrms {
     type Result = ();
-    fn handle(&mut self, msg: VmReleased, _: &mut Context<Self>) {
-        let Some(entry) = self.leases.get_mut(&msg.lease) else {
-            return;
+    fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) {
+        let actions = self.core.tick(self.emu.now());
+        self.apply(actions, ctx);
+    }
+}
+
+impl Handler<VmReport> for Lrms {
+    type Result = ();
+    fn handle(&mut self, msg: VmReport, ctx: &mut Context<Self>) {
+        let actions = self
+            .core
+            .vm_reported(msg.vm.lease, msg.state, self.emu.now());
+        self.apply(actions, ctx);
+    }
+}
+
+impl Handler<AdoptLease> for Lrms {
+    type Result = MessageResult<AdoptLease>;
+    fn handle(&mut self, msg: AdoptLease, ctx: &mut Context<Self>) -> Self::Result {
+        let lease = msg.0.req.id;
+        let accepted = match self.core.adopt(&msg.0, self.emu.now()) {
+            Ok(actions) => {
+                self.emu.metrics.borrow_mut().migrated(lease, self.cluster);
+                self.apply(actions, ctx);
+                true
+            }
+            Err(_) => false,
         };
-        entry.vms_running = entry.vms_running.saturating_sub(1);
-        if entry.vms_running > 0 {
-            return;
+        MessageResult(AdoptAnswer { lease, accepted })
+    }
+}
+
+impl Handler<RelocationOutcome> for Lrms {
+    type Result = ();
+    fn handle(&mut self, msg: RelocationOutcome, ctx: &mut Context<Self>) {
+        let actions = self
+            .core
+            .relocated(msg.lease, msg.to.is_some(), self.emu.now());
+        if msg.to.is_some() {
+            self.vms.remove(&msg.lease);
         }
-        let origin = entry.req.origin;
-        self.leases.remove(&msg.lease);
-        self.notify_ended(msg.lease, origin, RequestState::Completed);
-        for d in self.scheduler.finish(msg.lease) {
-            self.apply(d);
-        }
+        self.apply(actions, ctx);
     }
 }

@@ -3,8 +3,9 @@
 
 use actix::Message;
 
-use crate::model::{ClusterId, LeaseRequest, RequestId, RequestState};
-use crate::time::EmuDuration;
+use crate::lrms::Relocation;
+use crate::model::{ClusterId, LeaseRequest, RequestId, RequestState, VmEvent, VmState};
+use crate::time::EmuTime;
 use crate::trace::{Correlation, Traced};
 
 macro_rules! traced {
@@ -90,64 +91,131 @@ pub struct LeaseEnded {
 }
 traced!(LeaseEnded, "LeaseEnded", |m| Correlation::request(m.lease));
 
-/// LRMS → host: deploy VM `vm` of a lease.
+/// LRMS → VM: take these timed steps (replacing any earlier plan).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct VmCommand {
+    /// The VM.
+    pub vm: VmRef,
+    /// Events and when they happen.
+    pub steps: Vec<(EmuTime, VmEvent)>,
+}
+traced!(VmCommand, "VmCommand", |m| Correlation::vm(
+    m.vm.lease, m.vm.vm
+));
+
+/// VM → itself: one step of its plan is due (traced under the event's name).
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct StartVm {
-    /// The lease.
-    pub lease: RequestId,
-    /// VM index within the lease.
-    pub vm: u32,
-    /// Cores the VM takes.
+pub struct Step {
+    /// The VM.
+    pub vm: VmRef,
+    /// Which plan the step belongs to; steps of a replaced plan are ignored.
+    pub epoch: u32,
+    /// The event.
+    pub event: VmEvent,
+    /// Whether it is the plan's last step.
+    pub last: bool,
+}
+
+impl Traced for Step {
+    const KIND: &'static str = "Step";
+    fn kind(&self) -> &'static str {
+        self.event.name()
+    }
+    fn correlation(&self) -> Correlation {
+        Correlation::vm(self.vm.lease, self.vm.vm)
+    }
+}
+
+/// VM → host: the VM now takes these cores and this memory.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Occupy {
+    /// The VM.
+    pub vm: VmRef,
+    /// Cores taken.
     pub cores: u32,
-    /// Memory the VM takes, MB.
+    /// Memory taken, MB.
     pub mem_mb: u32,
-    /// Deployment and boot time.
-    pub boot: EmuDuration,
-    /// Work to do once running.
-    pub work: EmuDuration,
 }
-traced!(StartVm, "StartVm", |m| Correlation::vm(m.lease, m.vm));
+traced!(Occupy, "Occupy", |m| Correlation::vm(m.vm.lease, m.vm.vm));
 
-/// Host → VM: start deploying.
+/// VM → host: the VM has left the host.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct Deploy(pub VmRef);
-traced!(Deploy, "Deploy", |m| Correlation::vm(m.0.lease, m.0.vm));
+pub struct Vacate {
+    /// The VM.
+    pub vm: VmRef,
+}
+traced!(Vacate, "Vacate", |m| Correlation::vm(m.vm.lease, m.vm.vm));
 
-/// VM → itself: boot finished.
+/// VM → its LRMS: the VM finished, was cancelled, or is suspended.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct BootDone(pub VmRef);
-traced!(BootDone, "BootDone", |m| Correlation::vm(m.0.lease, m.0.vm));
+pub struct VmReport {
+    /// The VM.
+    pub vm: VmRef,
+    /// Its state.
+    pub state: VmState,
+}
+traced!(VmReport, "VmReport", |m| Correlation::vm(
+    m.vm.lease, m.vm.vm
+));
 
-/// VM → itself: the work is done.
+/// LRMS → itself: the core asked to be woken now.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct WorkDone(pub VmRef);
-traced!(WorkDone, "WorkDone", |m| Correlation::vm(m.0.lease, m.0.vm));
+pub struct Tick;
+impl Traced for Tick {
+    const KIND: &'static str = "Tick";
+}
 
-/// VM → host: the VM has left the host (finished or stopped).
-#[derive(Message, Clone, Copy)]
+/// LRMS → IGG: find another cluster of the Grid for this suspended migratable lease.
+#[derive(Message, Clone)]
 #[rtype(result = "()")]
-pub struct VmExited {
+pub struct RelocateLease {
+    /// The cluster it is leaving.
+    pub from: ClusterId,
+    /// The lease and its state.
+    pub relocation: Relocation,
+}
+traced!(RelocateLease, "RelocateLease", |m| Correlation::request(
+    m.relocation.req.id
+));
+
+/// IGG → LRMS: take over this lease if you can resume it by its deadline.
+#[derive(Message, Clone)]
+#[rtype(result = "AdoptAnswer")]
+pub struct AdoptLease(pub Relocation);
+traced!(AdoptLease, "AdoptLease", |m| Correlation::request(
+    m.0.req.id
+));
+
+/// LRMS → IGG: whether it took the lease over.
+#[derive(Debug, Clone, Copy)]
+pub struct AdoptAnswer {
     /// The lease.
     pub lease: RequestId,
-    /// VM index within the lease.
-    pub vm: u32,
+    /// Taken over or refused.
+    pub accepted: bool,
 }
-traced!(VmExited, "VmExited", |m| Correlation::vm(m.lease, m.vm));
+traced!(AdoptAnswer, "AdoptAnswer", |m| Correlation::request(
+    m.lease
+));
 
-/// Host → LRMS: a VM released its cores and memory.
+/// IGG → source LRMS: where the relocation went.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]
-pub struct VmReleased {
+pub struct RelocationOutcome {
     /// The lease.
     pub lease: RequestId,
-    /// VM index within the lease.
-    pub vm: u32,
+    /// The cluster that took it over, if any.
+    pub to: Option<ClusterId>,
 }
-traced!(VmReleased, "VmReleased", |m| Correlation::vm(m.lease, m.vm));
+traced!(RelocationOutcome, "RelocationOutcome", |m| {
+    Correlation::request(m.lease)
+});
 
 /// Workload source → director: one of my requests is terminal.
 #[derive(Message, Clone, Copy)]

@@ -68,7 +68,7 @@ impl Emu {
         M::Result: Send,
     {
         self.tracer
-            .record(self.clock.now(), from, to.id, M::KIND, msg.correlation());
+            .record(self.clock.now(), from, to.id, msg.kind(), msg.correlation());
         to.addr.do_send(msg);
     }
 
@@ -102,7 +102,7 @@ impl Emu {
         let emu = Rc::clone(self);
         let to_id = to.id;
         self.tracer
-            .record(self.clock.now(), from, to_id, M::KIND, msg.correlation());
+            .record(self.clock.now(), from, to_id, msg.kind(), msg.correlation());
         let reply = to.addr.send(msg);
         async move {
             let answer = reply.await.ok()?;
@@ -110,7 +110,7 @@ impl Emu {
                 emu.clock.now(),
                 to_id,
                 from,
-                <M::Result as Traced>::KIND,
+                answer.kind(),
                 answer.correlation(),
             );
             Some(answer)

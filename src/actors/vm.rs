@@ -1,79 +1,56 @@
-//! The VM actor: walks the [`VmState`] machine with timed transitions (deploy and boot, run
-//! the lease's work) and tells its host when it leaves.
+//! The VM actor: one instance of a VM on a host. It walks the pure [`VmState`] machine along
+//! the timed steps its LRMS plans (deploy and boot, run, pause, suspend, resume, stop),
+//! tells its host when it starts and stops taking cores and memory, and reports to its LRMS
+//! when it finishes, is cancelled or is suspended. A new plan replaces the pending steps of
+//! the old one (steps carry an epoch).
 
 use std::rc::Rc;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 
 use super::host::Host;
-use super::messages::{BootDone, Deploy, VmExited, VmRef, WorkDone};
+use super::lrms::Lrms;
+use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
 use super::{Emu, Peer};
-use crate::model::{RequestId, VmEvent, VmState};
-use crate::time::EmuDuration;
+use crate::model::VmState;
 use crate::trace::ActorId;
 
-/// One virtual machine of a lease.
+/// One virtual machine instance.
 pub struct Vm {
     emu: Rc<Emu>,
     id: ActorId,
+    owner: Peer<Lrms>,
     host: Peer<Host>,
-    lease: RequestId,
-    index: u32,
+    vm: VmRef,
+    cores: u32,
+    mem_mb: u32,
     state: VmState,
-    boot: EmuDuration,
-    work: EmuDuration,
+    epoch: u32,
 }
 
 impl Vm {
-    /// A VM that will boot for `boot` and then run for `work`.
+    /// A VM instance of `vm`, on `host`, owned by `owner`, starting in `state`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         emu: Rc<Emu>,
         id: ActorId,
+        owner: Peer<Lrms>,
         host: Peer<Host>,
-        lease: RequestId,
-        index: u32,
-        boot: EmuDuration,
-        work: EmuDuration,
+        vm: VmRef,
+        cores: u32,
+        mem_mb: u32,
+        state: VmState,
     ) -> Vm {
         Vm {
             emu,
             id,
+            owner,
             host,
-            lease,
-            index,
-            state: VmState::Pending,
-            boot,
-            work,
-        }
-    }
-
-    fn step(&mut self, event: VmEvent) -> bool {
-        match self.state.next(event) {
-            Ok(s) => {
-                self.state = s;
-                true
-            }
-            Err(e) => {
-                self.emu
-                    .metrics
-                    .borrow_mut()
-                    .violation(format!("{}: {e}", self.emu.tracer.name(self.id)));
-                false
-            }
-        }
-    }
-
-    fn vm_ref(&self) -> VmRef {
-        VmRef {
-            lease: self.lease,
-            vm: self.index,
-        }
-    }
-
-    fn me(&self, ctx: &Context<Self>) -> Peer<Vm> {
-        Peer {
-            id: self.id,
-            addr: ctx.address(),
+            vm,
+            cores,
+            mem_mb,
+            state,
+            epoch: 0,
         }
     }
 }
@@ -82,40 +59,68 @@ impl Actor for Vm {
     type Context = Context<Self>;
 }
 
-impl Handler<Deploy> for Vm {
+impl Handler<VmCommand> for Vm {
     type Result = ();
-    fn handle(&mut self, _: Deploy, ctx: &mut Context<Self>) {
-        if self.step(VmEvent::Deploy) {
-            let due = self.emu.now() + self.boot;
-            self.emu
-                .send_at(due, self.id, &self.me(ctx), BootDone(self.vm_ref()));
+    fn handle(&mut self, msg: VmCommand, ctx: &mut Context<Self>) {
+        self.epoch += 1;
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
+        let n = msg.steps.len();
+        for (i, (at, event)) in msg.steps.into_iter().enumerate() {
+            let step = Step {
+                vm: self.vm,
+                epoch: self.epoch,
+                event,
+                last: i + 1 == n,
+            };
+            self.emu.send_at(at, self.id, &me, step);
         }
     }
 }
 
-impl Handler<BootDone> for Vm {
+impl Handler<Step> for Vm {
     type Result = ();
-    fn handle(&mut self, _: BootDone, ctx: &mut Context<Self>) {
-        if self.step(VmEvent::Booted) {
-            let due = self.emu.now() + self.work;
-            self.emu
-                .send_at(due, self.id, &self.me(ctx), WorkDone(self.vm_ref()));
+    fn handle(&mut self, step: Step, ctx: &mut Context<Self>) {
+        if step.epoch != self.epoch {
+            return;
         }
-    }
-}
-
-impl Handler<WorkDone> for Vm {
-    type Result = ();
-    fn handle(&mut self, _: WorkDone, ctx: &mut Context<Self>) {
-        if self.step(VmEvent::Completed) {
+        let before = self.state;
+        match before.next(step.event) {
+            Ok(after) => self.state = after,
+            Err(e) => {
+                let what = format!("{}: {e}", self.emu.tracer.name(self.id));
+                self.emu.metrics.borrow_mut().violation(what);
+                return;
+            }
+        }
+        match (before.holds_host(), self.state.holds_host()) {
+            (false, true) => {
+                let msg = Occupy {
+                    vm: self.vm,
+                    cores: self.cores,
+                    mem_mb: self.mem_mb,
+                };
+                self.emu.send(self.id, &self.host, msg);
+            }
+            (true, false) => self.emu.send(self.id, &self.host, Vacate { vm: self.vm }),
+            _ => {}
+        }
+        if matches!(
+            self.state,
+            VmState::Finished | VmState::Cancelled | VmState::Suspended
+        ) && step.last
+        {
             self.emu.send(
                 self.id,
-                &self.host,
-                VmExited {
-                    lease: self.lease,
-                    vm: self.index,
+                &self.owner,
+                VmReport {
+                    vm: self.vm,
+                    state: self.state,
                 },
             );
+            // The instance's life is over: finished, cancelled, or its image is on storage.
             ctx.stop();
         }
     }

@@ -91,6 +91,14 @@ impl Availability {
         }
     }
 
+    /// Frees `lease`'s slots that start at or after `from` (a reservation not yet begun),
+    /// keeping earlier ones (VMs still being vacated).
+    pub fn release_from(&mut self, lease: RequestId, from: EmuTime) {
+        for host in &mut self.slots {
+            host.retain(|s| !(s.lease == lease && s.start >= from));
+        }
+    }
+
     /// Ends `lease`'s VM `vm` at `end` (or drops it if it had not started by then).
     pub fn cut_vm(&mut self, lease: RequestId, vm: u32, end: EmuTime) {
         for host in &mut self.slots {
@@ -211,6 +219,22 @@ impl Availability {
             self.place(vms, shape, t, t + length)
                 .map(|hosts| (t, hosts))
         })
+    }
+
+    /// The instants at which a reservation could start, at or after `not_before`: it, and
+    /// every slot end after it (availability only grows when a slot ends), ascending.
+    pub fn start_candidates(&self, not_before: EmuTime) -> Vec<EmuTime> {
+        let mut candidates: Vec<EmuTime> = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|s| s.end)
+            .filter(|&e| e > not_before)
+            .collect();
+        candidates.push(not_before);
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates
     }
 
     /// Cores in use at instant `t`.

@@ -126,12 +126,15 @@ fn by_score(c: &[Candidate], need: u32, score: impl Fn(&Candidate) -> f64) -> Ve
     prefix_cover(c, &order, need)
 }
 
+/// A DP state: the cheapest cost found and the set achieving it.
+type Cover = Option<(u64, Vec<usize>)>;
+
 /// The cheapest cover of `need` VMs: a DP over leases in arrival order and VMs covered
 /// (capped at `need`) that carries each state's set and replaces it only by a strictly
 /// cheaper one.
 fn min_cost_cover(c: &[Candidate], need: u32) -> Option<(Vec<usize>, u64)> {
     let need = need as usize;
-    let mut best: Vec<Option<(u64, Vec<usize>)>> = vec![None; need + 1];
+    let mut best: Vec<Cover> = vec![None; need + 1];
     best[0] = Some((0, Vec::new()));
     for (i, cand) in c.iter().enumerate() {
         let v = cand.vms as usize;
@@ -154,7 +157,7 @@ fn min_cost_cover(c: &[Candidate], need: u32) -> Option<(Vec<usize>, u64)> {
 /// The cheapest cover of `need` VMs with exactly `n` leases (same DP with a lease count).
 fn min_cost_cover_exactly(c: &[Candidate], need: u32, n: usize) -> Option<(Vec<usize>, u64)> {
     let need = need as usize;
-    let mut best: Vec<Vec<Option<(u64, Vec<usize>)>>> = vec![vec![None; need + 1]; n + 1];
+    let mut best: Vec<Vec<Cover>> = vec![vec![None; need + 1]; n + 1];
     best[0][0] = Some((0, Vec::new()));
     for (i, cand) in c.iter().enumerate() {
         let v = cand.vms as usize;

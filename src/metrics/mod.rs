@@ -1,10 +1,14 @@
-//! What a run observed: one record per request, counters, and the summary figures computed
-//! from them (utilisation, makespan, outcome counts). Actors report observations here as a
-//! side channel; it is not part of the emulated system and sends no messages.
+//! What a run observed — one record per request, per-cluster counters — and the paper
+//! metrics computed from them: utilisation (paper 003 eq. 11, paper 000 eq. 21), rejection
+//! rates, preemptions and overhead, best-effort makespan (paper 003 eq. 13), AWRT (paper 000
+//! eqs. 23–24) and waiting time. Actors report observations here as a side channel; it is
+//! not part of the emulated system and sends no messages.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::{ClusterId, Origin, RequestId, RequestState};
+use crate::model::{ClusterId, LeaseType, Origin, RequestId, RequestState};
 use crate::time::{EmuDuration, EmuTime};
 use crate::topology::Topology;
 
@@ -13,7 +17,7 @@ use crate::topology::Topology;
 pub struct RequestRecord {
     /// The cluster that ran (or last held) it.
     pub cluster: Option<ClusterId>,
-    /// When it started running (deployment began).
+    /// When it first started (deployment began).
     pub start: Option<EmuTime>,
     /// When it reached its terminal state.
     pub end: Option<EmuTime>,
@@ -21,14 +25,34 @@ pub struct RequestRecord {
     pub state: Option<RequestState>,
     /// How many times it was preempted.
     pub preemptions: u32,
-    /// Time lost to preemption operations.
+    /// Time lost to its preemption operations (pause, suspend, resume, copy, stop).
     pub overhead: EmuDuration,
+    /// How many times it moved to another cluster.
+    pub migrations: u32,
+}
+
+/// Counters of one cluster's LRMS.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterCounters {
+    /// VMs preempted (running VMs paused, suspended or stopped).
+    pub vm_preemptions: u64,
+    /// Leases preempted (running or waiting reservations displaced).
+    pub lease_preemptions: u64,
+    /// Operation overhead charged here, including δ per decision.
+    pub overhead: EmuDuration,
+    /// Preemption decisions made.
+    pub decisions: u64,
+    /// External leases offered by the IGG.
+    pub offered: u64,
+    /// External leases refused at admission.
+    pub refused: u64,
 }
 
 /// The run's observations.
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     records: Vec<RequestRecord>,
+    clusters: BTreeMap<ClusterId, ClusterCounters>,
     terminal: usize,
     violations: Vec<String>,
 }
@@ -38,8 +62,7 @@ impl Metrics {
     pub fn new(n: usize) -> Metrics {
         Metrics {
             records: vec![RequestRecord::default(); n],
-            terminal: 0,
-            violations: Vec::new(),
+            ..Metrics::default()
         }
     }
 
@@ -68,6 +91,50 @@ impl Metrics {
         self.terminal += 1;
     }
 
+    /// Overhead (and possibly a preemption of `vms` running VMs) charged to a lease on `cluster`.
+    pub fn charge(
+        &mut self,
+        cluster: ClusterId,
+        id: RequestId,
+        overhead: EmuDuration,
+        preempted: bool,
+        vms: u32,
+    ) {
+        let r = &mut self.records[id.0 as usize];
+        r.overhead += overhead;
+        let c = self.clusters.entry(cluster).or_default();
+        c.overhead += overhead;
+        if preempted {
+            r.preemptions += 1;
+            c.lease_preemptions += 1;
+            c.vm_preemptions += u64::from(vms);
+        }
+    }
+
+    /// A preemption decision on `cluster`, costing `reschedule` (δ) once.
+    pub fn decision(&mut self, cluster: ClusterId, reschedule: EmuDuration) {
+        let c = self.clusters.entry(cluster).or_default();
+        c.decisions += 1;
+        c.overhead += reschedule;
+    }
+
+    /// The IGG offered an external lease to `cluster`.
+    pub fn offered(&mut self, cluster: ClusterId) {
+        self.clusters.entry(cluster).or_default().offered += 1;
+    }
+
+    /// `cluster` refused an external lease at admission.
+    pub fn refused(&mut self, cluster: ClusterId) {
+        self.clusters.entry(cluster).or_default().refused += 1;
+    }
+
+    /// A lease moved to `cluster`.
+    pub fn migrated(&mut self, id: RequestId, cluster: ClusterId) {
+        let r = &mut self.records[id.0 as usize];
+        r.migrations += 1;
+        r.cluster = Some(cluster);
+    }
+
     /// An invariant was broken (e.g. a host over its capacity).
     pub fn violation(&mut self, what: String) {
         self.violations.push(what);
@@ -83,12 +150,18 @@ impl Metrics {
         &self.violations
     }
 
-    /// Per-request records, with open requests marked unfinished.
-    pub fn into_records(mut self) -> (Vec<RequestRecord>, Vec<String>) {
+    /// Per-request records (open requests marked unfinished), cluster counters, violations.
+    pub fn finish(
+        mut self,
+    ) -> (
+        Vec<RequestRecord>,
+        BTreeMap<ClusterId, ClusterCounters>,
+        Vec<String>,
+    ) {
         for r in &mut self.records {
             r.state.get_or_insert(RequestState::Unfinished);
         }
-        (self.records, self.violations)
+        (self.records, self.clusters, self.violations)
     }
 }
 
@@ -127,24 +200,74 @@ pub struct RequestCounts {
     pub external: StateCounts,
 }
 
+/// The paper metrics, for the whole run or one cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PaperMetrics {
+    /// VMs preempted.
+    pub vm_preemptions: u64,
+    /// Leases preempted.
+    pub lease_preemptions: u64,
+    /// Total preemption overhead, seconds (δ once per decision plus every lease's operations).
+    pub overhead_s: f64,
+    /// Paper 003 eq. 11: VM-time of completed leases over capacity × makespan, 0–1.
+    pub utilization: f64,
+    /// Paper 000 eq. 21: 1 − overhead / computation time (VM-seconds), 0–1.
+    pub useful_work_fraction: f64,
+    /// Rejected local requests over local requests.
+    pub local_rejection_rate: f64,
+    /// Rejected external requests over external requests (per cluster: refusals at admission
+    /// over offers).
+    pub external_rejection_rate: f64,
+    /// Paper 000 eqs. 23–24: average weighted response time of best-effort leases, seconds.
+    pub awrt_s: f64,
+    /// Paper 003 eq. 13: mean completion minus ready time of best-effort leases, seconds.
+    pub be_makespan_s: f64,
+    /// Mean time from submission to first start, over started leases, seconds.
+    pub mean_wait_s: f64,
+    /// Lease migrations to another cluster.
+    pub migrations: u64,
+    /// Deadline-constrained leases that completed after their deadline.
+    pub deadline_misses: u64,
+}
+
 /// Figures computed from the records.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figures {
     /// Counts by origin and state.
     pub requests: RequestCounts,
-    /// Busy core time over capacity × makespan, 0–1.
-    pub utilization: f64,
     /// From the first arrival to the last terminal event, seconds.
     pub makespan_s: f64,
+    /// The paper metrics over the whole run.
+    pub all: PaperMetrics,
+    /// The paper metrics per cluster, by `grid/cluster` name.
+    pub clusters: BTreeMap<String, PaperMetrics>,
 }
 
-/// Computes the summary figures (paper 003 eq. 11 for utilisation: computation time over
-/// the cluster capacity during the makespan).
-pub fn figures(topo: &Topology, records: &[RequestRecord]) -> Figures {
-    let mut counts = RequestCounts::default();
-    let mut busy_core_us: f64 = 0.0;
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+fn is_best_effort(t: LeaseType) -> bool {
+    !t.deadline_constrained()
+}
+
+/// Computes the figures. `per_cluster` holds the LRMS counters.
+pub fn figures(
+    topo: &Topology,
+    records: &[RequestRecord],
+    per_cluster: &BTreeMap<ClusterId, ClusterCounters>,
+) -> Figures {
     let first_arrival = topo.requests.iter().map(|r| r.arrival).min();
     let last_end = records.iter().filter_map(|r| r.end).max();
+    let makespan = match (first_arrival, last_end) {
+        (Some(a), Some(e)) => e.since(a),
+        _ => EmuDuration::ZERO,
+    };
+    let mut counts = RequestCounts::default();
     for (req, rec) in topo.requests.iter().zip(records) {
         counts.total += 1;
         let state = rec.state.unwrap_or(RequestState::Unfinished);
@@ -152,22 +275,112 @@ pub fn figures(topo: &Topology, records: &[RequestRecord]) -> Figures {
             Origin::Local => counts.local.add(state),
             Origin::External => counts.external.add(state),
         }
-        if state == RequestState::Completed {
-            busy_core_us += req.cores() as f64 * req.duration.as_micros() as f64;
-        }
     }
-    let makespan = match (first_arrival, last_end) {
-        (Some(a), Some(e)) => e.since(a),
-        _ => EmuDuration::ZERO,
+    let selection = |cluster: Option<ClusterId>| -> PaperMetrics {
+        let in_scope = |rec: &RequestRecord, req: &crate::model::LeaseRequest| match cluster {
+            None => true,
+            Some(c) => {
+                rec.cluster == Some(c) || (req.origin == Origin::Local && req.cluster == Some(c))
+            }
+        };
+        let cores: u64 = match cluster {
+            None => topo.total_cores(),
+            Some(c) => topo.cluster(c).cores(),
+        };
+        let mut computation = 0f64; // VM-seconds of completed leases
+        let (mut local_all, mut local_rejected) = (0u64, 0u64);
+        let (mut ext_all, mut ext_rejected) = (0u64, 0u64);
+        let (mut be_sum, mut be_n) = (0f64, 0u64);
+        let (mut wait_sum, mut wait_n) = (0f64, 0u64);
+        let mut awrt_by_cluster: BTreeMap<ClusterId, (f64, f64)> = BTreeMap::new();
+        let (mut migrations, mut misses) = (0u64, 0u64);
+        for (req, rec) in topo.requests.iter().zip(records) {
+            if !in_scope(rec, req) {
+                continue;
+            }
+            let state = rec.state.unwrap_or(RequestState::Unfinished);
+            match req.origin {
+                Origin::Local => {
+                    local_all += 1;
+                    local_rejected += u64::from(state == RequestState::Rejected);
+                }
+                Origin::External => {
+                    ext_all += 1;
+                    ext_rejected += u64::from(state == RequestState::Rejected);
+                }
+            }
+            migrations += u64::from(rec.migrations);
+            if let Some(s) = rec.start {
+                wait_sum += s.since(req.arrival).as_secs_f64();
+                wait_n += 1;
+            }
+            if state != RequestState::Completed {
+                continue;
+            }
+            let vd = f64::from(req.vms) * req.duration.as_secs_f64();
+            computation += vd * f64::from(req.cores_per_vm);
+            let end = rec.end.unwrap_or(req.arrival);
+            if req.lease_type.deadline_constrained() && req.deadline.is_some_and(|d| end > d) {
+                misses += 1;
+            }
+            if req.origin == Origin::External && is_best_effort(req.lease_type) {
+                let response = end.since(req.arrival).as_secs_f64();
+                be_sum += response;
+                be_n += 1;
+                if let Some(c) = rec.cluster {
+                    let e = awrt_by_cluster.entry(c).or_default();
+                    e.0 += vd * response;
+                    e.1 += vd;
+                }
+            }
+        }
+        // Eq. 24: per-cluster AWRTs weighted by the clusters' processing elements.
+        let (mut num, mut den) = (0f64, 0f64);
+        for (c, (w, vd)) in &awrt_by_cluster {
+            let m = topo.cluster(*c).cores() as f64;
+            num += m * ratio(*w, *vd);
+            den += m;
+        }
+        let counters: Vec<&ClusterCounters> = match cluster {
+            None => per_cluster.values().collect(),
+            Some(c) => per_cluster.get(&c).into_iter().collect(),
+        };
+        let overhead: EmuDuration = counters.iter().map(|c| c.overhead).sum();
+        let (offered, refused): (u64, u64) = counters
+            .iter()
+            .fold((0, 0), |(o, r), c| (o + c.offered, r + c.refused));
+        PaperMetrics {
+            vm_preemptions: counters.iter().map(|c| c.vm_preemptions).sum(),
+            lease_preemptions: counters.iter().map(|c| c.lease_preemptions).sum(),
+            overhead_s: overhead.as_secs_f64(),
+            utilization: ratio(computation, cores as f64 * makespan.as_secs_f64()),
+            useful_work_fraction: if computation > 0.0 {
+                (1.0 - overhead.as_secs_f64() / computation).max(0.0)
+            } else {
+                0.0
+            },
+            local_rejection_rate: ratio(local_rejected as f64, local_all as f64),
+            external_rejection_rate: match cluster {
+                None => ratio(ext_rejected as f64, ext_all as f64),
+                Some(_) => ratio(refused as f64, offered as f64),
+            },
+            awrt_s: ratio(num, den),
+            be_makespan_s: ratio(be_sum, be_n as f64),
+            mean_wait_s: ratio(wait_sum, wait_n as f64),
+            migrations,
+            deadline_misses: misses,
+        }
     };
-    let capacity = topo.total_cores() as f64 * makespan.as_micros() as f64;
+    let clusters = topo
+        .clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.qualified_name(topo), selection(Some(ClusterId(i as u16)))))
+        .collect();
     Figures {
         requests: counts,
-        utilization: if capacity > 0.0 {
-            busy_core_us / capacity
-        } else {
-            0.0
-        },
         makespan_s: makespan.as_secs_f64(),
+        all: selection(None),
+        clusters,
     }
 }

@@ -3,14 +3,10 @@
 //!
 //! ```text
 //! Pending -Deploy-> Booting -Booted-> Running -Completed-> Finished
-//!                                       |  \-Stop-> Cancelled
-//!                                     Pause
-//!                                       v
-//!                  Paused -Suspend-> Suspending -Suspended-> Suspended -Resume-> Resuming
-//!                    ^  \-Migrate-> Migrating -Migrated-> Resuming              |
-//!                    |                                                      Resumed
-//!                    +------------------------------------------------------------/
-//!                  Paused -Unpause-> Running
+//! Running -Pause-> Paused -Suspend-> Suspending -Suspended-> Suspended
+//! Suspended -Migrate-> Migrating -Migrated-> Suspended        (image copied to another cluster)
+//! Suspended -Resume-> Resuming -Resumed-> Paused -Unpause-> Running
+//! any state but Finished -Stop-> Cancelled
 //! ```
 
 use serde::Serialize;
@@ -33,7 +29,7 @@ pub enum VmState {
     Suspended,
     /// Memory being read back from shared storage.
     Resuming,
-    /// Memory image being copied to another cluster.
+    /// Memory image being copied to another cluster; holds no host resources.
     Migrating,
     /// Completed its work.
     Finished,
@@ -70,6 +66,26 @@ pub enum VmEvent {
     Migrated,
 }
 
+impl VmEvent {
+    /// The event's name, as written in traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            VmEvent::Deploy => "Deploy",
+            VmEvent::Booted => "Booted",
+            VmEvent::Completed => "Completed",
+            VmEvent::Stop => "Stop",
+            VmEvent::Pause => "Pause",
+            VmEvent::Unpause => "Unpause",
+            VmEvent::Suspend => "Suspend",
+            VmEvent::Suspended => "Suspended",
+            VmEvent::Resume => "Resume",
+            VmEvent::Resumed => "Resumed",
+            VmEvent::Migrate => "Migrate",
+            VmEvent::Migrated => "Migrated",
+        }
+    }
+}
+
 impl VmState {
     /// The state after `event`, or an error naming the impossible transition.
     pub fn next(self, event: VmEvent) -> Result<VmState, String> {
@@ -79,17 +95,18 @@ impl VmState {
             (S::Pending, E::Deploy) => S::Booting,
             (S::Booting, E::Booted) => S::Running,
             (S::Running, E::Completed) => S::Finished,
-            (S::Pending | S::Booting | S::Running | S::Paused | S::Suspended, E::Stop) => {
-                S::Cancelled
-            }
+            (
+                S::Pending | S::Booting | S::Running | S::Paused | S::Suspended | S::Migrating,
+                E::Stop,
+            ) => S::Cancelled,
             (S::Running, E::Pause) => S::Paused,
             (S::Paused, E::Unpause) => S::Running,
             (S::Paused, E::Suspend) => S::Suspending,
             (S::Suspending, E::Suspended) => S::Suspended,
             (S::Suspended, E::Resume) => S::Resuming,
             (S::Resuming, E::Resumed) => S::Paused,
-            (S::Paused, E::Migrate) => S::Migrating,
-            (S::Migrating, E::Migrated) => S::Resuming,
+            (S::Suspended, E::Migrate) => S::Migrating,
+            (S::Migrating, E::Migrated) => S::Suspended,
             (state, event) => return Err(format!("VM in state {state:?} cannot take {event:?}")),
         };
         Ok(next)
@@ -99,7 +116,11 @@ impl VmState {
     pub fn holds_host(self) -> bool {
         !matches!(
             self,
-            VmState::Pending | VmState::Suspended | VmState::Finished | VmState::Cancelled
+            VmState::Pending
+                | VmState::Suspended
+                | VmState::Migrating
+                | VmState::Finished
+                | VmState::Cancelled
         )
     }
 
@@ -142,8 +163,20 @@ mod tests {
     }
 
     #[test]
-    fn migration_passes_through_resuming() {
-        let s = run(&[E::Deploy, E::Booted, E::Pause, E::Migrate, E::Migrated]);
+    fn migration_copies_a_suspended_image() {
+        let s = run(&[
+            E::Deploy,
+            E::Booted,
+            E::Pause,
+            E::Suspend,
+            E::Suspended,
+            E::Migrate,
+        ]);
+        assert_eq!(s, Ok(VmState::Migrating));
+        assert!(!VmState::Migrating.holds_host());
+        let s = VmState::Migrating
+            .next(E::Migrated)
+            .and_then(|s| s.next(E::Resume));
         assert_eq!(s, Ok(VmState::Resuming));
     }
 

@@ -53,78 +53,70 @@ pub struct Emulation {
     pub end: EndCondition,
 }
 
-/// The LRMS's scheduling policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SchedulerKind {
-    /// First-come-first-served with first-fit host placement, no backfilling.
-    #[default]
-    Fcfs,
-}
-
-impl SchedulerKind {
-    /// Parses a name from [`Self::NAMES`].
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.as_str() == name)
-    }
-    /// Names accepted in topologies.
-    pub const NAMES: &'static [&'static str] = &["fcfs"];
-    /// Every variant.
-    pub const ALL: [SchedulerKind; 1] = [SchedulerKind::Fcfs];
-    /// The name used in topologies.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SchedulerKind::Fcfs => "fcfs",
+/// Defines a policy-name enum: its variants, their names in topologies, parsing, and the
+/// list of names for "did you mean" hints. Adding a policy touches its module and one line.
+macro_rules! named_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
         }
-    }
-}
 
-/// The LRMS's preemption policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PreemptionName {
-    /// Never preempt.
-    #[default]
-    Nop,
-}
-
-impl PreemptionName {
-    /// Parses a name from [`Self::NAMES`].
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.as_str() == name)
-    }
-    /// Names accepted in topologies.
-    pub const NAMES: &'static [&'static str] = &["nop"];
-    /// Every variant.
-    pub const ALL: [PreemptionName; 1] = [PreemptionName::Nop];
-    /// The name used in topologies.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PreemptionName::Nop => "nop",
+        impl $name {
+            /// Every variant.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Names accepted in topologies.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+            /// The name used in topologies.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+            /// Parses a name from [`Self::NAMES`].
+            pub fn parse(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == name)
+            }
         }
+    };
+}
+
+named_enum! {
+    /// The LRMS's scheduling policy for external leases.
+    SchedulerKind {
+        /// First-come-first-served, no backfilling.
+        Fcfs => "fcfs",
+        /// Conservative backfilling: every waiting lease holds a reservation.
+        Conservative => "conservative",
+        /// EASY (aggressive) backfilling with `pivots` reservations.
+        Easy => "easy",
     }
 }
 
-/// The IGG's policy for placing external requests on its clusters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DispatchName {
-    /// Round-robin over the Grid's clusters.
-    #[default]
-    RoundRobin,
+named_enum! {
+    /// The LRMS's preemption policy (paper 003 §6, paper 001 §4.3.1).
+    PreemptionName {
+        /// Never preempt.
+        Nop => "nop",
+        /// Minimum leases involved.
+        Mlip => "mlip",
+        /// Minimum overhead.
+        Mov => "mov",
+        /// Minimum overhead, minimum leases (median pre-selection).
+        Moml => "moml",
+        /// Minimum waiting time.
+        Mwt => "mwt",
+        /// Combinatorial: α·overhead + (1−α)·waiting time.
+        Cp => "cp",
+    }
 }
 
-impl DispatchName {
-    /// Parses a name from [`Self::NAMES`].
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.as_str() == name)
-    }
-    /// Names accepted in topologies.
-    pub const NAMES: &'static [&'static str] = &["rr"];
-    /// Every variant.
-    pub const ALL: [DispatchName; 1] = [DispatchName::RoundRobin];
-    /// The name used in topologies.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DispatchName::RoundRobin => "rr",
-        }
+named_enum! {
+    /// The IGG's policy for placing external requests on its clusters.
+    DispatchName {
+        /// Round-robin over the Grid's clusters.
+        RoundRobin => "rr",
     }
 }
 
@@ -146,8 +138,41 @@ pub struct LrmsSettings {
     pub profile: LrmsProfile,
     /// Scheduling policy.
     pub scheduler: SchedulerKind,
+    /// Reservations held by waiting leases under EASY backfilling.
+    pub pivots: u32,
     /// Preemption policy.
     pub preemption: PreemptionName,
+    /// α of the CP policy.
+    pub cp_alpha: f64,
+}
+
+impl LrmsSettings {
+    /// The backfilling the core runs.
+    pub fn backfilling(&self) -> crate::lrms::Backfilling {
+        use crate::lrms::Backfilling;
+        match self.scheduler {
+            SchedulerKind::Fcfs => Backfilling::Fcfs,
+            SchedulerKind::Conservative => Backfilling::Conservative,
+            SchedulerKind::Easy => Backfilling::Easy {
+                pivots: self.pivots,
+            },
+        }
+    }
+
+    /// The preemption policy the core runs.
+    pub fn policy(&self) -> crate::lrms::policy::PreemptionPolicy {
+        use crate::lrms::policy::PreemptionPolicy as P;
+        match self.preemption {
+            PreemptionName::Nop => P::Nop,
+            PreemptionName::Mlip => P::Mlip,
+            PreemptionName::Mov => P::Mov,
+            PreemptionName::Moml => P::Moml,
+            PreemptionName::Mwt => P::Mwt,
+            PreemptionName::Cp => P::Cp {
+                alpha: self.cp_alpha,
+            },
+        }
+    }
 }
 
 /// A cluster (resource provider).
@@ -372,7 +397,7 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
         .and_then(|(s, _)| PreemptionName::parse(s))
 }
 
-const LRMS_KEYS: &[&str] = &["profile", "scheduler", "preemption"];
+const LRMS_KEYS: &[&str] = &["profile", "scheduler", "pivots", "preemption", "cp_alpha"];
 const IGG_KEYS: &[&str] = &["dispatch"];
 
 /// `[lrms]` keys as read from one table; unset keys inherit.
@@ -380,14 +405,18 @@ const IGG_KEYS: &[&str] = &["dispatch"];
 struct LrmsOverrides<'a> {
     profile: Option<(&'a str, &'a Loc)>,
     scheduler: Option<SchedulerKind>,
+    pivots: Option<u32>,
     preemption: Option<PreemptionName>,
+    cp_alpha: Option<f64>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
     let o = LrmsOverrides {
         profile: t.str("profile"),
         scheduler: read_scheduler(t),
+        pivots: t.positive("pivots", 1_000_000).map(|(v, _)| v as u32),
         preemption: read_preemption(t),
+        cp_alpha: t.number_in("cp_alpha", 0.0, 1.0).map(|(v, _)| v),
     };
     t.finish(LRMS_KEYS);
     o
@@ -409,6 +438,8 @@ fn read_igg_table(t: &Table<'_>) -> IggOverrides {
 }
 
 const DEFAULT_PROFILE: &str = "nfs-100mbps";
+/// α of CP chosen in paper 001 §5.1.
+const DEFAULT_CP_ALPHA: f64 = 0.31;
 const DEFAULT_HORIZON: EmuDuration = EmuDuration::from_secs(365 * 86_400);
 
 fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
@@ -619,7 +650,7 @@ fn read_topology(
             dispatch: igg_own
                 .dispatch
                 .or(igg_defaults.dispatch)
-                .unwrap_or_default(),
+                .unwrap_or(DispatchName::RoundRobin),
         };
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
@@ -667,10 +698,18 @@ fn read_topology(
                         .scheduler
                         .or(lrms_defaults.scheduler)
                         .unwrap_or(profile.scheduler),
+                    pivots: own
+                        .pivots
+                        .or(lrms_defaults.pivots)
+                        .unwrap_or(profile.pivots),
                     preemption: own
                         .preemption
                         .or(lrms_defaults.preemption)
                         .unwrap_or(profile.preemption),
+                    cp_alpha: own
+                        .cp_alpha
+                        .or(lrms_defaults.cp_alpha)
+                        .unwrap_or(DEFAULT_CP_ALPHA),
                     profile,
                 };
                 ids.push(ClusterId(clusters.len() as u16));

@@ -57,6 +57,8 @@ pub struct LrmsProfile {
     pub timings: Timings,
     /// The scheduler clusters get unless they choose one.
     pub scheduler: SchedulerKind,
+    /// EASY pivots clusters get unless they choose a number.
+    pub pivots: u32,
     /// The preemption policy clusters get unless they choose one.
     pub preemption: PreemptionName,
 }
@@ -156,7 +158,8 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
             "add a [timings] table with the VM operation rates",
         );
     }
-    let (mut scheduler, mut preemption) = (SchedulerKind::default(), PreemptionName::default());
+    let (mut scheduler, mut preemption, mut pivots) =
+        (SchedulerKind::Conservative, PreemptionName::Nop, 1);
     if let Some(dt) = t.table("defaults") {
         if let Some(s) = super::read_scheduler(&dt) {
             scheduler = s;
@@ -164,7 +167,10 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
         if let Some(p) = super::read_preemption(&dt) {
             preemption = p;
         }
-        dt.finish(&["scheduler", "preemption"]);
+        if let Some((p, _)) = dt.positive("pivots", 1_000_000) {
+            pivots = p as u32;
+        }
+        dt.finish(&["scheduler", "pivots", "preemption"]);
     }
     t.finish(&["name", "description", "timings", "defaults"]);
     Some(LrmsProfile {
@@ -172,6 +178,7 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
         description,
         timings: timings?,
         scheduler,
+        pivots,
         preemption,
     })
 }

@@ -50,6 +50,10 @@ impl Correlation {
 pub trait Traced {
     /// The message kind as written in traces.
     const KIND: &'static str;
+    /// The kind of this message (for messages whose kind depends on their content).
+    fn kind(&self) -> &'static str {
+        Self::KIND
+    }
     /// Correlation ids.
     fn correlation(&self) -> Correlation {
         Correlation::default()
