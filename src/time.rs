@@ -324,6 +324,17 @@ pub struct Clock {
     inner: Rc<ClockInner>,
 }
 
+/// Calls off a timed event scheduled with [`Clock::at_cancellable`].
+#[derive(Clone, Debug)]
+pub struct TimerHandle(Rc<Cell<bool>>);
+
+impl TimerHandle {
+    /// The event will not fire (a no-op if it already has).
+    pub fn cancel(&self) {
+        self.0.set(true);
+    }
+}
+
 /// Timer lateness in realtime mode, in emulated milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Lateness {
@@ -390,6 +401,18 @@ impl Clock {
         if earliest.is_none_or(|e| due < e) {
             self.inner.wake.notify_one();
         }
+    }
+
+    /// Like [`Clock::at`], but the event can be called off with the returned handle.
+    pub fn at_cancellable(&self, due: EmuTime, fire: impl FnOnce() + 'static) -> TimerHandle {
+        let handle = TimerHandle(Rc::new(Cell::new(false)));
+        let cancelled = Rc::clone(&handle.0);
+        self.at(due, move || {
+            if !cancelled.get() {
+                fire();
+            }
+        });
+        handle
     }
 
     /// Runs `fire` after `delay` of emulated time.

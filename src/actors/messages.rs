@@ -110,8 +110,6 @@ traced!(VmCommand, "VmCommand", |m| Correlation::vm(
 pub struct Step {
     /// The VM.
     pub vm: VmRef,
-    /// Which plan the step belongs to; steps of a replaced plan are ignored.
-    pub epoch: u32,
     /// The event.
     pub event: VmEvent,
     /// Whether it is the plan's last step.

@@ -19,7 +19,7 @@ use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, Message};
 
 use crate::metrics::Metrics;
-use crate::time::{Clock, EmuTime};
+use crate::time::{Clock, EmuTime, TimerHandle};
 use crate::topology::Topology;
 use crate::trace::{ActorId, Traced, Tracer};
 
@@ -83,6 +83,26 @@ impl Emu {
         let emu = Rc::clone(self);
         let to = to.clone();
         self.clock.at(due, move || emu.send(from, &to, msg));
+    }
+
+    /// Like [`Emu::send_at`], but the delivery can be called off (and then is not recorded).
+    pub fn send_at_cancellable<A, M>(
+        self: &Rc<Self>,
+        due: EmuTime,
+        from: ActorId,
+        to: &Peer<A>,
+        msg: M,
+    ) -> TimerHandle
+    where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Traced + Send + 'static,
+        M::Result: Send,
+    {
+        let emu = Rc::clone(self);
+        let to = to.clone();
+        self.clock
+            .at_cancellable(due, move || emu.send(from, &to, msg))
     }
 
     /// Sends a request to `to` and waits for its reply; both directions are recorded. `None`

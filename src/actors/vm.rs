@@ -1,8 +1,8 @@
 //! The VM actor: one instance of a VM on a host. It walks the pure [`VmState`] machine along
 //! the timed steps its LRMS plans (deploy and boot, run, pause, suspend, resume, stop),
 //! tells its host when it starts and stops taking cores and memory, and reports to its LRMS
-//! when it finishes, is cancelled or is suspended. A new plan replaces the pending steps of
-//! the old one (steps carry an epoch).
+//! when it finishes, is cancelled or is suspended. A new plan calls off the pending steps of
+//! the old one.
 
 use std::rc::Rc;
 
@@ -13,6 +13,7 @@ use super::lrms::Lrms;
 use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
 use super::{Emu, Peer};
 use crate::model::VmState;
+use crate::time::TimerHandle;
 use crate::trace::ActorId;
 
 /// One virtual machine instance.
@@ -25,7 +26,7 @@ pub struct Vm {
     cores: u32,
     mem_mb: u32,
     state: VmState,
-    epoch: u32,
+    pending: Vec<TimerHandle>,
 }
 
 impl Vm {
@@ -50,7 +51,7 @@ impl Vm {
             cores,
             mem_mb,
             state,
-            epoch: 0,
+            pending: Vec::new(),
         }
     }
 }
@@ -62,7 +63,9 @@ impl Actor for Vm {
 impl Handler<VmCommand> for Vm {
     type Result = ();
     fn handle(&mut self, msg: VmCommand, ctx: &mut Context<Self>) {
-        self.epoch += 1;
+        for old in self.pending.drain(..) {
+            old.cancel();
+        }
         let me = Peer {
             id: self.id,
             addr: ctx.address(),
@@ -71,11 +74,11 @@ impl Handler<VmCommand> for Vm {
         for (i, (at, event)) in msg.steps.into_iter().enumerate() {
             let step = Step {
                 vm: self.vm,
-                epoch: self.epoch,
                 event,
                 last: i + 1 == n,
             };
-            self.emu.send_at(at, self.id, &me, step);
+            let handle = self.emu.send_at_cancellable(at, self.id, &me, step);
+            self.pending.push(handle);
         }
     }
 }
@@ -83,9 +86,6 @@ impl Handler<VmCommand> for Vm {
 impl Handler<Step> for Vm {
     type Result = ();
     fn handle(&mut self, step: Step, ctx: &mut Context<Self>) {
-        if step.epoch != self.epoch {
-            return;
-        }
         let before = self.state;
         match before.next(step.event) {
             Ok(after) => self.state = after,

@@ -99,11 +99,12 @@ impl Availability {
         }
     }
 
-    /// Ends `lease`'s VM `vm` at `end` (or drops it if it had not started by then).
-    pub fn cut_vm(&mut self, lease: RequestId, vm: u32, end: EmuTime) {
+    /// Makes `lease`'s VM `vm` slot that began at `start` end at `end` instead — earlier
+    /// when a VM is stopped, possibly later when vacating it (a suspension) outlasts the plan.
+    pub fn end_vm(&mut self, lease: RequestId, vm: u32, start: EmuTime, end: EmuTime) {
         for host in &mut self.slots {
             host.retain_mut(|s| {
-                if s.lease == lease && s.vm == vm && s.end > end {
+                if s.lease == lease && s.vm == vm && s.start == start {
                     s.end = end;
                 }
                 s.end > s.start
@@ -342,7 +343,7 @@ mod tests {
     fn cutting_and_releasing_give_room_back() {
         let mut a = Availability::new(&hosts(1, 2, 8192));
         a.reserve(RequestId(1), &[0, 0], VM, t(0), t(100));
-        a.cut_vm(RequestId(1), 0, t(10));
+        a.end_vm(RequestId(1), 0, t(0), t(10));
         assert_eq!(a.room(0, VM, t(20), t(30)), 1);
         a.release(RequestId(1));
         assert_eq!(a.room(0, VM, t(0), t(30)), 2);

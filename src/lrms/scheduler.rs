@@ -152,6 +152,7 @@ enum Phase {
 #[derive(Clone, Debug)]
 struct Reservation {
     start: EmuTime,
+    end: EmuTime,
     run_from: EmuTime,
     hosts: Vec<u16>,
     plans: Vec<VmPlan>,
@@ -400,6 +401,7 @@ impl Core {
         let l = self.leases.get_mut(&id).expect("committing a known lease");
         l.res = Some(Reservation {
             start,
+            end: plan.end,
             run_from: plan.run_from,
             hosts,
             plans,
@@ -621,12 +623,20 @@ impl Core {
                 }
                 let res = l.res.as_ref()?;
                 let running = match l.phase {
-                    // Only leases at work can be paused; booting or resuming ones are left be.
+                    // Started this very instant: its VMs have not begun; recalled at no cost.
+                    Phase::Running if res.start == now => false,
+                    // At work: paused and suspended (or stopped).
                     Phase::Running if res.run_from <= now => true,
-                    Phase::Waiting if res.start > now => false,
+                    // Booting or resuming: left be until it is at work.
+                    Phase::Running => return None,
+                    // A reservation not started yet.
+                    Phase::Waiting => false,
                     _ => return None,
                 };
-                let cost = if running {
+                // A lease that would finish before it could be vacated is simply waited for:
+                // it costs nothing and `preempt` leaves it be.
+                let finishing = running && now + self.vacate_time(l) >= res.end;
+                let cost = if running && !finishing {
                     m.lease_cost(l.req.lease_type, l.req.vms, l.req.mem_mb)?
                 } else {
                     EmuDuration::ZERO
@@ -653,6 +663,15 @@ impl Core {
                 })
             })
             .collect()
+    }
+
+    /// How long vacating a running lease takes on idle storage.
+    fn vacate_time(&self, l: &Lease) -> EmuDuration {
+        let m = &self.cfg.overhead;
+        match l.req.lease_type {
+            LeaseType::BestEffortCancellable => m.shutdown * u64::from(l.req.vms),
+            _ => m.suspend_lease(l.req.vms, l.req.mem_mb),
+        }
     }
 
     /// Whether the local lease fits in `[start, end)` once `set` is gone.
@@ -706,10 +725,10 @@ impl Core {
         }
         let mut set = chosen.unwrap_or(all);
         set.sort_by_key(|r| self.leases[r].req.arrival);
-        self.preempt(&set, now, out);
+        let preempted = self.preempt(&set, now, out);
         out.push(Action::Decision {
             local: id,
-            preempted: set,
+            preempted,
             reschedule: self.cfg.overhead.reschedule,
         });
         let (start, plan, hosts) = self.find_slot(id, now).ok_or(Refusal::NoRoom)?;
@@ -720,13 +739,40 @@ impl Core {
 
     /// Preempts `set` now: drops waiting reservations, stops cancellable leases, pauses and
     /// suspends the others (one VM at a time on the shared storage).
-    fn preempt(&mut self, set: &[RequestId], now: EmuTime, out: &mut Vec<Action>) {
+    /// Returns the leases actually preempted (a lease whose suspension could not end before
+    /// it would finish is left to finish).
+    fn preempt(
+        &mut self,
+        set: &[RequestId],
+        now: EmuTime,
+        out: &mut Vec<Action>,
+    ) -> Vec<RequestId> {
+        let mut done_set = Vec::with_capacity(set.len());
         let m = self.cfg.overhead.clone();
         let reschedule_done = now + m.reschedule;
         for &id in set {
             let l = &self.leases[&id];
-            let running = l.phase == Phase::Running;
-            if !running {
+            let started_now =
+                l.phase == Phase::Running && l.res.as_ref().is_some_and(|r| r.start == now);
+            if started_now {
+                // Recall VMs that were told to start this instant: they stop before doing
+                // anything, and the lease waits again.
+                let hosts = l.res.as_ref().map(|r| r.hosts.clone()).unwrap_or_default();
+                let plans = hosts
+                    .iter()
+                    .enumerate()
+                    .map(|(vm, &host)| VmPlan {
+                        vm: vm as u32,
+                        host,
+                        initial: VmState::Pending,
+                        steps: vec![(now, VmEvent::Stop)],
+                    })
+                    .collect();
+                out.push(Action::CommandVms { lease: id, plans });
+                self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
+            }
+            let l = &self.leases[&id];
+            if l.phase != Phase::Running {
                 self.drop_reservation(id, now);
                 out.push(Action::Charge {
                     lease: id,
@@ -734,6 +780,7 @@ impl Core {
                     preempted: true,
                     vms: 0,
                 });
+                done_set.push(id);
                 continue;
             }
             let done = self.done_by(l, now);
@@ -745,7 +792,7 @@ impl Core {
                 LeaseType::BestEffortCancellable => {
                     for vm in 0..vms {
                         let stop = now + m.shutdown * (u64::from(vm) + 1);
-                        self.avail.cut_vm(id, vm, stop);
+                        self.avail.end_vm(id, vm, res.start, stop);
                         plans.push(VmPlan {
                             vm,
                             host: res.hosts[vm as usize],
@@ -762,13 +809,23 @@ impl Core {
                 _ => {
                     let ts = m.suspend_vm(mem);
                     let paused = now + m.pause * u64::from(vms);
+                    // With the storage busy with earlier suspensions, this one may end only
+                    // after the lease would have finished anyway: then let it finish (its
+                    // hosts stay taken until its planned end, which nothing else holds).
+                    let mut last = paused;
+                    for _ in 0..vms {
+                        last = self.storage.earliest(last, ts) + ts;
+                    }
+                    if last >= res.end {
+                        continue;
+                    }
                     let mut cursor = paused;
                     let mut images = Vec::with_capacity(vms as usize);
                     for vm in 0..vms {
                         let s = self.storage.book(id, cursor, ts);
                         cursor = s + ts;
                         images.push(cursor);
-                        self.avail.cut_vm(id, vm, cursor);
+                        self.avail.end_vm(id, vm, res.start, cursor);
                         plans.push(VmPlan {
                             vm,
                             host: res.hosts[vm as usize],
@@ -813,7 +870,9 @@ impl Core {
                 preempted: true,
                 vms,
             });
+            done_set.push(id);
         }
+        done_set
     }
 
     // ---- migration ----
