@@ -3,6 +3,8 @@
 //! placement is host-level: a lease's VMs may span hosts, and no host ever exceeds its cores
 //! or memory at any instant.
 
+use std::collections::BTreeMap;
+
 use crate::model::RequestId;
 use crate::time::{EmuDuration, EmuTime};
 use crate::topology::HostSpec;
@@ -32,6 +34,30 @@ pub struct VmShape {
 pub struct Availability {
     capacity: Vec<(u32, u64)>,
     slots: Vec<Vec<Slot>>,
+    /// Cluster-wide change in cores used at each instant (a quick necessary check).
+    deltas: BTreeMap<EmuTime, i64>,
+    /// How many slots end at each instant (the candidate start times).
+    ends: BTreeMap<EmuTime, u32>,
+}
+
+/// Cores used cluster-wide from each change point on, ascending: a step function.
+pub struct UsageSteps(Vec<(EmuTime, i64)>);
+
+impl UsageSteps {
+    /// Whether `cores` more cores are free throughout `[start, end)` given `total` cores.
+    pub fn fits(&self, start: EmuTime, end: EmuTime, cores: u64, total: u64) -> bool {
+        let limit = total as i64 - cores as i64;
+        // The step in force at `start`, then every step before `end`.
+        let first = self.0.partition_point(|&(t, _)| t <= start);
+        let at_start = if first == 0 { 0 } else { self.0[first - 1].1 };
+        if at_start > limit {
+            return false;
+        }
+        self.0[first..]
+            .iter()
+            .take_while(|&&(t, _)| t < end)
+            .all(|&(_, used)| used <= limit)
+    }
 }
 
 impl Availability {
@@ -40,6 +66,8 @@ impl Availability {
         Availability {
             capacity: hosts.iter().map(|h| (h.cores, h.memory_mb)).collect(),
             slots: vec![Vec::new(); hosts.len()],
+            deltas: BTreeMap::new(),
+            ends: BTreeMap::new(),
         }
     }
 
@@ -59,6 +87,7 @@ impl Availability {
         end: EmuTime,
     ) {
         if end > start {
+            Self::count(&mut self.deltas, &mut self.ends, start, end, shape.cores, 1);
             self.slots[usize::from(host)].push(Slot {
                 lease,
                 vm,
@@ -66,6 +95,51 @@ impl Availability {
                 end,
                 cores: shape.cores,
                 mem_mb: u64::from(shape.mem_mb),
+            });
+        }
+    }
+
+    /// Adds (`sign` = 1) or removes (`sign` = -1) a slot from the cluster-wide indexes.
+    fn count(
+        deltas: &mut BTreeMap<EmuTime, i64>,
+        ends: &mut BTreeMap<EmuTime, u32>,
+        start: EmuTime,
+        end: EmuTime,
+        cores: u32,
+        sign: i64,
+    ) {
+        for (t, d) in [
+            (start, sign * i64::from(cores)),
+            (end, -sign * i64::from(cores)),
+        ] {
+            let e = deltas.entry(t).or_insert(0);
+            *e += d;
+            if *e == 0 {
+                deltas.remove(&t);
+            }
+        }
+        let n = ends.entry(end).or_insert(0);
+        if sign > 0 {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                ends.remove(&end);
+            }
+        }
+    }
+
+    /// Removes the slots `remove` selects, keeping the indexes right.
+    fn remove_where(&mut self, remove: impl Fn(&Slot) -> bool) {
+        let (deltas, ends) = (&mut self.deltas, &mut self.ends);
+        for host in &mut self.slots {
+            host.retain(|s| {
+                if remove(s) {
+                    Self::count(deltas, ends, s.start, s.end, s.cores, -1);
+                    false
+                } else {
+                    true
+                }
             });
         }
     }
@@ -86,62 +160,101 @@ impl Availability {
 
     /// Frees everything `lease` holds or will hold.
     pub fn release(&mut self, lease: RequestId) {
-        for host in &mut self.slots {
-            host.retain(|s| s.lease != lease);
-        }
+        self.remove_where(|s| s.lease == lease);
     }
 
     /// Frees `lease`'s slots that start at or after `from` (a reservation not yet begun),
     /// keeping earlier ones (VMs still being vacated).
     pub fn release_from(&mut self, lease: RequestId, from: EmuTime) {
-        for host in &mut self.slots {
-            host.retain(|s| !(s.lease == lease && s.start >= from));
-        }
+        self.remove_where(|s| s.lease == lease && s.start >= from);
     }
 
     /// Makes `lease`'s VM `vm` slot that began at `start` end at `end` instead — earlier
     /// when a VM is stopped, possibly later when vacating it (a suspension) outlasts the plan.
     pub fn end_vm(&mut self, lease: RequestId, vm: u32, start: EmuTime, end: EmuTime) {
-        for host in &mut self.slots {
-            host.retain_mut(|s| {
-                if s.lease == lease && s.vm == vm && s.start == start {
-                    s.end = end;
-                }
-                s.end > s.start
-            });
+        for h in 0..self.slots.len() {
+            let Some(i) = self.slots[h]
+                .iter()
+                .position(|s| s.lease == lease && s.vm == vm && s.start == start)
+            else {
+                continue;
+            };
+            let old = self.slots[h].swap_remove(i);
+            Self::count(
+                &mut self.deltas,
+                &mut self.ends,
+                old.start,
+                old.end,
+                old.cores,
+                -1,
+            );
+            if end > old.start {
+                Self::count(
+                    &mut self.deltas,
+                    &mut self.ends,
+                    old.start,
+                    end,
+                    old.cores,
+                    1,
+                );
+                self.slots[h].push(Slot { end, ..old });
+            }
+            return;
         }
     }
 
     /// Forgets everything that ended by `now` (keeps the profile small).
     pub fn forget_before(&mut self, now: EmuTime) {
-        for host in &mut self.slots {
-            host.retain(|s| s.end > now);
-        }
+        self.remove_where(|s| s.end <= now);
     }
 
     /// How many VMs of `shape` host `h` can hold throughout `[start, end)`.
     pub fn room(&self, h: usize, shape: VmShape, start: EmuTime, end: EmuTime) -> u64 {
+        self.room_without(h, shape, start, end, &[])
+    }
+
+    /// Like [`Availability::room`], ignoring the slots of each `(lease, from)` in `without`
+    /// that start at or after `from` (what releasing those reservations would free).
+    pub fn room_without(
+        &self,
+        h: usize,
+        shape: VmShape,
+        start: EmuTime,
+        end: EmuTime,
+        without: &[(RequestId, EmuTime)],
+    ) -> u64 {
         let (cores, mem) = self.capacity[h];
         if shape.cores > cores || u64::from(shape.mem_mb) > mem {
             return 0;
         }
-        let overlapping: Vec<&Slot> = self.slots[h]
-            .iter()
-            .filter(|s| s.start < end && s.end > start)
-            .collect();
-        // Use is piecewise constant and only rises at a slot's start: the peak within the
-        // window is at the window's start or at one of those starts.
-        let mut peak = (0u64, 0u64);
-        let points = std::iter::once(start)
-            .chain(overlapping.iter().map(|s| s.start).filter(|&t| t > start));
-        for p in points {
-            let (c, m) = overlapping
+        // Use only rises at a slot's start: sweep the window's events in time order (ends
+        // before starts at the same instant) and keep the peak.
+        let mut events: Vec<(EmuTime, bool, u64, u64)> = Vec::new();
+        let ignored = |s: &Slot| {
+            without
                 .iter()
-                .filter(|s| s.start <= p && s.end > p)
-                .fold((0u64, 0u64), |(c, m), s| {
-                    (c + u64::from(s.cores), m + s.mem_mb)
-                });
-            peak = (peak.0.max(c), peak.1.max(m));
+                .any(|&(l, from)| s.lease == l && s.start >= from)
+        };
+        for s in self.slots[h]
+            .iter()
+            .filter(|s| s.start < end && s.end > start && !ignored(s))
+        {
+            events.push((s.start.max(start), true, u64::from(s.cores), s.mem_mb));
+            if s.end < end {
+                events.push((s.end, false, u64::from(s.cores), s.mem_mb));
+            }
+        }
+        events.sort_unstable_by_key(|e| (e.0, e.1));
+        let (mut c, mut m, mut peak) = (0u64, 0u64, (0u64, 0u64));
+        for (_, rise, dc, dm) in events {
+            if rise {
+                c += dc;
+                m += dm;
+                peak = (peak.0.max(c), peak.1.max(m));
+            } else {
+                c -= dc;
+                m -= dm;
+            }
         }
         let free_c = u64::from(cores).saturating_sub(peak.0);
         let free_m = mem.saturating_sub(peak.1);
@@ -156,10 +269,23 @@ impl Availability {
         start: EmuTime,
         end: EmuTime,
     ) -> Option<Vec<u16>> {
+        self.place_without(vms, shape, start, end, &[])
+    }
+
+    /// Like [`Availability::place`], as if the reservations in `without` were released (see
+    /// [`Availability::room_without`]).
+    pub fn place_without(
+        &self,
+        vms: u32,
+        shape: VmShape,
+        start: EmuTime,
+        end: EmuTime,
+        without: &[(RequestId, EmuTime)],
+    ) -> Option<Vec<u16>> {
         let mut hosts = Vec::with_capacity(vms as usize);
         for h in 0..self.capacity.len() {
             let take = self
-                .room(h, shape, start, end)
+                .room_without(h, shape, start, end, without)
                 .min(u64::from(vms) - hosts.len() as u64);
             hosts.extend(std::iter::repeat_n(h as u16, take as usize));
             if hosts.len() == vms as usize {
@@ -169,10 +295,17 @@ impl Availability {
         None
     }
 
-    /// How many VMs of `shape` the cluster can hold throughout `[start, end)`.
-    pub fn total_room(&self, shape: VmShape, start: EmuTime, end: EmuTime) -> u64 {
+    /// How many VMs of `shape` the cluster can hold throughout `[start, end)`, as if the
+    /// reservations in `without` were released.
+    pub fn total_room(
+        &self,
+        shape: VmShape,
+        start: EmuTime,
+        end: EmuTime,
+        without: &[(RequestId, EmuTime)],
+    ) -> u64 {
         (0..self.capacity.len())
-            .map(|h| self.room(h, shape, start, end))
+            .map(|h| self.room_without(h, shape, start, end, without))
             .sum()
     }
 
@@ -225,17 +358,33 @@ impl Availability {
     /// The instants at which a reservation could start, at or after `not_before`: it, and
     /// every slot end after it (availability only grows when a slot ends), ascending.
     pub fn start_candidates(&self, not_before: EmuTime) -> Vec<EmuTime> {
-        let mut candidates: Vec<EmuTime> = self
-            .slots
-            .iter()
-            .flatten()
-            .map(|s| s.end)
-            .filter(|&e| e > not_before)
-            .collect();
-        candidates.push(not_before);
-        candidates.sort_unstable();
-        candidates.dedup();
-        candidates
+        use std::ops::Bound::{Excluded, Unbounded};
+        std::iter::once(not_before)
+            .chain(
+                self.ends
+                    .range((Excluded(not_before), Unbounded))
+                    .map(|(t, _)| *t),
+            )
+            .collect()
+    }
+
+    /// Total cores of the cluster.
+    pub fn total_cores(&self) -> u64 {
+        self.capacity.iter().map(|&(c, _)| u64::from(c)).sum()
+    }
+
+    /// The cluster-wide cores used over time, for quick rejection of start candidates.
+    pub fn usage_steps(&self) -> UsageSteps {
+        let mut used = 0i64;
+        UsageSteps(
+            self.deltas
+                .iter()
+                .map(|(t, d)| {
+                    used += d;
+                    (*t, used)
+                })
+                .collect(),
+        )
     }
 
     /// Cores in use at instant `t`.

@@ -185,10 +185,6 @@ impl Lease {
     fn is_local(&self) -> bool {
         self.req.origin == Origin::Local
     }
-    /// Whether the reservation may be moved by rescheduling.
-    fn movable(&self) -> bool {
-        self.phase == Phase::Waiting && !self.is_local() && self.req.lease_type.preemptable()
-    }
 }
 
 /// A timed plan for running a lease from `start`.
@@ -356,8 +352,18 @@ impl Core {
         if !self.avail.could_ever_fit(l.req.vms, l.shape()) {
             return None;
         }
+        let steps = self.avail.usage_steps();
+        let (cores, total) = (l.req.cores(), self.avail.total_cores());
         for t in self.avail.start_candidates(not_before) {
+            // The plan's length only depends on t through storage waits, which only make it
+            // longer: the plain length is a valid quick test.
+            if !steps.fits(t, t + l.remaining(), cores, total) {
+                continue;
+            }
             let plan = self.plan(l, t);
+            if !steps.fits(t, plan.end, cores, total) {
+                continue;
+            }
             if let Some(hosts) = self.avail.place(l.req.vms, l.shape(), t, plan.end) {
                 return Some((t, plan, hosts));
             }
@@ -502,27 +508,14 @@ impl Core {
         Ok(out)
     }
 
-    /// Gives every unreserved waiting lease a chance (EASY: pivots and backfill at `now`).
-    fn backfill_pass(&mut self, now: EmuTime, out: &mut Vec<Action>) {
-        let mut waiting: Vec<(u64, RequestId)> = self
+    /// Places every waiting external lease that has no reservation (preempted, displaced,
+    /// or not a pivot): deadline leases first (earliest deadline), then submission order.
+    /// Existing reservations are kept (no compression), so this costs only the affected leases.
+    fn place_waiting(&mut self, now: EmuTime, out: &mut Vec<Action>) {
+        let mut waiting: Vec<(u8, EmuTime, u64, RequestId)> = self
             .leases
             .iter()
             .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local() && l.res.is_none())
-            .map(|(id, l)| (l.order, *id))
-            .collect();
-        waiting.sort_unstable();
-        for (_, id) in waiting {
-            self.schedule_external(id, now, out);
-        }
-    }
-
-    /// Re-plans every movable waiting lease: deadline leases first (earliest deadline), then
-    /// the rest in submission order.
-    fn reschedule(&mut self, now: EmuTime, out: &mut Vec<Action>) {
-        let mut movable: Vec<(u8, EmuTime, u64, RequestId)> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.movable())
             .map(|(id, l)| {
                 let deadline = l
                     .req
@@ -536,11 +529,8 @@ impl Core {
                 )
             })
             .collect();
-        movable.sort_unstable();
-        for &(_, _, _, id) in &movable {
-            self.drop_reservation(id, now);
-        }
-        for (_, _, _, id) in movable {
+        waiting.sort_unstable();
+        for (_, _, _, id) in waiting {
             // A deadline lease that can no longer meet its deadline still gets the earliest
             // slot; its lateness shows in the outputs.
             if !self.schedule_external(id, now, out) {
@@ -674,17 +664,26 @@ impl Core {
         }
     }
 
-    /// Whether the local lease fits in `[start, end)` once `set` is gone.
-    fn fits_without(&self, id: RequestId, set: &[RequestId], start: EmuTime, end: EmuTime) -> bool {
-        let mut a = self.avail.clone();
-        for r in set {
-            match self.leases.get(r).and_then(|l| l.res.as_ref()) {
-                Some(res) => a.release_from(*r, res.start),
-                None => a.release(*r),
-            }
-        }
+    /// What releasing `set` frees: each lease's current reservation from its start.
+    fn releasing(&self, set: &[RequestId]) -> Vec<(RequestId, EmuTime)> {
+        set.iter()
+            .map(|r| {
+                (
+                    *r,
+                    self.leases
+                        .get(r)
+                        .and_then(|l| l.res.as_ref())
+                        .map_or(EmuTime::ZERO, |res| res.start),
+                )
+            })
+            .collect()
+    }
+
+    /// How many of the local lease's VMs would fit in `[start, end)` once `set` is gone.
+    fn room_without(&self, id: RequestId, set: &[RequestId], start: EmuTime, end: EmuTime) -> u64 {
         let l = &self.leases[&id];
-        a.place(l.req.vms, l.shape(), start, end).is_some()
+        self.avail
+            .total_room(l.shape(), start, end, &self.releasing(set))
     }
 
     fn preempt_for(
@@ -702,10 +701,10 @@ impl Core {
         let end = now + self.cfg.boot + l.req.duration;
         let candidates = self.leases_in_play(id, start, end, now);
         let all: Vec<RequestId> = candidates.iter().map(|c| c.lease).collect();
-        if !self.fits_without(id, &all, start, end) {
+        if self.room_without(id, &all, start, end) < u64::from(vms) {
             return Err(Refusal::NoRoom);
         }
-        let room = self.avail.total_room(shape, start, end);
+        let room = self.avail.total_room(shape, start, end, &[]);
         let total: u64 = candidates.iter().map(|c| u64::from(c.vms)).sum();
         let seed = stream_seed(self.cfg.seed, &format!("decision-{}", self.decisions));
         self.decisions += 1;
@@ -717,11 +716,13 @@ impl Core {
                 break;
             };
             let ids: Vec<RequestId> = set.iter().map(|&i| candidates[i].lease).collect();
-            if self.fits_without(id, &ids, start, end) {
+            let got = self.room_without(id, &ids, start, end);
+            if got >= u64::from(vms) {
                 chosen = Some(ids);
                 break;
             }
-            need += 1;
+            // Ask for as many more VMs as are still missing (at least one).
+            need += (u64::from(vms) - got).max(1);
         }
         let mut set = chosen.unwrap_or(all);
         set.sort_by_key(|r| self.leases[r].req.arrival);
@@ -733,7 +734,7 @@ impl Core {
         });
         let (start, plan, hosts) = self.find_slot(id, now).ok_or(Refusal::NoRoom)?;
         self.commit(id, start, plan, hosts, out);
-        self.reschedule(now, out);
+        self.place_waiting(now, out);
         Ok(())
     }
 
@@ -891,7 +892,7 @@ impl Core {
             self.leases.remove(&lease);
         } else {
             l.phase = Phase::Waiting;
-            self.reschedule(now, &mut out);
+            self.place_waiting(now, &mut out);
         }
         out.extend(self.tick(now));
         out
@@ -980,7 +981,7 @@ impl Core {
             self.start(id, &mut out);
         }
         if matches!(self.cfg.backfilling, Backfilling::Easy { .. }) {
-            self.backfill_pass(now, &mut out);
+            self.place_waiting(now, &mut out);
             let again: Vec<RequestId> = self
                 .leases
                 .iter()
@@ -1050,7 +1051,7 @@ impl Core {
         self.storage.forget_before(now);
         if outcome == RequestState::Cancelled {
             // The cancelled lease's future was already cut; others may now start earlier.
-            self.reschedule(now, &mut out);
+            self.place_waiting(now, &mut out);
         }
         out.extend(self.tick(now));
         out
