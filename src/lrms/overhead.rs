@@ -10,7 +10,7 @@
 //! **δ is charged once per preemption decision**, not per lease: the LRMS reschedules all the
 //! leases it preempts in one pass. This is the reading under which paper 003's Table III comes
 //! out: 27.8 s both for MOV's three leases {5, 2, 3} and MOML's two {5, 6} (512 MB each at
-//! 40 MB/s: 12.8 s + 12.8 s + 2.3 s); a δ per lease would give 32.4 s and 30.1 s.
+//! 40 MB/s: 12.8 s + 12.8 s + 2.3 s); a δ per lease would give 32.5 s and 30.2 s.
 
 use crate::model::LeaseType;
 use crate::time::EmuDuration;
