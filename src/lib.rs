@@ -12,6 +12,7 @@ pub mod model;
 pub mod time;
 pub mod topology;
 pub mod trace;
+pub mod workload;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -1,0 +1,237 @@
+//! The Standard Workload Format (SWF) of the Parallel Workloads Archive (v2.2): one job per
+//! line, 18 whitespace-separated numeric fields, −1 for missing, `;` comment lines with
+//! `; Key: value` headers.
+//!
+//! Mapping to lease requests (documented in `docs/topology.md`): arrival = submit time minus
+//! the first job's submit time; VMs = allocated processors, or requested processors if
+//! missing; duration = run time, or requested time if missing. Jobs with neither a positive
+//! size nor a positive duration cannot be leases and are skipped (and counted).
+
+use std::fmt;
+
+use super::Job;
+use crate::time::EmuDuration;
+
+/// One parsed job line (the fields igemu uses).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwfJob {
+    /// Line number in the file (1-based).
+    pub line: usize,
+    /// Field 1: job number.
+    pub number: i64,
+    /// Field 2: submit time, seconds.
+    pub submit: f64,
+    /// Field 4: run time, seconds (−1 missing).
+    pub run: f64,
+    /// Field 5: allocated processors (−1 missing).
+    pub alloc_procs: i64,
+    /// Field 8: requested processors (−1 missing).
+    pub req_procs: i64,
+    /// Field 9: requested time, seconds (−1 missing).
+    pub req_time: f64,
+    /// Field 11: status (1 completed, 0 failed, 5 cancelled, ...).
+    pub status: i64,
+}
+
+/// A parsed trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SwfTrace {
+    /// `; Key: value` header lines.
+    pub header: Vec<(String, String)>,
+    /// Job lines in file order.
+    pub jobs: Vec<SwfJob>,
+}
+
+/// A malformed line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwfError {
+    /// Line number (1-based).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SwfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// Parses a whole trace; returns every malformed line (at most 20) if any.
+pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
+    let mut trace = SwfTrace::default();
+    let mut errors = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if let Some(comment) = l.strip_prefix(';') {
+            if let Some((k, v)) = comment.split_once(':') {
+                trace.header.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            continue;
+        }
+        let fields: Vec<&str> = l.split_whitespace().collect();
+        if fields.len() != 18 {
+            errors.push(SwfError { line, message: format!("expected 18 fields, found {}", fields.len()) });
+            continue;
+        }
+        let mut nums = [0f64; 18];
+        let mut bad = None;
+        for (k, f) in fields.iter().enumerate() {
+            match f.parse::<f64>() {
+                Ok(v) if v.is_finite() => nums[k] = v,
+                _ => {
+                    bad = Some(format!("field {} (`{f}`) is not a number", k + 1));
+                    break;
+                }
+            }
+        }
+        if let Some(message) = bad {
+            errors.push(SwfError { line, message });
+            continue;
+        }
+        if nums[1] < 0.0 {
+            errors.push(SwfError { line, message: "submit time (field 2) is negative".into() });
+            continue;
+        }
+        trace.jobs.push(SwfJob {
+            line,
+            number: nums[0] as i64,
+            submit: nums[1],
+            run: nums[3],
+            alloc_procs: nums[4] as i64,
+            req_procs: nums[7] as i64,
+            req_time: nums[8],
+            status: nums[10] as i64,
+        });
+        if errors.len() >= 20 {
+            break;
+        }
+    }
+    if errors.is_empty() {
+        Ok(trace)
+    } else {
+        Err(errors)
+    }
+}
+
+impl SwfJob {
+    /// The job as a lease: (VMs, duration), or `None` if it has no usable size or duration.
+    pub fn as_lease(&self) -> Option<(u32, EmuDuration)> {
+        let procs = if self.alloc_procs > 0 { self.alloc_procs } else { self.req_procs };
+        let secs = if self.run > 0.0 { self.run } else { self.req_time };
+        (procs > 0 && secs > 0.0).then(|| (procs.min(i64::from(u32::MAX)) as u32, EmuDuration::from_secs_f64(secs)))
+    }
+}
+
+/// The trace's jobs as generated jobs, sizes capped at `max_vms`; also the number skipped.
+pub fn to_jobs(trace: &SwfTrace, max_vms: u32, max_jobs: usize) -> (Vec<Job>, usize) {
+    let first = trace.jobs.iter().map(|j| j.submit).fold(f64::INFINITY, f64::min);
+    let mut skipped = 0;
+    let mut jobs: Vec<Job> = trace
+        .jobs
+        .iter()
+        .filter_map(|j| match j.as_lease() {
+            Some((vms, duration)) => Some(Job { arrival: EmuDuration::from_secs_f64(j.submit - first), vms: vms.clamp(1, max_vms.max(1)), duration }),
+            None => {
+                skipped += 1;
+                None
+            }
+        })
+        .take(max_jobs)
+        .collect();
+    jobs.sort_by_key(|j| j.arrival);
+    (jobs, skipped)
+}
+
+/// What `igemu workload inspect` prints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Job lines.
+    pub jobs: usize,
+    /// Jobs usable as leases.
+    pub usable: usize,
+    /// From the first to the last submission, seconds.
+    pub span_s: f64,
+    /// Usable jobs per hour.
+    pub arrivals_per_hour: f64,
+    /// Size (VMs): min, mean, max.
+    pub size: (u32, f64, u32),
+    /// Duration (s): min, mean, max.
+    pub runtime: (f64, f64, f64),
+    /// Share of one-VM jobs.
+    pub serial_share: f64,
+    /// Share of power-of-two sizes (above one).
+    pub pow2_share: f64,
+}
+
+/// Summarises a trace.
+pub fn summarize(trace: &SwfTrace) -> Summary {
+    let (jobs, _) = to_jobs(trace, u32::MAX, usize::MAX);
+    let n = jobs.len().max(1) as f64;
+    let span = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64());
+    let sizes: Vec<u32> = jobs.iter().map(|j| j.vms).collect();
+    let runs: Vec<f64> = jobs.iter().map(|j| j.duration.as_secs_f64()).collect();
+    Summary {
+        jobs: trace.jobs.len(),
+        usable: jobs.len(),
+        span_s: span,
+        arrivals_per_hour: if span > 0.0 { jobs.len() as f64 / (span / 3600.0) } else { 0.0 },
+        size: (
+            sizes.iter().copied().min().unwrap_or(0),
+            sizes.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
+            sizes.iter().copied().max().unwrap_or(0),
+        ),
+        runtime: (
+            runs.iter().copied().fold(f64::INFINITY, f64::min).min(if runs.is_empty() { 0.0 } else { f64::INFINITY }),
+            runs.iter().sum::<f64>() / n,
+            runs.iter().copied().fold(0.0, f64::max),
+        ),
+        serial_share: sizes.iter().filter(|&&v| v == 1).count() as f64 / n,
+        pow2_share: sizes.iter().filter(|&&v| v > 1 && v.is_power_of_two()).count() as f64 / n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+; Version: 2.2
+; MaxProcs: 64
+; UnixStartTime: 1000000000
+1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1
+2 30 0 -1 -1 -1 -1 8 600 -1 1 1 1 1 1 1 -1 -1
+3 60 2 0 0 -1 -1 -1 -1 -1 0 1 1 1 1 1 -1 -1
+4 90.5 1 50.5 1 -1 -1 1 60 -1 1 2 1 1 1 1 -1 -1
+";
+
+    #[test]
+    fn parses_headers_and_maps_jobs_to_leases() {
+        let t = parse(TRACE).expect("valid");
+        assert_eq!(t.header[1], ("MaxProcs".into(), "64".into()));
+        assert_eq!(t.jobs.len(), 4);
+        let (jobs, skipped) = to_jobs(&t, 64, usize::MAX);
+        assert_eq!(skipped, 1, "job 3 has no size and no duration");
+        assert_eq!(jobs[0], Job { arrival: EmuDuration::ZERO, vms: 4, duration: EmuDuration::from_secs(100) });
+        // Missing run time and allocation: the requested ones are used.
+        assert_eq!(jobs[1], Job { arrival: EmuDuration::from_secs(30), vms: 8, duration: EmuDuration::from_secs(600) });
+        assert_eq!(jobs[2].duration, EmuDuration::from_micros(50_500_000));
+        let s = summarize(&t);
+        assert_eq!((s.jobs, s.usable), (4, 3));
+        assert_eq!(s.size, (1, 13.0 / 3.0, 8));
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_with_their_numbers() {
+        let bad = "; comment\n1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n2 x 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n3 1 2\n";
+        let errs = parse(bad).expect_err("two bad lines");
+        assert_eq!(errs.len(), 2);
+        assert_eq!(errs[0].line, 3);
+        assert!(errs[0].message.contains("field 2"), "{}", errs[0]);
+        assert_eq!(errs[1].to_string(), "line 4: expected 18 fields, found 3");
+    }
+}
