@@ -3,6 +3,7 @@
 //! emulation is built from.
 
 pub mod diag;
+mod generated;
 mod node;
 pub mod profile;
 mod table;
@@ -887,7 +888,38 @@ fn read_topology(
             _ => {}
         }
         let mut ids = Vec::new();
-        let request_nodes = w.tables("request");
+        let model = w
+            .choice("model", &["inline", "das2", "lublin99", "gwa", "swf"])
+            .map_or("inline", |(m, _)| m);
+        if model == "inline" {
+            generated::reject_on_inline(&w);
+        } else if let (Some(origin), Some(grid)) = (origin, grid) {
+            let clusters_used: Vec<&Cluster> = match cluster {
+                Some(c) => vec![&clusters[usize::from(c.0)]],
+                None => grids[usize::from(grid.0)]
+                    .clusters
+                    .iter()
+                    .map(|c| &clusters[usize::from(c.0)])
+                    .collect(),
+            };
+            let target = generated::Target {
+                name: &wname,
+                origin,
+                grid,
+                cluster,
+                clusters: clusters_used,
+            };
+            let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
+            let mut sink = generated::Sink {
+                requests: &mut requests,
+                labels: &mut labels,
+            };
+            ids = generated::read(&w, model, &target, run_seed, base_dir, &mut sink);
+            if let Some(n) = w.get("request") {
+                diags.error(&n.loc, format!("{what} is generated (model = \"{model}\"), so it cannot list requests"), Some("use model = \"inline\" for a list of requests".into()));
+            }
+        }
+        let request_nodes = if model == "inline" { w.tables("request") } else { Vec::new() };
         for (ri, rnode) in request_nodes.into_iter().enumerate() {
             let Some(r) = Table::of(rnode, format!("request #{} of {what}", ri + 1), diags) else {
                 continue;
@@ -1067,7 +1099,9 @@ fn read_topology(
                 ids.push(id);
             }
         }
-        w.finish(&["name", "origin", "grid", "cluster", "request"]);
+        let mut keys = vec!["name", "origin", "grid", "cluster", "request"];
+        keys.extend_from_slice(generated::KEYS);
+        w.finish(&keys);
         if let (Some(origin), Some(grid)) = (origin, grid) {
             ids.sort_by_key(|id| (requests[id.0 as usize].arrival, id.0));
             workloads.push(Workload {
