@@ -265,7 +265,8 @@ fn vm_memory(n: u32) -> f64 {
                 igg_id,
                 Vec::new(),
                 None,
-                Dispatcher::new(DispatchName::RoundRobin),
+                Dispatcher::new(DispatchName::RoundRobin, &[], 0.0, 1),
+                true,
             )
             .start(),
         };
@@ -279,6 +280,7 @@ fn vm_memory(n: u32) -> f64 {
                 igg,
                 None,
                 Vec::new(),
+                igemu::lrms::admission::Admission::Unlimited,
             )
             .start(),
         };

@@ -220,6 +220,28 @@ impl RunResult {
     }
 }
 
+/// The admission limit of a cluster's LRMS, from its policy and its queueing model (external
+/// arrivals spread evenly over the Grid's clusters, as with paper 002's round robin).
+fn admission_for(cluster: &topology::Cluster, model: &igg::dispatch::ClusterModel, external_rate: f64) -> lrms::admission::Admission {
+    use lrms::admission::{self as ac, Admission};
+    use topology::AdmissionName;
+    let (low, low_ratio, high_ratio) = cluster.lrms.pacp_deadlines;
+    let qm = ac::QueueModel {
+        external_rate,
+        external_service: model.theta,
+        local_rate: model.local_rate,
+        local_service: model.tau,
+        local_cv: igg::dispatch::CV_LOCAL,
+        deadline: ac::expected_deadline(low, low_ratio, high_ratio, model.theta),
+    };
+    match cluster.lrms.admission {
+        AdmissionName::Cacp => Admission::Unlimited,
+        AdmissionName::Aacp => Admission::One,
+        AdmissionName::Racp => Admission::Queue(ac::racp_queue_length(&qm)),
+        AdmissionName::Pacp => Admission::Queue(ac::pacp_queue_length(&qm)),
+    }
+}
+
 /// The requests of the workloads `pick` selects, in arrival order.
 fn requests_where(topo: &Topology, pick: impl Fn(&topology::Workload) -> bool) -> Vec<RequestId> {
     let mut ids: Vec<RequestId> = topo
@@ -272,17 +294,27 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                     addr: users.start(),
                 }
             });
+            let (models, rate) = igg::dispatch::grid_models(&topo, gi);
             let lrmss = grid
                 .clusters
                 .iter()
-                .map(|&cid| (cid, start_cluster(&emu, cid, &igg, &director)))
+                .zip(&models)
+                .map(|(&cid, model)| {
+                    let admission = admission_for(topo.cluster(cid), model, rate / grid.clusters.len() as f64);
+                    (cid, start_cluster(&emu, cid, &igg, &director, admission))
+                })
                 .collect();
             Igg::new(
                 Rc::clone(&emu),
                 igg_id,
                 lrmss,
                 dve,
-                igg::Dispatcher::new(grid.igg.dispatch),
+                {
+                    let (models, rate) = igg::dispatch::grid_models(&topo, gi);
+                    let seed = time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
+                    igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed)
+                },
+                grid.igg.retry,
             )
         });
     }
@@ -296,6 +328,7 @@ fn start_cluster(
     cid: ClusterId,
     igg: &Peer<Igg>,
     director: &Peer<Director>,
+    admission: lrms::admission::Admission,
 ) -> Peer<Lrms> {
     let topo = &emu.topo;
     let cluster = topo.cluster(cid);
@@ -335,7 +368,7 @@ fn start_cluster(
                 addr: u.start(),
             }
         });
-        Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts)
+        Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts, admission)
     });
     Peer { id: lrms_id, addr }
 }

@@ -47,6 +47,11 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
+    /// Work with workload traces.
+    Workload {
+        #[command(subcommand)]
+        command: WorkloadCommand,
+    },
     /// Check topology files; exit 0 when all are valid, 2 otherwise.
     Validate {
         /// Topology files.
@@ -56,6 +61,48 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum WorkloadCommand {
+    /// Summarise an SWF trace (jobs, span, arrival rate, sizes, runtimes); exit 2 on a
+    /// malformed file, naming the lines.
+    Inspect {
+        /// The trace (Standard Workload Format).
+        file: PathBuf,
+    },
+}
+
+fn inspect(file: &PathBuf) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: cannot read the file: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    match igemu::workload::swf::parse(&text) {
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{}:{}: error: {}", file.display(), e.line, e.message);
+            }
+            eprintln!("{}: {} malformed line(s); SWF job lines have 18 numeric fields", file.display(), errors.len());
+            ExitCode::from(2)
+        }
+        Ok(trace) => {
+            let s = igemu::workload::swf::summarize(&trace);
+            println!("{}", file.display());
+            for (k, v) in trace.header.iter().filter(|(k, _)| ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())) {
+                println!("  {k}: {v}");
+            }
+            println!("  jobs            {} ({} usable as leases, {} skipped: no size or no run time)", s.jobs, s.usable, s.jobs - s.usable);
+            println!("  span            {:.0} s ({:.2} days)", s.span_s, s.span_s / 86_400.0);
+            println!("  arrival rate    {:.2} jobs/hour", s.arrivals_per_hour);
+            println!("  size (VMs)      min {}  mean {:.2}  max {}  (serial {:.1} %, power of two {:.1} %)", s.size.0, s.size.1, s.size.2, 100.0 * s.serial_share, 100.0 * s.pow2_share);
+            println!("  runtime (s)     min {:.0}  mean {:.0}  max {:.0}", s.runtime.0, s.runtime.1, s.runtime.2);
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 fn load(
@@ -88,6 +135,7 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match cli.command {
+        Command::Workload { command: WorkloadCommand::Inspect { file } } => inspect(&file),
         Command::Validate { files, sets } => {
             let overrides = Overrides { sets };
             let mut bad = false;

@@ -3,6 +3,8 @@
 //! example while one request waits for an LRMS's answer, the next is already being placed.
 //! The placement decision itself comes from the pure dispatcher in `crate::igg`.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 
@@ -10,13 +12,12 @@ use actix::{Actor, Context, Handler};
 
 use super::lrms::Lrms;
 use super::messages::{
-    AdoptLease, AssignLease, LeaseEnded, LeaseStarted, RelocateLease, RelocationOutcome,
-    SubmitExternal,
+    AdoptLease, AssignLease, LeaseEnded, LeaseStarted, ProbeStart, RelocateLease, RelocationOutcome, SubmitExternal,
 };
 use super::users::Users;
 use super::{Emu, Peer};
-use crate::igg::Dispatcher;
-use crate::model::{ClusterId, RequestState};
+use crate::igg::{Dispatcher, Loads};
+use crate::model::{ClusterId, RequestId, RequestState};
 use crate::trace::ActorId;
 
 /// A Grid's InterGrid Gateway.
@@ -26,36 +27,27 @@ pub struct Igg {
     clusters: Vec<(ClusterId, Peer<Lrms>)>,
     dve: Option<Peer<Users>>,
     dispatcher: Dispatcher,
-    handlers_in_flight: Rc<std::cell::Cell<u32>>,
+    /// Whether a request refused by the chosen cluster is offered to the others.
+    retry: bool,
+    /// Cores this IGG's leases take on each cluster (for least-load), and where each runs.
+    loads: Rc<RefCell<(Loads, BTreeMap<RequestId, (usize, u64)>)>>,
 }
 
 impl Igg {
     /// The IGG of a Grid with these clusters' LRMSs and (if any) its DVE manager.
-    pub fn new(
-        emu: Rc<Emu>,
-        id: ActorId,
-        clusters: Vec<(ClusterId, Peer<Lrms>)>,
-        dve: Option<Peer<Users>>,
-        dispatcher: Dispatcher,
-    ) -> Igg {
-        Igg {
-            emu,
-            id,
-            clusters,
-            dve,
-            dispatcher,
-            handlers_in_flight: Rc::default(),
-        }
+    pub fn new(emu: Rc<Emu>, id: ActorId, clusters: Vec<(ClusterId, Peer<Lrms>)>, dve: Option<Peer<Users>>, dispatcher: Dispatcher, retry: bool) -> Igg {
+        let cores = clusters.iter().map(|(c, _)| emu.topo.cluster(*c).cores()).collect();
+        let loads = Loads { busy: vec![0; clusters.len()], cores };
+        Igg { emu, id, clusters, dve, dispatcher, retry, loads: Rc::new(RefCell::new((loads, BTreeMap::new()))) }
     }
 
     /// The post office: run `handler` as its own task.
     fn post(&self, handler: impl Future<Output = ()> + 'static) {
-        let in_flight = Rc::clone(&self.handlers_in_flight);
-        in_flight.set(in_flight.get() + 1);
-        actix::spawn(async move {
-            handler.await;
-            in_flight.set(in_flight.get() - 1);
-        });
+        actix::spawn(handler);
+    }
+
+    fn index_of(&self, cluster: ClusterId) -> Option<usize> {
+        self.clusters.iter().position(|(c, _)| *c == cluster)
     }
 }
 
@@ -66,32 +58,35 @@ impl Actor for Igg {
 impl Handler<SubmitExternal> for Igg {
     type Result = ();
     fn handle(&mut self, msg: SubmitExternal, _: &mut Context<Self>) {
-        let order = self.dispatcher.order(self.clusters.len());
-        let candidates: Vec<Peer<Lrms>> = order
-            .into_iter()
-            .map(|i| self.clusters[i].1.clone())
-            .collect();
-        let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         let req = msg.0;
+        let (emu, me, dve, retry) = (Rc::clone(&self.emu), self.id, self.dve.clone(), self.retry);
+        let peers: Vec<Peer<Lrms>> = self.clusters.iter().map(|(_, p)| p.clone()).collect();
+        // Policies that need no answers decide now, in arrival order; earliest-start asks
+        // every LRMS for its offer first (inside the task, so other messages go on).
+        let decided = (!self.dispatcher.asks_for_offers()).then(|| self.dispatcher.order(&req, &self.loads.borrow().0, &[]));
+        let mut dispatcher = self.dispatcher.clone();
         self.post(async move {
-            for lrms in &candidates {
-                let answer = emu.call(me, lrms, AssignLease(req.clone())).await;
+            let order = match decided {
+                Some(order) => order,
+                None => {
+                    let mut offers = Vec::with_capacity(peers.len());
+                    for lrms in &peers {
+                        let offer = emu.call(me, lrms, ProbeStart(req.clone())).await;
+                        offers.push(offer.and_then(|o| o.start).map(|t| t.as_micros()));
+                    }
+                    dispatcher.order(&req, &Loads::default(), &offers)
+                }
+            };
+            let tries = if retry { order.len() } else { 1 };
+            for &j in order.iter().take(tries) {
+                let answer = emu.call(me, &peers[j], AssignLease(req.clone())).await;
                 if answer.is_some_and(|a| a.accepted) {
                     return;
                 }
             }
-            emu.metrics
-                .borrow_mut()
-                .ended(req.id, RequestState::Rejected, emu.now());
+            emu.metrics.borrow_mut().ended(req.id, RequestState::Rejected, emu.now());
             if let Some(dve) = dve {
-                emu.send(
-                    me,
-                    &dve,
-                    LeaseEnded {
-                        lease: req.id,
-                        state: RequestState::Rejected,
-                    },
-                );
+                emu.send(me, &dve, LeaseEnded { lease: req.id, state: RequestState::Rejected });
             }
         });
     }
@@ -100,6 +95,12 @@ impl Handler<SubmitExternal> for Igg {
 impl Handler<LeaseStarted> for Igg {
     type Result = ();
     fn handle(&mut self, msg: LeaseStarted, _: &mut Context<Self>) {
+        if let Some(j) = self.index_of(msg.cluster) {
+            let cores = self.emu.topo.requests[msg.lease.0 as usize].cores();
+            let mut l = self.loads.borrow_mut();
+            l.0.busy[j] += cores;
+            l.1.insert(msg.lease, (j, cores));
+        }
         let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         self.post(async move {
             if let Some(dve) = dve {
@@ -112,6 +113,12 @@ impl Handler<LeaseStarted> for Igg {
 impl Handler<LeaseEnded> for Igg {
     type Result = ();
     fn handle(&mut self, msg: LeaseEnded, _: &mut Context<Self>) {
+        {
+            let mut l = self.loads.borrow_mut();
+            if let Some((j, cores)) = l.1.remove(&msg.lease) {
+                l.0.busy[j] -= cores;
+            }
+        }
         let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         self.post(async move {
             if let Some(dve) = dve {
@@ -127,16 +134,11 @@ impl Handler<RelocateLease> for Igg {
         // Offer the lease to the Grid's other clusters in order after its source; the first
         // that can resume it by its deadline takes it over.
         let n = self.clusters.len();
-        let from = self
-            .clusters
-            .iter()
-            .position(|(c, _)| *c == msg.from)
-            .unwrap_or(0);
-        let others: Vec<(ClusterId, Peer<Lrms>)> = (1..n)
-            .map(|k| self.clusters[(from + k) % n].clone())
-            .collect();
+        let from = self.index_of(msg.from).unwrap_or(0);
+        let others: Vec<(ClusterId, Peer<Lrms>)> = (1..n).map(|k| self.clusters[(from + k) % n].clone()).collect();
         let source = self.clusters.get(from).map(|(_, p)| p.clone());
-        let (emu, me) = (Rc::clone(&self.emu), self.id);
+        let (emu, me, loads) = (Rc::clone(&self.emu), self.id, Rc::clone(&self.loads));
+        let index: Vec<ClusterId> = self.clusters.iter().map(|(c, _)| *c).collect();
         self.post(async move {
             let lease = msg.relocation.req.id;
             let mut to = None;
@@ -145,6 +147,15 @@ impl Handler<RelocateLease> for Igg {
                 if answer.is_some_and(|a| a.accepted) {
                     to = Some(*cluster);
                     break;
+                }
+            }
+            if let Some(dest) = to.and_then(|t| index.iter().position(|c| *c == t)) {
+                // The lease's cores move with it.
+                let mut l = loads.borrow_mut();
+                if let Some((j, cores)) = l.1.get(&lease).copied() {
+                    l.0.busy[j] -= cores;
+                    l.0.busy[dest] += cores;
+                    l.1.insert(lease, (dest, cores));
                 }
             }
             if let Some(source) = source {

@@ -12,12 +12,13 @@ use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 use super::host::Host;
 use super::igg::Igg;
 use super::messages::{
-    AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, RelocateLease,
+    AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, ProbeStart, StartOffer, LeaseEnded, LeaseStarted, RelocateLease,
     RelocationOutcome, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
 use super::users::Users;
 use super::vm::Vm;
 use super::{Emu, Peer};
+use crate::lrms::admission::Admission;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::model::{ClusterId, Origin, RequestId, RequestState};
 use crate::time::stream_seed;
@@ -44,6 +45,7 @@ impl Lrms {
         igg: Peer<Igg>,
         users: Option<Peer<Users>>,
         hosts: Vec<Peer<Host>>,
+        admission: Admission,
     ) -> Lrms {
         let spec = emu.topo.cluster(cluster);
         let lrms = &spec.lrms;
@@ -53,6 +55,7 @@ impl Lrms {
             overhead: crate::lrms::overhead::OverheadModel::new(&lrms.profile.timings),
             boot: lrms.profile.timings.boot,
             seed: stream_seed(emu.topo.emulation.seed, &emu.tracer.name(id)),
+            admission,
         };
         let core = Core::new(&spec.hosts, cfg);
         Lrms {
@@ -278,5 +281,13 @@ impl Handler<RelocationOutcome> for Lrms {
             self.vms.remove(&msg.lease);
         }
         self.apply(actions, ctx);
+    }
+}
+
+impl Handler<ProbeStart> for Lrms {
+    type Result = MessageResult<ProbeStart>;
+    fn handle(&mut self, msg: ProbeStart, _: &mut Context<Self>) -> Self::Result {
+        let start = self.core.probe(&msg.0, self.emu.now());
+        MessageResult(StartOffer { lease: msg.0.id, start })
     }
 }

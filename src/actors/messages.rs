@@ -55,6 +55,22 @@ traced!(SubmitLocal, "SubmitLocal", |m| Correlation::request(m.0.id));
 pub struct AssignLease(pub LeaseRequest);
 traced!(AssignLease, "AssignLease", |m| Correlation::request(m.0.id));
 
+/// IGG → LRMS: when could you start this lease? (earliest-start dispatch; nothing is booked)
+#[derive(Message)]
+#[rtype(result = "StartOffer")]
+pub struct ProbeStart(pub LeaseRequest);
+traced!(ProbeStart, "ProbeStart", |m| Correlation::request(m.0.id));
+
+/// LRMS → IGG: the earliest start it could offer, if it could take the lease at all.
+#[derive(Debug, Clone, Copy)]
+pub struct StartOffer {
+    /// The lease.
+    pub lease: RequestId,
+    /// Earliest start, if any.
+    pub start: Option<EmuTime>,
+}
+traced!(StartOffer, "StartOffer", |m| Correlation::request(m.lease));
+
 /// LRMS → IGG: whether the LRMS took the lease (it may still wait in the queue).
 #[derive(Debug, Clone, Copy)]
 pub struct AssignAnswer {

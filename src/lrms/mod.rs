@@ -3,6 +3,7 @@
 //! storage timeline. No actors, no clocks: the LRMS actor feeds the [`scheduler::Core`]
 //! requests, times and VM reports and carries out the [`scheduler::Action`]s it returns.
 
+pub mod admission;
 pub mod availability;
 pub mod overhead;
 pub mod policy;

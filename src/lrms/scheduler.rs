@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::admission::Admission;
 use super::availability::{Availability, VmShape};
 use super::overhead::OverheadModel;
 use super::policy::{self, Candidate, PreemptionPolicy};
@@ -60,6 +61,8 @@ pub struct Config {
     pub boot: EmuDuration,
     /// Seed for the policy's random choices (MOML sampling).
     pub seed: u64,
+    /// How many external requests may wait (admission control).
+    pub admission: Admission,
 }
 
 /// The timed steps one VM instance must take.
@@ -217,6 +220,8 @@ pub enum Refusal {
     /// Local request: no room in its interval even after preempting every preemptable lease
     /// (or the policy does not preempt).
     NoRoom,
+    /// Admission control: the external queue is full.
+    QueueFull,
 }
 
 impl Core {
@@ -348,7 +353,10 @@ impl Core {
     /// The earliest reservation for `id` at or after `not_before` (hosts held from the start
     /// of the plan to its end).
     fn find_slot(&self, id: RequestId, not_before: EmuTime) -> Option<(EmuTime, Plan, Vec<u16>)> {
-        let l = &self.leases[&id];
+        self.find_slot_for(&self.leases[&id], not_before)
+    }
+
+    fn find_slot_for(&self, l: &Lease, not_before: EmuTime) -> Option<(EmuTime, Plan, Vec<u16>)> {
         if !self.avail.could_ever_fit(l.req.vms, l.shape()) {
             return None;
         }
@@ -485,6 +493,39 @@ impl Core {
         }
     }
 
+    /// External leases waiting here (not started) and held here at all.
+    fn external_counts(&self) -> (usize, usize) {
+        let ext = self.leases.values().filter(|l| !l.is_local() && l.phase != Phase::Done);
+        let (mut waiting, mut held) = (0, 0);
+        for l in ext {
+            held += 1;
+            if l.phase == Phase::Waiting && !l.started_once {
+                waiting += 1;
+            }
+        }
+        (waiting, held)
+    }
+
+    /// The earliest start this cluster could give `req` now, booking nothing (for the IGG's
+    /// earliest-start dispatch); `None` if it would refuse it.
+    pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
+        let l = Lease {
+            req: req.clone(),
+            phase: Phase::Waiting,
+            order: self.next_order,
+            res: None,
+            work_done: EmuDuration::ZERO,
+            images_ready: None,
+            migrated_in: false,
+            not_before: now,
+            reported: 0,
+            started_once: false,
+        };
+        let (start, plan, _) = self.find_slot_for(&l, now)?;
+        let deadline = req.deadline.filter(|_| req.lease_type.deadline_constrained());
+        deadline.is_none_or(|d| plan.end <= d).then_some(start)
+    }
+
     /// An external lease assigned by the IGG: accepted (started or queued) or refused.
     pub fn submit_external(
         &mut self,
@@ -497,6 +538,12 @@ impl Core {
         };
         if !self.avail.could_ever_fit(req.vms, shape) {
             return Err(Refusal::TooLarge);
+        }
+        let (waiting, held) = self.external_counts();
+        match self.cfg.admission {
+            Admission::One if held >= 1 => return Err(Refusal::QueueFull),
+            Admission::Queue(k) if waiting >= k => return Err(Refusal::QueueFull),
+            _ => {}
         }
         let id = self.insert(req, now);
         let mut out = Vec::new();
@@ -1094,6 +1141,7 @@ mod tests {
                 overhead: gluster(),
                 boot: EmuDuration::ZERO,
                 seed: 1,
+                admission: Admission::Unlimited,
             },
         )
     }

@@ -228,6 +228,15 @@ pub struct PaperMetrics {
     pub migrations: u64,
     /// Deadline-constrained leases that completed after their deadline.
     pub deadline_misses: u64,
+    /// Share of migratable leases that were migrated (paper 000 §5.1), 0–1.
+    pub migration_rate: f64,
+    /// Share of non-preemptable external leases rejected (paper 000 §5.1), 0–1.
+    pub nonpreemptable_rejection_rate: f64,
+    /// Deadline violation rate (paper 002 eq. 14), percent, over external requests with a
+    /// deadline: (a·v + r) / (a + r) · 100.
+    pub dvr: f64,
+    /// Completed external requests, percent of external requests.
+    pub completed_external_pct: f64,
 }
 
 /// Figures computed from the records.
@@ -294,6 +303,10 @@ pub fn figures(
         let (mut wait_sum, mut wait_n) = (0f64, 0u64);
         let mut awrt_by_cluster: BTreeMap<ClusterId, (f64, f64)> = BTreeMap::new();
         let (mut migrations, mut misses) = (0u64, 0u64);
+        let (mut migratable, mut migrated) = (0u64, 0u64);
+        let (mut np_all, mut np_rejected) = (0u64, 0u64);
+        let (mut dl_accepted, mut dl_violated, mut dl_rejected) = (0u64, 0u64, 0u64);
+        let mut ext_completed = 0u64;
         for (req, rec) in topo.requests.iter().zip(records) {
             if !in_scope(rec, req) {
                 continue;
@@ -310,6 +323,29 @@ pub fn figures(
                 }
             }
             migrations += u64::from(rec.migrations);
+            if req.origin == Origin::External {
+                ext_completed += u64::from(state == RequestState::Completed);
+                match req.lease_type {
+                    LeaseType::DeadlineMigratable => {
+                        migratable += 1;
+                        migrated += u64::from(rec.migrations > 0);
+                    }
+                    LeaseType::DeadlineNonPreemptable => {
+                        np_all += 1;
+                        np_rejected += u64::from(state == RequestState::Rejected);
+                    }
+                    _ => {}
+                }
+                if let Some(d) = req.deadline {
+                    if state == RequestState::Rejected {
+                        dl_rejected += 1;
+                    } else {
+                        dl_accepted += 1;
+                        let late = state != RequestState::Completed || rec.end.is_some_and(|e| e > d);
+                        dl_violated += u64::from(late);
+                    }
+                }
+            }
             if let Some(s) = rec.start {
                 wait_sum += s.since(req.arrival).as_secs_f64();
                 wait_n += 1;
@@ -369,6 +405,11 @@ pub fn figures(
             mean_wait_s: ratio(wait_sum, wait_n as f64),
             migrations,
             deadline_misses: misses,
+            migration_rate: ratio(migrated as f64, migratable as f64),
+            nonpreemptable_rejection_rate: ratio(np_rejected as f64, np_all as f64),
+            // (a·v + r)/(a + r) with v = violated/accepted is (violated + rejected)/(a + r).
+            dvr: 100.0 * ratio((dl_violated + dl_rejected) as f64, (dl_accepted + dl_rejected) as f64),
+            completed_external_pct: 100.0 * ratio(ext_completed as f64, ext_all as f64),
         }
     };
     let clusters = topo

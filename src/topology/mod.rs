@@ -114,10 +114,36 @@ named_enum! {
 }
 
 named_enum! {
-    /// The IGG's policy for placing external requests on its clusters.
+    /// The LRMS's admission control of external requests (paper 002).
+    AdmissionName {
+        /// Admit everything.
+        Cacp => "cacp",
+        /// One external request at a time.
+        Aacp => "aacp",
+        /// Queue length μ_e / λ.
+        Racp => "racp",
+        /// Queue length from the M/G/1/K model (Algorithm 1).
+        Pacp => "pacp",
+    }
+}
+
+named_enum! {
+    /// The IGG's policy for placing external requests on its clusters (paper 000 §4–5).
     DispatchName {
         /// Round-robin over the Grid's clusters.
         RoundRobin => "rr",
+        /// Least rate (of local requests) first, random dispatch.
+        Lrf => "lrf",
+        /// Biggest (computing power) cluster first, random dispatch.
+        Bcf => "bcf",
+        /// Preemption-aware allocation, random dispatch.
+        PapRnd => "pap-rnd",
+        /// Preemption-aware allocation, request-type billiard dispatch.
+        PapRtdp => "pap-rtdp",
+        /// The cluster with the fewest cores taken by this IGG's leases.
+        LeastLoad => "least-load",
+        /// The cluster whose LRMS offers the earliest start.
+        EarliestStart => "earliest-start",
     }
 }
 
@@ -145,6 +171,10 @@ pub struct LrmsSettings {
     pub preemption: PreemptionName,
     /// α of the CP policy.
     pub cp_alpha: f64,
+    /// Admission control of external requests.
+    pub admission: AdmissionName,
+    /// PACP's deadline model: share of low-urgency requests and the two deadline ratios.
+    pub pacp_deadlines: (f64, f64, f64),
 }
 
 impl LrmsSettings {
@@ -209,6 +239,8 @@ impl Cluster {
 pub struct IggSettings {
     /// How external requests are placed on clusters.
     pub dispatch: DispatchName,
+    /// Whether a request refused by the chosen cluster is offered to the others.
+    pub retry: bool,
 }
 
 /// A Grid with its gateway.
@@ -398,8 +430,18 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
         .and_then(|(s, _)| PreemptionName::parse(s))
 }
 
-const LRMS_KEYS: &[&str] = &["profile", "scheduler", "pivots", "preemption", "cp_alpha"];
-const IGG_KEYS: &[&str] = &["dispatch"];
+const LRMS_KEYS: &[&str] = &[
+    "profile",
+    "scheduler",
+    "pivots",
+    "preemption",
+    "cp_alpha",
+    "admission",
+    "pacp_low_urgency",
+    "pacp_low_ratio",
+    "pacp_high_ratio",
+];
+const IGG_KEYS: &[&str] = &["dispatch", "retry"];
 
 /// `[lrms]` keys as read from one table; unset keys inherit.
 #[derive(Clone, Default)]
@@ -409,6 +451,10 @@ struct LrmsOverrides<'a> {
     pivots: Option<u32>,
     preemption: Option<PreemptionName>,
     cp_alpha: Option<f64>,
+    admission: Option<AdmissionName>,
+    pacp_low_urgency: Option<f64>,
+    pacp_low_ratio: Option<f64>,
+    pacp_high_ratio: Option<f64>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
@@ -418,6 +464,12 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
         pivots: t.positive("pivots", 1_000_000).map(|(v, _)| v as u32),
         preemption: read_preemption(t),
         cp_alpha: t.number_in("cp_alpha", 0.0, 1.0).map(|(v, _)| v),
+        admission: t
+            .choice("admission", AdmissionName::NAMES)
+            .and_then(|(s, _)| AdmissionName::parse(s)),
+        pacp_low_urgency: t.number_in("pacp_low_urgency", 0.0, 1.0).map(|(v, _)| v),
+        pacp_low_ratio: t.positive_number("pacp_low_ratio").map(|(v, _)| v),
+        pacp_high_ratio: t.positive_number("pacp_high_ratio").map(|(v, _)| v),
     };
     t.finish(LRMS_KEYS);
     o
@@ -426,6 +478,7 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
 #[derive(Clone, Default)]
 struct IggOverrides {
     dispatch: Option<DispatchName>,
+    retry: Option<bool>,
 }
 
 fn read_igg_table(t: &Table<'_>) -> IggOverrides {
@@ -433,6 +486,7 @@ fn read_igg_table(t: &Table<'_>) -> IggOverrides {
         dispatch: t
             .choice("dispatch", DispatchName::NAMES)
             .and_then(|(s, _)| DispatchName::parse(s)),
+        retry: t.bool("retry").map(|(b, _)| b),
     };
     t.finish(IGG_KEYS);
     o
@@ -652,6 +706,7 @@ fn read_topology(
                 .dispatch
                 .or(igg_defaults.dispatch)
                 .unwrap_or(DispatchName::RoundRobin),
+            retry: igg_own.retry.or(igg_defaults.retry).unwrap_or(true),
         };
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
@@ -711,6 +766,15 @@ fn read_topology(
                         .cp_alpha
                         .or(lrms_defaults.cp_alpha)
                         .unwrap_or(DEFAULT_CP_ALPHA),
+                    admission: own
+                        .admission
+                        .or(lrms_defaults.admission)
+                        .unwrap_or(AdmissionName::Cacp),
+                    pacp_deadlines: (
+                        own.pacp_low_urgency.or(lrms_defaults.pacp_low_urgency).unwrap_or(0.5),
+                        own.pacp_low_ratio.or(lrms_defaults.pacp_low_ratio).unwrap_or(4.0),
+                        own.pacp_high_ratio.or(lrms_defaults.pacp_high_ratio).unwrap_or(2.0),
+                    ),
                     profile,
                 };
                 ids.push(ClusterId(clusters.len() as u16));
