@@ -9,6 +9,7 @@ pub mod igg;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
+pub mod sweep;
 pub mod time;
 pub mod topology;
 pub mod trace;
@@ -222,7 +223,11 @@ impl RunResult {
 
 /// The admission limit of a cluster's LRMS, from its policy and its queueing model (external
 /// arrivals spread evenly over the Grid's clusters, as with paper 002's round robin).
-fn admission_for(cluster: &topology::Cluster, model: &igg::dispatch::ClusterModel, external_rate: f64) -> lrms::admission::Admission {
+fn admission_for(
+    cluster: &topology::Cluster,
+    model: &igg::dispatch::ClusterModel,
+    external_rate: f64,
+) -> lrms::admission::Admission {
     use lrms::admission::{self as ac, Admission};
     use topology::AdmissionName;
     let (low, low_ratio, high_ratio) = cluster.lrms.pacp_deadlines;
@@ -300,7 +305,8 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                 .iter()
                 .zip(&models)
                 .map(|(&cid, model)| {
-                    let admission = admission_for(topo.cluster(cid), model, rate / grid.clusters.len() as f64);
+                    let admission =
+                        admission_for(topo.cluster(cid), model, rate / grid.clusters.len() as f64);
                     (cid, start_cluster(&emu, cid, &igg, &director, admission))
                 })
                 .collect();
@@ -311,7 +317,8 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                 dve,
                 {
                     let (models, rate) = igg::dispatch::grid_models(&topo, gi);
-                    let seed = time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
+                    let seed =
+                        time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
                     igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed)
                 },
                 grid.igg.retry,
@@ -368,7 +375,15 @@ fn start_cluster(
                 addr: u.start(),
             }
         });
-        Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts, admission)
+        Lrms::new(
+            Rc::clone(emu),
+            lrms_id,
+            cid,
+            igg.clone(),
+            users,
+            hosts,
+            admission,
+        )
     });
     Peer { id: lrms_id, addr }
 }

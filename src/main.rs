@@ -47,6 +47,23 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
+    /// Run a parameter sweep (see docs/sweeps.md), or merge shards' results.
+    #[command(args_conflicts_with_subcommands = true)]
+    Sweep {
+        #[command(subcommand)]
+        command: Option<SweepCommand>,
+        /// The sweep file (TOML).
+        file: Option<PathBuf>,
+        /// Output directory (runs.csv, points.csv).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Parallel runs (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only shard I of N (runs whose index ≡ I mod N), e.g. --shard 0/4.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+    },
     /// Work with workload traces.
     Workload {
         #[command(subcommand)]
@@ -64,6 +81,107 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum SweepCommand {
+    /// Join the runs.csv files of several shards and recompute the per-point summary.
+    Merge {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// The shards' runs.csv files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+fn parse_shard(text: &str) -> Option<(usize, usize)> {
+    let (i, n) = text.split_once('/')?;
+    let (i, n) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
+    (n > 0 && i < n).then_some((i, n))
+}
+
+fn sweep(
+    file: &std::path::Path,
+    out: Option<PathBuf>,
+    jobs: Option<usize>,
+    shard: Option<String>,
+) -> ExitCode {
+    let spec = match igemu::sweep::parse(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let shard = match shard.as_deref().map(parse_shard) {
+        None => (0, 1),
+        Some(Some(s)) => s,
+        Some(None) => {
+            eprintln!("igemu: --shard takes I/N with 0 ≤ I < N, e.g. --shard 0/4");
+            return ExitCode::from(2);
+        }
+    };
+    // Check the topology and every varied value once before running anything.
+    for r in spec.runs().iter().filter(|r| r.seed == spec.seeds[0]) {
+        if let Err(report) = topology::load_file(
+            &spec.topology,
+            &Overrides {
+                sets: spec.overrides(r),
+            },
+        ) {
+            eprintln!("{report}");
+            return ExitCode::from(2);
+        }
+    }
+    let stem = file
+        .file_stem()
+        .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
+    let out = out.unwrap_or_else(|| PathBuf::from("out").join(format!("sweep-{stem}")));
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("igemu: cannot create {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let outcomes = igemu::sweep::execute(&spec, shard, jobs);
+    let metrics: Vec<String> = if spec.metrics.is_empty() {
+        outcomes
+            .iter()
+            .find_map(|(_, r)| r.as_ref().ok())
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    } else {
+        spec.metrics.clone()
+    };
+    let runs = if shard.1 > 1 {
+        out.join(format!("runs-{}-of-{}.csv", shard.0, shard.1))
+    } else {
+        out.join("runs.csv")
+    };
+    let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
+    let result = igemu::sweep::write_runs(&spec, &outcomes, &metrics, &runs).and_then(|_| {
+        igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
+    });
+    match result {
+        Ok(points) => {
+            println!(
+                "{} runs ({failed} failed), {points} points: {} and {}",
+                outcomes.len(),
+                runs.display(),
+                out.join("points.csv").display()
+            );
+            if failed > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("igemu: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[derive(Subcommand)]
 enum WorkloadCommand {
     /// Summarise an SWF trace (jobs, span, arrival rate, sizes, runtimes); exit 2 on a
     /// malformed file, naming the lines.
@@ -73,7 +191,7 @@ enum WorkloadCommand {
     },
 }
 
-fn inspect(file: &PathBuf) -> ExitCode {
+fn inspect(file: &std::path::Path) -> ExitCode {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -86,20 +204,38 @@ fn inspect(file: &PathBuf) -> ExitCode {
             for e in &errors {
                 eprintln!("{}:{}: error: {}", file.display(), e.line, e.message);
             }
-            eprintln!("{}: {} malformed line(s); SWF job lines have 18 numeric fields", file.display(), errors.len());
+            eprintln!(
+                "{}: {} malformed line(s); SWF job lines have 18 numeric fields",
+                file.display(),
+                errors.len()
+            );
             ExitCode::from(2)
         }
         Ok(trace) => {
             let s = igemu::workload::swf::summarize(&trace);
             println!("{}", file.display());
-            for (k, v) in trace.header.iter().filter(|(k, _)| ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())) {
+            for (k, v) in trace.header.iter().filter(|(k, _)| {
+                ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
+            }) {
                 println!("  {k}: {v}");
             }
-            println!("  jobs            {} ({} usable as leases, {} skipped: no size or no run time)", s.jobs, s.usable, s.jobs - s.usable);
-            println!("  span            {:.0} s ({:.2} days)", s.span_s, s.span_s / 86_400.0);
+            println!(
+                "  jobs            {} ({} usable as leases, {} skipped: no size or no run time)",
+                s.jobs,
+                s.usable,
+                s.jobs - s.usable
+            );
+            println!(
+                "  span            {:.0} s ({:.2} days)",
+                s.span_s,
+                s.span_s / 86_400.0
+            );
             println!("  arrival rate    {:.2} jobs/hour", s.arrivals_per_hour);
             println!("  size (VMs)      min {}  mean {:.2}  max {}  (serial {:.1} %, power of two {:.1} %)", s.size.0, s.size.1, s.size.2, 100.0 * s.serial_share, 100.0 * s.pow2_share);
-            println!("  runtime (s)     min {:.0}  mean {:.0}  max {:.0}", s.runtime.0, s.runtime.1, s.runtime.2);
+            println!(
+                "  runtime (s)     min {:.0}  mean {:.0}  max {:.0}",
+                s.runtime.0, s.runtime.1, s.runtime.2
+            );
             ExitCode::SUCCESS
         }
     }
@@ -135,7 +271,51 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match cli.command {
-        Command::Workload { command: WorkloadCommand::Inspect { file } } => inspect(&file),
+        Command::Workload {
+            command: WorkloadCommand::Inspect { file },
+        } => inspect(&file),
+        Command::Sweep {
+            command: Some(SweepCommand::Merge { out, files }),
+            ..
+        } => {
+            if let Err(e) = std::fs::create_dir_all(&out) {
+                eprintln!("igemu: cannot create {}: {e}", out.display());
+                return ExitCode::from(1);
+            }
+            let merged = out.join("runs.csv");
+            let result = merge_runs(&files, &merged).and_then(|_| {
+                igemu::sweep::summarize(std::slice::from_ref(&merged), &out.join("points.csv"))
+            });
+            match result {
+                Ok(points) => {
+                    println!(
+                        "merged {} files, {points} points: {}",
+                        files.len(),
+                        out.join("points.csv").display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("igemu: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Sweep {
+            command: None,
+            file: Some(file),
+            out,
+            jobs,
+            shard,
+        } => sweep(&file, out, jobs, shard),
+        Command::Sweep {
+            command: None,
+            file: None,
+            ..
+        } => {
+            eprintln!("igemu: sweep needs a sweep file (or `igemu sweep merge`)");
+            ExitCode::from(2)
+        }
         Command::Validate { files, sets } => {
             let overrides = Overrides { sets };
             let mut bad = false;
@@ -219,4 +399,36 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// Concatenates shards' run files (same columns), keeping one header.
+fn merge_runs(files: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
+    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut header: Option<csv::StringRecord> = None;
+    for f in files {
+        let mut r = csv::Reader::from_path(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let h = r
+            .headers()
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .clone();
+        match &header {
+            None => {
+                w.write_record(&h).map_err(|e| e.to_string())?;
+                header = Some(h);
+            }
+            Some(prev) if *prev != h => {
+                return Err(format!(
+                    "{}: columns differ from {}",
+                    f.display(),
+                    files[0].display()
+                ))
+            }
+            _ => {}
+        }
+        for rec in r.records() {
+            w.write_record(&rec.map_err(|e| format!("{}: {e}", f.display()))?)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    w.flush().map_err(|e| e.to_string())
 }

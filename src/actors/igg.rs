@@ -12,13 +12,17 @@ use actix::{Actor, Context, Handler};
 
 use super::lrms::Lrms;
 use super::messages::{
-    AdoptLease, AssignLease, LeaseEnded, LeaseStarted, ProbeStart, RelocateLease, RelocationOutcome, SubmitExternal,
+    AdoptLease, AssignLease, LeaseEnded, LeaseStarted, ProbeStart, RelocateLease,
+    RelocationOutcome, SubmitExternal,
 };
 use super::users::Users;
 use super::{Emu, Peer};
 use crate::igg::{Dispatcher, Loads};
 use crate::model::{ClusterId, RequestId, RequestState};
 use crate::trace::ActorId;
+
+/// What this IGG's leases take: per-cluster loads, and each lease's cluster and cores.
+type LoadBook = (Loads, BTreeMap<RequestId, (usize, u64)>);
 
 /// A Grid's InterGrid Gateway.
 pub struct Igg {
@@ -30,15 +34,36 @@ pub struct Igg {
     /// Whether a request refused by the chosen cluster is offered to the others.
     retry: bool,
     /// Cores this IGG's leases take on each cluster (for least-load), and where each runs.
-    loads: Rc<RefCell<(Loads, BTreeMap<RequestId, (usize, u64)>)>>,
+    loads: Rc<RefCell<LoadBook>>,
 }
 
 impl Igg {
     /// The IGG of a Grid with these clusters' LRMSs and (if any) its DVE manager.
-    pub fn new(emu: Rc<Emu>, id: ActorId, clusters: Vec<(ClusterId, Peer<Lrms>)>, dve: Option<Peer<Users>>, dispatcher: Dispatcher, retry: bool) -> Igg {
-        let cores = clusters.iter().map(|(c, _)| emu.topo.cluster(*c).cores()).collect();
-        let loads = Loads { busy: vec![0; clusters.len()], cores };
-        Igg { emu, id, clusters, dve, dispatcher, retry, loads: Rc::new(RefCell::new((loads, BTreeMap::new()))) }
+    pub fn new(
+        emu: Rc<Emu>,
+        id: ActorId,
+        clusters: Vec<(ClusterId, Peer<Lrms>)>,
+        dve: Option<Peer<Users>>,
+        dispatcher: Dispatcher,
+        retry: bool,
+    ) -> Igg {
+        let cores = clusters
+            .iter()
+            .map(|(c, _)| emu.topo.cluster(*c).cores())
+            .collect();
+        let loads = Loads {
+            busy: vec![0; clusters.len()],
+            cores,
+        };
+        Igg {
+            emu,
+            id,
+            clusters,
+            dve,
+            dispatcher,
+            retry,
+            loads: Rc::new(RefCell::new((loads, BTreeMap::new()))),
+        }
     }
 
     /// The post office: run `handler` as its own task.
@@ -63,7 +88,8 @@ impl Handler<SubmitExternal> for Igg {
         let peers: Vec<Peer<Lrms>> = self.clusters.iter().map(|(_, p)| p.clone()).collect();
         // Policies that need no answers decide now, in arrival order; earliest-start asks
         // every LRMS for its offer first (inside the task, so other messages go on).
-        let decided = (!self.dispatcher.asks_for_offers()).then(|| self.dispatcher.order(&req, &self.loads.borrow().0, &[]));
+        let decided = (!self.dispatcher.asks_for_offers())
+            .then(|| self.dispatcher.order(&req, &self.loads.borrow().0, &[]));
         let mut dispatcher = self.dispatcher.clone();
         self.post(async move {
             let order = match decided {
@@ -84,9 +110,18 @@ impl Handler<SubmitExternal> for Igg {
                     return;
                 }
             }
-            emu.metrics.borrow_mut().ended(req.id, RequestState::Rejected, emu.now());
+            emu.metrics
+                .borrow_mut()
+                .ended(req.id, RequestState::Rejected, emu.now());
             if let Some(dve) = dve {
-                emu.send(me, &dve, LeaseEnded { lease: req.id, state: RequestState::Rejected });
+                emu.send(
+                    me,
+                    &dve,
+                    LeaseEnded {
+                        lease: req.id,
+                        state: RequestState::Rejected,
+                    },
+                );
             }
         });
     }
@@ -135,7 +170,9 @@ impl Handler<RelocateLease> for Igg {
         // that can resume it by its deadline takes it over.
         let n = self.clusters.len();
         let from = self.index_of(msg.from).unwrap_or(0);
-        let others: Vec<(ClusterId, Peer<Lrms>)> = (1..n).map(|k| self.clusters[(from + k) % n].clone()).collect();
+        let others: Vec<(ClusterId, Peer<Lrms>)> = (1..n)
+            .map(|k| self.clusters[(from + k) % n].clone())
+            .collect();
         let source = self.clusters.get(from).map(|(_, p)| p.clone());
         let (emu, me, loads) = (Rc::clone(&self.emu), self.id, Rc::clone(&self.loads));
         let index: Vec<ClusterId> = self.clusters.iter().map(|(c, _)| *c).collect();

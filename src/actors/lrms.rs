@@ -12,8 +12,8 @@ use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 use super::host::Host;
 use super::igg::Igg;
 use super::messages::{
-    AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, ProbeStart, StartOffer, LeaseEnded, LeaseStarted, RelocateLease,
-    RelocationOutcome, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
+    AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, ProbeStart,
+    RelocateLease, RelocationOutcome, StartOffer, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
 use super::users::Users;
 use super::vm::Vm;
@@ -288,6 +288,9 @@ impl Handler<ProbeStart> for Lrms {
     type Result = MessageResult<ProbeStart>;
     fn handle(&mut self, msg: ProbeStart, _: &mut Context<Self>) -> Self::Result {
         let start = self.core.probe(&msg.0, self.emu.now());
-        MessageResult(StartOffer { lease: msg.0.id, start })
+        MessageResult(StartOffer {
+            lease: msg.0.id,
+            start,
+        })
     }
 }

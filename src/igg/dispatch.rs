@@ -104,7 +104,10 @@ pub fn grid_models(topo: &Topology, grid: usize) -> (Vec<ClusterModel>, f64) {
         let (lo, hi) = arrivals.fold((f64::INFINITY, 0f64), |(lo, hi), a| (lo.min(a), hi.max(a)));
         (hi - lo).max(1.0)
     };
-    let external = topo.requests.iter().filter(|r| r.origin == Origin::External && usize::from(r.grid.0) == grid);
+    let external = topo
+        .requests
+        .iter()
+        .filter(|r| r.origin == Origin::External && usize::from(r.grid.0) == grid);
     let (rate, ext_vms, ext_dur) = stream_stats(external, span);
     let models = g
         .clusters
@@ -112,8 +115,15 @@ pub fn grid_models(topo: &Topology, grid: usize) -> (Vec<ClusterModel>, f64) {
         .map(|&cid| {
             let c = topo.cluster(cid);
             // Computing power in units of a 1000-MIPS core, so service times stay in seconds.
-            let speed: f64 = c.hosts.iter().map(|h| f64::from(h.cores) * f64::from(h.mips) / 1000.0).sum();
-            let local = topo.requests.iter().filter(|r| r.origin == Origin::Local && r.cluster == Some(cid));
+            let speed: f64 = c
+                .hosts
+                .iter()
+                .map(|h| f64::from(h.cores) * f64::from(h.mips) / 1000.0)
+                .sum();
+            let local = topo
+                .requests
+                .iter()
+                .filter(|r| r.origin == Origin::Local && r.cluster == Some(cid));
             let (lrate, lvms, ldur) = stream_stats(local, span);
             let theta = (ext_vms * ext_dur / speed).max(1e-12);
             let tau = lvms * ldur / speed;
@@ -150,7 +160,11 @@ pub fn pap_rates(clusters: &[ClusterModel], total: f64, eps: f64) -> Vec<f64> {
         k += 1;
     }
     let mut lb = clusters[order[k - 1]].psi();
-    let mut ub = if k < n { clusters[order[k]].psi() } else { 2.0 * lb.max(eps) };
+    let mut ub = if k < n {
+        clusters[order[k]].psi()
+    } else {
+        2.0 * lb.max(eps)
+    };
     let mut guard = 0;
     while sum_phi(k, ub) > target(k) && guard < 200 {
         ub *= 2.0;
@@ -184,7 +198,11 @@ impl Billiard {
     /// A sequence over `fractions` (P_j), with X = 1 on cluster `fastest` (smallest θ).
     pub fn new(fractions: Vec<f64>, fastest: usize) -> Billiard {
         let n = fractions.len();
-        Billiard { fractions, fastest, sent: vec![[0; 4]; n] }
+        Billiard {
+            fractions,
+            fastest,
+            sent: vec![[0; 4]; n],
+        }
     }
 
     /// The cluster for the next request of type `t`: argmin_j (X_j + Y_jᵗ) / P_jᵗ.
@@ -241,17 +259,38 @@ impl Dispatcher {
         let fractions = match policy {
             DispatchName::Lrf => {
                 let total: f64 = models.iter().map(|m| m.local_rate).sum();
-                normalise(models.iter().map(|m| if total > 0.0 { 1.0 - m.local_rate / total } else { 1.0 }).collect())
+                normalise(
+                    models
+                        .iter()
+                        .map(|m| {
+                            if total > 0.0 {
+                                1.0 - m.local_rate / total
+                            } else {
+                                1.0
+                            }
+                        })
+                        .collect(),
+                )
             }
             DispatchName::Bcf => normalise(models.iter().map(|m| m.speed).collect()),
-            DispatchName::PapRnd | DispatchName::PapRtdp => normalise(pap_rates(models, rate, 1e-3)),
+            DispatchName::PapRnd | DispatchName::PapRtdp => {
+                normalise(pap_rates(models, rate, 1e-3))
+            }
             _ => vec![1.0 / n.max(1) as f64; n],
         };
         let billiard = (policy == DispatchName::PapRtdp).then(|| {
-            let fastest = (0..n).min_by(|&a, &b| models[a].theta.total_cmp(&models[b].theta)).unwrap_or(0);
+            let fastest = (0..n)
+                .min_by(|&a, &b| models[a].theta.total_cmp(&models[b].theta))
+                .unwrap_or(0);
             Billiard::new(fractions.clone(), fastest)
         });
-        Dispatcher { policy, next: 0, fractions, billiard, rng: StdRng::seed_from_u64(seed) }
+        Dispatcher {
+            policy,
+            next: 0,
+            fractions,
+            billiard,
+            rng: StdRng::seed_from_u64(seed),
+        }
     }
 
     /// The routing fractions P_j the policy works with.
@@ -279,7 +318,12 @@ impl Dispatcher {
     /// The order in which to try the clusters for `req`: the policy's choice first, then the
     /// others round-robin after it. `loads` feeds least-load; `offers` (earliest start per
     /// cluster, `None` if it cannot take it) feeds earliest-start.
-    pub fn order(&mut self, req: &LeaseRequest, loads: &Loads, offers: &[Option<u64>]) -> Vec<usize> {
+    pub fn order(
+        &mut self,
+        req: &LeaseRequest,
+        loads: &Loads,
+        offers: &[Option<u64>],
+    ) -> Vec<usize> {
         let n = self.fractions.len();
         if n == 0 {
             return Vec::new();
@@ -291,15 +335,23 @@ impl Dispatcher {
                 f
             }
             DispatchName::Lrf | DispatchName::Bcf | DispatchName::PapRnd => self.random(),
-            DispatchName::PapRtdp => self.billiard.as_mut().and_then(|b| b.next(req.lease_type)).unwrap_or(0),
+            DispatchName::PapRtdp => self
+                .billiard
+                .as_mut()
+                .and_then(|b| b.next(req.lease_type))
+                .unwrap_or(0),
             DispatchName::LeastLoad => (0..n)
                 .min_by(|&a, &b| {
-                    let la = loads.busy.get(a).copied().unwrap_or(0) as f64 / loads.cores.get(a).copied().unwrap_or(1).max(1) as f64;
-                    let lb = loads.busy.get(b).copied().unwrap_or(0) as f64 / loads.cores.get(b).copied().unwrap_or(1).max(1) as f64;
+                    let la = loads.busy.get(a).copied().unwrap_or(0) as f64
+                        / loads.cores.get(a).copied().unwrap_or(1).max(1) as f64;
+                    let lb = loads.busy.get(b).copied().unwrap_or(0) as f64
+                        / loads.cores.get(b).copied().unwrap_or(1).max(1) as f64;
                     la.total_cmp(&lb)
                 })
                 .unwrap_or(0),
-            DispatchName::EarliestStart => (0..n).min_by_key(|&j| offers.get(j).copied().flatten().unwrap_or(u64::MAX)).unwrap_or(0),
+            DispatchName::EarliestStart => (0..n)
+                .min_by_key(|&j| offers.get(j).copied().flatten().unwrap_or(u64::MAX))
+                .unwrap_or(0),
         };
         (0..n).map(|i| (first + i) % n).collect()
     }
@@ -325,7 +377,11 @@ mod tests {
                 omega: (0.5 * theta).powi(2) + theta * theta,
             }
         };
-        vec![mk(64.0, 2000.0, 0.03), mk(128.0, 3000.0, 0.04), mk(256.0, 2100.0, 0.05)]
+        vec![
+            mk(64.0, 2000.0, 0.03),
+            mk(128.0, 3000.0, 0.04),
+            mk(256.0, 2100.0, 0.05),
+        ]
     }
 
     fn derivative(c: &ClusterModel, x: f64) -> f64 {
@@ -339,12 +395,23 @@ mod tests {
         for total in [0.05, 0.1, 0.15] {
             let rates = pap_rates(&c, total, 1e-9);
             let sum: f64 = rates.iter().sum();
-            assert!((sum - total).abs() < 1e-6 * total.max(1.0), "Σ Λ̂ = {sum}, Λ = {total}");
+            assert!(
+                (sum - total).abs() < 1e-6 * total.max(1.0),
+                "Σ Λ̂ = {sum}, Λ = {total}"
+            );
             // Lagrange: every cluster that gets load has the same marginal cost of eq. 3, and
             // none that gets no load would be cheaper at the margin.
-            let used: Vec<f64> = rates.iter().zip(&c).filter(|(r, _)| **r > 1e-9).map(|(r, m)| derivative(m, *r)).collect();
+            let used: Vec<f64> = rates
+                .iter()
+                .zip(&c)
+                .filter(|(r, _)| **r > 1e-9)
+                .map(|(r, m)| derivative(m, *r))
+                .collect();
             for d in &used {
-                assert!((d - used[0]).abs() < 1e-4 * used[0].abs().max(1.0), "{used:?}");
+                assert!(
+                    (d - used[0]).abs() < 1e-4 * used[0].abs().max(1.0),
+                    "{used:?}"
+                );
             }
             for (r, m) in rates.iter().zip(&c) {
                 if *r <= 1e-9 {
@@ -393,7 +460,9 @@ mod tests {
             deadline: None,
         };
         let mut rr = Dispatcher::new(DispatchName::RoundRobin, &c, 0.1, 1);
-        let firsts: Vec<usize> = (0..4).map(|_| rr.order(&req, &Loads::default(), &[])[0]).collect();
+        let firsts: Vec<usize> = (0..4)
+            .map(|_| rr.order(&req, &Loads::default(), &[])[0])
+            .collect();
         assert_eq!(firsts, vec![0, 1, 2, 0]);
         let mut bcf = Dispatcher::new(DispatchName::Bcf, &c, 0.1, 7);
         let expected = bcf.fractions().to_vec();
@@ -409,9 +478,20 @@ mod tests {
         // LRF gives the cluster with the most local load the least.
         let lrf = Dispatcher::new(DispatchName::Lrf, &c, 0.1, 7);
         assert!(lrf.fractions()[0] > lrf.fractions()[2]);
-        let ll = Dispatcher::new(DispatchName::LeastLoad, &c, 0.1, 7).order(&req, &Loads { busy: vec![60, 10, 200], cores: vec![64, 128, 256] }, &[]);
+        let ll = Dispatcher::new(DispatchName::LeastLoad, &c, 0.1, 7).order(
+            &req,
+            &Loads {
+                busy: vec![60, 10, 200],
+                cores: vec![64, 128, 256],
+            },
+            &[],
+        );
         assert_eq!(ll[0], 1);
-        let es = Dispatcher::new(DispatchName::EarliestStart, &c, 0.1, 7).order(&req, &Loads::default(), &[Some(50), None, Some(20)]);
+        let es = Dispatcher::new(DispatchName::EarliestStart, &c, 0.1, 7).order(
+            &req,
+            &Loads::default(),
+            &[Some(50), None, Some(20)],
+        );
         assert_eq!(es[0], 2);
     }
 }

@@ -61,7 +61,7 @@ pub fn racp_queue_length(m: &QueueModel) -> usize {
 }
 
 /// The longest queue PACP considers.
-pub const MAX_QUEUE: usize = 10_000;
+pub const MAX_QUEUE: usize = 2_000;
 
 /// Expected service time (eq. 4) and its variance (eq. 5) of an external request.
 pub fn service_moments(m: &QueueModel) -> (f64, f64) {
@@ -77,14 +77,19 @@ pub fn service_moments(m: &QueueModel) -> (f64, f64) {
 fn arrivals_during_service(rate: f64, mean: f64, var: f64, n: usize) -> Vec<f64> {
     if var <= 1e-12 * mean * mean {
         let l = rate * mean;
-        return (0..n).map(|k| (k as f64 * l.ln() - l - ln_gamma(k as f64 + 1.0)).exp()).collect();
+        return (0..n)
+            .map(|k| (k as f64 * l.ln() - l - ln_gamma(k as f64 + 1.0)).exp())
+            .collect();
     }
     let (scale, shape) = (var / mean, mean * mean / var);
     let p = rate * scale / (1.0 + rate * scale);
     (0..n)
         .map(|k| {
             let k = k as f64;
-            (ln_gamma(k + shape) - ln_gamma(k + 1.0) - ln_gamma(shape) + k * p.ln() + shape * (1.0 - p).ln()).exp()
+            (ln_gamma(k + shape) - ln_gamma(k + 1.0) - ln_gamma(shape)
+                + k * p.ln()
+                + shape * (1.0 - p).ln())
+            .exp()
         })
         .collect()
 }
@@ -112,7 +117,14 @@ pub fn pacp_queue_length(m: &QueueModel) -> usize {
         }
         let total: f64 = pi[..k].iter().sum();
         let (sigma, pd0) = if total > 0.0 {
-            (pi[..k].iter().enumerate().map(|(n, p)| n as f64 * p / total).sum::<f64>(), pi[0] / total)
+            (
+                pi[..k]
+                    .iter()
+                    .enumerate()
+                    .map(|(n, p)| n as f64 * p / total)
+                    .sum::<f64>(),
+                pi[0] / total,
+            )
         } else {
             (0.0, 0.0)
         };
@@ -157,7 +169,10 @@ mod tests {
     #[test]
     fn a_stable_queue_needs_no_limit() {
         // ρ_e = 0.01 · 28.6 s < 1: the response time converges below a 4ω deadline.
-        let m = QueueModel { external_rate: 0.01, ..model(80.0) };
+        let m = QueueModel {
+            external_rate: 0.01,
+            ..model(80.0)
+        };
         assert_eq!(pacp_queue_length(&m), MAX_QUEUE);
     }
 

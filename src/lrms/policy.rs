@@ -126,57 +126,88 @@ fn by_score(c: &[Candidate], need: u32, score: impl Fn(&Candidate) -> f64) -> Ve
     prefix_cover(c, &order, need)
 }
 
-/// A DP state: the cheapest cost found and the set achieving it.
-type Cover = Option<(u64, Vec<usize>)>;
+const NONE: u64 = u64::MAX;
 
 /// The cheapest cover of `need` VMs: a DP over leases in arrival order and VMs covered
-/// (capped at `need`) that carries each state's set and replaces it only by a strictly
-/// cheaper one.
+/// (capped at `need`), keeping a table per lease for reconstruction. A solution is only
+/// replaced by a strictly cheaper one, so among equally cheap sets the one found first in
+/// arrival order wins (the reconstruction prefers leaving later leases out, and the largest
+/// predecessor state, exactly as the forward pass breaks ties).
 fn min_cost_cover(c: &[Candidate], need: u32) -> Option<(Vec<usize>, u64)> {
-    let need = need as usize;
-    let mut best: Vec<Cover> = vec![None; need + 1];
-    best[0] = Some((0, Vec::new()));
-    for (i, cand) in c.iter().enumerate() {
-        let v = cand.vms as usize;
-        for k in (0..=need).rev() {
-            let Some((base, set)) = best[k].clone() else {
-                continue;
-            };
-            let to = (k + v).min(need);
-            let new = base + cand.cost.as_micros();
-            if best[to].as_ref().is_none_or(|(b, _)| new < *b) {
-                let mut s = set;
-                s.push(i);
-                best[to] = Some((new, s));
-            }
-        }
-    }
-    best[need].take().map(|(cost, set)| (set, cost))
+    min_cost_cover_counted(c, need, None)
 }
 
 /// The cheapest cover of `need` VMs with exactly `n` leases (same DP with a lease count).
 fn min_cost_cover_exactly(c: &[Candidate], need: u32, n: usize) -> Option<(Vec<usize>, u64)> {
+    min_cost_cover_counted(c, need, Some(n))
+}
+
+/// The DP behind both: states are (leases taken, VMs covered capped at `need`); without a
+/// count the lease dimension collapses to one.
+fn min_cost_cover_counted(
+    c: &[Candidate],
+    need: u32,
+    count: Option<usize>,
+) -> Option<(Vec<usize>, u64)> {
     let need = need as usize;
-    let mut best: Vec<Vec<Cover>> = vec![vec![None; need + 1]; n + 1];
-    best[0][0] = Some((0, Vec::new()));
-    for (i, cand) in c.iter().enumerate() {
+    let layers = count.map_or(1, |n| n + 1);
+    let width = need + 1;
+    let states = layers * width;
+    // table[i] = best costs after considering the first i leases.
+    let mut table: Vec<Vec<u64>> = Vec::with_capacity(c.len() + 1);
+    let mut best = vec![NONE; states];
+    best[0] = 0;
+    table.push(best.clone());
+    for cand in c {
         let v = cand.vms as usize;
-        for j in (0..n).rev() {
+        let cost = cand.cost.as_micros();
+        let prev = best.clone();
+        for j in (0..layers).rev() {
+            let (from_j, to_j) = match count {
+                None => (0, 0),
+                Some(_) if j + 1 < layers => (j, j + 1),
+                Some(_) => continue,
+            };
             for k in (0..=need).rev() {
-                let Some((base, set)) = best[j][k].clone() else {
+                let base = prev[from_j * width + k];
+                if base == NONE {
                     continue;
-                };
-                let to = (k + v).min(need);
-                let new = base + cand.cost.as_micros();
-                if best[j + 1][to].as_ref().is_none_or(|(b, _)| new < *b) {
-                    let mut s = set;
-                    s.push(i);
-                    best[j + 1][to] = Some((new, s));
+                }
+                let to = to_j * width + (k + v).min(need);
+                let new = base + cost;
+                if new < best[to] {
+                    best[to] = new;
                 }
             }
         }
+        table.push(best.clone());
     }
-    best[n][need].take().map(|(cost, set)| (set, cost))
+    let final_layer = count.unwrap_or(0);
+    let total = table[c.len()][final_layer * width + need];
+    if total == NONE {
+        return None;
+    }
+    // Walk back from the last lease.
+    let (mut j, mut k) = (final_layer, need);
+    let mut set = Vec::new();
+    for i in (0..c.len()).rev() {
+        let here = table[i + 1][j * width + k];
+        if table[i][j * width + k] == here {
+            continue;
+        }
+        let v = c[i].vms as usize;
+        let pj = if count.is_some() { j - 1 } else { 0 };
+        let pred = (0..=need).rev().find(|&kp| {
+            (kp + v).min(need) == k
+                && table[i][pj * width + kp] != NONE
+                && table[i][pj * width + kp] + c[i].cost.as_micros() == here
+        })?;
+        set.push(i);
+        j = pj;
+        k = pred;
+    }
+    set.reverse();
+    Some((set, total))
 }
 
 fn is_minimal_cover(c: &[Candidate], set: &[usize], need: u32) -> bool {

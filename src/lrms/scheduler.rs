@@ -495,7 +495,10 @@ impl Core {
 
     /// External leases waiting here (not started) and held here at all.
     fn external_counts(&self) -> (usize, usize) {
-        let ext = self.leases.values().filter(|l| !l.is_local() && l.phase != Phase::Done);
+        let ext = self
+            .leases
+            .values()
+            .filter(|l| !l.is_local() && l.phase != Phase::Done);
         let (mut waiting, mut held) = (0, 0);
         for l in ext {
             held += 1;
@@ -522,7 +525,9 @@ impl Core {
             started_once: false,
         };
         let (start, plan, _) = self.find_slot_for(&l, now)?;
-        let deadline = req.deadline.filter(|_| req.lease_type.deadline_constrained());
+        let deadline = req
+            .deadline
+            .filter(|_| req.lease_type.deadline_constrained());
         deadline.is_none_or(|d| plan.end <= d).then_some(start)
     }
 

@@ -341,7 +341,8 @@ pub fn figures(
                         dl_rejected += 1;
                     } else {
                         dl_accepted += 1;
-                        let late = state != RequestState::Completed || rec.end.is_some_and(|e| e > d);
+                        let late =
+                            state != RequestState::Completed || rec.end.is_some_and(|e| e > d);
                         dl_violated += u64::from(late);
                     }
                 }
@@ -408,7 +409,11 @@ pub fn figures(
             migration_rate: ratio(migrated as f64, migratable as f64),
             nonpreemptable_rejection_rate: ratio(np_rejected as f64, np_all as f64),
             // (a·v + r)/(a + r) with v = violated/accepted is (violated + rejected)/(a + r).
-            dvr: 100.0 * ratio((dl_violated + dl_rejected) as f64, (dl_accepted + dl_rejected) as f64),
+            dvr: 100.0
+                * ratio(
+                    (dl_violated + dl_rejected) as f64,
+                    (dl_accepted + dl_rejected) as f64,
+                ),
             completed_external_pct: 100.0 * ratio(ext_completed as f64, ext_all as f64),
         }
     };

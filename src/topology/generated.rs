@@ -12,7 +12,19 @@ use crate::workload::{self, Das2, Deadlines, Gwa, Lublin99, Model, TypeMix};
 
 /// Keys a generated workload may have besides name, origin, grid and cluster.
 pub const KEYS: &[&str] = &[
-    "model", "span", "start", "max_requests", "mem_mb", "cores_per_vm", "max_vms", "das2", "lublin99", "gwa", "swf", "mix", "deadlines",
+    "model",
+    "span",
+    "start",
+    "max_requests",
+    "mem_mb",
+    "cores_per_vm",
+    "max_vms",
+    "das2",
+    "lublin99",
+    "gwa",
+    "swf",
+    "mix",
+    "deadlines",
 ];
 
 /// Where generated requests go and how they are numbered.
@@ -70,12 +82,36 @@ fn read_das2(t: Option<Table<'_>>) -> Das2 {
     set_positive(&t, "arrival_scale", &mut m.arrival_scale);
     set_positive(&t, "arrival_shape", &mut m.arrival_shape);
     if m.p_one + m.p_pow2 > 1.0 {
-        t.diags.error(&t.node.loc, format!("p_one + p_pow2 = {} exceeds 1 in {}", m.p_one + m.p_pow2, t.what), None);
+        t.diags.error(
+            &t.node.loc,
+            format!(
+                "p_one + p_pow2 = {} exceeds 1 in {}",
+                m.p_one + m.p_pow2,
+                t.what
+            ),
+            None,
+        );
     }
     if !(m.size_l <= m.size_m && m.size_m <= m.size_h) {
-        t.diags.error(&t.node.loc, format!("{} needs size_l ≤ size_m ≤ size_h", t.what), None);
+        t.diags.error(
+            &t.node.loc,
+            format!("{} needs size_l ≤ size_m ≤ size_h", t.what),
+            None,
+        );
     }
-    t.finish(&["p_one", "p_pow2", "size_l", "size_m", "size_h", "size_q", "duration_a", "duration_b", "duration_max_s", "arrival_scale", "arrival_shape"]);
+    t.finish(&[
+        "p_one",
+        "p_pow2",
+        "size_l",
+        "size_m",
+        "size_h",
+        "size_q",
+        "duration_a",
+        "duration_b",
+        "duration_max_s",
+        "arrival_scale",
+        "arrival_shape",
+    ]);
     m
 }
 
@@ -88,7 +124,17 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
     set(&t, "u_med", &mut m.u_med);
     set(&t, "u_hi", &mut m.u_hi);
     set_prob(&t, "u_prob", &mut m.u_prob);
-    for (k, f) in [("a1", &mut m.a1), ("b1", &mut m.b1), ("a2", &mut m.a2), ("b2", &mut m.b2), ("a_arr", &mut m.a_arr), ("b_arr", &mut m.b_arr), ("a_num", &mut m.a_num), ("b_num", &mut m.b_num), ("arar", &mut m.arar)] {
+    for (k, f) in [
+        ("a1", &mut m.a1),
+        ("b1", &mut m.b1),
+        ("a2", &mut m.a2),
+        ("b2", &mut m.b2),
+        ("a_arr", &mut m.a_arr),
+        ("b_arr", &mut m.b_arr),
+        ("a_num", &mut m.a_num),
+        ("b_num", &mut m.b_num),
+        ("arar", &mut m.arar),
+    ] {
         set_positive(&t, k, f);
     }
     set(&t, "pa", &mut m.pa);
@@ -96,7 +142,26 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
     if let Some((b, _)) = t.bool("daily_cycle") {
         m.daily_cycle = b;
     }
-    t.finish(&["serial_prob", "pow2_prob", "u_low", "u_med", "u_hi", "u_prob", "a1", "b1", "a2", "b2", "pa", "pb", "a_arr", "b_arr", "a_num", "b_num", "arar", "daily_cycle"]);
+    t.finish(&[
+        "serial_prob",
+        "pow2_prob",
+        "u_low",
+        "u_med",
+        "u_hi",
+        "u_prob",
+        "a1",
+        "b1",
+        "a2",
+        "b2",
+        "pa",
+        "pb",
+        "a_arr",
+        "b_arr",
+        "a_num",
+        "b_num",
+        "arar",
+        "daily_cycle",
+    ]);
     m
 }
 
@@ -111,22 +176,46 @@ fn read_gwa(t: Option<Table<'_>>) -> Gwa {
     if let Some((v, _)) = t.number_in("duration_sd", 0.0, 1e9) {
         m.duration_sd = v;
     }
-    t.finish(&["arrival_scale", "arrival_shape", "tasks_scale", "tasks_shape", "duration_mean", "duration_sd"]);
+    t.finish(&[
+        "arrival_scale",
+        "arrival_shape",
+        "tasks_scale",
+        "tasks_shape",
+        "duration_mean",
+        "duration_sd",
+    ]);
     m
 }
 
 fn read_mix(t: Option<Table<'_>>) -> TypeMix {
     let mut mix = TypeMix::default();
     let Some(t) = t else { return mix };
-    for (i, k) in ["cancellable", "suspendable", "migratable", "non_preemptable"].iter().enumerate() {
+    for (i, k) in [
+        "cancellable",
+        "suspendable",
+        "migratable",
+        "non_preemptable",
+    ]
+    .iter()
+    .enumerate()
+    {
         if let Some((v, _)) = t.number_in(k, 0.0, 1e9) {
             mix.weights[i] = v;
         }
     }
     if mix.weights.iter().sum::<f64>() <= 0.0 {
-        t.diags.error(&t.node.loc, format!("{} gives every lease type a zero share", t.what), Some("give at least one type a positive share".into()));
+        t.diags.error(
+            &t.node.loc,
+            format!("{} gives every lease type a zero share", t.what),
+            Some("give at least one type a positive share".into()),
+        );
     }
-    t.finish(&["cancellable", "suspendable", "migratable", "non_preemptable"]);
+    t.finish(&[
+        "cancellable",
+        "suspendable",
+        "migratable",
+        "non_preemptable",
+    ]);
     mix
 }
 
@@ -136,25 +225,59 @@ fn read_deadlines(t: Option<Table<'_>>) -> (Deadlines, bool) {
     set_prob(&t, "low_urgency", &mut d.low_urgency);
     set_positive(&t, "low_mean", &mut d.low_mean);
     set_positive(&t, "high_mean", &mut d.high_mean);
-    for (k, f) in [("low_sd", &mut d.low_sd), ("high_sd", &mut d.high_sd), ("min_ratio", &mut d.min_ratio)] {
+    for (k, f) in [
+        ("low_sd", &mut d.low_sd),
+        ("high_sd", &mut d.high_sd),
+        ("min_ratio", &mut d.min_ratio),
+    ] {
         if let Some((v, _)) = t.number_in(k, 0.0, 1e6) {
             *f = v;
         }
     }
     let soft = t.bool("best_effort").is_some_and(|(b, _)| b);
-    t.finish(&["low_urgency", "low_mean", "low_sd", "high_mean", "high_sd", "min_ratio", "best_effort"]);
+    t.finish(&[
+        "low_urgency",
+        "low_mean",
+        "low_sd",
+        "high_mean",
+        "high_sd",
+        "min_ratio",
+        "best_effort",
+    ]);
     (d, soft)
 }
 
 /// Reads the generator settings of `w` (model `model`) and appends its requests.
-pub fn read(w: &Table<'_>, model: &str, target: &Target<'_>, run_seed: u64, base_dir: Option<&Path>, sink: &mut Sink<'_>) -> Vec<RequestId> {
+pub fn read(
+    w: &Table<'_>,
+    model: &str,
+    target: &Target<'_>,
+    run_seed: u64,
+    base_dir: Option<&Path>,
+    sink: &mut Sink<'_>,
+) -> Vec<RequestId> {
     let diags: &Diags = w.diags;
-    let span = w.duration("span").map_or(EmuDuration::from_secs(2 * 86_400), |(d, _)| d);
-    let start = w.duration("start").map_or(EmuTime::ZERO, |(d, _)| EmuTime::ZERO + d);
-    let max_jobs = w.positive("max_requests", 10_000_000).map_or(1_000_000, |(v, _)| v as usize);
-    let mem_mb = w.positive("mem_mb", 1 << 30).map_or(1024, |(v, _)| v as u32);
-    let cores_per_vm = w.positive("cores_per_vm", 1 << 16).map_or(1, |(v, _)| v as u32);
-    let capacity = target.clusters.iter().map(|c| super::vm_capacity(c, cores_per_vm, mem_mb)).max().unwrap_or(0);
+    let span = w
+        .duration("span")
+        .map_or(EmuDuration::from_secs(2 * 86_400), |(d, _)| d);
+    let start = w
+        .duration("start")
+        .map_or(EmuTime::ZERO, |(d, _)| EmuTime::ZERO + d);
+    let max_jobs = w
+        .positive("max_requests", 10_000_000)
+        .map_or(1_000_000, |(v, _)| v as usize);
+    let mem_mb = w
+        .positive("mem_mb", 1 << 30)
+        .map_or(1024, |(v, _)| v as u32);
+    let cores_per_vm = w
+        .positive("cores_per_vm", 1 << 16)
+        .map_or(1, |(v, _)| v as u32);
+    let capacity = target
+        .clusters
+        .iter()
+        .map(|c| super::vm_capacity(c, cores_per_vm, mem_mb))
+        .max()
+        .unwrap_or(0);
     let max_vms = match w.positive("max_vms", 1 << 30) {
         Some((v, loc)) if v > capacity => {
             diags.error(loc, format!("`max_vms` = {v} but the largest cluster this workload may use holds {capacity} VMs of {mem_mb} MB"), Some(format!("use at most {capacity}, or leave it out")));
@@ -169,22 +292,48 @@ pub fn read(w: &Table<'_>, model: &str, target: &Target<'_>, run_seed: u64, base
     }
     let seed = stream_seed(run_seed, &format!("workload:{}", target.name));
     let jobs = match model {
-        "das2" => workload::generate(&Model::Das2(read_das2(w.table("das2"))), span, max_vms, max_jobs, seed),
-        "lublin99" => workload::generate(&Model::Lublin99(read_lublin(w.table("lublin99"))), span, max_vms, max_jobs, seed),
-        "gwa" => workload::generate(&Model::Gwa(read_gwa(w.table("gwa"))), span, max_vms, max_jobs, seed),
+        "das2" => workload::generate(
+            &Model::Das2(read_das2(w.table("das2"))),
+            span,
+            max_vms,
+            max_jobs,
+            seed,
+        ),
+        "lublin99" => workload::generate(
+            &Model::Lublin99(read_lublin(w.table("lublin99"))),
+            span,
+            max_vms,
+            max_jobs,
+            seed,
+        ),
+        "gwa" => workload::generate(
+            &Model::Gwa(read_gwa(w.table("gwa"))),
+            span,
+            max_vms,
+            max_jobs,
+            seed,
+        ),
         _ => read_swf(w, base_dir, max_vms, max_jobs),
     };
     for other in ["das2", "lublin99", "gwa", "swf"] {
         if other != model {
             if let Some(n) = w.get(other) {
-                diags.error(&n.loc, format!("`{other}` settings, but the workload's model is `{model}`"), Some(format!("set model = \"{other}\", or remove the table")));
+                diags.error(
+                    &n.loc,
+                    format!("`{other}` settings, but the workload's model is `{model}`"),
+                    Some(format!("set model = \"{other}\", or remove the table")),
+                );
             }
         }
     }
     let mix = read_mix(w.table("mix"));
     let (deadlines, soft) = read_deadlines(w.table("deadlines"));
     if let (Origin::Local, Some(n)) = (target.origin, w.get("mix")) {
-        diags.error(&n.loc, "local requests are all non-preemptable: a type mix does not apply", Some("remove [workload.mix]".into()));
+        diags.error(
+            &n.loc,
+            "local requests are all non-preemptable: a type mix does not apply",
+            Some("remove [workload.mix]".into()),
+        );
     }
     let kinds = workload::assign(&jobs, &mix, &deadlines, stream_seed(seed, "types"));
     let mut ids = Vec::with_capacity(jobs.len());
@@ -195,7 +344,9 @@ pub fn read(w: &Table<'_>, model: &str, target: &Target<'_>, run_seed: u64, base
             Origin::Local => LeaseType::DeadlineNonPreemptable,
             Origin::External => kind,
         };
-        let deadline = (target.origin == Origin::External && (lease_type.deadline_constrained() || soft)).then_some(arrival + slack);
+        let deadline = (target.origin == Origin::External
+            && (lease_type.deadline_constrained() || soft))
+            .then_some(arrival + slack);
         sink.requests.push(LeaseRequest {
             id,
             origin: target.origin,
@@ -216,19 +367,33 @@ pub fn read(w: &Table<'_>, model: &str, target: &Target<'_>, run_seed: u64, base
     ids
 }
 
-fn read_swf(w: &Table<'_>, base_dir: Option<&Path>, max_vms: u32, max_jobs: usize) -> Vec<workload::Job> {
+fn read_swf(
+    w: &Table<'_>,
+    base_dir: Option<&Path>,
+    max_vms: u32,
+    max_jobs: usize,
+) -> Vec<workload::Job> {
     let Some(t) = w.table("swf") else {
-        w.missing("swf", "an SWF workload needs [workload.swf] with path = \"trace.swf\"");
+        w.missing(
+            "swf",
+            "an SWF workload needs [workload.swf] with path = \"trace.swf\"",
+        );
         return Vec::new();
     };
     let path = t.req_str("path", "path = \"file.swf\", relative to the topology file");
     t.finish(&["path"]);
-    let Some((path, loc)) = path else { return Vec::new() };
+    let Some((path, loc)) = path else {
+        return Vec::new();
+    };
     let full = base_dir.map_or_else(|| Path::new(path).to_path_buf(), |d| d.join(path));
     let text = match std::fs::read_to_string(&full) {
         Ok(t) => t,
         Err(e) => {
-            w.diags.error(loc, format!("cannot read SWF trace {}: {e}", full.display()), Some("paths are relative to the topology file".into()));
+            w.diags.error(
+                loc,
+                format!("cannot read SWF trace {}: {e}", full.display()),
+                Some("paths are relative to the topology file".into()),
+            );
             return Vec::new();
         }
     };
@@ -236,7 +401,11 @@ fn read_swf(w: &Table<'_>, base_dir: Option<&Path>, max_vms: u32, max_jobs: usiz
         Ok(trace) => workload::swf::to_jobs(&trace, max_vms, max_jobs).0,
         Err(errors) => {
             for e in errors {
-                w.diags.error(loc, format!("{}: {e}", full.display()), Some("each job line needs 18 numeric fields (SWF v2.2)".into()));
+                w.diags.error(
+                    loc,
+                    format!("{}: {e}", full.display()),
+                    Some("each job line needs 18 numeric fields (SWF v2.2)".into()),
+                );
             }
             Vec::new()
         }
@@ -247,8 +416,11 @@ fn read_swf(w: &Table<'_>, base_dir: Option<&Path>, max_vms: u32, max_jobs: usiz
 pub fn reject_on_inline(w: &Table<'_>) {
     for k in KEYS.iter().filter(|k| **k != "model") {
         if let Some(n) = w.get(k) {
-            w.diags.error(&n.loc, format!("`{k}` only applies to generated workloads"), Some("set model = \"das2\", \"lublin99\", \"gwa\" or \"swf\", or remove it".into()));
+            w.diags.error(
+                &n.loc,
+                format!("`{k}` only applies to generated workloads"),
+                Some("set model = \"das2\", \"lublin99\", \"gwa\" or \"swf\", or remove it".into()),
+            );
         }
     }
 }
-

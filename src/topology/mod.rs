@@ -771,9 +771,15 @@ fn read_topology(
                         .or(lrms_defaults.admission)
                         .unwrap_or(AdmissionName::Cacp),
                     pacp_deadlines: (
-                        own.pacp_low_urgency.or(lrms_defaults.pacp_low_urgency).unwrap_or(0.5),
-                        own.pacp_low_ratio.or(lrms_defaults.pacp_low_ratio).unwrap_or(4.0),
-                        own.pacp_high_ratio.or(lrms_defaults.pacp_high_ratio).unwrap_or(2.0),
+                        own.pacp_low_urgency
+                            .or(lrms_defaults.pacp_low_urgency)
+                            .unwrap_or(0.5),
+                        own.pacp_low_ratio
+                            .or(lrms_defaults.pacp_low_ratio)
+                            .unwrap_or(4.0),
+                        own.pacp_high_ratio
+                            .or(lrms_defaults.pacp_high_ratio)
+                            .unwrap_or(2.0),
                     ),
                     profile,
                 };
@@ -980,10 +986,20 @@ fn read_topology(
             };
             ids = generated::read(&w, model, &target, run_seed, base_dir, &mut sink);
             if let Some(n) = w.get("request") {
-                diags.error(&n.loc, format!("{what} is generated (model = \"{model}\"), so it cannot list requests"), Some("use model = \"inline\" for a list of requests".into()));
+                diags.error(
+                    &n.loc,
+                    format!(
+                        "{what} is generated (model = \"{model}\"), so it cannot list requests"
+                    ),
+                    Some("use model = \"inline\" for a list of requests".into()),
+                );
             }
         }
-        let request_nodes = if model == "inline" { w.tables("request") } else { Vec::new() };
+        let request_nodes = if model == "inline" {
+            w.tables("request")
+        } else {
+            Vec::new()
+        };
         for (ri, rnode) in request_nodes.into_iter().enumerate() {
             let Some(r) = Table::of(rnode, format!("request #{} of {what}", ri + 1), diags) else {
                 continue;

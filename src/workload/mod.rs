@@ -83,7 +83,9 @@ impl Das2 {
     /// P_one + 2^⌈r⌉ P_pow2 + 2^r (1 − P_one − P_pow2).
     pub fn mean_vms_eq28(&self) -> f64 {
         let r = self.mean_exponent();
-        self.p_one + 2f64.powf(r.ceil()) * self.p_pow2 + 2f64.powf(r) * (1.0 - self.p_one - self.p_pow2)
+        self.p_one
+            + 2f64.powf(r.ceil()) * self.p_pow2
+            + 2f64.powf(r) * (1.0 - self.p_one - self.p_pow2)
     }
 
     /// Paper 000 eq. 30: the mean duration e^{a + b²/2} (untruncated).
@@ -240,7 +242,8 @@ impl Lublin99 {
 fn gamma_dist(shape: f64, scale: f64) -> Gamma<f64> {
     // Invariant: parameters were validated positive when the topology was read; fall back to
     // a degenerate-but-valid distribution rather than panic if called otherwise.
-    Gamma::new(shape.max(1e-9), scale.max(1e-9)).unwrap_or_else(|_| Gamma::new(1.0, 1.0).expect("1, 1 is a valid gamma"))
+    Gamma::new(shape.max(1e-9), scale.max(1e-9))
+        .unwrap_or_else(|_| Gamma::new(1.0, 1.0).expect("1, 1 is a valid gamma"))
 }
 
 /// The GWA-based bag-of-tasks model of paper 002 Table II: Weibull inter-arrival, Weibull
@@ -295,12 +298,19 @@ pub enum Model {
 }
 
 fn weibull(scale: f64, shape: f64) -> Weibull<f64> {
-    Weibull::new(scale.max(1e-12), shape.max(1e-12)).unwrap_or_else(|_| Weibull::new(1.0, 1.0).expect("1, 1 is a valid Weibull"))
+    Weibull::new(scale.max(1e-12), shape.max(1e-12))
+        .unwrap_or_else(|_| Weibull::new(1.0, 1.0).expect("1, 1 is a valid Weibull"))
 }
 
 /// Generates the jobs arriving within `span`, at most `max_jobs`, with sizes capped at
 /// `max_vms`, from the random stream seeded with `seed`.
-pub fn generate(model: &Model, span: EmuDuration, max_vms: u32, max_jobs: usize, seed: u64) -> Vec<Job> {
+pub fn generate(
+    model: &Model,
+    span: EmuDuration,
+    max_vms: u32,
+    max_jobs: usize,
+    seed: u64,
+) -> Vec<Job> {
     let mut rng = StdRng::seed_from_u64(seed);
     let span_s = span.as_secs_f64();
     let cap = |v: f64| (v.round() as u32).clamp(1, max_vms.max(1));
@@ -309,7 +319,8 @@ pub fn generate(model: &Model, span: EmuDuration, max_vms: u32, max_jobs: usize,
     match model {
         Model::Das2(m) => {
             let gap = weibull(m.arrival_scale, m.arrival_shape);
-            let dur = LogNormal::new(m.duration_a, m.duration_b.max(1e-12)).unwrap_or_else(|_| LogNormal::new(0.0, 1.0).expect("valid"));
+            let dur = LogNormal::new(m.duration_a, m.duration_b.max(1e-12))
+                .unwrap_or_else(|_| LogNormal::new(0.0, 1.0).expect("valid"));
             while jobs.len() < max_jobs {
                 t += gap.sample(&mut rng);
                 if t >= span_s {
@@ -322,7 +333,11 @@ pub fn generate(model: &Model, span: EmuDuration, max_vms: u32, max_jobs: usize,
                         break d;
                     }
                 };
-                jobs.push(Job { arrival: EmuDuration::from_secs_f64(t), vms, duration: EmuDuration::from_secs_f64(d.max(1.0)) });
+                jobs.push(Job {
+                    arrival: EmuDuration::from_secs_f64(t),
+                    vms,
+                    duration: EmuDuration::from_secs_f64(d.max(1.0)),
+                });
             }
         }
         Model::Lublin99(m) => {
@@ -335,19 +350,28 @@ pub fn generate(model: &Model, span: EmuDuration, max_vms: u32, max_jobs: usize,
                         break v.exp();
                     }
                 };
-                t = if m.daily_cycle { advance_cyclic(t, g, &weights) } else { t + g };
+                t = if m.daily_cycle {
+                    advance_cyclic(t, g, &weights)
+                } else {
+                    t + g
+                };
                 if t >= span_s {
                     break;
                 }
                 let nodes = m.size(&mut rng);
                 let runtime = m.log_runtime(&mut rng, nodes).exp();
-                jobs.push(Job { arrival: EmuDuration::from_secs_f64(t), vms: cap(nodes), duration: EmuDuration::from_secs_f64(runtime.max(1.0)) });
+                jobs.push(Job {
+                    arrival: EmuDuration::from_secs_f64(t),
+                    vms: cap(nodes),
+                    duration: EmuDuration::from_secs_f64(runtime.max(1.0)),
+                });
             }
         }
         Model::Gwa(m) => {
             let gap = weibull(m.arrival_scale, m.arrival_shape);
             let tasks = weibull(m.tasks_scale, m.tasks_shape);
-            let dur = Normal::new(m.duration_mean, m.duration_sd.max(0.0)).unwrap_or_else(|_| Normal::new(1.0, 0.0).expect("valid"));
+            let dur = Normal::new(m.duration_mean, m.duration_sd.max(0.0))
+                .unwrap_or_else(|_| Normal::new(1.0, 0.0).expect("valid"));
             while jobs.len() < max_jobs {
                 t += gap.sample(&mut rng);
                 if t >= span_s {
@@ -355,7 +379,11 @@ pub fn generate(model: &Model, span: EmuDuration, max_vms: u32, max_jobs: usize,
                 }
                 let vms = cap(tasks.sample(&mut rng).max(1.0));
                 let d = dur.sample(&mut rng).max(1.0);
-                jobs.push(Job { arrival: EmuDuration::from_secs_f64(t), vms, duration: EmuDuration::from_secs_f64(d) });
+                jobs.push(Job {
+                    arrival: EmuDuration::from_secs_f64(t),
+                    vms,
+                    duration: EmuDuration::from_secs_f64(d),
+                });
             }
         }
     }
@@ -412,16 +440,33 @@ pub struct Deadlines {
 
 impl Default for Deadlines {
     fn default() -> Self {
-        Deadlines { low_urgency: 0.5, low_mean: 4.0, low_sd: 1.0, high_mean: 2.0, high_sd: 1.0, min_ratio: 1.0 }
+        Deadlines {
+            low_urgency: 0.5,
+            low_mean: 4.0,
+            low_sd: 1.0,
+            high_mean: 2.0,
+            high_sd: 1.0,
+            min_ratio: 1.0,
+        }
     }
 }
 
 /// Lease type and deadline for each job, from the mix and the deadline ratios.
-pub fn assign(jobs: &[Job], mix: &TypeMix, deadlines: &Deadlines, seed: u64) -> Vec<(LeaseType, EmuDuration)> {
+pub fn assign(
+    jobs: &[Job],
+    mix: &TypeMix,
+    deadlines: &Deadlines,
+    seed: u64,
+) -> Vec<(LeaseType, EmuDuration)> {
     let mut rng = StdRng::seed_from_u64(seed);
     let total: f64 = mix.weights.iter().sum::<f64>().max(1e-12);
-    let normal = |m: f64, s: f64| Normal::new(m, s.max(0.0)).unwrap_or_else(|_| Normal::new(m, 0.0).expect("valid"));
-    let (low, high) = (normal(deadlines.low_mean, deadlines.low_sd), normal(deadlines.high_mean, deadlines.high_sd));
+    let normal = |m: f64, s: f64| {
+        Normal::new(m, s.max(0.0)).unwrap_or_else(|_| Normal::new(m, 0.0).expect("valid"))
+    };
+    let (low, high) = (
+        normal(deadlines.low_mean, deadlines.low_sd),
+        normal(deadlines.high_mean, deadlines.high_sd),
+    );
     jobs.iter()
         .map(|j| {
             let mut u = rng.random::<f64>() * total;
@@ -433,9 +478,16 @@ pub fn assign(jobs: &[Job], mix: &TypeMix, deadlines: &Deadlines, seed: u64) -> 
                 }
                 u -= w;
             }
-            let ratio = if rng.random::<f64>() < deadlines.low_urgency { low.sample(&mut rng) } else { high.sample(&mut rng) };
+            let ratio = if rng.random::<f64>() < deadlines.low_urgency {
+                low.sample(&mut rng)
+            } else {
+                high.sample(&mut rng)
+            };
             let ratio = ratio.max(deadlines.min_ratio);
-            (kind, EmuDuration::from_secs_f64(j.duration.as_secs_f64() * ratio))
+            (
+                kind,
+                EmuDuration::from_secs_f64(j.duration.as_secs_f64() * ratio),
+            )
         })
         .collect()
 }
@@ -465,19 +517,46 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(1);
         let n = 400_000;
         // Eq. 29: the mean exponent of the two-stage uniform.
-        let exps = mean((0..n).map(|_| two_stage_uniform(&mut rng, m.size_l, m.size_m, m.size_h, m.size_q)));
-        assert!((exps - m.mean_exponent()).abs() < 0.01, "{exps} vs {}", m.mean_exponent());
+        let exps = mean(
+            (0..n).map(|_| two_stage_uniform(&mut rng, m.size_l, m.size_m, m.size_h, m.size_q)),
+        );
+        assert!(
+            (exps - m.mean_exponent()).abs() < 0.01,
+            "{exps} vs {}",
+            m.mean_exponent()
+        );
         // Eq. 30: log-normal mean (CV ≈ 4.1, so 0.4 M draws give a standard error near 0.7 %).
-        let jobs = generate(&Model::Das2(m.clone()), EmuDuration::from_secs(10_000_000), 4096, n, 2);
+        let jobs = generate(
+            &Model::Das2(m.clone()),
+            EmuDuration::from_secs(10_000_000),
+            4096,
+            n,
+            2,
+        );
         let d = mean(jobs.iter().map(|j| j.duration.as_secs_f64()));
-        assert!((d / m.mean_duration_eq30() - 1.0).abs() < 0.05, "{d} vs {}", m.mean_duration_eq30());
+        assert!(
+            (d / m.mean_duration_eq30() - 1.0).abs() < 0.05,
+            "{d} vs {}",
+            m.mean_duration_eq30()
+        );
         // Weibull inter-arrival mean α Γ(1 + 1/β).
-        let gaps: Vec<f64> = jobs.windows(2).map(|w| w[1].arrival.as_secs_f64() - w[0].arrival.as_secs_f64()).collect();
+        let gaps: Vec<f64> = jobs
+            .windows(2)
+            .map(|w| w[1].arrival.as_secs_f64() - w[0].arrival.as_secs_f64())
+            .collect();
         let g = mean(gaps.iter().copied());
-        assert!((g / m.mean_interarrival() - 1.0).abs() < 0.03, "{g} vs {}", m.mean_interarrival());
+        assert!(
+            (g / m.mean_interarrival() - 1.0).abs() < 0.03,
+            "{g} vs {}",
+            m.mean_interarrival()
+        );
         // Eq. 28 approximates E[2^X] by 2^E[X]: the sample mean is of its order, not equal.
         let v = mean(jobs.iter().map(|j| f64::from(j.vms)));
-        assert!(v > 0.5 * m.mean_vms_eq28() && v < 2.0 * m.mean_vms_eq28(), "{v} vs {}", m.mean_vms_eq28());
+        assert!(
+            v > 0.5 * m.mean_vms_eq28() && v < 2.0 * m.mean_vms_eq28(),
+            "{v} vs {}",
+            m.mean_vms_eq28()
+        );
         let serial = jobs.iter().filter(|j| j.vms == 1).count() as f64 / jobs.len() as f64;
         assert!(serial >= m.p_one - 0.01, "{serial}");
     }
@@ -486,7 +565,13 @@ mod tests {
     fn lublin_sizes_and_runtimes_follow_the_model() {
         let m = Lublin99::default();
         // The one-type model averages ~1 000 s between jobs (E[e^X] for the gamma of ln gaps).
-        let jobs = generate(&Model::Lublin99(m.clone()), EmuDuration::from_secs(5 * 365 * 86_400), 1 << 20, 100_000, 3);
+        let jobs = generate(
+            &Model::Lublin99(m.clone()),
+            EmuDuration::from_secs(5 * 365 * 86_400),
+            1 << 20,
+            100_000,
+            3,
+        );
         assert_eq!(jobs.len(), 100_000);
         let serial = jobs.iter().filter(|j| j.vms == 1).count() as f64 / jobs.len() as f64;
         // Serial jobs: the serial probability plus power-of-two draws that round to 2^0 (rare).
@@ -494,22 +579,40 @@ mod tests {
         // Serial jobs' ln(runtime) is the gamma mixture with p = pa + pb, below the cap of 12.
         let p = m.gamma1_prob(1.0);
         let expected = p * m.a1 * m.b1 + (1.0 - p) * m.a2 * m.b2;
-        let got = mean(jobs.iter().filter(|j| j.vms == 1).map(|j| j.duration.as_secs_f64().max(1.0).ln()));
+        let got = mean(
+            jobs.iter()
+                .filter(|j| j.vms == 1)
+                .map(|j| j.duration.as_secs_f64().max(1.0).ln()),
+        );
         assert!((got - expected).abs() < 0.1, "{got} vs {expected}");
         // The daily cycle's weights average 1 and peak in the working day.
         let w = m.bucket_weights();
         assert!((w.iter().sum::<f64>() / 48.0 - 1.0).abs() < 1e-9);
-        let busiest = w.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|x| x.0).unwrap_or(0);
+        let busiest = w
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|x| x.0)
+            .unwrap_or(0);
         assert!((16..40).contains(&busiest), "peak at bucket {busiest}");
     }
 
     #[test]
     fn gwa_moments_match_paper_002_table_ii() {
         let m = Gwa::default();
-        let jobs = generate(&Model::Gwa(m.clone()), EmuDuration::from_secs(1_000_000), 64, 200_000, 4);
+        let jobs = generate(
+            &Model::Gwa(m.clone()),
+            EmuDuration::from_secs(1_000_000),
+            64,
+            200_000,
+            4,
+        );
         let d = mean(jobs.iter().map(|j| j.duration.as_secs_f64()));
         assert!((d - m.duration_mean).abs() < 0.1, "{d}");
-        let gaps = mean(jobs.windows(2).map(|w| w[1].arrival.as_secs_f64() - w[0].arrival.as_secs_f64()));
+        let gaps = mean(
+            jobs.windows(2)
+                .map(|w| w[1].arrival.as_secs_f64() - w[0].arrival.as_secs_f64()),
+        );
         assert!((gaps / m.mean_interarrival() - 1.0).abs() < 0.01, "{gaps}");
         // Weibull tasks (1.76, 2.11): mean 1.76·Γ(1 + 1/2.11) ≈ 1.56, rounded to whole VMs ≥ 1.
         let v = mean(jobs.iter().map(|j| f64::from(j.vms)));
@@ -524,13 +627,28 @@ mod tests {
         assert_eq!(a, b);
         assert!(a.iter().all(|j| (1..=16).contains(&j.vms)));
         assert!(a.windows(2).all(|w| w[0].arrival <= w[1].arrival));
-        assert!(a.last().is_some_and(|j| j.arrival < EmuDuration::from_secs(86_400)));
+        assert!(a
+            .last()
+            .is_some_and(|j| j.arrival < EmuDuration::from_secs(86_400)));
     }
 
     #[test]
     fn types_follow_the_mix_and_deadlines_the_ratios() {
-        let jobs: Vec<Job> = (0..40_000).map(|i| Job { arrival: EmuDuration::from_secs(i), vms: 1, duration: EmuDuration::from_secs(100) }).collect();
-        let out = assign(&jobs, &TypeMix { weights: [0.1, 0.2, 0.3, 0.4] }, &Deadlines::default(), 5);
+        let jobs: Vec<Job> = (0..40_000)
+            .map(|i| Job {
+                arrival: EmuDuration::from_secs(i),
+                vms: 1,
+                duration: EmuDuration::from_secs(100),
+            })
+            .collect();
+        let out = assign(
+            &jobs,
+            &TypeMix {
+                weights: [0.1, 0.2, 0.3, 0.4],
+            },
+            &Deadlines::default(),
+            5,
+        );
         for (i, want) in [0.1, 0.2, 0.3, 0.4].iter().enumerate() {
             let got = out.iter().filter(|(t, _)| *t == LeaseType::ALL[i]).count() as f64 / 40_000.0;
             assert!((got - want).abs() < 0.01, "{i}: {got}");

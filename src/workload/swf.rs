@@ -69,13 +69,18 @@ pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
         }
         if let Some(comment) = l.strip_prefix(';') {
             if let Some((k, v)) = comment.split_once(':') {
-                trace.header.push((k.trim().to_string(), v.trim().to_string()));
+                trace
+                    .header
+                    .push((k.trim().to_string(), v.trim().to_string()));
             }
             continue;
         }
         let fields: Vec<&str> = l.split_whitespace().collect();
         if fields.len() != 18 {
-            errors.push(SwfError { line, message: format!("expected 18 fields, found {}", fields.len()) });
+            errors.push(SwfError {
+                line,
+                message: format!("expected 18 fields, found {}", fields.len()),
+            });
             continue;
         }
         let mut nums = [0f64; 18];
@@ -94,7 +99,10 @@ pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
             continue;
         }
         if nums[1] < 0.0 {
-            errors.push(SwfError { line, message: "submit time (field 2) is negative".into() });
+            errors.push(SwfError {
+                line,
+                message: "submit time (field 2) is negative".into(),
+            });
             continue;
         }
         trace.jobs.push(SwfJob {
@@ -121,21 +129,42 @@ pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
 impl SwfJob {
     /// The job as a lease: (VMs, duration), or `None` if it has no usable size or duration.
     pub fn as_lease(&self) -> Option<(u32, EmuDuration)> {
-        let procs = if self.alloc_procs > 0 { self.alloc_procs } else { self.req_procs };
-        let secs = if self.run > 0.0 { self.run } else { self.req_time };
-        (procs > 0 && secs > 0.0).then(|| (procs.min(i64::from(u32::MAX)) as u32, EmuDuration::from_secs_f64(secs)))
+        let procs = if self.alloc_procs > 0 {
+            self.alloc_procs
+        } else {
+            self.req_procs
+        };
+        let secs = if self.run > 0.0 {
+            self.run
+        } else {
+            self.req_time
+        };
+        (procs > 0 && secs > 0.0).then(|| {
+            (
+                procs.min(i64::from(u32::MAX)) as u32,
+                EmuDuration::from_secs_f64(secs),
+            )
+        })
     }
 }
 
 /// The trace's jobs as generated jobs, sizes capped at `max_vms`; also the number skipped.
 pub fn to_jobs(trace: &SwfTrace, max_vms: u32, max_jobs: usize) -> (Vec<Job>, usize) {
-    let first = trace.jobs.iter().map(|j| j.submit).fold(f64::INFINITY, f64::min);
+    let first = trace
+        .jobs
+        .iter()
+        .map(|j| j.submit)
+        .fold(f64::INFINITY, f64::min);
     let mut skipped = 0;
     let mut jobs: Vec<Job> = trace
         .jobs
         .iter()
         .filter_map(|j| match j.as_lease() {
-            Some((vms, duration)) => Some(Job { arrival: EmuDuration::from_secs_f64(j.submit - first), vms: vms.clamp(1, max_vms.max(1)), duration }),
+            Some((vms, duration)) => Some(Job {
+                arrival: EmuDuration::from_secs_f64(j.submit - first),
+                vms: vms.clamp(1, max_vms.max(1)),
+                duration,
+            }),
             None => {
                 skipped += 1;
                 None
@@ -179,19 +208,30 @@ pub fn summarize(trace: &SwfTrace) -> Summary {
         jobs: trace.jobs.len(),
         usable: jobs.len(),
         span_s: span,
-        arrivals_per_hour: if span > 0.0 { jobs.len() as f64 / (span / 3600.0) } else { 0.0 },
+        arrivals_per_hour: if span > 0.0 {
+            jobs.len() as f64 / (span / 3600.0)
+        } else {
+            0.0
+        },
         size: (
             sizes.iter().copied().min().unwrap_or(0),
             sizes.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
             sizes.iter().copied().max().unwrap_or(0),
         ),
         runtime: (
-            runs.iter().copied().fold(f64::INFINITY, f64::min).min(if runs.is_empty() { 0.0 } else { f64::INFINITY }),
+            runs.iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min)
+                .min(if runs.is_empty() { 0.0 } else { f64::INFINITY }),
             runs.iter().sum::<f64>() / n,
             runs.iter().copied().fold(0.0, f64::max),
         ),
         serial_share: sizes.iter().filter(|&&v| v == 1).count() as f64 / n,
-        pow2_share: sizes.iter().filter(|&&v| v > 1 && v.is_power_of_two()).count() as f64 / n,
+        pow2_share: sizes
+            .iter()
+            .filter(|&&v| v > 1 && v.is_power_of_two())
+            .count() as f64
+            / n,
     }
 }
 
@@ -216,9 +256,23 @@ mod tests {
         assert_eq!(t.jobs.len(), 4);
         let (jobs, skipped) = to_jobs(&t, 64, usize::MAX);
         assert_eq!(skipped, 1, "job 3 has no size and no duration");
-        assert_eq!(jobs[0], Job { arrival: EmuDuration::ZERO, vms: 4, duration: EmuDuration::from_secs(100) });
+        assert_eq!(
+            jobs[0],
+            Job {
+                arrival: EmuDuration::ZERO,
+                vms: 4,
+                duration: EmuDuration::from_secs(100)
+            }
+        );
         // Missing run time and allocation: the requested ones are used.
-        assert_eq!(jobs[1], Job { arrival: EmuDuration::from_secs(30), vms: 8, duration: EmuDuration::from_secs(600) });
+        assert_eq!(
+            jobs[1],
+            Job {
+                arrival: EmuDuration::from_secs(30),
+                vms: 8,
+                duration: EmuDuration::from_secs(600)
+            }
+        );
         assert_eq!(jobs[2].duration, EmuDuration::from_micros(50_500_000));
         let s = summarize(&t);
         assert_eq!((s.jobs, s.usable), (4, 3));

@@ -1,0 +1,426 @@
+//! Parameter sweeps: a sweep file names a topology, the `--set` keys to vary (lists or
+//! ranges) and the seeds; every combination runs (spread over threads), one CSV row per run,
+//! and a summary with the mean and 95 % confidence interval of each metric per point.
+//! `--shard i/n` runs only runs with index ≡ i (mod n), so a sweep can be split across
+//! machines; `merge` joins the shards' run files.
+//!
+//! Sweep file format (documented in `docs/sweeps.md`):
+//!
+//! ```toml
+//! topology = "../topologies/paper000-three-clusters.toml"   # relative to this file
+//! seeds = 10                        # or a list: [1, 2, 3]
+//! metrics = ["vm_preemptions", "utilization"]   # default: every numeric summary key
+//! [set]                             # fixed overrides
+//! "emulation.end" = "3d"
+//! [vary]                            # one run per combination
+//! "igg.dispatch" = ["rr", "pap-rtdp"]
+//! "workload.0.das2.arrival_scale" = { from = 3.8, to = 7.0, step = 0.8 }
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::topology::{self, Overrides};
+use crate::{run, RunOptions};
+
+/// A parsed sweep file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The topology file.
+    pub topology: PathBuf,
+    /// Seeds to run every point with.
+    pub seeds: Vec<u64>,
+    /// Summary keys to aggregate (empty: every numeric top-level key).
+    pub metrics: Vec<String>,
+    /// Fixed overrides.
+    pub set: Vec<(String, String)>,
+    /// Keys to vary and their values (as TOML text for `--set`).
+    pub vary: Vec<(String, Vec<String>)>,
+}
+
+/// One run of a sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSpec {
+    /// Index in the sweep (stable across shards).
+    pub index: usize,
+    /// The varied values, in `vary` order.
+    pub point: Vec<String>,
+    /// The seed.
+    pub seed: u64,
+}
+
+fn toml_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// Reads a sweep file; errors name the problem.
+pub fn parse(path: &Path) -> Result<Sweep, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
+    let at = |what: &str| format!("{}: {what}", path.display());
+    for k in doc.keys() {
+        if !["topology", "seeds", "metrics", "set", "vary"].contains(&k.as_str()) {
+            return Err(at(&format!(
+                "unknown key `{k}` (expected topology, seeds, metrics, set, vary)"
+            )));
+        }
+    }
+    let topology = doc
+        .get("topology")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| at("needs topology = \"file.toml\""))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let seeds = match doc.get("seeds") {
+        None => vec![1],
+        Some(toml::Value::Integer(n)) if *n > 0 => (1..=*n as u64).collect(),
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_integer().filter(|i| *i >= 0).map(|i| i as u64))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| at("seeds must be whole numbers"))?,
+        Some(_) => return Err(at("seeds must be a positive count or a list of seeds")),
+    };
+    let metrics = match doc.get("metrics") {
+        None => Vec::new(),
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| at("metrics must be a list of summary keys"))?,
+        Some(_) => return Err(at("metrics must be a list of summary keys")),
+    };
+    let set = match doc.get("set") {
+        None => Vec::new(),
+        Some(toml::Value::Table(t)) => t.iter().map(|(k, v)| (k.clone(), toml_text(v))).collect(),
+        Some(_) => return Err(at("[set] must be a table of key = value")),
+    };
+    let mut vary = Vec::new();
+    if let Some(v) = doc.get("vary") {
+        let t = v.as_table().ok_or_else(|| at("[vary] must be a table"))?;
+        for (k, v) in t {
+            let values = match v {
+                toml::Value::Array(a) => a.iter().map(toml_text).collect(),
+                toml::Value::Table(r) => {
+                    let num = |key: &str| {
+                        r.get(key)
+                            .and_then(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
+                    };
+                    let (Some(from), Some(to), Some(step)) = (num("from"), num("to"), num("step"))
+                    else {
+                        return Err(at(&format!("range `{k}` needs from, to and step")));
+                    };
+                    if step <= 0.0 || to < from {
+                        return Err(at(&format!("range `{k}` needs step > 0 and to ≥ from")));
+                    }
+                    let n = ((to - from) / step + 1e-9).floor() as usize;
+                    (0..=n)
+                        .map(|i| format!("{:?}", from + step * i as f64))
+                        .collect()
+                }
+                other => vec![toml_text(other)],
+            };
+            vary.push((k.clone(), values));
+        }
+    }
+    Ok(Sweep {
+        topology: base.join(topology),
+        seeds,
+        metrics,
+        set,
+        vary,
+    })
+}
+
+impl Sweep {
+    /// Every run, in a stable order: points in the order of `vary` (last key fastest), each
+    /// with every seed.
+    pub fn runs(&self) -> Vec<RunSpec> {
+        let mut points: Vec<Vec<String>> = vec![Vec::new()];
+        for (_, values) in &self.vary {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.push(v.clone());
+                        q
+                    })
+                })
+                .collect();
+        }
+        let mut runs = Vec::new();
+        for point in points {
+            for &seed in &self.seeds {
+                runs.push(RunSpec {
+                    index: runs.len(),
+                    point: point.clone(),
+                    seed,
+                });
+            }
+        }
+        runs
+    }
+
+    /// The `--set` overrides of one run.
+    pub fn overrides(&self, r: &RunSpec) -> Vec<String> {
+        let mut sets: Vec<String> = self.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        sets.extend(
+            self.vary
+                .iter()
+                .zip(&r.point)
+                .map(|((k, _), v)| format!("{k}={v}")),
+        );
+        sets.push(format!("emulation.seed={}", r.seed));
+        sets
+    }
+}
+
+/// The numeric top-level entries of a summary.
+fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
+    summary
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One finished run: its spec and the metrics it produced (or the error).
+pub type Outcome = (RunSpec, Result<BTreeMap<String, f64>, String>);
+
+/// Runs the runs of shard `shard` of `shards` on `jobs` threads, reporting progress on stderr.
+pub fn execute(sweep: &Sweep, shard: (usize, usize), jobs: usize) -> Vec<Outcome> {
+    let todo: Vec<RunSpec> = sweep
+        .runs()
+        .into_iter()
+        .filter(|r| r.index % shard.1 == shard.0)
+        .collect();
+    let total = todo.len();
+    let queue = Arc::new(Mutex::new(todo.into_iter()));
+    let done = Arc::new(AtomicUsize::new(0));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            let (queue, done, results) =
+                (Arc::clone(&queue), Arc::clone(&done), Arc::clone(&results));
+            scope.spawn(move || loop {
+                let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
+                let Some(spec) = next else { break };
+                let sets = sweep.overrides(&spec);
+                let outcome = topology::load_file(&sweep.topology, &Overrides { sets })
+                    .map_err(|r| r.to_string())
+                    .and_then(|t| run(t, &RunOptions::default()).map_err(|e| e.to_string()))
+                    .and_then(|r| serde_json::to_value(&r.summary).map_err(|e| e.to_string()))
+                    .map(|v| numeric(&v));
+                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                eprint!("\r  sweep: {n}/{total} runs done");
+                let _ = std::io::stderr().flush();
+                if let Ok(mut r) = results.lock() {
+                    r.push((spec, outcome));
+                }
+            });
+        }
+    });
+    eprintln!();
+    let mut out = Arc::try_unwrap(results)
+        .map(|m| m.into_inner().unwrap_or_default())
+        .unwrap_or_default();
+    out.sort_by_key(|(s, _)| s.index);
+    out
+}
+
+/// Writes the runs as CSV: run, seed, each varied key, then the metrics.
+pub fn write_runs(
+    sweep: &Sweep,
+    outcomes: &[Outcome],
+    metrics: &[String],
+    path: &Path,
+) -> Result<(), String> {
+    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut header = vec!["run".to_string(), "seed".to_string()];
+    header.extend(sweep.vary.iter().map(|(k, _)| format!("set:{k}")));
+    header.extend(metrics.iter().cloned());
+    header.push("error".into());
+    w.write_record(&header).map_err(|e| e.to_string())?;
+    for (spec, result) in outcomes {
+        let mut row = vec![spec.index.to_string(), spec.seed.to_string()];
+        row.extend(spec.point.iter().map(|v| v.trim_matches('"').to_string()));
+        match result {
+            Ok(m) => {
+                row.extend(
+                    metrics
+                        .iter()
+                        .map(|k| m.get(k).map_or_else(String::new, |v| v.to_string())),
+                );
+                row.push(String::new());
+            }
+            Err(e) => {
+                row.extend(metrics.iter().map(|_| String::new()));
+                row.push(e.lines().next().unwrap_or_default().to_string());
+            }
+        }
+        w.write_record(&row).map_err(|e| e.to_string())?;
+    }
+    w.flush().map_err(|e| e.to_string())
+}
+
+/// Student's t quantile t_{0.975, df} (exact table to 30, then 1.96).
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        _ => 1.96,
+    }
+}
+
+/// Mean and 95 % confidence half-width of `xs`.
+pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n == 1 {
+        return (mean, f64::NAN);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (mean, t975(n - 1) * (var / n as f64).sqrt())
+}
+
+/// Reads run CSVs (from one or more shards) and writes the per-point summary: for every point
+/// (combination of varied values) and metric, n, mean, and 95 % CI bounds.
+pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
+    let mut header: Option<Vec<String>> = None;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for f in run_files {
+        let mut r = csv::Reader::from_path(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let h: Vec<String> = r
+            .headers()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        match &header {
+            None => header = Some(h),
+            Some(prev) if *prev != h => {
+                return Err(format!(
+                    "{}: columns differ from the first file's",
+                    f.display()
+                ))
+            }
+            _ => {}
+        }
+        for rec in r.records() {
+            rows.push(
+                rec.map_err(|e| format!("{}: {e}", f.display()))?
+                    .iter()
+                    .map(str::to_string)
+                    .collect(),
+            );
+        }
+    }
+    let header = header.ok_or("no run files")?;
+    let err_col = header.len() - 1;
+    // Columns: run, seed, the varied keys (prefixed `set:`), the metrics, error.
+    let param_cols: Vec<usize> = (2..err_col)
+        .filter(|&c| header[c].starts_with("set:"))
+        .collect();
+    let metric_cols: Vec<usize> = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    let mut points: BTreeMap<Vec<String>, Vec<&Vec<String>>> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &rows {
+        if !row[err_col].is_empty() || !seen.insert(row[0].clone()) {
+            continue;
+        }
+        points
+            .entry(param_cols.iter().map(|&c| row[c].clone()).collect())
+            .or_default()
+            .push(row);
+    }
+    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut h: Vec<String> = param_cols.iter().map(|&c| header[c].clone()).collect();
+    h.extend(["metric", "n", "mean", "ci95_low", "ci95_high"].map(str::to_string));
+    w.write_record(&h).map_err(|e| e.to_string())?;
+    for (point, runs) in &points {
+        for &c in &metric_cols {
+            let xs: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r[c].parse::<f64>().ok())
+                .collect();
+            let (mean, half) = mean_ci(&xs);
+            let mut rec = point.clone();
+            rec.extend([
+                header[c].clone(),
+                xs.len().to_string(),
+                mean.to_string(),
+                (mean - half).to_string(),
+                (mean + half).to_string(),
+            ]);
+            w.write_record(&rec).map_err(|e| e.to_string())?;
+        }
+    }
+    w.flush().map_err(|e| e.to_string())?;
+    Ok(points.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_intervals_use_students_t() {
+        let (m, h) = mean_ci(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(m, 2.5);
+        // sd = 1.291, n = 4, t(3) = 3.182: 3.182 · 1.291 / 2.
+        assert!((h - 3.182 * (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9);
+        assert!(mean_ci(&[5.0]).1.is_nan());
+    }
+
+    #[test]
+    fn runs_enumerate_every_point_and_seed_in_a_stable_order() {
+        let s = Sweep {
+            topology: PathBuf::from("t.toml"),
+            seeds: vec![1, 2],
+            metrics: Vec::new(),
+            set: vec![("emulation.end".into(), "\"1d\"".into())],
+            vary: vec![
+                (
+                    "igg.dispatch".into(),
+                    vec!["\"rr\"".into(), "\"bcf\"".into()],
+                ),
+                ("x.y".into(), vec!["1.0".into(), "2.0".into(), "3.0".into()]),
+            ],
+        };
+        let runs = s.runs();
+        assert_eq!(runs.len(), 12);
+        assert_eq!(runs[0].point, vec!["\"rr\"", "1.0"]);
+        assert_eq!(runs[1].seed, 2);
+        assert_eq!(runs[2].point, vec!["\"rr\"", "2.0"]);
+        assert_eq!(runs[11].point, vec!["\"bcf\"", "3.0"]);
+        assert_eq!(
+            s.overrides(&runs[3]),
+            vec![
+                "emulation.end=\"1d\"",
+                "igg.dispatch=\"rr\"",
+                "x.y=2.0",
+                "emulation.seed=2"
+            ]
+        );
+    }
+}
