@@ -1,0 +1,273 @@
+//! Workloads, dispatch and admission through the whole emulation and the CLI: generated and
+//! replayed workloads run, every dispatch and admission policy keeps the invariants, AACP
+//! really holds one external lease at a time, and sweeps (with shards and merge) produce the
+//! same results as one run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use igemu::model::{Origin, RequestState};
+use igemu::topology::{self, Overrides, Topology};
+use igemu::{run, RunOptions};
+
+fn load(path: &str, sets: &[&str]) -> Topology {
+    let overrides = Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+    };
+    topology::load_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(path),
+        &overrides,
+    )
+    .unwrap_or_else(|r| panic!("{r}"))
+}
+
+fn igemu(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn every_dispatch_policy_runs_the_paper_000_scenario_cleanly() {
+    for policy in [
+        "rr",
+        "lrf",
+        "bcf",
+        "pap-rnd",
+        "pap-rtdp",
+        "least-load",
+        "earliest-start",
+    ] {
+        let set = format!("igg.dispatch={policy}");
+        let topo = load(
+            "topologies/paper000-three-clusters.toml",
+            &[
+                &set,
+                "workload.0.span=\"4h\"",
+                "workload.1.span=\"4h\"",
+                "workload.2.span=\"4h\"",
+                "workload.3.span=\"4h\"",
+            ],
+        );
+        let n = topo.requests.len();
+        let r = run(topo, &RunOptions::default()).expect("runs");
+        let s = &r.summary;
+        assert_eq!(
+            s.invariant_violations, 0,
+            "{policy}: {:?}",
+            s.violation_examples
+        );
+        assert_eq!(s.requests.total as usize, n);
+        assert_eq!(
+            s.requests.local.unfinished + s.requests.external.unfinished,
+            0,
+            "{policy}"
+        );
+        // Each policy actually spreads external leases over the three clusters.
+        let used: std::collections::BTreeSet<_> = r
+            .topology
+            .requests
+            .iter()
+            .zip(&r.records)
+            .filter(|(q, rec)| q.origin == Origin::External && rec.cluster.is_some())
+            .map(|(_, rec)| rec.cluster)
+            .collect();
+        assert!(used.len() >= 2, "{policy} used {used:?}");
+    }
+}
+
+#[test]
+fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
+    let sets = [
+        "workload.0.gwa.arrival_scale=0.6",
+        "workload.0.span=\"20m\"",
+        "workload.1.span=\"20m\"",
+        "workload.2.span=\"20m\"",
+        "workload.3.span=\"20m\"",
+    ];
+    let mut outcomes = Vec::new();
+    for policy in ["cacp", "aacp", "racp", "pacp"] {
+        let set = format!("lrms.admission={policy}");
+        let mut all = sets.to_vec();
+        all.push(&set);
+        let r = run(
+            load("topologies/paper002-admission.toml", &all),
+            &RunOptions::default(),
+        )
+        .expect("runs");
+        assert_eq!(r.summary.invariant_violations, 0);
+        if policy == "aacp" {
+            // External leases on one cluster never overlap in time.
+            for c in 0..r.topology.clusters.len() {
+                let mut spans: Vec<(u64, u64)> = r
+                    .topology
+                    .requests
+                    .iter()
+                    .zip(&r.records)
+                    .filter(|(q, rec)| {
+                        q.origin == Origin::External
+                            && rec.cluster.map(|x| usize::from(x.0)) == Some(c)
+                            && rec.state == Some(RequestState::Completed)
+                    })
+                    .map(|(q, rec)| (q.arrival.as_micros(), rec.end.expect("ended").as_micros()))
+                    .collect();
+                spans.sort_unstable();
+                assert!(
+                    spans
+                        .windows(2)
+                        .all(|w| w[0].1 <= w[1].0 || w[1].0 >= w[0].1),
+                    "overlap on cluster {c}"
+                );
+            }
+        }
+        outcomes.push((
+            policy,
+            r.summary.metrics.completed_external_pct,
+            r.summary.metrics.dvr,
+        ));
+    }
+    // CACP completes every external request; AACP the fewest.
+    assert_eq!(outcomes[0].1, 100.0);
+    assert!(
+        outcomes[1].1 < outcomes[0].1
+            && outcomes[1].1 <= outcomes[2].1
+            && outcomes[1].1 <= outcomes[3].1,
+        "{outcomes:?}"
+    );
+}
+
+#[test]
+fn an_swf_trace_replays_and_inspect_summarises_it() {
+    let r = run(
+        load("topologies/swf-replay.toml", &[]),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let external = r
+        .topology
+        .requests
+        .iter()
+        .filter(|q| q.origin == Origin::External)
+        .count();
+    assert_eq!(
+        external, 300,
+        "every job of the synthetic trace becomes a request"
+    );
+    assert_eq!(r.summary.invariant_violations, 0);
+    let out = igemu(&["workload", "inspect", "topologies/traces/synthetic-64.swf"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("jobs            300"), "{text}");
+    assert!(text.contains("MaxProcs: 64"), "{text}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = dir.path().join("bad.swf");
+    std::fs::write(&bad, "; x\n1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n2 0 5 1e 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n").expect("written");
+    let out = igemu(&["workload", "inspect", bad.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.swf:3: error: field 4 (`1e`) is not a number"),
+        "{err}"
+    );
+}
+
+fn read(path: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(path).expect("csv");
+    let mut rows = vec![r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(str::to_string)
+        .collect()];
+    rows.extend(
+        r.records()
+            .map(|x| x.expect("row").iter().map(str::to_string).collect()),
+    );
+    rows
+}
+
+#[test]
+fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("s.toml");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 2\nmetrics = [\"utilization\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n", topo.display().to_string())).expect("written");
+    let whole = dir.path().join("whole");
+    let out = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        whole.to_str().expect("utf-8"),
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = read(&whole.join("runs.csv"));
+    assert_eq!(runs.len(), 1 + 6);
+    assert_eq!(
+        runs[0],
+        [
+            "run",
+            "seed",
+            "set:igg.dispatch",
+            "utilization",
+            "makespan_s",
+            "error"
+        ]
+    );
+    let points = read(&whole.join("points.csv"));
+    assert_eq!(points.len(), 1 + 3 * 2, "3 points × 2 metrics");
+    let mut shards: Vec<PathBuf> = Vec::new();
+    for i in 0..2 {
+        let d = dir.path().join(format!("shard{i}"));
+        let shard = format!("{i}/2");
+        let out = igemu(&[
+            "sweep",
+            sweep.to_str().expect("utf-8"),
+            "--out",
+            d.to_str().expect("utf-8"),
+            "--shard",
+            &shard,
+            "--jobs",
+            "1",
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+        shards.push(d.join(format!("runs-{i}-of-2.csv")));
+    }
+    let merged = dir.path().join("merged");
+    let mut args = vec!["sweep", "merge", "--out", merged.to_str().expect("utf-8")];
+    args.extend(shards.iter().map(|p| p.to_str().expect("utf-8")));
+    let out = igemu(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        read(&merged.join("points.csv")),
+        points,
+        "merged shards give the same summary"
+    );
+    // Bad shard syntax and a bad sweep file exit 2.
+    assert_eq!(
+        igemu(&["sweep", sweep.to_str().expect("utf-8"), "--shard", "3/2"])
+            .status
+            .code(),
+        Some(2)
+    );
+    std::fs::write(&sweep, "topology = \"nope.toml\"\n").expect("written");
+    assert_eq!(
+        igemu(&["sweep", sweep.to_str().expect("utf-8")])
+            .status
+            .code(),
+        Some(2)
+    );
+}
