@@ -239,12 +239,14 @@ fn admission_for(
         local_cv: igg::dispatch::CV_LOCAL,
         deadline: ac::expected_deadline(low, low_ratio, high_ratio, model.theta),
     };
-    match cluster.lrms.admission {
+    let admission = match cluster.lrms.admission {
         AdmissionName::Cacp => Admission::Unlimited,
         AdmissionName::Aacp => Admission::One,
         AdmissionName::Racp => Admission::Queue(ac::racp_queue_length(&qm)),
         AdmissionName::Pacp => Admission::Queue(ac::pacp_queue_length(&qm)),
-    }
+    };
+    tracing::info!(cluster = %cluster.name, ?admission, ?qm, "admission control");
+    admission
 }
 
 /// The requests of the workloads `pick` selects, in arrival order.
