@@ -2,5 +2,6 @@
 //! (`dispatch`). Peering (contracts, cost functions, negotiation) grows here.
 
 pub mod dispatch;
+pub mod peering;
 
 pub use dispatch::{Dispatcher, Loads};
