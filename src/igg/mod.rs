@@ -2,6 +2,8 @@
 //! (`dispatch`). Peering (contracts, cost functions, negotiation) grows here.
 
 pub mod dispatch;
+pub mod broker;
 pub mod peering;
+pub mod slots;
 
 pub use dispatch::{Dispatcher, Loads};

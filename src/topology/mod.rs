@@ -282,6 +282,119 @@ pub struct Contract {
     pub k: f64,
 }
 
+named_enum! {
+    /// Which contracts hold (`peering.contracts`).
+    ContractsMode {
+        /// The `[[contract]]` tables as written.
+        AsWritten => "as-written",
+        /// No peering at all.
+        None => "none",
+        /// Every contract, fixed-price.
+        FixedPrice => "fixed-price",
+        /// Every contract, price-range.
+        PriceRange => "price-range",
+    }
+}
+
+/// `[peering]`: how IGGs share load under their contracts (paper 004 §5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Peering {
+    /// Which contracts hold.
+    pub contracts: ContractsMode,
+    /// An IGG above this load (0–1, over the horizon) offloads requests to peers.
+    pub load_threshold: f64,
+    /// Interval between negotiation rounds (queued requests are offered, offers evaluated).
+    pub interval: EmuDuration,
+    /// Interval between updates of contract prices.
+    pub price_update: EmuDuration,
+    /// Interval between free-time-slot publications of each LRMS.
+    pub publish_interval: EmuDuration,
+    /// How far ahead loads and free slots look.
+    pub horizon: EmuDuration,
+    /// How long a requester waits for an answer before retrying.
+    pub offer_timeout: EmuDuration,
+    /// How long a provider holds an unconfirmed ticket.
+    pub ticket_ttl: EmuDuration,
+    /// Retries of an unanswered offer or redirection before giving up.
+    pub retries: u32,
+    /// β of the quadratic cost function.
+    pub steepness: f64,
+    /// Providers' cost of a resource unit is drawn uniformly from this range (Table 1).
+    pub unit_cost: (f64, f64),
+}
+
+impl Default for Peering {
+    fn default() -> Self {
+        Peering {
+            contracts: ContractsMode::AsWritten,
+            load_threshold: 0.95,
+            interval: EmuDuration::from_secs(300),
+            price_update: EmuDuration::from_secs(3600),
+            publish_interval: EmuDuration::from_secs(600),
+            horizon: EmuDuration::from_secs(86_400),
+            offer_timeout: EmuDuration::from_secs(60),
+            ticket_ttl: EmuDuration::from_secs(600),
+            retries: 3,
+            steepness: 1.0,
+            unit_cost: (0.90, 1.00),
+        }
+    }
+}
+
+fn read_peering(t: Option<Table<'_>>) -> Peering {
+    let mut p = Peering::default();
+    let Some(t) = t else { return p };
+    if let Some((m, _)) = t.choice("contracts", ContractsMode::NAMES) {
+        p.contracts = ContractsMode::parse(m).unwrap_or(ContractsMode::AsWritten);
+    }
+    if let Some((v, _)) = t.number_in("load_threshold", 0.0, 1.0) {
+        p.load_threshold = v;
+    }
+    for (k, f) in [
+        ("interval", &mut p.interval),
+        ("price_update", &mut p.price_update),
+        ("publish_interval", &mut p.publish_interval),
+        ("horizon", &mut p.horizon),
+        ("offer_timeout", &mut p.offer_timeout),
+        ("ticket_ttl", &mut p.ticket_ttl),
+    ] {
+        if let Some((d, loc)) = t.duration(k) {
+            if d == EmuDuration::ZERO {
+                t.diags.error(loc, format!("`{k}` in [peering] must be positive"), None);
+            } else {
+                *f = d;
+            }
+        }
+    }
+    if let Some((v, _)) = t.uint("retries", 100) {
+        p.retries = v as u32;
+    }
+    if let Some((v, _)) = t.positive_number("steepness") {
+        p.steepness = v;
+    }
+    if let Some(n) = t.get("unit_cost") {
+        match &n.kind {
+            node::NodeKind::Array(a) if a.len() == 2 => {
+                let num = |x: &Node| match x.kind {
+                    node::NodeKind::Int(i) => Some(i as f64),
+                    node::NodeKind::Float(f) => Some(f),
+                    _ => None,
+                };
+                match (num(&a[0]), num(&a[1])) {
+                    (Some(lo), Some(hi)) if lo > 0.0 && lo <= hi => p.unit_cost = (lo, hi),
+                    _ => t.diags.error(&n.loc, "`unit_cost` must be [low, high] with 0 < low ≤ high", None),
+                }
+            }
+            _ => t.diags.error(&n.loc, "`unit_cost` must be [low, high]", Some("e.g. unit_cost = [0.9, 1.0]".into())),
+        }
+    }
+    if p.ticket_ttl <= p.offer_timeout {
+        t.diags.error(&t.node.loc, "[peering] needs ticket_ttl longer than offer_timeout", Some("a ticket must outlive the wait for its answer".into()));
+    }
+    t.finish(&["contracts", "load_threshold", "interval", "price_update", "publish_interval", "horizon", "offer_timeout", "ticket_ttl", "retries", "steepness", "unit_cost"]);
+    p
+}
+
 /// A source of requests: the local users of a cluster, or an external user agent (DVE
 /// manager) of a Grid.
 #[derive(Clone, Debug, PartialEq)]
@@ -311,6 +424,8 @@ pub struct Topology {
     pub clusters: Vec<Cluster>,
     /// Peering contracts.
     pub contracts: Vec<Contract>,
+    /// How IGGs negotiate under them.
+    pub peering: Peering,
     /// Request sources.
     pub workloads: Vec<Workload>,
     /// Every request, indexed by [`RequestId`].
@@ -324,6 +439,28 @@ impl Topology {
     pub fn label(&self, id: RequestId) -> &str {
         &self.request_labels[id.0 as usize]
     }
+    /// The contracts in force, as (requester, provider, contract) for each direction,
+    /// with `peering.contracts` applied.
+    pub fn contract_pairs(&self) -> Vec<(GridId, GridId, Contract)> {
+        let mut out = Vec::new();
+        if self.peering.contracts == ContractsMode::None {
+            return out;
+        }
+        for c in &self.contracts {
+            let mut c = c.clone();
+            match self.peering.contracts {
+                ContractsMode::FixedPrice => c.kind = ContractKind::FixedPrice,
+                ContractsMode::PriceRange => c.kind = ContractKind::PriceRange,
+                _ => {}
+            }
+            out.push((c.from, c.to, c.clone()));
+            if c.both_ways {
+                out.push((c.to, c.from, c));
+            }
+        }
+        out
+    }
+
     /// The cluster with id `id`.
     pub fn cluster(&self, id: ClusterId) -> &Cluster {
         &self.clusters[usize::from(id.0)]
@@ -668,6 +805,7 @@ fn read_topology(
         .table("lrms")
         .map(|t| read_lrms_table(&t))
         .unwrap_or_default();
+    let peering = read_peering(top.table("peering"));
     let igg_defaults = top
         .table("igg")
         .map(|t| read_igg_table(&t))
@@ -1202,6 +1340,7 @@ fn read_topology(
         "grid",
         "contract",
         "workload",
+        "peering",
     ]);
     Some(Topology {
         name,
@@ -1209,6 +1348,7 @@ fn read_topology(
         grids,
         clusters,
         contracts,
+        peering,
         workloads,
         requests,
         request_labels: labels,

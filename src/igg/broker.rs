@@ -1,0 +1,516 @@
+//! An IGG's peering state, pure: as a *requester*, the queue of requests it wants to offload,
+//! its contracts (tried in ascending price), its outstanding offers and redirections with
+//! their timeouts and retries; as a *provider*, its tickets and the requests it serves for
+//! peers; and the money it paid and received. Every input is a method returning the messages
+//! to send ([`Out`]); the IGG actor carries them and sets the timers.
+//!
+//! Robustness under faults: offers and redirections time out and are retried a bounded number
+//! of times; answers and redirections are idempotent (duplicates are answered again, never
+//! acted on twice); tickets expire. A requester that has sent a redirection never serves the
+//! request itself unless the provider refuses it explicitly, so a lost acknowledgement cannot
+//! make two Grids serve one request.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::peering::{provider_answer, worth_offering, Answer, CostModel, NegotiationId, OfferState, PriceRange, Ticket, TicketError, Tickets};
+use crate::model::{GridId, LeaseRequest, RequestId};
+use crate::time::{EmuDuration, EmuTime};
+
+/// A contract as the requester sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contract {
+    /// The provider.
+    pub peer: GridId,
+    /// Its current price range.
+    pub range: PriceRange,
+}
+
+/// A request offered in a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Item {
+    /// The request.
+    pub req: LeaseRequest,
+    /// Resource units (cores × seconds).
+    pub units: f64,
+}
+
+/// What the broker wants sent or done.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Out {
+    /// Send an offer to `peer` (and time it out after `offer_timeout`).
+    Offer {
+        /// The provider.
+        peer: GridId,
+        /// Negotiation id.
+        negotiation: NegotiationId,
+        /// Offered requests.
+        items: Vec<Item>,
+        /// Offered unit price (the contract's minimum).
+        price: f64,
+        /// The contract's maximum unit price.
+        max: f64,
+    },
+    /// Answer an offer.
+    Answer {
+        /// The requester.
+        peer: GridId,
+        /// Negotiation id.
+        negotiation: NegotiationId,
+        /// Per request.
+        answers: Vec<(RequestId, Answer)>,
+    },
+    /// Redirect a request to `peer` at `price` per unit (and time it out).
+    Redirect {
+        /// The provider.
+        peer: GridId,
+        /// Negotiation id.
+        negotiation: NegotiationId,
+        /// The request.
+        req: LeaseRequest,
+        /// Unit price.
+        price: f64,
+    },
+    /// Tell `peer` a counter-offer is declined (releases its ticket).
+    Decline {
+        /// The provider.
+        peer: GridId,
+        /// Negotiation id.
+        negotiation: NegotiationId,
+        /// The request.
+        lease: RequestId,
+    },
+    /// Acknowledge a redirection (`accepted = false`: the ticket is gone, serve it yourself).
+    RedirectAck {
+        /// The requester.
+        peer: GridId,
+        /// Negotiation id.
+        negotiation: NegotiationId,
+        /// The request.
+        lease: RequestId,
+        /// Taken over or refused.
+        accepted: bool,
+    },
+    /// Serve this request here (place it on this Grid's clusters).
+    ServeLocally(LeaseRequest),
+    /// Serve this peer's request here (it was redirected to us).
+    ServeForPeer(LeaseRequest),
+}
+
+#[derive(Clone, Debug)]
+struct Queued {
+    item: Item,
+    home_cost: f64,
+    tried: BTreeSet<GridId>,
+}
+
+#[derive(Clone, Debug)]
+struct Outbound {
+    peer: GridId,
+    items: BTreeMap<RequestId, (Queued, OfferState)>,
+    price: f64,
+    max: f64,
+    retries: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Redirecting {
+    peer: GridId,
+    negotiation: NegotiationId,
+    queued: Queued,
+    price: f64,
+    retries: u32,
+}
+
+/// Counts of negotiation outcomes, per request offered.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Outcomes {
+    /// Offers sent (batches, counting retries).
+    pub offers: u64,
+    /// Requests accepted at the offered price.
+    pub accepted: u64,
+    /// Requests whose counter-offer was taken.
+    pub countered_taken: u64,
+    /// Requests whose counter-offer was declined.
+    pub countered_declined: u64,
+    /// Requests rejected by the provider.
+    pub rejected: u64,
+    /// Offers that timed out.
+    pub timeouts: u64,
+    /// Requests redirected (acknowledged).
+    pub redirected: u64,
+}
+
+/// An IGG's peering state.
+#[derive(Clone, Debug)]
+pub struct Broker {
+    me: GridId,
+    next: u64,
+    /// Contracts in ascending minimum price.
+    contracts: Vec<Contract>,
+    queue: VecDeque<Queued>,
+    outbound: BTreeMap<NegotiationId, Outbound>,
+    redirecting: BTreeMap<RequestId, Redirecting>,
+    retries: u32,
+    ticket_ttl: EmuDuration,
+    /// Tickets issued as a provider.
+    pub tickets: Tickets,
+    /// Requests served for peers: origin and price.
+    pub foreign: BTreeMap<RequestId, (GridId, NegotiationId, f64)>,
+    /// Money paid to each peer.
+    pub paid: BTreeMap<GridId, f64>,
+    /// Money received from each peer.
+    pub received: BTreeMap<GridId, f64>,
+    /// Units redirected to each peer.
+    pub redirected_units: BTreeMap<GridId, f64>,
+    /// Negotiation outcomes.
+    pub outcomes: Outcomes,
+    /// Answers already given, by (requester, negotiation), for duplicate offers.
+    answered: BTreeMap<(GridId, NegotiationId), Vec<(RequestId, Answer)>>,
+}
+
+impl Broker {
+    /// The broker of Grid `me` with contracts (any order), retry bound and ticket lifetime.
+    pub fn new(me: GridId, mut contracts: Vec<Contract>, retries: u32, ticket_ttl: EmuDuration) -> Broker {
+        contracts.sort_by(|a, b| a.range.min.total_cmp(&b.range.min).then(a.peer.cmp(&b.peer)));
+        Broker {
+            me,
+            next: 0,
+            contracts,
+            queue: VecDeque::new(),
+            outbound: BTreeMap::new(),
+            redirecting: BTreeMap::new(),
+            retries,
+            ticket_ttl,
+            tickets: Tickets::default(),
+            foreign: BTreeMap::new(),
+            paid: BTreeMap::new(),
+            received: BTreeMap::new(),
+            redirected_units: BTreeMap::new(),
+            outcomes: Outcomes::default(),
+            answered: BTreeMap::new(),
+        }
+    }
+
+    /// Whether this IGG has any contract as a requester.
+    pub fn has_contracts(&self) -> bool {
+        !self.contracts.is_empty()
+    }
+
+    /// Replaces the contracts' prices (periodic update).
+    pub fn update_prices(&mut self, mut contracts: Vec<Contract>) {
+        contracts.sort_by(|a, b| a.range.min.total_cmp(&b.range.min).then(a.peer.cmp(&b.peer)));
+        self.contracts = contracts;
+    }
+
+    /// Requests waiting to be offered.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Queues a request for offloading; `home_cost` is what serving it at home costs.
+    pub fn enqueue(&mut self, req: LeaseRequest, units: f64, home_cost: f64) {
+        self.queue.push_back(Queued { item: Item { req, units }, home_cost, tried: BTreeSet::new() });
+    }
+
+    fn new_negotiation(&mut self) -> NegotiationId {
+        self.next += 1;
+        (u64::from(self.me.0) << 32) | self.next
+    }
+
+    /// A negotiation round: offers the queued requests under each contract in ascending
+    /// price (one batch per contract); requests no contract is worth trying are served
+    /// locally.
+    pub fn round(&mut self) -> Vec<Out> {
+        let mut out = Vec::new();
+        let mut waiting: Vec<Queued> = self.queue.drain(..).collect();
+        let contracts = self.contracts.clone();
+        for c in &contracts {
+            let (offer, keep): (Vec<Queued>, Vec<Queued>) = waiting
+                .into_iter()
+                .partition(|q| !q.tried.contains(&c.peer) && worth_offering(q.home_cost, q.item.units, c.range.min));
+            waiting = keep;
+            if offer.is_empty() {
+                continue;
+            }
+            let negotiation = self.new_negotiation();
+            let items: Vec<Item> = offer.iter().map(|q| q.item.clone()).collect();
+            out.push(Out::Offer { peer: c.peer, negotiation, items, price: c.range.min, max: c.range.max });
+            self.outcomes.offers += 1;
+            let entries = offer.into_iter().map(|q| (q.item.req.id, (q, OfferState::Offered))).collect();
+            self.outbound.insert(negotiation, Outbound { peer: c.peer, items: entries, price: c.range.min, max: c.range.max, retries: 0 });
+        }
+        out.extend(waiting.into_iter().map(|q| Out::ServeLocally(q.item.req)));
+        out
+    }
+
+    /// The provider's answers to an offer, from the cost of each request given the provider's
+    /// load (`load` over `capacity` units, tickets included), issuing tickets for accepts and
+    /// counter-offers. A duplicate offer gets the same answers again.
+    pub fn answer_offer(&mut self, from: GridId, negotiation: NegotiationId, items: &[Item], price: f64, max: f64, cost: &CostModel, load: f64, capacity: f64, now: EmuTime) -> Out {
+        if let Some(prev) = self.answered.get(&(from, negotiation)) {
+            return Out::Answer { peer: from, negotiation, answers: prev.clone() };
+        }
+        self.tickets.expire(now);
+        let mut held = self.tickets.held_units(now);
+        // Evaluate the most valuable requests first (paper 004: offers sorted by price; within
+        // a batch, by size).
+        let mut order: Vec<&Item> = items.iter().collect();
+        order.sort_by(|a, b| b.units.total_cmp(&a.units).then(a.req.id.cmp(&b.req.id)));
+        let mut answers = Vec::with_capacity(items.len());
+        for it in order {
+            let l = (load + held / capacity.max(1.0)).min(1.0);
+            let c = cost.marginal(it.units, l, capacity);
+            let a = provider_answer(c, it.units, price, max);
+            if let Answer::Accept { price: p } | Answer::Counter { price: p } = a {
+                self.tickets.issue(Ticket { negotiation, lease: it.req.id, units: it.units, price: p, expires: now + self.ticket_ttl, confirmed: false });
+                held += it.units;
+            }
+            answers.push((it.req.id, a));
+        }
+        self.answered.insert((from, negotiation), answers.clone());
+        Out::Answer { peer: from, negotiation, answers }
+    }
+
+    /// The requester receives answers: redirect what was accepted (or counter-offered and
+    /// worth taking), decline the rest, and put declined requests back in the queue.
+    pub fn on_answers(&mut self, negotiation: NegotiationId, answers: &[(RequestId, Answer)]) -> Vec<Out> {
+        let Some(ob) = self.outbound.remove(&negotiation) else {
+            return Vec::new(); // late or duplicate: already settled
+        };
+        let mut out = Vec::new();
+        let mut items = ob.items;
+        for (lease, a) in answers {
+            let Some((q, state)) = items.remove(lease) else { continue };
+            let next = state.on_answer(*a, q.home_cost, q.item.units);
+            match (a, next.redirects()) {
+                (Answer::Accept { .. }, _) => self.outcomes.accepted += 1,
+                (Answer::Counter { .. }, Some(_)) => self.outcomes.countered_taken += 1,
+                (Answer::Counter { .. }, None) => self.outcomes.countered_declined += 1,
+                (Answer::Reject, _) => self.outcomes.rejected += 1,
+            }
+            match next.redirects() {
+                Some(price) => {
+                    out.push(Out::Redirect { peer: ob.peer, negotiation, req: q.item.req.clone(), price });
+                    self.redirecting.insert(*lease, Redirecting { peer: ob.peer, negotiation, queued: q, price, retries: 0 });
+                }
+                None => {
+                    if matches!(a, Answer::Counter { .. }) {
+                        out.push(Out::Decline { peer: ob.peer, negotiation, lease: *lease });
+                    }
+                    let mut q = q;
+                    q.tried.insert(ob.peer);
+                    self.queue.push_back(q);
+                }
+            }
+        }
+        // Requests the answer did not mention go back to the queue for this peer again.
+        for (_, (q, _)) in items {
+            self.queue.push_back(q);
+        }
+        out
+    }
+
+    /// An offer's answer did not come in time: resend it, or give this peer up.
+    pub fn offer_timed_out(&mut self, negotiation: NegotiationId) -> Vec<Out> {
+        let Some(mut ob) = self.outbound.remove(&negotiation) else {
+            return Vec::new();
+        };
+        self.outcomes.timeouts += 1;
+        if ob.retries < self.retries {
+            ob.retries += 1;
+            let items = ob.items.values().map(|(q, _)| q.item.clone()).collect();
+            let out = Out::Offer { peer: ob.peer, negotiation, items, price: ob.price, max: ob.max };
+            self.outcomes.offers += 1;
+            self.outbound.insert(negotiation, ob);
+            return vec![out];
+        }
+        for (_, (mut q, _)) in ob.items {
+            q.tried.insert(ob.peer);
+            self.queue.push_back(q);
+        }
+        Vec::new()
+    }
+
+    /// The provider receives a redirection: confirm the ticket (idempotently) and serve it.
+    pub fn on_redirect(&mut self, from: GridId, negotiation: NegotiationId, req: &LeaseRequest, price: f64, now: EmuTime) -> Vec<Out> {
+        let ack = |accepted| Out::RedirectAck { peer: from, negotiation, lease: req.id, accepted };
+        match self.tickets.confirm(negotiation, req.id, now) {
+            Ok(t) => {
+                let units = t.units;
+                *self.received.entry(from).or_default() += price * units;
+                self.foreign.insert(req.id, (from, negotiation, price));
+                vec![ack(true), Out::ServeForPeer(req.clone())]
+            }
+            // A duplicate: the request is already ours; acknowledge again.
+            Err(TicketError::AlreadyConfirmed) => vec![ack(true)],
+            Err(TicketError::Unknown) => vec![ack(false)],
+        }
+    }
+
+    /// A counter-offer was declined: release the ticket.
+    pub fn on_decline(&mut self, negotiation: NegotiationId, lease: RequestId) {
+        if self.tickets.get(negotiation, lease).is_some_and(|t| !t.confirmed) {
+            self.tickets.release(negotiation, lease);
+        }
+    }
+
+    /// The requester learns how its redirection went. Refused: serve it here.
+    pub fn on_redirect_ack(&mut self, lease: RequestId, accepted: bool) -> Vec<Out> {
+        let Some(r) = self.redirecting.remove(&lease) else {
+            return Vec::new(); // duplicate acknowledgement
+        };
+        if accepted {
+            *self.paid.entry(r.peer).or_default() += r.price * r.queued.item.units;
+            *self.redirected_units.entry(r.peer).or_default() += r.queued.item.units;
+            self.outcomes.redirected += 1;
+            Vec::new()
+        } else {
+            vec![Out::ServeLocally(r.queued.item.req)]
+        }
+    }
+
+    /// No acknowledgement in time: resend the redirection (never serve it here without an
+    /// explicit refusal: the provider may already be running it).
+    pub fn redirect_timed_out(&mut self, lease: RequestId) -> Vec<Out> {
+        let Some(r) = self.redirecting.get_mut(&lease) else {
+            return Vec::new();
+        };
+        r.retries += 1;
+        vec![Out::Redirect { peer: r.peer, negotiation: r.negotiation, req: r.queued.item.req.clone(), price: r.price }]
+    }
+
+    /// Whether a redirection of `lease` is still waiting for its acknowledgement.
+    pub fn awaiting_ack(&self, lease: RequestId) -> bool {
+        self.redirecting.contains_key(&lease)
+    }
+
+    /// A request this Grid serves for a peer ended: release its ticket; returns its origin.
+    pub fn foreign_ended(&mut self, lease: RequestId) -> Option<GridId> {
+        let (origin, negotiation, _) = self.foreign.remove(&lease)?;
+        self.tickets.release(negotiation, lease);
+        Some(origin)
+    }
+
+    /// Drops volatile state on a crash: unanswered offers are forgotten (they will time out
+    /// at the requester), unconfirmed tickets lapse. Confirmed tickets, the requests served
+    /// for peers and the ledger are kept (the Java IGG persists them in its database).
+    pub fn crash(&mut self, now: EmuTime) {
+        self.answered.clear();
+        let expired: Vec<(NegotiationId, RequestId)> = self.tickets.all().filter(|t| !t.confirmed).map(|t| (t.negotiation, t.lease)).collect();
+        for (n, l) in expired {
+            self.tickets.release(n, l);
+        }
+        self.tickets.expire(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClusterId, LeaseType, Origin};
+
+    fn req(id: u32) -> LeaseRequest {
+        LeaseRequest {
+            id: RequestId(id),
+            origin: Origin::External,
+            grid: GridId(0),
+            cluster: None::<ClusterId>,
+            arrival: EmuTime::ZERO,
+            start: None,
+            vms: 1,
+            cores_per_vm: 1,
+            mem_mb: 1,
+            duration: EmuDuration::from_secs(100),
+            lease_type: LeaseType::BestEffortSuspendable,
+            deadline: None,
+        }
+    }
+
+    fn requester() -> Broker {
+        let c = |peer, min: f64| Contract { peer: GridId(peer), range: PriceRange { min, max: min * 2.0 } };
+        Broker::new(GridId(0), vec![c(2, 1.5), c(1, 1.0)], 2, EmuDuration::from_secs(600))
+    }
+
+    #[test]
+    fn rounds_offer_in_ascending_price_and_fall_back_to_local_service() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0, 200.0); // unit cost 2.0: worth offering to both
+        b.enqueue(req(2), 100.0, 120.0); // unit cost 1.2: only to the 1.0 contract
+        b.enqueue(req(3), 100.0, 50.0); // unit cost 0.5: to neither
+        let out = b.round();
+        assert!(matches!(&out[0], Out::Offer { peer, items, price, .. } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0));
+        assert_eq!(out[1], Out::ServeLocally(req(3)));
+    }
+
+    #[test]
+    fn answers_redirect_accepted_decline_dear_counters_and_requeue() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0, 200.0);
+        b.enqueue(req(2), 100.0, 120.0);
+        let Out::Offer { negotiation, .. } = b.round()[0].clone() else { panic!("an offer") };
+        let out = b.on_answers(negotiation, &[(RequestId(1), Answer::Accept { price: 1.0 }), (RequestId(2), Answer::Counter { price: 1.5 })]);
+        assert!(matches!(&out[0], Out::Redirect { req, price, .. } if req.id == RequestId(1) && *price == 1.0));
+        assert!(matches!(&out[1], Out::Decline { lease, .. } if *lease == RequestId(2)));
+        assert_eq!(b.queued(), 1);
+        // A late duplicate answer does nothing.
+        assert!(b.on_answers(negotiation, &[(RequestId(1), Answer::Reject)]).is_empty());
+        // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
+        assert_eq!(b.round(), vec![Out::ServeLocally(req(2))]);
+        assert!(b.on_redirect_ack(RequestId(1), true).is_empty());
+        assert_eq!(b.paid[&GridId(1)], 100.0);
+        assert_eq!(b.outcomes.redirected, 1);
+    }
+
+    #[test]
+    fn offers_time_out_retry_then_give_the_peer_up() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0, 120.0);
+        let Out::Offer { negotiation, .. } = b.round()[0].clone() else { panic!() };
+        assert_eq!(b.offer_timed_out(negotiation).len(), 1);
+        assert_eq!(b.offer_timed_out(negotiation).len(), 1);
+        assert!(b.offer_timed_out(negotiation).is_empty(), "retries exhausted");
+        assert_eq!(b.round(), vec![Out::ServeLocally(req(1))]);
+    }
+
+    #[test]
+    fn provider_tickets_hold_capacity_and_redirections_are_idempotent() {
+        let mut p = Broker::new(GridId(1), vec![], 2, EmuDuration::from_secs(600));
+        let cost = CostModel { unit_cost: 1.0, steepness: 1.0 };
+        let items = vec![Item { req: req(1), units: 100.0 }, Item { req: req(2), units: 100.0 }];
+        let now = EmuTime::from_secs(10);
+        let Out::Answer { answers, .. } = p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now) else { panic!() };
+        // The first request fits cheaply; the ticket it holds raises the load for the second.
+        assert!(matches!(answers[0].1, Answer::Accept { .. } | Answer::Counter { .. }));
+        assert_eq!(p.tickets.held_units(now), 200.0);
+        // A duplicate offer gets the same answers and issues nothing new.
+        let again = p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now);
+        assert_eq!(again, Out::Answer { peer: GridId(0), negotiation: 7, answers: answers.clone() });
+        assert_eq!(p.tickets.held_units(now), 200.0);
+        let first = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
+        assert_eq!(first.len(), 2, "ack and serve");
+        let dup = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
+        assert_eq!(dup.len(), 1, "a duplicate is only acknowledged");
+        p.on_decline(7, RequestId(2));
+        assert_eq!(p.tickets.held_units(now), 100.0);
+        // After the ticket lapsed, a redirection is refused.
+        let late = p.on_redirect(GridId(0), 7, &req(2), 1.0, now);
+        assert_eq!(late, vec![Out::RedirectAck { peer: GridId(0), negotiation: 7, lease: RequestId(2), accepted: false }]);
+        assert_eq!(p.foreign_ended(RequestId(1)), Some(GridId(0)));
+        assert_eq!(p.tickets.held_units(now), 0.0);
+    }
+
+    #[test]
+    fn a_redirection_without_an_answer_is_resent_never_served_here() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0, 200.0);
+        let Out::Offer { negotiation, .. } = b.round()[0].clone() else { panic!() };
+        b.on_answers(negotiation, &[(RequestId(1), Answer::Accept { price: 1.0 })]);
+        for _ in 0..5 {
+            let out = b.redirect_timed_out(RequestId(1));
+            assert!(matches!(&out[0], Out::Redirect { .. }));
+        }
+        assert!(b.awaiting_ack(RequestId(1)));
+        // Only an explicit refusal brings it home.
+        assert_eq!(b.on_redirect_ack(RequestId(1), false), vec![Out::ServeLocally(req(1))]);
+    }
+}

@@ -1,0 +1,155 @@
+//! Free time slots published by each LRMS (paper 004 §4.1, §5.3), as kept by the IGG: per
+//! cluster, an ordered step function of free cores up to a horizon, with the cluster's price
+//! per resource unit (eq. 1). The IGG queries it for the earliest start of a request and for
+//! its clusters' and Grid's load.
+
+use std::collections::BTreeMap;
+
+use crate::time::{EmuDuration, EmuTime};
+
+/// One cluster's last publication.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Published {
+    /// Free cores from each instant on (ordered by time), until `until`.
+    pub free: BTreeMap<EmuTime, u64>,
+    /// The end of the published horizon.
+    pub until: EmuTime,
+    /// Cores of the cluster.
+    pub cores: u64,
+    /// Price per resource unit (eq. 1).
+    pub price: f64,
+}
+
+impl Published {
+    /// Free cores at instant `t` (0 past the horizon: unknown is not free).
+    pub fn free_at(&self, t: EmuTime) -> u64 {
+        if t >= self.until {
+            return 0;
+        }
+        self.free.range(..=t).next_back().map_or(self.cores, |(_, f)| *f)
+    }
+
+    /// Used resource units (core-seconds) over `[from, to)`, counting time past the horizon
+    /// as fully used.
+    pub fn used_units(&self, from: EmuTime, to: EmuTime) -> f64 {
+        if to <= from {
+            return 0.0;
+        }
+        let mut t = from;
+        let mut used = 0.0;
+        let mut points: Vec<EmuTime> = self.free.range(from..to).map(|(k, _)| *k).collect();
+        points.push(to);
+        for p in points {
+            if p > t {
+                let busy = self.cores.saturating_sub(self.free_at(t));
+                used += busy as f64 * p.since(t).as_secs_f64();
+                t = p;
+            }
+        }
+        used
+    }
+
+    /// The earliest start at or after `now` with `cores` free for `length`, if within the
+    /// published horizon.
+    pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
+        let candidates = std::iter::once(now).chain(self.free.range(now..).map(|(t, _)| *t));
+        for t in candidates {
+            let end = t + length;
+            if end > self.until {
+                return None;
+            }
+            let ok = self.free_at(t) >= cores && self.free.range(t..end).all(|(_, f)| *f >= cores);
+            if ok {
+                return Some(t);
+            }
+        }
+        None
+    }
+}
+
+/// The IGG's store of its clusters' free time slots, by cluster index within the Grid.
+#[derive(Clone, Debug, Default)]
+pub struct SlotStore {
+    clusters: BTreeMap<usize, Published>,
+}
+
+impl SlotStore {
+    /// Replaces cluster `j`'s publication.
+    pub fn publish(&mut self, j: usize, p: Published) {
+        self.clusters.insert(j, p);
+    }
+
+    /// Whether cluster `j` has published.
+    pub fn knows(&self, j: usize) -> bool {
+        self.clusters.contains_key(&j)
+    }
+
+    /// Cluster `j`'s load (used / capacity) over `[now, now + horizon)`.
+    pub fn load(&self, j: usize, now: EmuTime, horizon: EmuDuration) -> Option<f64> {
+        let p = self.clusters.get(&j)?;
+        let cap = p.cores as f64 * horizon.as_secs_f64();
+        (cap > 0.0).then(|| p.used_units(now, now + horizon) / cap)
+    }
+
+    /// The Grid's load over the horizon, weighted by cluster size, and its capacity in units.
+    pub fn grid_load(&self, now: EmuTime, horizon: EmuDuration) -> (f64, f64) {
+        let (mut used, mut cap) = (0.0, 0.0);
+        for p in self.clusters.values() {
+            used += p.used_units(now, now + horizon);
+            cap += p.cores as f64 * horizon.as_secs_f64();
+        }
+        (if cap > 0.0 { used / cap } else { 0.0 }, cap)
+    }
+
+    /// The cluster with the earliest start for `cores` cores over `length` (ties: lower index).
+    pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<(usize, EmuTime)> {
+        self.clusters
+            .iter()
+            .filter_map(|(j, p)| p.earliest(now, cores, length).map(|t| (*j, t)))
+            .min_by_key(|(j, t)| (*t, *j))
+    }
+
+    /// The average price per unit over the clusters, weighted by cores (eq. 2's inputs).
+    pub fn prices(&self) -> Vec<(f64, f64)> {
+        self.clusters.values().map(|p| (p.price, p.cores as f64)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: u64) -> EmuTime {
+        EmuTime::from_secs(s)
+    }
+
+    fn published() -> Published {
+        // 8 cores: 2 free until 100, 6 free until 200, all free after, published to 1000.
+        let mut free = BTreeMap::new();
+        free.insert(t(0), 2);
+        free.insert(t(100), 6);
+        free.insert(t(200), 8);
+        Published { free, until: t(1000), cores: 8, price: 1.0 }
+    }
+
+    #[test]
+    fn earliest_start_follows_the_free_cores() {
+        let p = published();
+        assert_eq!(p.earliest(t(0), 2, EmuDuration::from_secs(50)), Some(t(0)));
+        assert_eq!(p.earliest(t(0), 4, EmuDuration::from_secs(50)), Some(t(100)));
+        assert_eq!(p.earliest(t(0), 8, EmuDuration::from_secs(50)), Some(t(200)));
+        assert_eq!(p.earliest(t(0), 8, EmuDuration::from_secs(900)), None, "past the horizon");
+    }
+
+    #[test]
+    fn load_counts_used_core_seconds() {
+        let p = published();
+        // [0, 200): 6 busy × 100 s + 2 busy × 100 s = 800 core-seconds.
+        assert!((p.used_units(t(0), t(200)) - 800.0).abs() < 1e-9);
+        let mut s = SlotStore::default();
+        s.publish(0, p);
+        let l = s.load(0, t(0), EmuDuration::from_secs(200)).expect("known");
+        assert!((l - 800.0 / 1600.0).abs() < 1e-9);
+        assert_eq!(s.earliest(t(0), 4, EmuDuration::from_secs(10)), Some((0, t(100))));
+    }
+}
