@@ -44,6 +44,8 @@ fn emu(tracer: Tracer) -> Rc<Emu> {
         tracer,
         metrics: RefCell::new(Metrics::new(topo.requests.len())),
         topo: Rc::new(topo),
+        faults: RefCell::new(igemu::fault::Faults::new(Default::default(), 1)),
+        broken_protocol: false,
     })
 }
 

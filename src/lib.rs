@@ -5,6 +5,7 @@
 //! the results ([`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
 
 pub mod actors;
+pub mod fault;
 pub mod igg;
 pub mod lrms;
 pub mod metrics;
@@ -60,6 +61,10 @@ pub enum RunError {
 pub struct RunOptions {
     /// Write `trace.jsonl` here (the directory must exist).
     pub trace_dir: Option<PathBuf>,
+    /// Test-only: a deliberately broken peering protocol (a requester serves a request itself
+    /// when a redirection's acknowledgement is late), to prove the invariant checker bites.
+    #[doc(hidden)]
+    pub broken_protocol: bool,
 }
 
 /// Timer lateness in realtime runs, emulated milliseconds.
@@ -94,6 +99,10 @@ pub struct Summary {
     pub metrics: PaperMetrics,
     /// The same per cluster, by `grid/cluster`.
     pub clusters: BTreeMap<String, PaperMetrics>,
+    /// Peering figures per Grid.
+    pub grids: BTreeMap<String, metrics::GridFigures>,
+    /// What the fault injector did.
+    pub faults: fault::FaultCounts,
     /// Number of invariant violations (host over capacity, request ended twice, ...).
     pub invariant_violations: u64,
     /// The first few violations, described.
@@ -415,6 +424,11 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
             tracer,
             metrics: RefCell::new(Metrics::new(topo.requests.len())),
             topo: Rc::clone(&topo),
+            faults: RefCell::new(fault::Faults::new(
+                topo.faults.clone(),
+                time::stream_seed(topo.emulation.seed, "faults"),
+            )),
+            broken_protocol: options.broken_protocol,
         });
         let end = emulate(Rc::clone(&emu)).await;
         (end, emu)
@@ -422,8 +436,15 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
     let wall_s = wall.elapsed_secs();
     emu.tracer.finish().map_err(RunError::Trace)?;
     let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
-    let (records, counters, violations) = metrics.finish();
+    let metrics::Finished {
+        records,
+        clusters: counters,
+        grids,
+        violations,
+    } = metrics.finish();
     let figures = metrics::figures(&topo, &records, &counters);
+    let grid_figures = metrics::grid_figures(&topo, &records, &grids);
+    let fault_counts = emu.faults.borrow().counts.clone();
     let summary = Summary {
         topology: topo.name.clone(),
         mode: match mode {
@@ -443,6 +464,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
         makespan_s: figures.makespan_s,
         metrics: figures.all,
         clusters: figures.clusters,
+        grids: grid_figures,
+        faults: fault_counts,
         invariant_violations: violations.len() as u64,
         violation_examples: violations.iter().take(10).cloned().collect(),
         timer_lateness_ms: emu.clock.lateness(),

@@ -379,6 +379,7 @@ fn main() -> ExitCode {
             }
             let options = RunOptions {
                 trace_dir: trace.then(|| out.clone()),
+                ..RunOptions::default()
             };
             let result = match run(topo, &options).and_then(|r| r.write_outputs(&out).map(|_| r)) {
                 Ok(r) => r,

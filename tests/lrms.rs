@@ -28,6 +28,7 @@ fn run_traced(topo: Topology, dir: &Path) -> RunResult {
         topo,
         &RunOptions {
             trace_dir: Some(dir.to_path_buf()),
+            ..RunOptions::default()
         },
     )
     .expect("runs");

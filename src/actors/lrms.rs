@@ -140,10 +140,12 @@ impl Lrms {
                     }
                 }
                 Action::Started(lease) => {
-                    self.emu
-                        .metrics
-                        .borrow_mut()
-                        .started(lease, self.cluster, self.emu.now());
+                    self.emu.metrics.borrow_mut().started(
+                        lease,
+                        self.cluster,
+                        self.emu.topo.cluster(self.cluster).grid,
+                        self.emu.now(),
+                    );
                     self.tell_requester(
                         lease,
                         LeaseStarted {

@@ -3,8 +3,13 @@
 
 use actix::Message;
 
+use super::igg::Igg;
+use super::Peer;
+use crate::igg::broker::Item;
+use crate::igg::peering::{Answer, NegotiationId};
+use crate::igg::slots::Published;
 use crate::lrms::Relocation;
-use crate::model::{ClusterId, LeaseRequest, RequestId, RequestState, VmEvent, VmState};
+use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState, VmEvent, VmState};
 use crate::time::EmuTime;
 use crate::trace::{Correlation, Traced};
 
@@ -251,3 +256,204 @@ pub struct EndOfRun;
 impl Traced for EndOfRun {
     const KIND: &'static str = "EndOfRun";
 }
+
+/// Correlation of a peering message: the negotiation, and the request if it is about one.
+fn peering(negotiation: NegotiationId, request: Option<RequestId>) -> Correlation {
+    Correlation {
+        request,
+        vm: None,
+        negotiation: Some(negotiation),
+    }
+}
+
+/// LRMS → IGG: its free time slots up to the horizon and its price per unit (eq. 1).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct FreeSlots {
+    /// The cluster.
+    pub cluster: ClusterId,
+    /// The slots.
+    pub slots: Published,
+}
+impl Traced for FreeSlots {
+    const KIND: &'static str = "FreeSlots";
+}
+
+/// LRMS → itself: time to publish free slots.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct PublishTick;
+impl Traced for PublishTick {
+    const KIND: &'static str = "PublishTick";
+}
+
+/// IGG → itself: a negotiation round (and contract price refresh).
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct NegotiationTick;
+impl Traced for NegotiationTick {
+    const KIND: &'static str = "NegotiationTick";
+}
+
+/// IGG → IGG: an offer of a batch of requests (Fig. 3 step 1).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct PeerOffer {
+    /// The requester.
+    pub from: GridId,
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// The requests and their units.
+    pub items: Vec<Item>,
+    /// Offered unit price.
+    pub price: f64,
+    /// The contract's maximum unit price.
+    pub max: f64,
+}
+traced!(PeerOffer, "PeerOffer", |m| peering(m.negotiation, None));
+
+/// IGG → IGG: answers to an offer (step 2).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct PeerAnswer {
+    /// The provider.
+    pub from: GridId,
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// Per request.
+    pub answers: Vec<(RequestId, Answer)>,
+}
+traced!(PeerAnswer, "PeerAnswer", |m| peering(m.negotiation, None));
+
+/// IGG → IGG: redirect this request to you (step 3, accepted).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct PeerRedirect {
+    /// The requester.
+    pub from: GridId,
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// The request.
+    pub req: LeaseRequest,
+    /// Unit price agreed.
+    pub price: f64,
+}
+traced!(PeerRedirect, "PeerRedirect", |m| peering(
+    m.negotiation,
+    Some(m.req.id)
+));
+
+/// IGG → IGG: the redirection is taken (or refused: the ticket is gone).
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct PeerRedirectAck {
+    /// The provider.
+    pub from: GridId,
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// The request.
+    pub lease: RequestId,
+    /// Taken over or refused.
+    pub accepted: bool,
+}
+traced!(PeerRedirectAck, "PeerRedirectAck", |m| peering(
+    m.negotiation,
+    Some(m.lease)
+));
+
+/// IGG → IGG: a counter-offer is declined (step 3.2).
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct PeerDecline {
+    /// The requester.
+    pub from: GridId,
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// The request.
+    pub lease: RequestId,
+}
+traced!(PeerDecline, "PeerDecline", |m| peering(
+    m.negotiation,
+    Some(m.lease)
+));
+
+/// IGG → itself: an offer's answer is overdue.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct OfferTimeout(pub NegotiationId);
+traced!(OfferTimeout, "OfferTimeout", |m| peering(m.0, None));
+
+/// IGG → itself: a redirection's acknowledgement is overdue.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct RedirectTimeout {
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// The request.
+    pub lease: RequestId,
+}
+traced!(RedirectTimeout, "RedirectTimeout", |m| peering(
+    m.negotiation,
+    Some(m.lease)
+));
+
+/// Provider IGG → origin IGG: a redirected request started or ended.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct RemoteLease {
+    /// The provider.
+    pub from: GridId,
+    /// The request.
+    pub lease: RequestId,
+    /// `None`: started; `Some`: ended in this state.
+    pub ended: Option<RequestState>,
+    /// Which report of the provider this is (for idempotence under duplication).
+    pub attempt: u32,
+}
+traced!(RemoteLease, "RemoteLease", |m| Correlation::request(
+    m.lease
+));
+
+/// Origin IGG → provider IGG: the end of a redirected request was received.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct RemoteLeaseAck {
+    /// The origin.
+    pub from: GridId,
+    /// The request.
+    pub lease: RequestId,
+}
+traced!(RemoteLeaseAck, "RemoteLeaseAck", |m| Correlation::request(
+    m.lease
+));
+
+/// IGG → itself: resend the end of a redirected request if not acknowledged.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct RemoteLeaseTimeout(pub RequestId);
+traced!(RemoteLeaseTimeout, "RemoteLeaseTimeout", |m| {
+    Correlation::request(m.0)
+});
+
+/// Emulation → IGG: crash now (volatile state lost) or restart.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct CrashOrRestart {
+    /// `true`: crash; `false`: restart.
+    pub crash: bool,
+}
+impl Traced for CrashOrRestart {
+    const KIND: &'static str = "CrashOrRestart";
+    fn kind(&self) -> &'static str {
+        if self.crash {
+            "Crash"
+        } else {
+            "Restart"
+        }
+    }
+}
+
+/// Setup: the other IGGs (sent once before the run starts).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct SetPeers(pub Vec<(GridId, Peer<Igg>)>);

@@ -18,7 +18,9 @@ use std::rc::Rc;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, Message};
 
+use crate::fault::Faults;
 use crate::metrics::Metrics;
+use crate::model::GridId;
 use crate::time::{Clock, EmuTime, TimerHandle};
 use crate::topology::Topology;
 use crate::trace::{ActorId, Traced, Tracer};
@@ -33,6 +35,10 @@ pub struct Emu {
     pub metrics: RefCell<Metrics>,
     /// The topology being emulated.
     pub topo: Rc<Topology>,
+    /// Faults on the links between IGGs.
+    pub faults: RefCell<Faults>,
+    /// Test-only: run a deliberately broken peering protocol (see `RunOptions`).
+    pub broken_protocol: bool,
 }
 
 /// An actor's address together with its trace name.
@@ -103,6 +109,40 @@ impl Emu {
         let to = to.clone();
         self.clock
             .at_cancellable(due, move || emu.send(from, &to, msg))
+    }
+
+    /// Sends `msg` over the link between the IGGs of Grids `from_grid` and `to_grid`: recorded
+    /// now, then delivered (maybe late, twice, or never) as the fault injector decides, and
+    /// lost if the receiving IGG is down when it arrives.
+    pub fn send_link<A, M>(
+        self: &Rc<Self>,
+        from_grid: GridId,
+        to_grid: GridId,
+        from: ActorId,
+        to: &Peer<A>,
+        msg: M,
+    ) where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Traced + Send + Clone + 'static,
+        M::Result: Send,
+    {
+        let now = self.clock.now();
+        self.tracer
+            .record(now, from, to.id, msg.kind(), msg.correlation());
+        self.metrics.borrow_mut().peering_message(from_grid);
+        let deliveries = self.faults.borrow_mut().deliveries(from_grid, to_grid, now);
+        for delay in deliveries {
+            let (emu, addr, m) = (Rc::clone(self), to.addr.clone(), msg.clone());
+            self.clock.at(now + delay, move || {
+                let down = emu.faults.borrow().is_down(to_grid, emu.clock.now());
+                if down {
+                    emu.faults.borrow_mut().counts.to_crashed += 1;
+                } else {
+                    addr.do_send(m);
+                }
+            });
+        }
     }
 
     /// Sends a request to `to` and waits for its reply; both directions are recorded. `None`

@@ -12,7 +12,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::peering::{provider_answer, worth_offering, Answer, CostModel, NegotiationId, OfferState, PriceRange, Ticket, TicketError, Tickets};
+use super::peering::{
+    provider_answer, worth_offering, Answer, CostModel, NegotiationId, OfferState, PriceRange,
+    Ticket, TicketError, Tickets,
+};
 use crate::model::{GridId, LeaseRequest, RequestId};
 use crate::time::{EmuDuration, EmuTime};
 
@@ -170,8 +173,18 @@ pub struct Broker {
 
 impl Broker {
     /// The broker of Grid `me` with contracts (any order), retry bound and ticket lifetime.
-    pub fn new(me: GridId, mut contracts: Vec<Contract>, retries: u32, ticket_ttl: EmuDuration) -> Broker {
-        contracts.sort_by(|a, b| a.range.min.total_cmp(&b.range.min).then(a.peer.cmp(&b.peer)));
+    pub fn new(
+        me: GridId,
+        mut contracts: Vec<Contract>,
+        retries: u32,
+        ticket_ttl: EmuDuration,
+    ) -> Broker {
+        contracts.sort_by(|a, b| {
+            a.range
+                .min
+                .total_cmp(&b.range.min)
+                .then(a.peer.cmp(&b.peer))
+        });
         Broker {
             me,
             next: 0,
@@ -198,7 +211,12 @@ impl Broker {
 
     /// Replaces the contracts' prices (periodic update).
     pub fn update_prices(&mut self, mut contracts: Vec<Contract>) {
-        contracts.sort_by(|a, b| a.range.min.total_cmp(&b.range.min).then(a.peer.cmp(&b.peer)));
+        contracts.sort_by(|a, b| {
+            a.range
+                .min
+                .total_cmp(&b.range.min)
+                .then(a.peer.cmp(&b.peer))
+        });
         self.contracts = contracts;
     }
 
@@ -209,7 +227,11 @@ impl Broker {
 
     /// Queues a request for offloading; `home_cost` is what serving it at home costs.
     pub fn enqueue(&mut self, req: LeaseRequest, units: f64, home_cost: f64) {
-        self.queue.push_back(Queued { item: Item { req, units }, home_cost, tried: BTreeSet::new() });
+        self.queue.push_back(Queued {
+            item: Item { req, units },
+            home_cost,
+            tried: BTreeSet::new(),
+        });
     }
 
     fn new_negotiation(&mut self) -> NegotiationId {
@@ -225,19 +247,37 @@ impl Broker {
         let mut waiting: Vec<Queued> = self.queue.drain(..).collect();
         let contracts = self.contracts.clone();
         for c in &contracts {
-            let (offer, keep): (Vec<Queued>, Vec<Queued>) = waiting
-                .into_iter()
-                .partition(|q| !q.tried.contains(&c.peer) && worth_offering(q.home_cost, q.item.units, c.range.min));
+            let (offer, keep): (Vec<Queued>, Vec<Queued>) = waiting.into_iter().partition(|q| {
+                !q.tried.contains(&c.peer) && worth_offering(q.home_cost, q.item.units, c.range.min)
+            });
             waiting = keep;
             if offer.is_empty() {
                 continue;
             }
             let negotiation = self.new_negotiation();
             let items: Vec<Item> = offer.iter().map(|q| q.item.clone()).collect();
-            out.push(Out::Offer { peer: c.peer, negotiation, items, price: c.range.min, max: c.range.max });
+            out.push(Out::Offer {
+                peer: c.peer,
+                negotiation,
+                items,
+                price: c.range.min,
+                max: c.range.max,
+            });
             self.outcomes.offers += 1;
-            let entries = offer.into_iter().map(|q| (q.item.req.id, (q, OfferState::Offered))).collect();
-            self.outbound.insert(negotiation, Outbound { peer: c.peer, items: entries, price: c.range.min, max: c.range.max, retries: 0 });
+            let entries = offer
+                .into_iter()
+                .map(|q| (q.item.req.id, (q, OfferState::Offered)))
+                .collect();
+            self.outbound.insert(
+                negotiation,
+                Outbound {
+                    peer: c.peer,
+                    items: entries,
+                    price: c.range.min,
+                    max: c.range.max,
+                    retries: 0,
+                },
+            );
         }
         out.extend(waiting.into_iter().map(|q| Out::ServeLocally(q.item.req)));
         out
@@ -246,9 +286,24 @@ impl Broker {
     /// The provider's answers to an offer, from the cost of each request given the provider's
     /// load (`load` over `capacity` units, tickets included), issuing tickets for accepts and
     /// counter-offers. A duplicate offer gets the same answers again.
-    pub fn answer_offer(&mut self, from: GridId, negotiation: NegotiationId, items: &[Item], price: f64, max: f64, cost: &CostModel, load: f64, capacity: f64, now: EmuTime) -> Out {
+    pub fn answer_offer(
+        &mut self,
+        from: GridId,
+        negotiation: NegotiationId,
+        items: &[Item],
+        price: f64,
+        max: f64,
+        cost: &CostModel,
+        load: f64,
+        capacity: f64,
+        now: EmuTime,
+    ) -> Out {
         if let Some(prev) = self.answered.get(&(from, negotiation)) {
-            return Out::Answer { peer: from, negotiation, answers: prev.clone() };
+            return Out::Answer {
+                peer: from,
+                negotiation,
+                answers: prev.clone(),
+            };
         }
         self.tickets.expire(now);
         let mut held = self.tickets.held_units(now);
@@ -262,25 +317,42 @@ impl Broker {
             let c = cost.marginal(it.units, l, capacity);
             let a = provider_answer(c, it.units, price, max);
             if let Answer::Accept { price: p } | Answer::Counter { price: p } = a {
-                self.tickets.issue(Ticket { negotiation, lease: it.req.id, units: it.units, price: p, expires: now + self.ticket_ttl, confirmed: false });
+                self.tickets.issue(Ticket {
+                    negotiation,
+                    lease: it.req.id,
+                    units: it.units,
+                    price: p,
+                    expires: now + self.ticket_ttl,
+                    confirmed: false,
+                });
                 held += it.units;
             }
             answers.push((it.req.id, a));
         }
         self.answered.insert((from, negotiation), answers.clone());
-        Out::Answer { peer: from, negotiation, answers }
+        Out::Answer {
+            peer: from,
+            negotiation,
+            answers,
+        }
     }
 
     /// The requester receives answers: redirect what was accepted (or counter-offered and
     /// worth taking), decline the rest, and put declined requests back in the queue.
-    pub fn on_answers(&mut self, negotiation: NegotiationId, answers: &[(RequestId, Answer)]) -> Vec<Out> {
+    pub fn on_answers(
+        &mut self,
+        negotiation: NegotiationId,
+        answers: &[(RequestId, Answer)],
+    ) -> Vec<Out> {
         let Some(ob) = self.outbound.remove(&negotiation) else {
             return Vec::new(); // late or duplicate: already settled
         };
         let mut out = Vec::new();
         let mut items = ob.items;
         for (lease, a) in answers {
-            let Some((q, state)) = items.remove(lease) else { continue };
+            let Some((q, state)) = items.remove(lease) else {
+                continue;
+            };
             let next = state.on_answer(*a, q.home_cost, q.item.units);
             match (a, next.redirects()) {
                 (Answer::Accept { .. }, _) => self.outcomes.accepted += 1,
@@ -290,12 +362,30 @@ impl Broker {
             }
             match next.redirects() {
                 Some(price) => {
-                    out.push(Out::Redirect { peer: ob.peer, negotiation, req: q.item.req.clone(), price });
-                    self.redirecting.insert(*lease, Redirecting { peer: ob.peer, negotiation, queued: q, price, retries: 0 });
+                    out.push(Out::Redirect {
+                        peer: ob.peer,
+                        negotiation,
+                        req: q.item.req.clone(),
+                        price,
+                    });
+                    self.redirecting.insert(
+                        *lease,
+                        Redirecting {
+                            peer: ob.peer,
+                            negotiation,
+                            queued: q,
+                            price,
+                            retries: 0,
+                        },
+                    );
                 }
                 None => {
                     if matches!(a, Answer::Counter { .. }) {
-                        out.push(Out::Decline { peer: ob.peer, negotiation, lease: *lease });
+                        out.push(Out::Decline {
+                            peer: ob.peer,
+                            negotiation,
+                            lease: *lease,
+                        });
                     }
                     let mut q = q;
                     q.tried.insert(ob.peer);
@@ -319,7 +409,13 @@ impl Broker {
         if ob.retries < self.retries {
             ob.retries += 1;
             let items = ob.items.values().map(|(q, _)| q.item.clone()).collect();
-            let out = Out::Offer { peer: ob.peer, negotiation, items, price: ob.price, max: ob.max };
+            let out = Out::Offer {
+                peer: ob.peer,
+                negotiation,
+                items,
+                price: ob.price,
+                max: ob.max,
+            };
             self.outcomes.offers += 1;
             self.outbound.insert(negotiation, ob);
             return vec![out];
@@ -332,8 +428,20 @@ impl Broker {
     }
 
     /// The provider receives a redirection: confirm the ticket (idempotently) and serve it.
-    pub fn on_redirect(&mut self, from: GridId, negotiation: NegotiationId, req: &LeaseRequest, price: f64, now: EmuTime) -> Vec<Out> {
-        let ack = |accepted| Out::RedirectAck { peer: from, negotiation, lease: req.id, accepted };
+    pub fn on_redirect(
+        &mut self,
+        from: GridId,
+        negotiation: NegotiationId,
+        req: &LeaseRequest,
+        price: f64,
+        now: EmuTime,
+    ) -> Vec<Out> {
+        let ack = |accepted| Out::RedirectAck {
+            peer: from,
+            negotiation,
+            lease: req.id,
+            accepted,
+        };
         match self.tickets.confirm(negotiation, req.id, now) {
             Ok(t) => {
                 let units = t.units;
@@ -349,7 +457,11 @@ impl Broker {
 
     /// A counter-offer was declined: release the ticket.
     pub fn on_decline(&mut self, negotiation: NegotiationId, lease: RequestId) {
-        if self.tickets.get(negotiation, lease).is_some_and(|t| !t.confirmed) {
+        if self
+            .tickets
+            .get(negotiation, lease)
+            .is_some_and(|t| !t.confirmed)
+        {
             self.tickets.release(negotiation, lease);
         }
     }
@@ -376,7 +488,12 @@ impl Broker {
             return Vec::new();
         };
         r.retries += 1;
-        vec![Out::Redirect { peer: r.peer, negotiation: r.negotiation, req: r.queued.item.req.clone(), price: r.price }]
+        vec![Out::Redirect {
+            peer: r.peer,
+            negotiation: r.negotiation,
+            req: r.queued.item.req.clone(),
+            price: r.price,
+        }]
     }
 
     /// Whether a redirection of `lease` is still waiting for its acknowledgement.
@@ -396,7 +513,12 @@ impl Broker {
     /// for peers and the ledger are kept (the Java IGG persists them in its database).
     pub fn crash(&mut self, now: EmuTime) {
         self.answered.clear();
-        let expired: Vec<(NegotiationId, RequestId)> = self.tickets.all().filter(|t| !t.confirmed).map(|t| (t.negotiation, t.lease)).collect();
+        let expired: Vec<(NegotiationId, RequestId)> = self
+            .tickets
+            .all()
+            .filter(|t| !t.confirmed)
+            .map(|t| (t.negotiation, t.lease))
+            .collect();
         for (n, l) in expired {
             self.tickets.release(n, l);
         }
@@ -427,8 +549,19 @@ mod tests {
     }
 
     fn requester() -> Broker {
-        let c = |peer, min: f64| Contract { peer: GridId(peer), range: PriceRange { min, max: min * 2.0 } };
-        Broker::new(GridId(0), vec![c(2, 1.5), c(1, 1.0)], 2, EmuDuration::from_secs(600))
+        let c = |peer, min: f64| Contract {
+            peer: GridId(peer),
+            range: PriceRange {
+                min,
+                max: min * 2.0,
+            },
+        };
+        Broker::new(
+            GridId(0),
+            vec![c(2, 1.5), c(1, 1.0)],
+            2,
+            EmuDuration::from_secs(600),
+        )
     }
 
     #[test]
@@ -438,7 +571,9 @@ mod tests {
         b.enqueue(req(2), 100.0, 120.0); // unit cost 1.2: only to the 1.0 contract
         b.enqueue(req(3), 100.0, 50.0); // unit cost 0.5: to neither
         let out = b.round();
-        assert!(matches!(&out[0], Out::Offer { peer, items, price, .. } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0));
+        assert!(
+            matches!(&out[0], Out::Offer { peer, items, price, .. } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0)
+        );
         assert_eq!(out[1], Out::ServeLocally(req(3)));
     }
 
@@ -447,13 +582,25 @@ mod tests {
         let mut b = requester();
         b.enqueue(req(1), 100.0, 200.0);
         b.enqueue(req(2), 100.0, 120.0);
-        let Out::Offer { negotiation, .. } = b.round()[0].clone() else { panic!("an offer") };
-        let out = b.on_answers(negotiation, &[(RequestId(1), Answer::Accept { price: 1.0 }), (RequestId(2), Answer::Counter { price: 1.5 })]);
-        assert!(matches!(&out[0], Out::Redirect { req, price, .. } if req.id == RequestId(1) && *price == 1.0));
+        let Out::Offer { negotiation, .. } = b.round()[0].clone() else {
+            panic!("an offer")
+        };
+        let out = b.on_answers(
+            negotiation,
+            &[
+                (RequestId(1), Answer::Accept { price: 1.0 }),
+                (RequestId(2), Answer::Counter { price: 1.5 }),
+            ],
+        );
+        assert!(
+            matches!(&out[0], Out::Redirect { req, price, .. } if req.id == RequestId(1) && *price == 1.0)
+        );
         assert!(matches!(&out[1], Out::Decline { lease, .. } if *lease == RequestId(2)));
         assert_eq!(b.queued(), 1);
         // A late duplicate answer does nothing.
-        assert!(b.on_answers(negotiation, &[(RequestId(1), Answer::Reject)]).is_empty());
+        assert!(b
+            .on_answers(negotiation, &[(RequestId(1), Answer::Reject)])
+            .is_empty());
         // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
         assert_eq!(b.round(), vec![Out::ServeLocally(req(2))]);
         assert!(b.on_redirect_ack(RequestId(1), true).is_empty());
@@ -465,26 +612,57 @@ mod tests {
     fn offers_time_out_retry_then_give_the_peer_up() {
         let mut b = requester();
         b.enqueue(req(1), 100.0, 120.0);
-        let Out::Offer { negotiation, .. } = b.round()[0].clone() else { panic!() };
+        let Out::Offer { negotiation, .. } = b.round()[0].clone() else {
+            panic!()
+        };
         assert_eq!(b.offer_timed_out(negotiation).len(), 1);
         assert_eq!(b.offer_timed_out(negotiation).len(), 1);
-        assert!(b.offer_timed_out(negotiation).is_empty(), "retries exhausted");
+        assert!(
+            b.offer_timed_out(negotiation).is_empty(),
+            "retries exhausted"
+        );
         assert_eq!(b.round(), vec![Out::ServeLocally(req(1))]);
     }
 
     #[test]
     fn provider_tickets_hold_capacity_and_redirections_are_idempotent() {
         let mut p = Broker::new(GridId(1), vec![], 2, EmuDuration::from_secs(600));
-        let cost = CostModel { unit_cost: 1.0, steepness: 1.0 };
-        let items = vec![Item { req: req(1), units: 100.0 }, Item { req: req(2), units: 100.0 }];
+        let cost = CostModel {
+            unit_cost: 1.0,
+            steepness: 1.0,
+        };
+        let items = vec![
+            Item {
+                req: req(1),
+                units: 100.0,
+            },
+            Item {
+                req: req(2),
+                units: 100.0,
+            },
+        ];
         let now = EmuTime::from_secs(10);
-        let Out::Answer { answers, .. } = p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now) else { panic!() };
+        let Out::Answer { answers, .. } =
+            p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now)
+        else {
+            panic!()
+        };
         // The first request fits cheaply; the ticket it holds raises the load for the second.
-        assert!(matches!(answers[0].1, Answer::Accept { .. } | Answer::Counter { .. }));
+        assert!(matches!(
+            answers[0].1,
+            Answer::Accept { .. } | Answer::Counter { .. }
+        ));
         assert_eq!(p.tickets.held_units(now), 200.0);
         // A duplicate offer gets the same answers and issues nothing new.
         let again = p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now);
-        assert_eq!(again, Out::Answer { peer: GridId(0), negotiation: 7, answers: answers.clone() });
+        assert_eq!(
+            again,
+            Out::Answer {
+                peer: GridId(0),
+                negotiation: 7,
+                answers: answers.clone()
+            }
+        );
         assert_eq!(p.tickets.held_units(now), 200.0);
         let first = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
         assert_eq!(first.len(), 2, "ack and serve");
@@ -494,7 +672,15 @@ mod tests {
         assert_eq!(p.tickets.held_units(now), 100.0);
         // After the ticket lapsed, a redirection is refused.
         let late = p.on_redirect(GridId(0), 7, &req(2), 1.0, now);
-        assert_eq!(late, vec![Out::RedirectAck { peer: GridId(0), negotiation: 7, lease: RequestId(2), accepted: false }]);
+        assert_eq!(
+            late,
+            vec![Out::RedirectAck {
+                peer: GridId(0),
+                negotiation: 7,
+                lease: RequestId(2),
+                accepted: false
+            }]
+        );
         assert_eq!(p.foreign_ended(RequestId(1)), Some(GridId(0)));
         assert_eq!(p.tickets.held_units(now), 0.0);
     }
@@ -503,14 +689,22 @@ mod tests {
     fn a_redirection_without_an_answer_is_resent_never_served_here() {
         let mut b = requester();
         b.enqueue(req(1), 100.0, 200.0);
-        let Out::Offer { negotiation, .. } = b.round()[0].clone() else { panic!() };
-        b.on_answers(negotiation, &[(RequestId(1), Answer::Accept { price: 1.0 })]);
+        let Out::Offer { negotiation, .. } = b.round()[0].clone() else {
+            panic!()
+        };
+        b.on_answers(
+            negotiation,
+            &[(RequestId(1), Answer::Accept { price: 1.0 })],
+        );
         for _ in 0..5 {
             let out = b.redirect_timed_out(RequestId(1));
             assert!(matches!(&out[0], Out::Redirect { .. }));
         }
         assert!(b.awaiting_ack(RequestId(1)));
         // Only an explicit refusal brings it home.
-        assert_eq!(b.on_redirect_ack(RequestId(1), false), vec![Out::ServeLocally(req(1))]);
+        assert_eq!(
+            b.on_redirect_ack(RequestId(1), false),
+            vec![Out::ServeLocally(req(1))]
+        );
     }
 }

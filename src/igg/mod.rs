@@ -1,8 +1,8 @@
 //! Pure gateway logic: how an IGG distributes external requests over its clusters
 //! (`dispatch`). Peering (contracts, cost functions, negotiation) grows here.
 
-pub mod dispatch;
 pub mod broker;
+pub mod dispatch;
 pub mod peering;
 pub mod slots;
 

@@ -26,7 +26,10 @@ impl Published {
         if t >= self.until {
             return 0;
         }
-        self.free.range(..=t).next_back().map_or(self.cores, |(_, f)| *f)
+        self.free
+            .range(..=t)
+            .next_back()
+            .map_or(self.cores, |(_, f)| *f)
     }
 
     /// Used resource units (core-seconds) over `[from, to)`, counting time past the horizon
@@ -102,7 +105,12 @@ impl SlotStore {
     }
 
     /// The cluster with the earliest start for `cores` cores over `length` (ties: lower index).
-    pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<(usize, EmuTime)> {
+    pub fn earliest(
+        &self,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) -> Option<(usize, EmuTime)> {
         self.clusters
             .iter()
             .filter_map(|(j, p)| p.earliest(now, cores, length).map(|t| (*j, t)))
@@ -111,7 +119,10 @@ impl SlotStore {
 
     /// The average price per unit over the clusters, weighted by cores (eq. 2's inputs).
     pub fn prices(&self) -> Vec<(f64, f64)> {
-        self.clusters.values().map(|p| (p.price, p.cores as f64)).collect()
+        self.clusters
+            .values()
+            .map(|p| (p.price, p.cores as f64))
+            .collect()
     }
 }
 
@@ -129,16 +140,31 @@ mod tests {
         free.insert(t(0), 2);
         free.insert(t(100), 6);
         free.insert(t(200), 8);
-        Published { free, until: t(1000), cores: 8, price: 1.0 }
+        Published {
+            free,
+            until: t(1000),
+            cores: 8,
+            price: 1.0,
+        }
     }
 
     #[test]
     fn earliest_start_follows_the_free_cores() {
         let p = published();
         assert_eq!(p.earliest(t(0), 2, EmuDuration::from_secs(50)), Some(t(0)));
-        assert_eq!(p.earliest(t(0), 4, EmuDuration::from_secs(50)), Some(t(100)));
-        assert_eq!(p.earliest(t(0), 8, EmuDuration::from_secs(50)), Some(t(200)));
-        assert_eq!(p.earliest(t(0), 8, EmuDuration::from_secs(900)), None, "past the horizon");
+        assert_eq!(
+            p.earliest(t(0), 4, EmuDuration::from_secs(50)),
+            Some(t(100))
+        );
+        assert_eq!(
+            p.earliest(t(0), 8, EmuDuration::from_secs(50)),
+            Some(t(200))
+        );
+        assert_eq!(
+            p.earliest(t(0), 8, EmuDuration::from_secs(900)),
+            None,
+            "past the horizon"
+        );
     }
 
     #[test]
@@ -150,6 +176,9 @@ mod tests {
         s.publish(0, p);
         let l = s.load(0, t(0), EmuDuration::from_secs(200)).expect("known");
         assert!((l - 800.0 / 1600.0).abs() < 1e-9);
-        assert_eq!(s.earliest(t(0), 4, EmuDuration::from_secs(10)), Some((0, t(100))));
+        assert_eq!(
+            s.earliest(t(0), 4, EmuDuration::from_secs(10)),
+            Some((0, t(100)))
+        );
     }
 }

@@ -44,6 +44,21 @@ pub struct Availability {
 pub struct UsageSteps(Vec<(EmuTime, i64)>);
 
 impl UsageSteps {
+    /// Cores used at instant `t`.
+    pub fn used_at(&self, t: EmuTime) -> u64 {
+        let i = self.0.partition_point(|&(x, _)| x <= t);
+        if i == 0 {
+            0
+        } else {
+            self.0[i - 1].1.max(0) as u64
+        }
+    }
+
+    /// The change points and the cores used from each on.
+    pub fn points(&self) -> impl Iterator<Item = (EmuTime, u64)> + '_ {
+        self.0.iter().map(|&(t, u)| (t, u.max(0) as u64))
+    }
+
     /// Whether `cores` more cores are free throughout `[start, end)` given `total` cores.
     pub fn fits(&self, start: EmuTime, end: EmuTime, cores: u64, total: u64) -> bool {
         let limit = total as i64 - cores as i64;

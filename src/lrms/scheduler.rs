@@ -244,6 +244,30 @@ impl Core {
         &self.avail
     }
 
+    /// The cluster's free cores over `[now, now + horizon)` as an ordered step function, and
+    /// the share of its capacity in use over that window (for the price of eq. 1).
+    pub fn free_slots(
+        &self,
+        now: EmuTime,
+        horizon: EmuDuration,
+    ) -> (std::collections::BTreeMap<EmuTime, u64>, f64) {
+        let total = self.avail.total_cores();
+        let steps = self.avail.usage_steps();
+        let until = now + horizon;
+        let mut free = std::collections::BTreeMap::new();
+        free.insert(now, total.saturating_sub(steps.used_at(now)));
+        for (t, used) in steps.points().filter(|(t, _)| *t > now && *t < until) {
+            free.insert(t, total.saturating_sub(used));
+        }
+        let mut used_units = 0.0;
+        let times: Vec<EmuTime> = free.keys().copied().chain(std::iter::once(until)).collect();
+        for w in times.windows(2) {
+            used_units += (total - free[&w[0]]) as f64 * w[1].since(w[0]).as_secs_f64();
+        }
+        let cap = total as f64 * horizon.as_secs_f64();
+        (free, if cap > 0.0 { used_units / cap } else { 0.0 })
+    }
+
     /// Work done by a lease so far (for tests of the invariant done + remaining = duration).
     pub fn work_done(&self, lease: RequestId) -> Option<(EmuDuration, EmuDuration)> {
         self.leases

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::{ClusterId, LeaseType, Origin, RequestId, RequestState};
+use crate::igg::broker::Outcomes;
+use crate::model::{ClusterId, GridId, LeaseType, Origin, RequestId, RequestState};
 use crate::time::{EmuDuration, EmuTime};
 use crate::topology::Topology;
 
@@ -53,8 +54,30 @@ pub struct ClusterCounters {
 pub struct Metrics {
     records: Vec<RequestRecord>,
     clusters: BTreeMap<ClusterId, ClusterCounters>,
+    grids: BTreeMap<GridId, GridCounters>,
+    /// The Grid that first started each request.
+    served_by: BTreeMap<RequestId, GridId>,
+    /// The provider that confirmed a ticket for each redirected request.
+    confirmed: BTreeMap<RequestId, (GridId, u64)>,
+    /// Offers sent and not yet answered or given up.
+    open_offers: BTreeMap<u64, GridId>,
     terminal: usize,
     violations: Vec<String>,
+}
+
+/// Peering observations of one Grid.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GridCounters {
+    /// Money paid to each peer.
+    pub paid: BTreeMap<GridId, f64>,
+    /// Money received from each peer.
+    pub received: BTreeMap<GridId, f64>,
+    /// Resource units redirected to each peer.
+    pub redirected_units: BTreeMap<GridId, f64>,
+    /// Negotiation outcomes.
+    pub outcomes: Outcomes,
+    /// Peering messages sent.
+    pub messages: u64,
 }
 
 impl Metrics {
@@ -67,10 +90,69 @@ impl Metrics {
     }
 
     /// The lease started on `cluster` at `t`.
-    pub fn started(&mut self, id: RequestId, cluster: ClusterId, t: EmuTime) {
+    pub fn started(&mut self, id: RequestId, cluster: ClusterId, grid: GridId, t: EmuTime) {
         let r = &mut self.records[id.0 as usize];
         r.cluster = Some(cluster);
         r.start.get_or_insert(t);
+        match self.served_by.get(&id) {
+            Some(g) if *g != grid => self.violations.push(format!(
+                "request #{} served by grids #{} and #{}",
+                id.0, g.0, grid.0
+            )),
+            Some(_) => {}
+            None => {
+                self.served_by.insert(id, grid);
+            }
+        }
+    }
+
+    /// A peering message was sent by Grid `grid`.
+    pub fn peering_message(&mut self, grid: GridId) {
+        self.grids.entry(grid).or_default().messages += 1;
+    }
+
+    /// Grid `grid`'s negotiation outcomes so far.
+    pub fn outcomes(&mut self, grid: GridId, outcomes: &Outcomes) {
+        self.grids.entry(grid).or_default().outcomes = outcomes.clone();
+    }
+
+    /// Grid `from` redirected `units` to `to` and paid `amount`.
+    pub fn paid(&mut self, from: GridId, to: GridId, units: f64, amount: f64) {
+        let g = self.grids.entry(from).or_default();
+        *g.paid.entry(to).or_default() += amount;
+        *g.redirected_units.entry(to).or_default() += units;
+    }
+
+    /// Grid `to` received `amount` from `from` for serving `lease` under negotiation
+    /// `negotiation`. A second confirmation for one request is a ticket sold twice.
+    pub fn received(
+        &mut self,
+        to: GridId,
+        from: GridId,
+        lease: RequestId,
+        negotiation: u64,
+        amount: f64,
+    ) {
+        if let Some((g, n)) = self.confirmed.insert(lease, (to, negotiation)) {
+            self.violations.push(format!("request #{} confirmed twice (grid #{} negotiation {n}, then grid #{} negotiation {negotiation})", lease.0, g.0, to.0));
+        }
+        *self
+            .grids
+            .entry(to)
+            .or_default()
+            .received
+            .entry(from)
+            .or_default() += amount;
+    }
+
+    /// An offer was sent.
+    pub fn offer_sent(&mut self, negotiation: u64, grid: GridId) {
+        self.open_offers.insert(negotiation, grid);
+    }
+
+    /// An offer was answered or given up.
+    pub fn offer_settled(&mut self, negotiation: u64) {
+        self.open_offers.remove(&negotiation);
     }
 
     /// The request reached terminal state `state` at `t`. A second terminal state for the same
@@ -150,19 +232,124 @@ impl Metrics {
         &self.violations
     }
 
-    /// Per-request records (open requests marked unfinished), cluster counters, violations.
-    pub fn finish(
-        mut self,
-    ) -> (
-        Vec<RequestRecord>,
-        BTreeMap<ClusterId, ClusterCounters>,
-        Vec<String>,
-    ) {
+    /// Checks the end-of-run invariants (every offer settled when every request ended; money
+    /// conserved), then returns the records (open requests marked unfinished), cluster and
+    /// Grid counters, and violations.
+    pub fn finish(mut self) -> Finished {
+        let all_ended = self.terminal == self.records.len();
+        if all_ended {
+            for (n, g) in &self.open_offers {
+                self.violations.push(format!(
+                    "offer {n} of grid #{} never answered, expired or retried",
+                    g.0
+                ));
+            }
+        }
+        let paid: f64 = self.grids.values().flat_map(|g| g.paid.values()).sum();
+        let received: f64 = self.grids.values().flat_map(|g| g.received.values()).sum();
+        if (paid - received).abs() > 1e-6 * paid.abs().max(1.0) && all_ended {
+            self.violations.push(format!(
+                "money not conserved: grids paid {paid:.6}, peers received {received:.6}"
+            ));
+        }
         for r in &mut self.records {
             r.state.get_or_insert(RequestState::Unfinished);
         }
-        (self.records, self.clusters, self.violations)
+        Finished {
+            records: self.records,
+            clusters: self.clusters,
+            grids: self.grids,
+            violations: self.violations,
+        }
     }
+}
+
+/// What [`Metrics::finish`] returns.
+pub struct Finished {
+    /// Per-request records.
+    pub records: Vec<RequestRecord>,
+    /// LRMS counters.
+    pub clusters: BTreeMap<ClusterId, ClusterCounters>,
+    /// Peering counters.
+    pub grids: BTreeMap<GridId, GridCounters>,
+    /// Invariant violations.
+    pub violations: Vec<String>,
+}
+
+/// Per-Grid figures (paper 004 §6.2).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GridFigures {
+    /// AWRT (eq. 5) of the Grid's external jobs, wherever they ran, seconds.
+    pub awrt_grid_s: f64,
+    /// AWRT of the local jobs of the Grid's providers, seconds.
+    pub awrt_local_s: f64,
+    /// Share of the Grid's external load (resource units) redirected to peers, percent.
+    pub redirected_pct: f64,
+    /// The same per peer.
+    pub redirected_pct_by_peer: BTreeMap<String, f64>,
+    /// Negotiation outcomes.
+    pub negotiations: Outcomes,
+    /// Peering messages sent per request redirected.
+    pub messages_per_redirect: f64,
+    /// Money paid to peers.
+    pub paid: f64,
+    /// Money received from peers.
+    pub received: f64,
+}
+
+/// Computes the per-Grid figures.
+pub fn grid_figures(
+    topo: &Topology,
+    records: &[RequestRecord],
+    grids: &BTreeMap<GridId, GridCounters>,
+) -> BTreeMap<String, GridFigures> {
+    let awrt = |pick: &dyn Fn(&crate::model::LeaseRequest) -> bool| {
+        let (mut w, mut s) = (0.0, 0.0);
+        for (q, r) in topo.requests.iter().zip(records) {
+            if !pick(q) || r.state != Some(RequestState::Completed) {
+                continue;
+            }
+            let size = q.cores() as f64 * q.duration.as_secs_f64();
+            w += size * r.end.unwrap_or(q.arrival).since(q.arrival).as_secs_f64();
+            s += size;
+        }
+        ratio(w, s)
+    };
+    topo.grids
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let gid = GridId(i as u16);
+            let c = grids.get(&gid).cloned().unwrap_or_default();
+            let external_units: f64 = topo
+                .requests
+                .iter()
+                .filter(|q| q.origin == Origin::External && q.grid == gid)
+                .map(|q| q.cores() as f64 * q.duration.as_secs_f64())
+                .sum();
+            let redirected: f64 = c.redirected_units.values().sum();
+            let fig = GridFigures {
+                awrt_grid_s: awrt(&|q| q.origin == Origin::External && q.grid == gid),
+                awrt_local_s: awrt(&|q| q.origin == Origin::Local && q.grid == gid),
+                redirected_pct: 100.0 * ratio(redirected, external_units),
+                redirected_pct_by_peer: c
+                    .redirected_units
+                    .iter()
+                    .map(|(p, u)| {
+                        (
+                            topo.grids[usize::from(p.0)].name.clone(),
+                            100.0 * ratio(*u, external_units),
+                        )
+                    })
+                    .collect(),
+                messages_per_redirect: ratio(c.messages as f64, c.outcomes.redirected as f64),
+                negotiations: c.outcomes,
+                paid: c.paid.values().sum(),
+                received: c.received.values().sum(),
+            };
+            (g.name.clone(), fig)
+        })
+        .collect()
 }
 
 /// Counts of requests by terminal state.

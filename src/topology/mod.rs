@@ -360,7 +360,8 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     ] {
         if let Some((d, loc)) = t.duration(k) {
             if d == EmuDuration::ZERO {
-                t.diags.error(loc, format!("`{k}` in [peering] must be positive"), None);
+                t.diags
+                    .error(loc, format!("`{k}` in [peering] must be positive"), None);
             } else {
                 *f = d;
             }
@@ -382,17 +383,194 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
                 };
                 match (num(&a[0]), num(&a[1])) {
                     (Some(lo), Some(hi)) if lo > 0.0 && lo <= hi => p.unit_cost = (lo, hi),
-                    _ => t.diags.error(&n.loc, "`unit_cost` must be [low, high] with 0 < low ≤ high", None),
+                    _ => t.diags.error(
+                        &n.loc,
+                        "`unit_cost` must be [low, high] with 0 < low ≤ high",
+                        None,
+                    ),
                 }
             }
-            _ => t.diags.error(&n.loc, "`unit_cost` must be [low, high]", Some("e.g. unit_cost = [0.9, 1.0]".into())),
+            _ => t.diags.error(
+                &n.loc,
+                "`unit_cost` must be [low, high]",
+                Some("e.g. unit_cost = [0.9, 1.0]".into()),
+            ),
         }
     }
     if p.ticket_ttl <= p.offer_timeout {
-        t.diags.error(&t.node.loc, "[peering] needs ticket_ttl longer than offer_timeout", Some("a ticket must outlive the wait for its answer".into()));
+        t.diags.error(
+            &t.node.loc,
+            "[peering] needs ticket_ttl longer than offer_timeout",
+            Some("a ticket must outlive the wait for its answer".into()),
+        );
     }
-    t.finish(&["contracts", "load_threshold", "interval", "price_update", "publish_interval", "horizon", "offer_timeout", "ticket_ttl", "retries", "steepness", "unit_cost"]);
+    t.finish(&[
+        "contracts",
+        "load_threshold",
+        "interval",
+        "price_update",
+        "publish_interval",
+        "horizon",
+        "offer_timeout",
+        "ticket_ttl",
+        "retries",
+        "steepness",
+        "unit_cost",
+    ]);
     p
+}
+
+fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
+    use crate::fault::Delay;
+    if let Some(n) = t.get("delay") {
+        match &n.kind {
+            node::NodeKind::Table(_) => {
+                if let Some(d) = Table::of(n, format!("`delay` in {}", t.what), t.diags) {
+                    let kind = d
+                        .choice("kind", &["fixed", "uniform", "exponential"])
+                        .map_or("fixed", |(k, _)| k);
+                    let get = |k: &str| d.duration(k).map(|(v, _)| v);
+                    into.delay = match kind {
+                        "uniform" => Delay::Uniform(
+                            get("min").unwrap_or_default(),
+                            get("max").unwrap_or_default(),
+                        ),
+                        "exponential" => Delay::Exponential(get("mean").unwrap_or_default()),
+                        _ => Delay::Fixed(get("value").unwrap_or_default()),
+                    };
+                    d.finish(&["kind", "min", "max", "mean", "value"]);
+                }
+            }
+            _ => {
+                if let Some((v, _)) = t.duration("delay") {
+                    into.delay = Delay::Fixed(v);
+                }
+            }
+        }
+    }
+    for (k, f) in [
+        ("drop", &mut into.drop),
+        ("duplicate", &mut into.duplicate),
+        ("reorder", &mut into.reorder),
+    ] {
+        if let Some((v, _)) = t.number_in(k, 0.0, 1.0) {
+            *f = v;
+        }
+    }
+    if let Some((v, _)) = t.duration("reorder_window") {
+        into.reorder_window = v;
+    }
+}
+
+fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fault::FaultConfig {
+    use crate::fault::{Crash, FaultConfig, LinkFaults, Partition};
+    let mut cfg = FaultConfig::default();
+    let Some(t) = t else { return cfg };
+    let names: Vec<&str> = grids.iter().map(|g| g.name.as_str()).collect();
+    let grid = |s: &str, loc: &Loc| match grids.iter().position(|g| g.name == s) {
+        Some(i) => Some(GridId(i as u16)),
+        None => {
+            diags.error(
+                loc,
+                format!("[fault] names unknown grid `{s}`"),
+                Some(suggest(s, &names)),
+            );
+            None
+        }
+    };
+    read_link_faults(&t, &mut cfg.global);
+    if cfg.global.reorder > 0.0 && cfg.global.reorder_window == EmuDuration::ZERO {
+        cfg.global.reorder_window = EmuDuration::from_secs(1);
+    }
+    for (i, n) in t.tables("link").into_iter().enumerate() {
+        let Some(l) = Table::of(n, format!("fault link #{}", i + 1), diags) else {
+            continue;
+        };
+        let from = l
+            .req_str("from", "the sending grid")
+            .and_then(|(s, loc)| grid(s, loc));
+        let to = l
+            .req_str("to", "the receiving grid")
+            .and_then(|(s, loc)| grid(s, loc));
+        let mut lf = LinkFaults {
+            reorder_window: cfg.global.reorder_window,
+            ..LinkFaults::default()
+        };
+        read_link_faults(&l, &mut lf);
+        l.finish(&[
+            "from",
+            "to",
+            "delay",
+            "drop",
+            "duplicate",
+            "reorder",
+            "reorder_window",
+        ]);
+        if let (Some(f), Some(t)) = (from, to) {
+            cfg.links.push((f, t, lf));
+        }
+    }
+    for (i, n) in t.tables("partition").into_iter().enumerate() {
+        let Some(p) = Table::of(n, format!("partition #{}", i + 1), diags) else {
+            continue;
+        };
+        let between: Option<Vec<GridId>> = p.get("between").and_then(|b| match &b.kind {
+            node::NodeKind::Array(a) if a.len() == 2 => a
+                .iter()
+                .map(|x| match &x.kind {
+                    node::NodeKind::Str(s) => grid(s, &x.loc),
+                    _ => None,
+                })
+                .collect(),
+            _ => {
+                diags.error(
+                    &b.loc,
+                    "`between` must name two grids",
+                    Some("between = [\"a\", \"b\"]".into()),
+                );
+                None
+            }
+        });
+        if p.get("between").is_none() {
+            p.missing("between", "between = [\"a\", \"b\"]");
+        }
+        let from = p.duration("from").map(|(d, _)| EmuTime::ZERO + d);
+        let until = p.duration("until").map(|(d, _)| EmuTime::ZERO + d);
+        p.finish(&["between", "from", "until"]);
+        if let (Some(b), Some(from), Some(until)) = (between, from, until) {
+            cfg.partitions.push(Partition {
+                a: b[0],
+                b: b[1],
+                from,
+                until,
+            });
+        }
+    }
+    for (i, n) in t.tables("crash").into_iter().enumerate() {
+        let Some(c) = Table::of(n, format!("crash #{}", i + 1), diags) else {
+            continue;
+        };
+        let g = c
+            .req_str("grid", "the grid whose IGG crashes")
+            .and_then(|(s, loc)| grid(s, loc));
+        let at = c.duration("at").map(|(d, _)| EmuTime::ZERO + d);
+        let down_for = c.duration("down_for").map(|(d, _)| d);
+        c.finish(&["grid", "at", "down_for"]);
+        if let (Some(grid), Some(at), Some(down_for)) = (g, at, down_for) {
+            cfg.crashes.push(Crash { grid, at, down_for });
+        }
+    }
+    t.finish(&[
+        "delay",
+        "drop",
+        "duplicate",
+        "reorder",
+        "reorder_window",
+        "link",
+        "partition",
+        "crash",
+    ]);
+    cfg
 }
 
 /// A source of requests: the local users of a cluster, or an external user agent (DVE
@@ -426,6 +604,8 @@ pub struct Topology {
     pub contracts: Vec<Contract>,
     /// How IGGs negotiate under them.
     pub peering: Peering,
+    /// Faults injected on the links between IGGs.
+    pub faults: crate::fault::FaultConfig,
     /// Request sources.
     pub workloads: Vec<Workload>,
     /// Every request, indexed by [`RequestId`].
@@ -962,6 +1142,7 @@ fn read_topology(
         }
     };
 
+    let faults = read_faults(top.table("fault"), &grids, diags);
     // Contracts.
     let mut contracts = Vec::new();
     for (i, cnode) in top.tables("contract").into_iter().enumerate() {
@@ -1341,6 +1522,7 @@ fn read_topology(
         "contract",
         "workload",
         "peering",
+        "fault",
     ]);
     Some(Topology {
         name,
@@ -1349,6 +1531,7 @@ fn read_topology(
         clusters,
         contracts,
         peering,
+        faults,
         workloads,
         requests,
         request_labels: labels,
