@@ -265,6 +265,7 @@ fn vm_memory(n: u32) -> f64 {
             addr: Igg::new(
                 Rc::clone(&emu),
                 igg_id,
+                igemu::model::GridId(0),
                 Vec::new(),
                 None,
                 Dispatcher::new(DispatchName::RoundRobin, &[], 0.0, 1),

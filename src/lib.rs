@@ -287,11 +287,12 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
         )
         .start(),
     };
+    let mut iggs: Vec<(GridId, Peer<Igg>)> = Vec::new();
     for (gi, grid) in topo.grids.iter().enumerate() {
         let gid = GridId(gi as u16);
         let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
         let external = requests_where(&topo, |w| w.origin == Origin::External && w.grid == gid);
-        Igg::create(|ctx| {
+        let addr = Igg::create(|ctx| {
             let igg = Peer {
                 id: igg_id,
                 addr: ctx.address(),
@@ -324,6 +325,7 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
             Igg::new(
                 Rc::clone(&emu),
                 igg_id,
+                gid,
                 lrmss,
                 dve,
                 {
@@ -335,6 +337,11 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                 grid.igg.retry,
             )
         });
+        iggs.push((gid, Peer { id: igg_id, addr }));
+    }
+    // Every IGG learns the others before any request arrives (setup, not traced).
+    for (_, igg) in &iggs {
+        igg.addr.do_send(actors::messages::SetPeers(iggs.clone()));
     }
     // Invariant: the director holds the sender until it fires; if it were dropped the run
     // is over anyway, so "now" is the end.

@@ -1,24 +1,32 @@
 //! The IGG actor and its post office. Every inbound message is handled in its own task (the
 //! Java IGG spawns a thread per message), so handlers interleave at their await points — for
 //! example while one request waits for an LRMS's answer, the next is already being placed.
-//! The placement decision itself comes from the pure dispatcher in `crate::igg`.
+//! Placement decisions come from the pure dispatcher (`crate::igg::dispatch`); peering
+//! decisions from the pure broker (`crate::igg::broker`), whose outputs this actor only
+//! turns into messages on the (fault-injected) links between IGGs and into timers.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::rc::Rc;
 
-use actix::{Actor, Context, Handler};
+use actix::{Actor, AsyncContext, Context, Handler};
 
 use super::lrms::Lrms;
 use super::messages::{
-    AdoptLease, AssignLease, LeaseEnded, LeaseStarted, ProbeStart, RelocateLease,
-    RelocationOutcome, SubmitExternal,
+    AdoptLease, AssignLease, CrashOrRestart, FreeSlots, LeaseEnded, LeaseStarted, NegotiationTick,
+    OfferTimeout, PeerAnswer, PeerDecline, PeerOffer, PeerRedirect, PeerRedirectAck, ProbeStart,
+    RedirectTimeout, RelocateLease, RelocationOutcome, RemoteLease, RemoteLeaseAck,
+    RemoteLeaseTimeout, SetPeers, SubmitExternal,
 };
 use super::users::Users;
-use super::{Emu, Peer};
+use super::{cluster_unit_cost, Emu, Peer};
+use crate::igg::broker::{Broker, Contract, Offered, Out, Standing};
+use crate::igg::peering::{CostModel, PriceRange};
+use crate::igg::slots::SlotStore;
 use crate::igg::{Dispatcher, Loads};
-use crate::model::{ClusterId, RequestId, RequestState};
+use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState};
+use crate::topology::ContractKind;
 use crate::trace::ActorId;
 
 /// What this IGG's leases take: per-cluster loads, and each lease's cluster and cores.
@@ -28,6 +36,7 @@ type LoadBook = (Loads, BTreeMap<RequestId, (usize, u64)>);
 pub struct Igg {
     emu: Rc<Emu>,
     id: ActorId,
+    grid: GridId,
     clusters: Vec<(ClusterId, Peer<Lrms>)>,
     dve: Option<Peer<Users>>,
     dispatcher: Dispatcher,
@@ -35,13 +44,28 @@ pub struct Igg {
     retry: bool,
     /// Cores this IGG's leases take on each cluster (for least-load), and where each runs.
     loads: Rc<RefCell<LoadBook>>,
+    /// The free time slots its clusters publish.
+    slots: SlotStore,
+    /// The other IGGs.
+    peers: BTreeMap<GridId, Peer<Igg>>,
+    /// Peering state.
+    broker: Broker,
+    /// This Grid's cost model (eq. 2 from its clusters' prices).
+    cost: CostModel,
+    /// Provider side: ends of redirected requests not yet acknowledged by their origin.
+    remote_pending: BTreeMap<RequestId, (GridId, RequestState, u32)>,
+    /// Origin side: redirected requests whose end has been passed on.
+    remote_done: BTreeSet<RequestId>,
+    /// Whether the IGG is down (crashed).
+    down: bool,
 }
 
 impl Igg {
-    /// The IGG of a Grid with these clusters' LRMSs and (if any) its DVE manager.
+    /// The IGG of Grid `grid` with these clusters' LRMSs and (if any) its DVE manager.
     pub fn new(
         emu: Rc<Emu>,
         id: ActorId,
+        grid: GridId,
         clusters: Vec<(ClusterId, Peer<Lrms>)>,
         dve: Option<Peer<Users>>,
         dispatcher: Dispatcher,
@@ -55,14 +79,36 @@ impl Igg {
             busy: vec![0; clusters.len()],
             cores,
         };
+        let p = &emu.topo.peering;
+        let mut cost = CostModel::from_providers(
+            &clusters
+                .iter()
+                .map(|(c, _)| {
+                    (
+                        cluster_unit_cost(&emu, *c),
+                        emu.topo.cluster(*c).cores() as f64,
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
+        cost.steepness = p.steepness;
+        let broker = Broker::new(grid, Vec::new(), p.retries, p.ticket_ttl);
         Igg {
             emu,
             id,
+            grid,
             clusters,
             dve,
             dispatcher,
             retry,
             loads: Rc::new(RefCell::new((loads, BTreeMap::new()))),
+            slots: SlotStore::default(),
+            peers: BTreeMap::new(),
+            broker,
+            cost,
+            remote_pending: BTreeMap::new(),
+            remote_done: BTreeSet::new(),
+            down: false,
         }
     }
 
@@ -74,23 +120,65 @@ impl Igg {
     fn index_of(&self, cluster: ClusterId) -> Option<usize> {
         self.clusters.iter().position(|(c, _)| *c == cluster)
     }
-}
 
-impl Actor for Igg {
-    type Context = Context<Self>;
-}
+    fn me(&self, ctx: &Context<Self>) -> Peer<Igg> {
+        Peer {
+            id: self.id,
+            addr: ctx.address(),
+        }
+    }
 
-impl Handler<SubmitExternal> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: SubmitExternal, _: &mut Context<Self>) {
-        let req = msg.0;
+    /// The contracts this IGG holds as a requester, priced from each provider's cost model.
+    fn contracts(&self, providers: &BTreeMap<GridId, CostModel>) -> Vec<Contract> {
+        self.emu
+            .topo
+            .contract_pairs()
+            .into_iter()
+            .filter(|(from, _, _)| *from == self.grid)
+            .filter_map(|(_, to, c)| {
+                let provider = providers.get(&to)?;
+                let mut range = match c.kind {
+                    ContractKind::FixedPrice => PriceRange::fixed(provider, c.load_threshold),
+                    ContractKind::PriceRange => PriceRange::ranged(provider, c.load_threshold, c.k),
+                };
+                if let Some(max) = c.price_max {
+                    let width = range.max - range.min;
+                    range = PriceRange {
+                        min: (max - width).max(0.0),
+                        max,
+                    };
+                }
+                Some(Contract { peer: to, range })
+            })
+            .collect()
+    }
+
+    /// Places an external request on this Grid's clusters (its own, or one redirected here).
+    fn place(&mut self, req: LeaseRequest, ctx: &mut Context<Self>) {
         let (emu, me, dve, retry) = (Rc::clone(&self.emu), self.id, self.dve.clone(), self.retry);
+        let own = self.me(ctx);
         let peers: Vec<Peer<Lrms>> = self.clusters.iter().map(|(_, p)| p.clone()).collect();
-        // Policies that need no answers decide now, in arrival order; earliest-start asks
-        // every LRMS for its offer first (inside the task, so other messages go on).
-        let decided = (!self.dispatcher.asks_for_offers())
-            .then(|| self.dispatcher.order(&req, &self.loads.borrow().0, &[]));
+        let now = self.emu.now();
+        // Earliest-start uses the published free slots when every cluster has published;
+        // until then it asks the LRMSs (inside the task, so other messages go on).
+        let from_slots = self.dispatcher.asks_for_offers()
+            && (0..self.clusters.len()).all(|j| self.slots.knows(j));
+        let decided = if !self.dispatcher.asks_for_offers() {
+            Some(self.dispatcher.order(&req, &self.loads.borrow().0, &[]))
+        } else if from_slots {
+            let offers: Vec<Option<u64>> = (0..self.clusters.len())
+                .map(|j| {
+                    self.slots
+                        .earliest_on(j, now, req.cores(), req.duration)
+                        .map(|t| t.as_micros())
+                })
+                .collect();
+            Some(self.dispatcher.order(&req, &Loads::default(), &offers))
+        } else {
+            None
+        };
         let mut dispatcher = self.dispatcher.clone();
+        let foreign = self.broker.foreign.contains_key(&req.id);
         self.post(async move {
             let order = match decided {
                 Some(order) => order,
@@ -113,6 +201,19 @@ impl Handler<SubmitExternal> for Igg {
             emu.metrics
                 .borrow_mut()
                 .ended(req.id, RequestState::Rejected, emu.now());
+            if foreign {
+                // A request redirected here that no cluster takes: its origin learns of it
+                // through our LeaseEnded path, as for one an LRMS ended.
+                emu.send(
+                    me,
+                    &own,
+                    LeaseEnded {
+                        lease: req.id,
+                        state: RequestState::Rejected,
+                    },
+                );
+                return;
+            }
             if let Some(dve) = dve {
                 emu.send(
                     me,
@@ -125,6 +226,384 @@ impl Handler<SubmitExternal> for Igg {
             }
         });
     }
+
+    /// Carries out the broker's outputs.
+    fn apply(&mut self, outs: Vec<Out>, ctx: &mut Context<Self>) {
+        let p = self.emu.topo.peering.clone();
+        let me = self.me(ctx);
+        for out in outs {
+            match out {
+                Out::Offer {
+                    peer,
+                    negotiation,
+                    items,
+                    price,
+                    max,
+                } => {
+                    if let Some(to) = self.peers.get(&peer) {
+                        self.emu
+                            .metrics
+                            .borrow_mut()
+                            .offer_sent(negotiation, self.grid);
+                        let msg = PeerOffer {
+                            from: self.grid,
+                            negotiation,
+                            items,
+                            price,
+                            max,
+                        };
+                        self.emu.send_link(self.grid, peer, self.id, to, msg);
+                        self.emu.send_at(
+                            self.emu.now() + p.offer_timeout,
+                            self.id,
+                            &me,
+                            OfferTimeout(negotiation),
+                        );
+                    }
+                }
+                Out::Answer {
+                    peer,
+                    negotiation,
+                    answers,
+                } => {
+                    if let Some(to) = self.peers.get(&peer) {
+                        self.emu.send_link(
+                            self.grid,
+                            peer,
+                            self.id,
+                            to,
+                            PeerAnswer {
+                                from: self.grid,
+                                negotiation,
+                                answers,
+                            },
+                        );
+                    }
+                }
+                Out::Redirect {
+                    peer,
+                    negotiation,
+                    req,
+                    price,
+                } => {
+                    if let Some(to) = self.peers.get(&peer) {
+                        let lease = req.id;
+                        self.emu.send_link(
+                            self.grid,
+                            peer,
+                            self.id,
+                            to,
+                            PeerRedirect {
+                                from: self.grid,
+                                negotiation,
+                                req,
+                                price,
+                            },
+                        );
+                        self.emu.send_at(
+                            self.emu.now() + p.offer_timeout,
+                            self.id,
+                            &me,
+                            RedirectTimeout { negotiation, lease },
+                        );
+                    }
+                }
+                Out::Decline {
+                    peer,
+                    negotiation,
+                    lease,
+                } => {
+                    if let Some(to) = self.peers.get(&peer) {
+                        self.emu.send_link(
+                            self.grid,
+                            peer,
+                            self.id,
+                            to,
+                            PeerDecline {
+                                from: self.grid,
+                                negotiation,
+                                lease,
+                            },
+                        );
+                    }
+                }
+                Out::RedirectAck {
+                    peer,
+                    negotiation,
+                    lease,
+                    accepted,
+                } => {
+                    if let Some(to) = self.peers.get(&peer) {
+                        self.emu.send_link(
+                            self.grid,
+                            peer,
+                            self.id,
+                            to,
+                            PeerRedirectAck {
+                                from: self.grid,
+                                negotiation,
+                                lease,
+                                accepted,
+                            },
+                        );
+                    }
+                }
+                Out::ServeLocally(req) | Out::ServeForPeer(req) => self.place(req, ctx),
+            }
+        }
+        self.emu
+            .metrics
+            .borrow_mut()
+            .outcomes(self.grid, &self.broker.outcomes);
+    }
+
+    fn send_remote(
+        &self,
+        lease: RequestId,
+        origin: GridId,
+        ended: Option<RequestState>,
+        attempt: u32,
+    ) {
+        if let Some(to) = self.peers.get(&origin) {
+            self.emu.send_link(
+                self.grid,
+                origin,
+                self.id,
+                to,
+                RemoteLease {
+                    from: self.grid,
+                    lease,
+                    ended,
+                    attempt,
+                },
+            );
+        }
+    }
+}
+
+impl Actor for Igg {
+    type Context = Context<Self>;
+}
+
+impl Handler<SetPeers> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: SetPeers, ctx: &mut Context<Self>) {
+        self.peers = msg.0.into_iter().filter(|(g, _)| *g != self.grid).collect();
+        let providers: BTreeMap<GridId, CostModel> = (0..self.emu.topo.grids.len())
+            .map(|g| {
+                let gid = GridId(g as u16);
+                let clusters = &self.emu.topo.grids[g].clusters;
+                let mut m = CostModel::from_providers(
+                    &clusters
+                        .iter()
+                        .map(|c| {
+                            (
+                                cluster_unit_cost(&self.emu, *c),
+                                self.emu.topo.cluster(*c).cores() as f64,
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                m.steepness = self.emu.topo.peering.steepness;
+                (gid, m)
+            })
+            .collect();
+        self.broker.update_prices(self.contracts(&providers));
+        if self.broker.has_contracts() {
+            let me = self.me(ctx);
+            self.emu.send_at(
+                self.emu.now() + self.emu.topo.peering.interval,
+                self.id,
+                &me,
+                NegotiationTick,
+            );
+        }
+        for crash in self
+            .emu
+            .faults
+            .borrow()
+            .config()
+            .crashes
+            .iter()
+            .filter(|c| c.grid == self.grid)
+        {
+            let me = self.me(ctx);
+            self.emu
+                .send_at(crash.at, self.id, &me, CrashOrRestart { crash: true });
+            self.emu.send_at(
+                crash.at + crash.down_for,
+                self.id,
+                &me,
+                CrashOrRestart { crash: false },
+            );
+        }
+    }
+}
+
+impl Handler<SubmitExternal> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: SubmitExternal, ctx: &mut Context<Self>) {
+        let req = msg.0;
+        if self.broker.has_contracts() {
+            let p = &self.emu.topo.peering;
+            let (load, capacity) = self.slots.grid_load(self.emu.now(), p.horizon);
+            if load >= p.load_threshold && capacity > 0.0 {
+                let units = req.cores() as f64 * req.duration.as_secs_f64();
+                let home = self.cost.marginal(units, load, capacity);
+                self.broker.enqueue(req, units, home);
+                return;
+            }
+        }
+        self.place(req, ctx);
+    }
+}
+
+impl Handler<FreeSlots> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: FreeSlots, _: &mut Context<Self>) {
+        if let Some(j) = self.index_of(msg.cluster) {
+            self.slots.publish(j, msg.slots);
+        }
+    }
+}
+
+impl Handler<NegotiationTick> for Igg {
+    type Result = ();
+    fn handle(&mut self, _: NegotiationTick, ctx: &mut Context<Self>) {
+        let me = self.me(ctx);
+        self.emu.send_at(
+            self.emu.now() + self.emu.topo.peering.interval,
+            self.id,
+            &me,
+            NegotiationTick,
+        );
+        if self.down {
+            return;
+        }
+        let outs = self.broker.round();
+        self.apply(outs, ctx);
+    }
+}
+
+impl Handler<PeerOffer> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PeerOffer, ctx: &mut Context<Self>) {
+        let p = &self.emu.topo.peering;
+        let now = self.emu.now();
+        let (load, capacity) = self.slots.grid_load(now, p.horizon);
+        let offered = Offered {
+            from: msg.from,
+            negotiation: msg.negotiation,
+            items: &msg.items,
+            price: msg.price,
+            max: msg.max,
+        };
+        let out = self.broker.answer_offer(
+            &offered,
+            &Standing {
+                cost: &self.cost,
+                load,
+                capacity,
+            },
+            now,
+        );
+        self.apply(vec![out], ctx);
+    }
+}
+
+impl Handler<PeerAnswer> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PeerAnswer, ctx: &mut Context<Self>) {
+        self.emu.metrics.borrow_mut().offer_settled(msg.negotiation);
+        let outs = self.broker.on_answers(msg.negotiation, &msg.answers);
+        self.apply(outs, ctx);
+    }
+}
+
+impl Handler<OfferTimeout> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: OfferTimeout, ctx: &mut Context<Self>) {
+        let outs = self.broker.offer_timed_out(msg.0);
+        if outs.is_empty() {
+            self.emu.metrics.borrow_mut().offer_settled(msg.0);
+        }
+        self.apply(outs, ctx);
+    }
+}
+
+impl Handler<PeerRedirect> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PeerRedirect, ctx: &mut Context<Self>) {
+        let now = self.emu.now();
+        let before = self.broker.foreign.contains_key(&msg.req.id);
+        let outs = self
+            .broker
+            .on_redirect(msg.from, msg.negotiation, &msg.req, msg.price, now);
+        if !before && self.broker.foreign.contains_key(&msg.req.id) {
+            let units = self
+                .broker
+                .tickets
+                .get(msg.negotiation, msg.req.id)
+                .map_or(0.0, |t| t.units);
+            self.emu.metrics.borrow_mut().received(
+                self.grid,
+                msg.from,
+                msg.req.id,
+                msg.negotiation,
+                msg.price * units,
+            );
+        }
+        self.apply(outs, ctx);
+    }
+}
+
+impl Handler<PeerRedirectAck> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PeerRedirectAck, ctx: &mut Context<Self>) {
+        let redirecting = self.broker.awaiting_ack(msg.lease);
+        let paid_before: f64 = self.broker.paid.values().sum();
+        let outs = self.broker.on_redirect_ack(msg.lease, msg.accepted);
+        let paid_after: f64 = self.broker.paid.values().sum();
+        if redirecting && msg.accepted {
+            let req = &self.emu.topo.requests[msg.lease.0 as usize];
+            let units = req.cores() as f64 * req.duration.as_secs_f64();
+            self.emu.metrics.borrow_mut().paid(
+                self.grid,
+                msg.from,
+                units,
+                paid_after - paid_before,
+            );
+        }
+        self.apply(outs, ctx);
+    }
+}
+
+impl Handler<RedirectTimeout> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: RedirectTimeout, ctx: &mut Context<Self>) {
+        if !self.broker.awaiting_ack(msg.lease) {
+            return;
+        }
+        if self.emu.broken_protocol {
+            // The deliberate bug the invariant checker must catch: give up on the provider and
+            // serve the request here, though the provider may already be running it.
+            if let Some(Out::Redirect { req, .. }) = self.broker.redirect_timed_out(msg.lease).pop()
+            {
+                self.broker.on_redirect_ack(msg.lease, false);
+                self.place(req, ctx);
+            }
+            return;
+        }
+        let outs = self.broker.redirect_timed_out(msg.lease);
+        self.apply(outs, ctx);
+    }
+}
+
+impl Handler<PeerDecline> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PeerDecline, _: &mut Context<Self>) {
+        self.broker.on_decline(msg.negotiation, msg.lease);
+    }
 }
 
 impl Handler<LeaseStarted> for Igg {
@@ -135,6 +614,10 @@ impl Handler<LeaseStarted> for Igg {
             let mut l = self.loads.borrow_mut();
             l.0.busy[j] += cores;
             l.1.insert(msg.lease, (j, cores));
+        }
+        if let Some((origin, _, _)) = self.broker.foreign.get(&msg.lease).copied() {
+            self.send_remote(msg.lease, origin, None, 0);
+            return;
         }
         let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         self.post(async move {
@@ -147,12 +630,25 @@ impl Handler<LeaseStarted> for Igg {
 
 impl Handler<LeaseEnded> for Igg {
     type Result = ();
-    fn handle(&mut self, msg: LeaseEnded, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: LeaseEnded, ctx: &mut Context<Self>) {
         {
             let mut l = self.loads.borrow_mut();
             if let Some((j, cores)) = l.1.remove(&msg.lease) {
                 l.0.busy[j] -= cores;
             }
+        }
+        if let Some(origin) = self.broker.foreign_ended(msg.lease) {
+            self.remote_pending
+                .insert(msg.lease, (origin, msg.state, 0));
+            self.send_remote(msg.lease, origin, Some(msg.state), 0);
+            let me = self.me(ctx);
+            self.emu.send_at(
+                self.emu.now() + self.emu.topo.peering.offer_timeout,
+                self.id,
+                &me,
+                RemoteLeaseTimeout(msg.lease),
+            );
+            return;
         }
         let (emu, me, dve) = (Rc::clone(&self.emu), self.id, self.dve.clone());
         self.post(async move {
@@ -160,6 +656,76 @@ impl Handler<LeaseEnded> for Igg {
                 emu.send(me, &dve, msg);
             }
         });
+    }
+}
+
+impl Handler<RemoteLease> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: RemoteLease, _: &mut Context<Self>) {
+        let Some(state) = msg.ended else {
+            return;
+        };
+        if let Some(to) = self.peers.get(&msg.from) {
+            self.emu.send_link(
+                self.grid,
+                msg.from,
+                self.id,
+                to,
+                RemoteLeaseAck {
+                    from: self.grid,
+                    lease: msg.lease,
+                },
+            );
+        }
+        if !self.remote_done.insert(msg.lease) {
+            return; // a duplicate report
+        }
+        if let Some(dve) = &self.dve {
+            self.emu.send(
+                self.id,
+                dve,
+                LeaseEnded {
+                    lease: msg.lease,
+                    state,
+                },
+            );
+        }
+    }
+}
+
+impl Handler<RemoteLeaseAck> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: RemoteLeaseAck, _: &mut Context<Self>) {
+        self.remote_pending.remove(&msg.lease);
+    }
+}
+
+impl Handler<RemoteLeaseTimeout> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: RemoteLeaseTimeout, ctx: &mut Context<Self>) {
+        let Some((origin, state, attempt)) = self.remote_pending.get(&msg.0).copied() else {
+            return;
+        };
+        self.remote_pending
+            .insert(msg.0, (origin, state, attempt + 1));
+        self.send_remote(msg.0, origin, Some(state), attempt + 1);
+        let me = self.me(ctx);
+        self.emu.send_at(
+            self.emu.now() + self.emu.topo.peering.offer_timeout,
+            self.id,
+            &me,
+            RemoteLeaseTimeout(msg.0),
+        );
+    }
+}
+
+impl Handler<CrashOrRestart> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: CrashOrRestart, _: &mut Context<Self>) {
+        self.down = msg.crash;
+        if msg.crash {
+            self.broker.crash(self.emu.now());
+        }
     }
 }
 

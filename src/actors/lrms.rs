@@ -15,9 +15,12 @@ use super::messages::{
     AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, ProbeStart,
     RelocateLease, RelocationOutcome, StartOffer, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
+use super::messages::{FreeSlots, PublishTick};
 use super::users::Users;
 use super::vm::Vm;
 use super::{Emu, Peer};
+use crate::igg::peering::CostModel;
+use crate::igg::slots::Published;
 use crate::lrms::admission::Admission;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::model::{ClusterId, Origin, RequestId, RequestState};
@@ -201,8 +204,74 @@ impl Lrms {
     }
 }
 
+impl Lrms {
+    /// Whether this LRMS publishes free time slots: when its Grid peers or dispatches by them.
+    fn publishes(&self) -> bool {
+        use crate::topology::DispatchName;
+        let grid = self.emu.topo.cluster(self.cluster).grid;
+        let dispatch = self.emu.topo.grids[usize::from(grid.0)].igg.dispatch;
+        matches!(
+            dispatch,
+            DispatchName::LeastLoad | DispatchName::EarliestStart
+        ) || self
+            .emu
+            .topo
+            .contract_pairs()
+            .iter()
+            .any(|(a, b, _)| *a == grid || *b == grid)
+    }
+
+    fn publish(&self) {
+        let p = &self.emu.topo.peering;
+        let now = self.emu.now();
+        let (free, load) = self.core.free_slots(now, p.horizon);
+        let cost = super::cluster_unit_cost(&self.emu, self.cluster);
+        let slots = Published {
+            free,
+            until: now + p.horizon,
+            cores: self.emu.topo.cluster(self.cluster).cores(),
+            price: CostModel::provider_price(cost, load),
+        };
+        self.emu.send(
+            self.id,
+            &self.igg,
+            FreeSlots {
+                cluster: self.cluster,
+                slots,
+            },
+        );
+    }
+}
+
 impl Actor for Lrms {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.publishes() {
+            let me = Peer {
+                id: self.id,
+                addr: ctx.address(),
+            };
+            self.emu.send_at(self.emu.now(), self.id, &me, PublishTick);
+        }
+    }
+}
+
+impl Handler<PublishTick> for Lrms {
+    type Result = ();
+    fn handle(&mut self, _: PublishTick, ctx: &mut Context<Self>) {
+        self.publish();
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
+        self.emu.send_at(
+            self.emu.now() + self.emu.topo.peering.publish_interval,
+            self.id,
+            &me,
+            PublishTick,
+        );
+    }
 }
 
 impl Handler<AssignLease> for Lrms {

@@ -41,6 +41,16 @@ pub struct Emu {
     pub broken_protocol: bool,
 }
 
+/// A cluster's cost of a resource unit, drawn from `peering.unit_cost` (paper 004 Table 1)
+/// with the run's seed.
+pub fn cluster_unit_cost(emu: &Emu, c: crate::model::ClusterId) -> f64 {
+    let (lo, hi) = emu.topo.peering.unit_cost;
+    let u = (crate::time::stream_seed(emu.topo.emulation.seed, &format!("unit-cost:{}", c.0)) >> 11)
+        as f64
+        / (1u64 << 53) as f64;
+    lo + (hi - lo) * u
+}
+
 /// An actor's address together with its trace name.
 pub struct Peer<A: Actor> {
     /// Trace handle.

@@ -143,6 +143,32 @@ pub struct Outcomes {
     pub redirected: u64,
 }
 
+/// An offer as the provider receives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Offered<'a> {
+    /// The requester.
+    pub from: GridId,
+    /// Negotiation id.
+    pub negotiation: NegotiationId,
+    /// The offered requests.
+    pub items: &'a [Item],
+    /// Offered unit price.
+    pub price: f64,
+    /// The contract's maximum unit price.
+    pub max: f64,
+}
+
+/// The provider's standing when it evaluates an offer.
+#[derive(Clone, Copy, Debug)]
+pub struct Standing<'a> {
+    /// Its cost model.
+    pub cost: &'a CostModel,
+    /// Its load over the horizon (0–1), before tickets.
+    pub load: f64,
+    /// Its capacity over the horizon, in resource units.
+    pub capacity: f64,
+}
+
 /// An IGG's peering state.
 #[derive(Clone, Debug)]
 pub struct Broker {
@@ -286,18 +312,19 @@ impl Broker {
     /// The provider's answers to an offer, from the cost of each request given the provider's
     /// load (`load` over `capacity` units, tickets included), issuing tickets for accepts and
     /// counter-offers. A duplicate offer gets the same answers again.
-    pub fn answer_offer(
-        &mut self,
-        from: GridId,
-        negotiation: NegotiationId,
-        items: &[Item],
-        price: f64,
-        max: f64,
-        cost: &CostModel,
-        load: f64,
-        capacity: f64,
-        now: EmuTime,
-    ) -> Out {
+    pub fn answer_offer(&mut self, offer: &Offered<'_>, own: &Standing<'_>, now: EmuTime) -> Out {
+        let Offered {
+            from,
+            negotiation,
+            items,
+            price,
+            max,
+        } = *offer;
+        let Standing {
+            cost,
+            load,
+            capacity,
+        } = *own;
         if let Some(prev) = self.answered.get(&(from, negotiation)) {
             return Out::Answer {
                 peer: from,
@@ -642,9 +669,21 @@ mod tests {
             },
         ];
         let now = EmuTime::from_secs(10);
-        let Out::Answer { answers, .. } =
-            p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now)
-        else {
+        let Out::Answer { answers, .. } = p.answer_offer(
+            &Offered {
+                from: GridId(0),
+                negotiation: 7,
+                items: &items,
+                price: 1.0,
+                max: 3.0,
+            },
+            &Standing {
+                cost: &cost,
+                load: 0.0,
+                capacity: 1000.0,
+            },
+            now,
+        ) else {
             panic!()
         };
         // The first request fits cheaply; the ticket it holds raises the load for the second.
@@ -654,7 +693,21 @@ mod tests {
         ));
         assert_eq!(p.tickets.held_units(now), 200.0);
         // A duplicate offer gets the same answers and issues nothing new.
-        let again = p.answer_offer(GridId(0), 7, &items, 1.0, 3.0, &cost, 0.0, 1000.0, now);
+        let again = p.answer_offer(
+            &Offered {
+                from: GridId(0),
+                negotiation: 7,
+                items: &items,
+                price: 1.0,
+                max: 3.0,
+            },
+            &Standing {
+                cost: &cost,
+                load: 0.0,
+                capacity: 1000.0,
+            },
+            now,
+        );
         assert_eq!(
             again,
             Out::Answer {

@@ -117,6 +117,17 @@ impl SlotStore {
             .min_by_key(|(j, t)| (*t, *j))
     }
 
+    /// The earliest start on cluster `j` (see [`Published::earliest`]).
+    pub fn earliest_on(
+        &self,
+        j: usize,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) -> Option<EmuTime> {
+        self.clusters.get(&j)?.earliest(now, cores, length)
+    }
+
     /// The average price per unit over the clusters, weighted by cores (eq. 2's inputs).
     pub fn prices(&self) -> Vec<(f64, f64)> {
         self.clusters
