@@ -10,6 +10,7 @@ pub mod igg;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
+pub mod stress;
 pub mod sweep;
 pub mod time;
 pub mod topology;

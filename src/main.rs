@@ -64,6 +64,28 @@ enum Command {
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
     },
+    /// Stress-test peering: run a topology over seeds and fault settings in parallel and
+    /// report invariant violations with the commands that reproduce them.
+    Stress {
+        /// Topology file.
+        topology: PathBuf,
+        /// Number of seeds (1..=N).
+        #[arg(long, default_value_t = 10)]
+        seeds: u64,
+        /// Fault settings: none, lossy, slow, partition, crash, chaos (comma-separated).
+        #[arg(
+            long,
+            default_value = "none,lossy,slow,partition,crash,chaos",
+            value_delimiter = ','
+        )]
+        faults: Vec<String>,
+        /// Parallel runs (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Overrides applied to every run.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
     /// Work with workload traces.
     Workload {
         #[command(subcommand)]
@@ -274,6 +296,13 @@ fn main() -> ExitCode {
         Command::Workload {
             command: WorkloadCommand::Inspect { file },
         } => inspect(&file),
+        Command::Stress {
+            topology: path,
+            seeds,
+            faults,
+            jobs,
+            sets,
+        } => stress(&path, seeds, &faults, jobs, &sets),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
@@ -432,4 +461,53 @@ fn merge_runs(files: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
         }
     }
     w.flush().map_err(|e| e.to_string())
+}
+
+fn stress(
+    path: &std::path::Path,
+    seeds: u64,
+    faults: &[String],
+    jobs: Option<usize>,
+    sets: &[String],
+) -> ExitCode {
+    let topo = match topology::load_file(
+        path,
+        &Overrides {
+            sets: sets.to_vec(),
+        },
+    ) {
+        Ok(t) => t,
+        Err(report) => {
+            eprintln!("{report}");
+            return ExitCode::from(2);
+        }
+    };
+    let presets = igemu::stress::presets(&topo);
+    let mut chosen = Vec::new();
+    for f in faults {
+        match presets.iter().find(|p| p.name == *f) {
+            Some(p) => chosen.push(p.clone()),
+            None => {
+                let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
+                eprintln!(
+                    "igemu: unknown fault setting `{f}`; expected one of: {}",
+                    names.join(", ")
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if seeds == 0 {
+        eprintln!("igemu: --seeds must be at least 1");
+        return ExitCode::from(2);
+    }
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs, false);
+    print!("{}", igemu::stress::report(&path.to_path_buf(), &runs));
+    if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -195,6 +195,10 @@ pub struct Broker {
     pub outcomes: Outcomes,
     /// Answers already given, by (requester, negotiation), for duplicate offers.
     answered: BTreeMap<(GridId, NegotiationId), Vec<(RequestId, Answer)>>,
+    /// Redirections taken over, kept after the request ends (persistent, like `foreign`), so
+    /// that a late duplicate is acknowledged again rather than refused — a refusal would make
+    /// the requester serve the request a second time.
+    taken: BTreeSet<(NegotiationId, RequestId)>,
 }
 
 impl Broker {
@@ -227,6 +231,7 @@ impl Broker {
             redirected_units: BTreeMap::new(),
             outcomes: Outcomes::default(),
             answered: BTreeMap::new(),
+            taken: BTreeSet::new(),
         }
     }
 
@@ -469,11 +474,16 @@ impl Broker {
             lease: req.id,
             accepted,
         };
+        if self.taken.contains(&(negotiation, req.id)) {
+            // A duplicate of a redirection taken earlier (maybe already ended): ack again.
+            return vec![ack(true)];
+        }
         match self.tickets.confirm(negotiation, req.id, now) {
             Ok(t) => {
                 let units = t.units;
                 *self.received.entry(from).or_default() += price * units;
                 self.foreign.insert(req.id, (from, negotiation, price));
+                self.taken.insert((negotiation, req.id));
                 vec![ack(true), Out::ServeForPeer(req.clone())]
             }
             // A duplicate: the request is already ours; acknowledge again.
@@ -736,6 +746,17 @@ mod tests {
         );
         assert_eq!(p.foreign_ended(RequestId(1)), Some(GridId(0)));
         assert_eq!(p.tickets.held_units(now), 0.0);
+        // A very late duplicate of a redirection taken and finished is still acknowledged.
+        let later = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
+        assert_eq!(
+            later,
+            vec![Out::RedirectAck {
+                peer: GridId(0),
+                negotiation: 7,
+                lease: RequestId(1),
+                accepted: true
+            }]
+        );
     }
 
     #[test]

@@ -1,0 +1,226 @@
+//! Stress-testing the peering protocol: one topology over many seeds and fault settings, run
+//! in parallel; every run's online invariant report is collected, and every violation comes
+//! with the exact command that reproduces it deterministically in virtual mode.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::topology::{self, Overrides, Topology};
+use crate::{run, RunOptions};
+
+/// A named set of fault overrides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultSetting {
+    /// Its name.
+    pub name: String,
+    /// `--set` overrides.
+    pub sets: Vec<String>,
+}
+
+/// The built-in fault settings for a topology (names: none, lossy, slow, partition, crash,
+/// chaos). Partitions and crashes involve the topology's first two Grids, one hour in.
+pub fn presets(topo: &Topology) -> Vec<FaultSetting> {
+    let g = |i: usize| {
+        topo.grids
+            .get(i)
+            .or(topo.grids.first())
+            .map_or("?".to_string(), |g| g.name.clone())
+    };
+    let (a, b) = (g(0), g(1));
+    let lossy = vec![
+        "fault.drop=0.1".to_string(),
+        "fault.duplicate=0.1".to_string(),
+        "fault.reorder=0.2".to_string(),
+        "fault.reorder_window=\"20s\"".to_string(),
+    ];
+    let slow = vec!["fault.delay={ kind = \"exponential\", mean = \"10s\" }".to_string()];
+    let partition = vec![format!(
+        "fault.partition=[{{ between = [\"{a}\", \"{b}\"], from = \"1h\", until = \"2h\" }}]"
+    )];
+    let crash = vec![format!("fault.crash=[{{ grid = \"{b}\", at = \"1h\", down_for = \"20m\" }}, {{ grid = \"{a}\", at = \"3h\", down_for = \"10m\" }}]")];
+    let mut chaos = lossy.clone();
+    chaos.extend(slow.iter().cloned());
+    chaos.extend(partition.iter().cloned());
+    chaos.extend(crash.iter().cloned());
+    [
+        ("none", vec![]),
+        ("lossy", lossy),
+        ("slow", slow),
+        ("partition", partition),
+        ("crash", crash),
+        ("chaos", chaos),
+    ]
+    .into_iter()
+    .map(|(n, sets)| FaultSetting {
+        name: n.to_string(),
+        sets,
+    })
+    .collect()
+}
+
+/// One stress run's result.
+#[derive(Clone, Debug)]
+pub struct StressRun {
+    /// The fault setting's name.
+    pub fault: String,
+    /// The seed.
+    pub seed: u64,
+    /// All `--set` overrides of the run (user's, fault setting's, seed).
+    pub sets: Vec<String>,
+    /// Invariant violations (count and first examples), or the error that stopped the run.
+    pub outcome: Result<(u64, Vec<String>), String>,
+    /// Requests that ended (not unfinished) of all requests.
+    pub ended: (u64, u64),
+    /// Messages the fault injector dropped, duplicated, reordered, cut.
+    pub faults: crate::fault::FaultCounts,
+}
+
+impl StressRun {
+    /// The command that reproduces this run.
+    pub fn command(&self, topology: &Path) -> String {
+        let mut c = format!("igemu run {} --mode virtual", topology.display());
+        for s in &self.sets {
+            c += &format!(" --set '{s}'");
+        }
+        c
+    }
+}
+
+/// Runs `topology` for every seed and fault setting on `jobs` threads (with `user_sets`
+/// applied to all), reporting progress on stderr. `broken` is the test-only broken protocol.
+pub fn stress(
+    topology: &Path,
+    user_sets: &[String],
+    settings: &[FaultSetting],
+    seeds: &[u64],
+    jobs: usize,
+    broken: bool,
+) -> Vec<StressRun> {
+    let mut todo = Vec::new();
+    for s in settings {
+        for &seed in seeds {
+            let mut sets = user_sets.to_vec();
+            sets.extend(s.sets.iter().cloned());
+            sets.push(format!("emulation.seed={seed}"));
+            sets.push("emulation.mode=\"virtual\"".to_string());
+            todo.push((s.name.clone(), seed, sets));
+        }
+    }
+    let total = todo.len();
+    let queue = Mutex::new(todo.into_iter());
+    let done = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
+                let Some((fault, seed, sets)) = next else {
+                    break;
+                };
+                let loaded = topology::load_file(topology, &Overrides { sets: sets.clone() });
+                let (outcome, ended, faults) =
+                    match loaded.map_err(|r| r.to_string()).and_then(|t| {
+                        run(
+                            t,
+                            &RunOptions {
+                                broken_protocol: broken,
+                                ..RunOptions::default()
+                            },
+                        )
+                        .map_err(|e| e.to_string())
+                    }) {
+                        Ok(r) => {
+                            let s = &r.summary;
+                            let unfinished =
+                                s.requests.local.unfinished + s.requests.external.unfinished;
+                            (
+                                Ok((s.invariant_violations, s.violation_examples.clone())),
+                                (s.requests.total - unfinished, s.requests.total),
+                                s.faults.clone(),
+                            )
+                        }
+                        Err(e) => (Err(e), (0, 0), Default::default()),
+                    };
+                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                eprint!("\r  stress: {n}/{total} runs done");
+                if let Ok(mut r) = results.lock() {
+                    r.push(StressRun {
+                        fault,
+                        seed,
+                        sets,
+                        outcome,
+                        ended,
+                        faults,
+                    });
+                }
+            });
+        }
+    });
+    eprintln!();
+    let mut out = results.into_inner().unwrap_or_default();
+    out.sort_by(|a, b| {
+        (settings.iter().position(|s| s.name == a.fault), a.seed)
+            .cmp(&(settings.iter().position(|s| s.name == b.fault), b.seed))
+    });
+    out
+}
+
+/// The report `igemu stress` prints.
+pub fn report(topology: &PathBuf, runs: &[StressRun]) -> String {
+    let mut s = format!(
+        "{:<10} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10}\n",
+        "faults", "seed", "violations", "dropped", "dup", "reorder", "cut", "ended"
+    );
+    for r in runs {
+        let v = match &r.outcome {
+            Ok((n, _)) => n.to_string(),
+            Err(_) => "error".to_string(),
+        };
+        let f = &r.faults;
+        s += &format!(
+            "{:<10} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>5}/{:<5}\n",
+            r.fault,
+            r.seed,
+            v,
+            f.dropped,
+            f.duplicated,
+            f.reordered,
+            f.partitioned + f.to_crashed,
+            r.ended.0,
+            r.ended.1
+        );
+    }
+    let bad: Vec<&StressRun> = runs
+        .iter()
+        .filter(|r| !matches!(r.outcome, Ok((0, _))))
+        .collect();
+    s += &format!(
+        "\n{} runs, {} with violations or errors\n",
+        runs.len(),
+        bad.len()
+    );
+    for r in bad {
+        match &r.outcome {
+            Ok((n, examples)) => {
+                s += &format!(
+                    "\n{n} violation(s) with faults `{}`, seed {}:\n",
+                    r.fault, r.seed
+                );
+                for e in examples.iter().take(3) {
+                    s += &format!("  - {e}\n");
+                }
+            }
+            Err(e) => {
+                s += &format!(
+                    "\nerror with faults `{}`, seed {}: {}\n",
+                    r.fault,
+                    r.seed,
+                    e.lines().next().unwrap_or_default()
+                )
+            }
+        }
+        s += &format!("  reproduce: {}\n", r.command(topology));
+    }
+    s
+}
