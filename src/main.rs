@@ -504,7 +504,7 @@ fn stress(
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let seeds: Vec<u64> = (1..=seeds).collect();
     let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs, false);
-    print!("{}", igemu::stress::report(&path.to_path_buf(), &runs));
+    print!("{}", igemu::stress::report(path, &runs));
     if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
         ExitCode::SUCCESS
     } else {

@@ -2,7 +2,7 @@
 //! in parallel; every run's online invariant report is collected, and every violation comes
 //! with the exact command that reproduces it deterministically in virtual mode.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -167,7 +167,7 @@ pub fn stress(
 }
 
 /// The report `igemu stress` prints.
-pub fn report(topology: &PathBuf, runs: &[StressRun]) -> String {
+pub fn report(topology: &Path, runs: &[StressRun]) -> String {
     let mut s = format!(
         "{:<10} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10}\n",
         "faults", "seed", "violations", "dropped", "dup", "reorder", "cut", "ended"
