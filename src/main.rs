@@ -86,6 +86,24 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
+    /// Filter a trace.jsonl to one request or negotiation; render it as a Mermaid sequence
+    /// diagram or in the Chrome trace-event format (for Perfetto).
+    Trace {
+        /// The trace (trace.jsonl from `run --trace`).
+        file: PathBuf,
+        /// Keep the messages about this request id.
+        #[arg(long)]
+        request: Option<String>,
+        /// Keep the messages of this negotiation (and of the requests it redirected).
+        #[arg(long)]
+        negotiation: Option<u64>,
+        /// Write a Mermaid sequence diagram here.
+        #[arg(long)]
+        mermaid: Option<PathBuf>,
+        /// Write Chrome trace-event JSON here (opens in Perfetto).
+        #[arg(long)]
+        chrome: Option<PathBuf>,
+    },
     /// Work with workload traces.
     Workload {
         #[command(subcommand)]
@@ -296,6 +314,13 @@ fn main() -> ExitCode {
         Command::Workload {
             command: WorkloadCommand::Inspect { file },
         } => inspect(&file),
+        Command::Trace {
+            file,
+            request,
+            negotiation,
+            mermaid,
+            chrome,
+        } => trace(&file, request.as_deref(), negotiation, mermaid, chrome),
         Command::Stress {
             topology: path,
             seeds,
@@ -510,4 +535,72 @@ fn stress(
     } else {
         ExitCode::from(1)
     }
+}
+
+fn trace(
+    file: &std::path::Path,
+    request: Option<&str>,
+    negotiation: Option<u64>,
+    mermaid: Option<PathBuf>,
+    chrome: Option<PathBuf>,
+) -> ExitCode {
+    use igemu::trace::render;
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: cannot read: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let events = match render::parse(&text) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{}:{e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let picked = if request.is_some() || negotiation.is_some() {
+        render::filter(&events, request, negotiation)
+    } else {
+        events
+    };
+    let write = |path: &PathBuf, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    let mut result = Ok(());
+    if let Some(p) = &mermaid {
+        result = result.and_then(|_| write(p, render::mermaid(&picked)));
+    }
+    if let Some(p) = &chrome {
+        result = result.and_then(|_| write(p, render::chrome(&picked).to_string()));
+    }
+    if let Err(e) = result {
+        eprintln!("igemu: {e}");
+        return ExitCode::from(1);
+    }
+    if mermaid.is_none() && chrome.is_none() {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        for e in &picked {
+            let mut extra = String::new();
+            if let Some(r) = &e.request {
+                extra += &format!(" request={r}");
+            }
+            if let Some(n) = e.negotiation {
+                extra += &format!(" negotiation={n}");
+            }
+            let line = format!(
+                "{:>14}s  {:<28} -> {:<28} {}{extra}",
+                igemu::time::format_secs(e.t_us),
+                e.from,
+                e.to,
+                e.kind
+            );
+            if writeln!(stdout, "{line}").is_err() {
+                break; // the reader went away (e.g. `| head`)
+            }
+        }
+    }
+    eprintln!("{} message(s)", picked.len());
+    ExitCode::SUCCESS
 }

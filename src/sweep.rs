@@ -184,16 +184,31 @@ impl Sweep {
     }
 }
 
-/// The numeric top-level entries of a summary.
+/// The numeric entries of a summary, nested ones under dotted keys
+/// (`grids.das2.awrt_grid_s`, `clusters.g/c1.utilization`).
 fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
-    summary
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter_map(|(k, v)| v.as_f64().map(|x| (k.clone(), x)))
-                .collect()
-        })
-        .unwrap_or_default()
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (k, v) in o {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, v, out);
+                }
+            }
+            other => {
+                if let Some(x) = other.as_f64() {
+                    out.insert(prefix.to_string(), x);
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk("", summary, &mut out);
+    out
 }
 
 /// One finished run: its spec and the metrics it produced (or the error).

@@ -447,6 +447,13 @@ impl Handler<SubmitExternal> for Igg {
         if self.broker.has_contracts() {
             let p = &self.emu.topo.peering;
             let (load, capacity) = self.slots.grid_load(self.emu.now(), p.horizon);
+            tracing::debug!(
+                grid = self.grid.0,
+                load,
+                capacity,
+                queued = self.broker.queued(),
+                "IGG load at submission"
+            );
             if load >= p.load_threshold && capacity > 0.0 {
                 let units = req.cores() as f64 * req.duration.as_secs_f64();
                 let home = self.cost.marginal(units, load, capacity);

@@ -3,6 +3,8 @@
 //! [`TraceEvent`] as one JSON line (schema in `docs/trace-format.md`). Tracing that is off
 //! costs one branch and one counter increment per message.
 
+pub mod render;
+
 use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::io::{BufWriter, Write};

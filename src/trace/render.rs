@@ -1,0 +1,171 @@
+//! Reading a `trace.jsonl` back, filtering it to one request or one negotiation, and
+//! rendering it as a Mermaid sequence diagram or in the Chrome trace-event format (which
+//! Perfetto and `chrome://tracing` open: one track per actor, an arrow per message).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One line of `trace.jsonl` (see `docs/trace-format.md`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct Event {
+    /// Position in the run.
+    pub seq: u64,
+    /// Emulated time, µs.
+    pub t_us: u64,
+    /// Sender.
+    pub from: String,
+    /// Receiver.
+    pub to: String,
+    /// Message kind.
+    pub kind: String,
+    /// Request id, if any.
+    #[serde(default)]
+    pub request: Option<String>,
+    /// VM index, if any.
+    #[serde(default)]
+    pub vm: Option<u32>,
+    /// Negotiation id, if any.
+    #[serde(default)]
+    pub negotiation: Option<u64>,
+}
+
+/// Parses a trace; a malformed line is reported with its number.
+pub fn parse(text: &str) -> Result<Vec<Event>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
+}
+
+/// Keeps the events about request `request` (by its id) and/or negotiation `negotiation`.
+/// For a negotiation, the messages about the requests it redirected follow too.
+pub fn filter(events: &[Event], request: Option<&str>, negotiation: Option<u64>) -> Vec<Event> {
+    let mut requests: Vec<String> = request.map(str::to_string).into_iter().collect();
+    if let Some(n) = negotiation {
+        for e in events.iter().filter(|e| e.negotiation == Some(n)) {
+            if let Some(r) = &e.request {
+                if !requests.contains(r) {
+                    requests.push(r.clone());
+                }
+            }
+        }
+    }
+    events
+        .iter()
+        .filter(|e| {
+            negotiation.is_some_and(|n| e.negotiation == Some(n))
+                || e.request.as_ref().is_some_and(|r| requests.contains(r))
+        })
+        .cloned()
+        .collect()
+}
+
+fn secs(us: u64) -> String {
+    crate::time::format_secs(us)
+}
+
+/// A Mermaid `sequenceDiagram` of the events, participants in order of appearance.
+pub fn mermaid(events: &[Event]) -> String {
+    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for e in events {
+        for a in [&e.from, &e.to] {
+            if !ids.contains_key(a) {
+                ids.insert(a.clone(), order.len());
+                order.push(a.clone());
+            }
+        }
+    }
+    let mut out = String::from("sequenceDiagram\n");
+    for (i, a) in order.iter().enumerate() {
+        out += &format!("    participant P{i} as {a}\n");
+    }
+    for e in events {
+        let mut label = format!("{} t={}s", e.kind, secs(e.t_us));
+        if let Some(vm) = e.vm {
+            label += &format!(" vm {vm}");
+        }
+        if let Some(n) = e.negotiation {
+            label += &format!(" neg {n}");
+        }
+        let (f, t) = (ids[&e.from], ids[&e.to]);
+        out += &format!("    P{f}->>P{t}: {}\n", label.replace([';', '#'], " "));
+    }
+    out
+}
+
+/// The events in Chrome trace-event JSON: a named thread per actor, an instant on the
+/// receiver's track per message, and a flow arrow from sender to receiver.
+pub fn chrome(events: &[Event]) -> serde_json::Value {
+    let mut tids: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        for a in [&e.from, &e.to] {
+            if !tids.contains_key(a) {
+                let tid = tids.len() + 1;
+                tids.insert(a.clone(), tid);
+                out.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": a}}));
+            }
+        }
+        let (from, to) = (tids[&e.from], tids[&e.to]);
+        let args = serde_json::json!({"from": e.from, "to": e.to, "request": e.request, "vm": e.vm, "negotiation": e.negotiation});
+        out.push(serde_json::json!({"name": e.kind, "cat": "message", "ph": "i", "s": "t", "ts": e.t_us, "pid": 1, "tid": to, "args": args}));
+        if from != to {
+            out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "s", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": from}));
+            out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "f", "bp": "e", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": to}));
+        }
+    }
+    serde_json::json!({"traceEvents": out, "displayTimeUnit": "ms"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = r#"{"seq":0,"t_us":0,"t":"0","from":"igg:a","to":"igg:b","kind":"PeerOffer","negotiation":7}
+{"seq":1,"t_us":5,"t":"0.000005","from":"igg:b","to":"igg:a","kind":"PeerAnswer","negotiation":7}
+{"seq":2,"t_us":9,"t":"0.000009","from":"igg:a","to":"igg:b","kind":"PeerRedirect","request":"r1","negotiation":7}
+{"seq":3,"t_us":20,"t":"0.00002","from":"igg:b","to":"lrms:b/c","kind":"AssignLease","request":"r1"}
+{"seq":4,"t_us":30,"t":"0.00003","from":"dve:a","to":"igg:a","kind":"SubmitExternal","request":"r2"}
+"#;
+
+    #[test]
+    fn a_negotiation_brings_the_requests_it_redirected() {
+        let ev = parse(TRACE).expect("valid");
+        let neg = filter(&ev, None, Some(7));
+        assert_eq!(
+            neg.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        let r2 = filter(&ev, Some("r2"), None);
+        assert_eq!(r2.len(), 1);
+    }
+
+    #[test]
+    fn mermaid_and_chrome_render_every_message() {
+        let ev = parse(TRACE).expect("valid");
+        let m = mermaid(&filter(&ev, None, Some(7)));
+        assert!(m.starts_with("sequenceDiagram\n"));
+        assert!(m.contains("participant P0 as igg:a"));
+        assert!(m.contains("P0->>P1: PeerOffer t=0s neg 7"));
+        assert_eq!(m.lines().filter(|l| l.contains("->>")).count(), 4);
+        let c = chrome(&ev);
+        let events = c["traceEvents"].as_array().expect("array");
+        assert_eq!(events.iter().filter(|e| e["ph"] == "i").count(), 5);
+        assert_eq!(
+            events.iter().filter(|e| e["ph"] == "M").count(),
+            4,
+            "one named track per actor"
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_named() {
+        assert_eq!(
+            parse("{\"seq\":0}\n").unwrap_err().split(':').next(),
+            Some("line 1")
+        );
+    }
+}
