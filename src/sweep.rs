@@ -379,6 +379,8 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
                 .filter_map(|r| r[c].parse::<f64>().ok())
                 .collect();
             let (mean, half) = mean_ci(&xs);
+            // Adding +0.0 turns a negative zero (an f64 sum's starting value) into "0".
+            let (mean, half) = (mean + 0.0, half + 0.0);
             let mut rec = point.clone();
             rec.extend([
                 header[c].clone(),

@@ -170,6 +170,8 @@ fn stress_and_trace_commands_work_end_to_end() {
         String::from_utf8_lossy(&out.stderr)
     );
     let trace = std::fs::read_to_string(dir.path().join("trace.jsonl")).expect("trace");
+    // Providers tell their peers their current unit cost, which reprices the contracts.
+    assert!(trace.contains("\"kind\":\"PriceUpdate\""));
     let neg = trace
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

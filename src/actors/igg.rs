@@ -15,8 +15,8 @@ use actix::{Actor, AsyncContext, Context, Handler};
 use super::lrms::Lrms;
 use super::messages::{
     AdoptLease, AssignLease, CrashOrRestart, FreeSlots, LeaseEnded, LeaseStarted, NegotiationTick,
-    OfferTimeout, PeerAnswer, PeerDecline, PeerOffer, PeerRedirect, PeerRedirectAck, ProbeStart,
-    RedirectTimeout, RelocateLease, RelocationOutcome, RemoteLease, RemoteLeaseAck,
+    OfferTimeout, PeerAnswer, PeerDecline, PeerOffer, PeerRedirect, PeerRedirectAck, PriceUpdate,
+    ProbeStart, RedirectTimeout, RelocateLease, RelocationOutcome, RemoteLease, RemoteLeaseAck,
     RemoteLeaseTimeout, SetPeers, SubmitExternal,
 };
 use super::users::Users;
@@ -58,6 +58,10 @@ pub struct Igg {
     remote_done: BTreeSet<RequestId>,
     /// Whether the IGG is down (crashed).
     down: bool,
+    /// The providers' cost models this IGG prices its contracts from.
+    providers: BTreeMap<GridId, CostModel>,
+    /// When this IGG next tells its peers its unit cost.
+    next_price_update: crate::time::EmuTime,
 }
 
 impl Igg {
@@ -109,6 +113,8 @@ impl Igg {
             remote_pending: BTreeMap::new(),
             remote_done: BTreeSet::new(),
             down: false,
+            providers: BTreeMap::new(),
+            next_price_update: crate::time::EmuTime::ZERO,
         }
     }
 
@@ -164,7 +170,20 @@ impl Igg {
         let from_slots = self.dispatcher.asks_for_offers()
             && (0..self.clusters.len()).all(|j| self.slots.knows(j));
         let decided = if !self.dispatcher.asks_for_offers() {
-            Some(self.dispatcher.order(&req, &self.loads.borrow().0, &[]))
+            // Least-load reads the clusters' published loads when all have published, else
+            // the cores this IGG's own leases take.
+            let n = self.clusters.len();
+            let horizon = self.emu.topo.peering.horizon;
+            let loads = if n > 0 && (0..n).all(|j| self.slots.knows(j)) {
+                let cores: Vec<u64> = (0..n).map(|_| 1_000_000).collect();
+                let busy = (0..n)
+                    .map(|j| (self.slots.load(j, now, horizon).unwrap_or(1.0) * 1_000_000.0) as u64)
+                    .collect();
+                Loads { busy, cores }
+            } else {
+                self.loads.borrow().0.clone()
+            };
+            Some(self.dispatcher.order(&req, &loads, &[]))
         } else if from_slots {
             let offers: Vec<Option<u64>> = (0..self.clusters.len())
                 .map(|j| {
@@ -409,6 +428,7 @@ impl Handler<SetPeers> for Igg {
             })
             .collect();
         self.broker.update_prices(self.contracts(&providers));
+        self.providers = providers;
         if self.broker.has_contracts() {
             let me = self.me(ctx);
             self.emu.send_at(
@@ -486,6 +506,28 @@ impl Handler<NegotiationTick> for Igg {
         );
         if self.down {
             return;
+        }
+        let now = self.emu.now();
+        let p = &self.emu.topo.peering;
+        if now >= self.next_price_update {
+            self.next_price_update = now + p.price_update;
+            // Eq. 2 over the clusters' current prices (eq. 1, load-dependent).
+            let prices = self.slots.prices();
+            if !prices.is_empty() {
+                self.cost.unit_cost = CostModel::from_providers(&prices).unit_cost;
+            }
+            for (g, peer) in &self.peers {
+                self.emu.send_link(
+                    self.grid,
+                    *g,
+                    self.id,
+                    peer,
+                    PriceUpdate {
+                        from: self.grid,
+                        unit_cost: self.cost.unit_cost,
+                    },
+                );
+            }
         }
         let outs = self.broker.round();
         self.apply(outs, ctx);
@@ -772,5 +814,17 @@ impl Handler<RelocateLease> for Igg {
                 emu.send(me, &source, RelocationOutcome { lease, to });
             }
         });
+    }
+}
+
+impl Handler<PriceUpdate> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PriceUpdate, _: &mut Context<Self>) {
+        if let Some(m) = self.providers.get_mut(&msg.from) {
+            m.unit_cost = msg.unit_cost;
+        }
+        let providers = std::mem::take(&mut self.providers);
+        self.broker.update_prices(self.contracts(&providers));
+        self.providers = providers;
     }
 }

@@ -453,6 +453,19 @@ impl Traced for CrashOrRestart {
     }
 }
 
+/// IGG → IGG: my current average unit cost (eq. 2), for pricing contracts with me.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct PriceUpdate {
+    /// The provider.
+    pub from: GridId,
+    /// Its p_cost.
+    pub unit_cost: f64,
+}
+impl Traced for PriceUpdate {
+    const KIND: &'static str = "PriceUpdate";
+}
+
 /// Setup: the other IGGs (sent once before the run starts).
 #[derive(Message, Clone)]
 #[rtype(result = "()")]

@@ -326,8 +326,8 @@ pub fn grid_figures(
                 .iter()
                 .filter(|q| q.origin == Origin::External && q.grid == gid)
                 .map(|q| q.cores() as f64 * q.duration.as_secs_f64())
-                .sum();
-            let redirected: f64 = c.redirected_units.values().sum();
+                .fold(0.0, |a, b| a + b);
+            let redirected = total(c.redirected_units.values());
             let fig = GridFigures {
                 awrt_grid_s: awrt(&|q| q.origin == Origin::External && q.grid == gid),
                 awrt_local_s: awrt(&|q| q.origin == Origin::Local && q.grid == gid),
@@ -344,8 +344,8 @@ pub fn grid_figures(
                     .collect(),
                 messages_per_redirect: ratio(c.messages as f64, c.outcomes.redirected as f64),
                 negotiations: c.outcomes,
-                paid: c.paid.values().sum(),
-                received: c.received.values().sum(),
+                paid: total(c.paid.values()),
+                received: total(c.received.values()),
             };
             (g.name.clone(), fig)
         })
@@ -437,6 +437,12 @@ pub struct Figures {
     pub all: PaperMetrics,
     /// The paper metrics per cluster, by `grid/cluster` name.
     pub clusters: BTreeMap<String, PaperMetrics>,
+}
+
+/// Sums money or core-seconds; unlike `Iterator::sum`, an empty sum is +0.0, not -0.0, so
+/// reports never print "-0".
+fn total<'a>(xs: impl Iterator<Item = &'a f64>) -> f64 {
+    xs.fold(0.0, |a, b| a + b)
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
