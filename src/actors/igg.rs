@@ -170,19 +170,13 @@ impl Igg {
         let from_slots = self.dispatcher.asks_for_offers()
             && (0..self.clusters.len()).all(|j| self.slots.knows(j));
         let decided = if !self.dispatcher.asks_for_offers() {
-            // Least-load reads the clusters' published loads when all have published, else
-            // the cores this IGG's own leases take.
-            let n = self.clusters.len();
+            // Least-load reads the clusters' published loads when all have published (they
+            // count local work too), else the cores this IGG's own leases take.
             let horizon = self.emu.topo.peering.horizon;
-            let loads = if n > 0 && (0..n).all(|j| self.slots.knows(j)) {
-                let cores: Vec<u64> = (0..n).map(|_| 1_000_000).collect();
-                let busy = (0..n)
-                    .map(|j| (self.slots.load(j, now, horizon).unwrap_or(1.0) * 1_000_000.0) as u64)
-                    .collect();
-                Loads { busy, cores }
-            } else {
-                self.loads.borrow().0.clone()
-            };
+            let loads = self
+                .slots
+                .loads(self.clusters.len(), now, horizon)
+                .unwrap_or_else(|| self.loads.borrow().0.clone());
             Some(self.dispatcher.order(&req, &loads, &[]))
         } else if from_slots {
             let offers: Vec<Option<u64>> = (0..self.clusters.len())

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::dispatch::Loads;
 use crate::time::{EmuDuration, EmuTime};
 
 /// One cluster's last publication.
@@ -92,6 +93,22 @@ impl SlotStore {
         let p = self.clusters.get(&j)?;
         let cap = p.cores as f64 * horizon.as_secs_f64();
         (cap > 0.0).then(|| p.used_units(now, now + horizon) / cap)
+    }
+
+    /// The clusters `0..n` as least-load sees them: for each, the cores busy on average over
+    /// `[now, now + horizon)` (rounded up) and its cores; `None` unless all have published.
+    pub fn loads(&self, n: usize, now: EmuTime, horizon: EmuDuration) -> Option<Loads> {
+        let mut loads = Loads {
+            busy: Vec::with_capacity(n),
+            cores: Vec::with_capacity(n),
+        };
+        for j in 0..n {
+            let p = self.clusters.get(&j)?;
+            let busy = p.used_units(now, now + horizon) / horizon.as_secs_f64().max(1e-6);
+            loads.busy.push(busy.ceil() as u64);
+            loads.cores.push(p.cores);
+        }
+        (n > 0).then_some(loads)
     }
 
     /// The Grid's load over the horizon, weighted by cluster size, and its capacity in units.
@@ -191,5 +208,12 @@ mod tests {
             s.earliest(t(0), 4, EmuDuration::from_secs(10)),
             Some((0, t(100)))
         );
+        // Least-load's view: 800 core-seconds over 200 s is 4 cores busy of 8; a cluster that
+        // has not published leaves the view unknown.
+        let loads = s
+            .loads(1, t(0), EmuDuration::from_secs(200))
+            .expect("all known");
+        assert_eq!((loads.busy, loads.cores), (vec![4], vec![8]));
+        assert!(s.loads(2, t(0), EmuDuration::from_secs(200)).is_none());
     }
 }
