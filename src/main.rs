@@ -100,6 +100,9 @@ enum Command {
         /// Write a Mermaid sequence diagram here.
         #[arg(long)]
         mermaid: Option<PathBuf>,
+        /// In the diagram, one lane per VM (default: one per lease's VMs).
+        #[arg(long)]
+        vm_lanes: bool,
         /// Write Chrome trace-event JSON here (opens in Perfetto).
         #[arg(long)]
         chrome: Option<PathBuf>,
@@ -319,8 +322,16 @@ fn main() -> ExitCode {
             request,
             negotiation,
             mermaid,
+            vm_lanes,
             chrome,
-        } => trace(&file, request.as_deref(), negotiation, mermaid, chrome),
+        } => trace(
+            &file,
+            request.as_deref(),
+            negotiation,
+            mermaid,
+            vm_lanes,
+            chrome,
+        ),
         Command::Stress {
             topology: path,
             seeds,
@@ -542,6 +553,7 @@ fn trace(
     request: Option<&str>,
     negotiation: Option<u64>,
     mermaid: Option<PathBuf>,
+    vm_lanes: bool,
     chrome: Option<PathBuf>,
 ) -> ExitCode {
     use igemu::trace::render;
@@ -569,7 +581,7 @@ fn trace(
     };
     let mut result = Ok(());
     if let Some(p) = &mermaid {
-        result = result.and_then(|_| write(p, render::mermaid(&picked)));
+        result = result.and_then(|_| write(p, render::mermaid(&picked, vm_lanes)));
     }
     if let Some(p) = &chrome {
         result = result.and_then(|_| write(p, render::chrome(&picked).to_string()));

@@ -66,15 +66,27 @@ fn secs(us: u64) -> String {
     crate::time::format_secs(us)
 }
 
-/// A Mermaid `sequenceDiagram` of the events, participants in order of appearance.
-pub fn mermaid(events: &[Event]) -> String {
+/// The lane of actor `a` in a diagram: with `vm_lanes` false, the VMs of one lease
+/// (`vm:<request>/<i>`) share the lane `vm:<request>/*` (labels keep the VM index), so a
+/// lease of many VMs does not make the diagram unreadably wide.
+fn lane(a: &str, vm_lanes: bool) -> String {
+    match a.strip_prefix("vm:").and_then(|r| r.rsplit_once('/')) {
+        Some((request, _)) if !vm_lanes => format!("vm:{request}/*"),
+        _ => a.to_string(),
+    }
+}
+
+/// A Mermaid `sequenceDiagram` of the events, participants in order of appearance; one lane
+/// per VM with `vm_lanes`, else one per lease's VMs.
+pub fn mermaid(events: &[Event], vm_lanes: bool) -> String {
     let mut ids: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for e in events {
         for a in [&e.from, &e.to] {
-            if !ids.contains_key(a) {
+            let a = lane(a, vm_lanes);
+            if !ids.contains_key(&a) {
                 ids.insert(a.clone(), order.len());
-                order.push(a.clone());
+                order.push(a);
             }
         }
     }
@@ -90,7 +102,8 @@ pub fn mermaid(events: &[Event]) -> String {
         if let Some(n) = e.negotiation {
             label += &format!(" neg {n}");
         }
-        let (f, t) = (ids[&e.from], ids[&e.to]);
+        // Every lane was inserted in the loop above.
+        let (f, t) = (ids[&lane(&e.from, vm_lanes)], ids[&lane(&e.to, vm_lanes)]);
         out += &format!("    P{f}->>P{t}: {}\n", label.replace([';', '#'], " "));
     }
     out
@@ -146,7 +159,7 @@ mod tests {
     #[test]
     fn mermaid_and_chrome_render_every_message() {
         let ev = parse(TRACE).expect("valid");
-        let m = mermaid(&filter(&ev, None, Some(7)));
+        let m = mermaid(&filter(&ev, None, Some(7)), true);
         assert!(m.starts_with("sequenceDiagram\n"));
         assert!(m.contains("participant P0 as igg:a"));
         assert!(m.contains("P0->>P1: PeerOffer t=0s neg 7"));
@@ -159,6 +172,21 @@ mod tests {
             4,
             "one named track per actor"
         );
+    }
+
+    #[test]
+    fn the_vms_of_a_lease_share_a_lane_unless_asked_otherwise() {
+        let line = |vm: u32| {
+            format!(
+                r#"{{"seq":{vm},"t_us":0,"t":"0","from":"lrms:g/c","to":"vm:r1/{vm}","kind":"VmCommand","request":"r1","vm":{vm}}}"#
+            )
+        };
+        let ev = parse(&format!("{}\n{}\n", line(0), line(1))).expect("valid");
+        let merged = mermaid(&ev, false);
+        assert_eq!(merged.matches("participant").count(), 2, "{merged}");
+        assert!(merged.contains("participant P1 as vm:r1/*"));
+        assert!(merged.contains("P0->>P1: VmCommand t=0s vm 1"));
+        assert_eq!(mermaid(&ev, true).matches("participant").count(), 3);
     }
 
     #[test]
