@@ -1,16 +1,11 @@
 //! The command line as a user meets it: the malformed-topology corpus, `validate` on every
 //! shipped topology, `--set` mistakes, and `run` writing its outputs deterministically.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::igemu;
 
-fn igemu(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_igemu"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the igemu binary runs")
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -2,103 +2,12 @@
 //! mode, the IGG post office's interleaving, and invariants on random topologies checked
 //! independently from the trace.
 
-use std::collections::HashMap;
-use std::path::Path;
+mod common;
+use common::{capacity_breaches, from_text, quickstart, run_traced, trace};
 
 use igemu::model::RequestState;
-use igemu::topology::{self, Overrides, Topology};
-use igemu::{run, RunOptions, RunResult};
+use igemu::{run, RunOptions};
 use proptest::prelude::*;
-
-fn quickstart(sets: &[&str]) -> Topology {
-    let overrides = Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-    };
-    topology::load_str(
-        topology::QUICKSTART,
-        "quickstart",
-        "quickstart",
-        None,
-        &overrides,
-    )
-    .unwrap_or_else(|r| panic!("{r}"))
-}
-
-fn from_text(text: &str) -> Topology {
-    topology::load_str(text, "generated", "generated", None, &Overrides::default())
-        .unwrap_or_else(|r| panic!("{r}\n{text}"))
-}
-
-fn run_traced(topo: Topology, dir: &Path) -> RunResult {
-    let result = run(
-        topo,
-        &RunOptions {
-            trace_dir: Some(dir.to_path_buf()),
-            ..RunOptions::default()
-        },
-    )
-    .expect("runs");
-    result.write_outputs(dir).expect("outputs written");
-    result
-}
-
-fn trace(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("trace.jsonl"))
-        .expect("trace written")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each trace line is JSON"))
-        .collect()
-}
-
-/// Replays the trace's VM placements and releases against the topology's host sizes;
-/// returns every moment a host held more cores or memory than it has.
-fn capacity_breaches(result: &RunResult, events: &[serde_json::Value]) -> Vec<String> {
-    let topo = &result.topology;
-    let size: HashMap<&str, (u64, u64)> = topo
-        .requests
-        .iter()
-        .map(|r| {
-            (
-                topo.label(r.id),
-                (u64::from(r.cores_per_vm), u64::from(r.mem_mb)),
-            )
-        })
-        .collect();
-    let mut spec: HashMap<String, (u64, u64)> = HashMap::new();
-    for c in &topo.clusters {
-        for (i, h) in c.hosts.iter().enumerate() {
-            spec.insert(
-                format!("host:{}/{i}", c.qualified_name(topo)),
-                (u64::from(h.cores), h.memory_mb),
-            );
-        }
-    }
-    let mut used: HashMap<String, (u64, u64)> = HashMap::new();
-    let mut breaches = Vec::new();
-    for e in events {
-        let kind = e["kind"].as_str().unwrap_or_default();
-        let request = e["request"].as_str().unwrap_or_default();
-        let (host, sign) = match kind {
-            "Occupy" => (e["to"].as_str().unwrap_or_default(), 1i64),
-            "Vacate" => (e["to"].as_str().unwrap_or_default(), -1),
-            _ => continue,
-        };
-        let (c, m) = size[request];
-        let u = used.entry(host.to_string()).or_default();
-        if sign > 0 {
-            u.0 += c;
-            u.1 += m;
-        } else {
-            u.0 -= c;
-            u.1 -= m;
-        }
-        let (sc, sm) = spec[host];
-        if u.0 > sc || u.1 > sm {
-            breaches.push(format!("{host} at {}: {:?} of {:?}", e["t"], u, (sc, sm)));
-        }
-    }
-    breaches
-}
 
 #[test]
 fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {

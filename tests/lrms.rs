@@ -2,47 +2,14 @@
 //! right times in the trace, migration through the IGG, and invariants on random workloads
 //! under random policies.
 
+mod common;
+use common::{capacity_breaches, from_text, load, run_traced, trace};
+
 use std::collections::HashMap;
-use std::path::Path;
 
 use igemu::model::RequestState;
-use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, RunOptions, RunResult};
 use proptest::prelude::*;
-
-fn load(path: &str, sets: &[&str]) -> Topology {
-    let overrides = Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-    };
-    let full = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-    topology::load_file(&full, &overrides).unwrap_or_else(|r| panic!("{r}"))
-}
-
-fn from_text(text: &str) -> Topology {
-    topology::load_str(text, "generated", "generated", None, &Overrides::default())
-        .unwrap_or_else(|r| panic!("{r}\n{text}"))
-}
-
-fn run_traced(topo: Topology, dir: &Path) -> RunResult {
-    let result = run(
-        topo,
-        &RunOptions {
-            trace_dir: Some(dir.to_path_buf()),
-            ..RunOptions::default()
-        },
-    )
-    .expect("runs");
-    result.write_outputs(dir).expect("outputs written");
-    result
-}
-
-fn trace(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("trace.jsonl"))
-        .expect("trace written")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect()
-}
 
 fn preempted(r: &RunResult) -> Vec<String> {
     let mut ids: Vec<String> = r
@@ -343,49 +310,6 @@ fn random_topology(
     t
 }
 
-/// Replays Occupy/Vacate from the trace: hosts never exceed their cores or memory.
-fn host_overflows(r: &RunResult, events: &[serde_json::Value]) -> usize {
-    let topo = &r.topology;
-    let size: HashMap<&str, (u64, u64)> = topo
-        .requests
-        .iter()
-        .map(|q| {
-            (
-                topo.label(q.id),
-                (u64::from(q.cores_per_vm), u64::from(q.mem_mb)),
-            )
-        })
-        .collect();
-    let mut spec = HashMap::new();
-    for c in &topo.clusters {
-        for (i, h) in c.hosts.iter().enumerate() {
-            spec.insert(
-                format!("host:{}/{i}", c.qualified_name(topo)),
-                (u64::from(h.cores), h.memory_mb),
-            );
-        }
-    }
-    let mut used: HashMap<String, (i64, i64)> = HashMap::new();
-    let mut overflows = 0;
-    for e in events {
-        let sign = match e["kind"].as_str() {
-            Some("Occupy") => 1,
-            Some("Vacate") => -1,
-            _ => continue,
-        };
-        let host = e["to"].as_str().unwrap_or_default().to_string();
-        let (c, m) = size[e["request"].as_str().unwrap_or_default()];
-        let u = used.entry(host.clone()).or_default();
-        u.0 += sign * c as i64;
-        u.1 += sign * m as i64;
-        let (sc, sm) = spec[&host];
-        if u.0 > sc as i64 || u.1 > sm as i64 {
-            overflows += 1;
-        }
-    }
-    overflows
-}
-
 /// Work done by each lease from its VMs' steps: the lease works while all its VMs run, i.e.
 /// from the last VM's Booted/Unpause to the first VM's Pause/Completed/Stop of each episode.
 fn work_done(events: &[serde_json::Value]) -> HashMap<String, u64> {
@@ -456,7 +380,7 @@ proptest! {
         // no impossible VM transition; no request ends twice.
         prop_assert_eq!(s.invariant_violations, 0, "{:?}\n{}", s.violation_examples, text);
         let events = trace(dir.path());
-        prop_assert_eq!(host_overflows(&r, &events), 0);
+        prop_assert_eq!(capacity_breaches(&r, &events), Vec::<String>::new());
         // Every request ends in exactly one terminal state.
         prop_assert_eq!(s.requests.local.unfinished + s.requests.external.unfinished, 0);
         // Completed leases did exactly their duration of work, however often preempted.

@@ -2,44 +2,29 @@
 //! overloaded Grid, money is conserved, faults are reproducible, the online invariant checker
 //! catches a deliberately broken protocol, and the trace tools render a negotiation.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+use common::{igemu, load, path};
 
 use igemu::stress::{presets, stress};
-use igemu::topology::{self, Overrides, Topology};
+use igemu::topology::Topology;
 use igemu::{run, RunOptions};
 
 const SMALL: &str = "topologies/peering-small.toml";
 
-fn path(p: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
-}
-
-fn load(sets: &[&str]) -> Topology {
-    let overrides = Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-    };
-    topology::load_file(&path(SMALL), &overrides).unwrap_or_else(|r| panic!("{r}"))
-}
-
-fn igemu(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_igemu"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs")
+fn small(sets: &[&str]) -> Topology {
+    load(SMALL, sets)
 }
 
 #[test]
 fn contracts_move_work_off_the_busy_grid_and_money_balances() {
-    let none = run(load(&["peering.contracts=none"]), &RunOptions::default()).expect("runs");
+    let none = run(small(&["peering.contracts=none"]), &RunOptions::default()).expect("runs");
     let ranged = run(
-        load(&["peering.contracts=price-range"]),
+        small(&["peering.contracts=price-range"]),
         &RunOptions::default(),
     )
     .expect("runs");
     let fixed = run(
-        load(&["peering.contracts=fixed-price"]),
+        small(&["peering.contracts=fixed-price"]),
         &RunOptions::default(),
     )
     .expect("runs");
@@ -72,7 +57,7 @@ fn contracts_move_work_off_the_busy_grid_and_money_balances() {
 
 #[test]
 fn runs_with_faults_are_reproducible_byte_for_byte() {
-    let topo = load(&[]);
+    let topo = small(&[]);
     let chaos = presets(&topo)
         .into_iter()
         .find(|p| p.name == "chaos")
@@ -82,7 +67,7 @@ fn runs_with_faults_are_reproducible_byte_for_byte() {
         let dir = tempfile::tempdir().expect("temp dir");
         let sets: Vec<&str> = chaos.sets.iter().map(String::as_str).collect();
         let r = run(
-            load(&sets),
+            small(&sets),
             &RunOptions {
                 trace_dir: Some(dir.path().to_path_buf()),
                 ..RunOptions::default()
@@ -100,7 +85,7 @@ fn runs_with_faults_are_reproducible_byte_for_byte() {
 
 #[test]
 fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
-    let topo = load(&[]);
+    let topo = small(&[]);
     let lossy: Vec<_> = presets(&topo)
         .into_iter()
         .filter(|p| p.name == "lossy")

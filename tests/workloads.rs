@@ -3,31 +3,13 @@
 //! really holds one external lease at a time, and sweeps (with shards and merge) produce the
 //! same results as one run.
 
+mod common;
+use common::{igemu, load};
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use igemu::model::{Origin, RequestState};
-use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, RunOptions};
-
-fn load(path: &str, sets: &[&str]) -> Topology {
-    let overrides = Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-    };
-    topology::load_file(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join(path),
-        &overrides,
-    )
-    .unwrap_or_else(|r| panic!("{r}"))
-}
-
-fn igemu(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_igemu"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs")
-}
 
 #[test]
 fn every_dispatch_policy_runs_the_paper_000_scenario_cleanly() {

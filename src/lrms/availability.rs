@@ -444,10 +444,11 @@ impl Availability {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn hosts(n: usize, cores: u32, mem: u64) -> Vec<HostSpec> {
+    /// `n` identical hosts of `cores` cores and `mem` MB at 1000 MIPS.
+    pub(crate) fn hosts(n: usize, cores: u32, mem: u64) -> Vec<HostSpec> {
         vec![
             HostSpec {
                 cores,

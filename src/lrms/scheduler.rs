@@ -175,12 +175,17 @@ struct Lease {
     started_once: bool,
 }
 
+/// What one VM of `req` needs.
+fn shape_of(req: &LeaseRequest) -> VmShape {
+    VmShape {
+        cores: req.cores_per_vm,
+        mem_mb: req.mem_mb,
+    }
+}
+
 impl Lease {
     fn shape(&self) -> VmShape {
-        VmShape {
-            cores: self.req.cores_per_vm,
-            mem_mb: self.req.mem_mb,
-        }
+        shape_of(&self.req)
     }
     fn remaining(&self) -> EmuDuration {
         self.req.duration.saturating_sub(self.work_done)
@@ -555,19 +560,22 @@ impl Core {
         deadline.is_none_or(|d| plan.end <= d).then_some(start)
     }
 
+    /// Refuses a request no placement could ever hold, even on an empty cluster.
+    fn fits_ever(&self, req: &LeaseRequest) -> Result<(), Refusal> {
+        if self.avail.could_ever_fit(req.vms, shape_of(req)) {
+            Ok(())
+        } else {
+            Err(Refusal::TooLarge)
+        }
+    }
+
     /// An external lease assigned by the IGG: accepted (started or queued) or refused.
     pub fn submit_external(
         &mut self,
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        let shape = VmShape {
-            cores: req.cores_per_vm,
-            mem_mb: req.mem_mb,
-        };
-        if !self.avail.could_ever_fit(req.vms, shape) {
-            return Err(Refusal::TooLarge);
-        }
+        self.fits_ever(&req)?;
         let (waiting, held) = self.external_counts();
         match self.cfg.admission {
             Admission::One if held >= 1 => return Err(Refusal::QueueFull),
@@ -627,13 +635,7 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        let shape = VmShape {
-            cores: req.cores_per_vm,
-            mem_mb: req.mem_mb,
-        };
-        if !self.avail.could_ever_fit(req.vms, shape) {
-            return Err(Refusal::TooLarge);
-        }
+        self.fits_ever(&req)?;
         let start = req.start.unwrap_or(req.arrival).max(now);
         let id = self.insert(req, now);
         let mut out = Vec::new();
@@ -977,13 +979,7 @@ impl Core {
     /// Another cluster's lease, suspended there, offered here. Accepted if its images can be
     /// copied and resumed here and it can still finish by its deadline.
     pub fn adopt(&mut self, r: &Relocation, now: EmuTime) -> Result<Vec<Action>, Refusal> {
-        let shape = VmShape {
-            cores: r.req.cores_per_vm,
-            mem_mb: r.req.mem_mb,
-        };
-        if !self.avail.could_ever_fit(r.req.vms, shape) {
-            return Err(Refusal::TooLarge);
-        }
+        self.fits_ever(&r.req)?;
         let tc = self.cfg.overhead.copy_vm(r.req.mem_mb);
         let mut arrive = Vec::with_capacity(r.images_ready.len());
         let mut cursor = EmuTime::ZERO;
@@ -1137,18 +1133,8 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lrms::availability::tests::hosts;
     use crate::model::{ClusterId, GridId};
-
-    fn hosts(n: usize, cores: u32, mem: u64) -> Vec<HostSpec> {
-        vec![
-            HostSpec {
-                cores,
-                memory_mb: mem,
-                mips: 1000
-            };
-            n
-        ]
-    }
 
     fn gluster() -> OverheadModel {
         OverheadModel {
