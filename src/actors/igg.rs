@@ -26,7 +26,6 @@ use crate::igg::peering::{CostModel, PriceRange};
 use crate::igg::slots::SlotStore;
 use crate::igg::{Dispatcher, Loads};
 use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState};
-use crate::topology::ContractKind;
 use crate::trace::ActorId;
 
 /// What this IGG's leases take: per-cluster loads, and each lease's cluster and cores.
@@ -142,18 +141,7 @@ impl Igg {
             .into_iter()
             .filter(|(from, _, _)| *from == self.grid)
             .filter_map(|(_, to, c)| {
-                let provider = providers.get(&to)?;
-                let mut range = match c.kind {
-                    ContractKind::FixedPrice => PriceRange::fixed(provider, c.load_threshold),
-                    ContractKind::PriceRange => PriceRange::ranged(provider, c.load_threshold, c.k),
-                };
-                if let Some(max) = c.price_max {
-                    let width = range.max - range.min;
-                    range = PriceRange {
-                        min: (max - width).max(0.0),
-                        max,
-                    };
-                }
+                let range = PriceRange::of_contract(&c, providers.get(&to)?);
                 Some(Contract { peer: to, range })
             })
             .collect()

@@ -679,21 +679,19 @@ mod tests {
             },
         ];
         let now = EmuTime::from_secs(10);
-        let Out::Answer { answers, .. } = p.answer_offer(
-            &Offered {
-                from: GridId(0),
-                negotiation: 7,
-                items: &items,
-                price: 1.0,
-                max: 3.0,
-            },
-            &Standing {
-                cost: &cost,
-                load: 0.0,
-                capacity: 1000.0,
-            },
-            now,
-        ) else {
+        let offered = Offered {
+            from: GridId(0),
+            negotiation: 7,
+            items: &items,
+            price: 1.0,
+            max: 3.0,
+        };
+        let idle = Standing {
+            cost: &cost,
+            load: 0.0,
+            capacity: 1000.0,
+        };
+        let Out::Answer { answers, .. } = p.answer_offer(&offered, &idle, now) else {
             panic!()
         };
         // The first request fits cheaply; the ticket it holds raises the load for the second.
@@ -703,21 +701,7 @@ mod tests {
         ));
         assert_eq!(p.tickets.held_units(now), 200.0);
         // A duplicate offer gets the same answers and issues nothing new.
-        let again = p.answer_offer(
-            &Offered {
-                from: GridId(0),
-                negotiation: 7,
-                items: &items,
-                price: 1.0,
-                max: 3.0,
-            },
-            &Standing {
-                cost: &cost,
-                load: 0.0,
-                capacity: 1000.0,
-            },
-            now,
-        );
+        let again = p.answer_offer(&offered, &idle, now);
         assert_eq!(
             again,
             Out::Answer {

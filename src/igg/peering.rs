@@ -95,6 +95,28 @@ impl PriceRange {
     }
 }
 
+impl PriceRange {
+    /// The range of `contract` given its provider's current cost model: fixed-price or
+    /// price-range at the contract's L and k; an explicit `price_max` moves the range so it
+    /// ends there, keeping its width.
+    pub fn of_contract(contract: &crate::topology::Contract, provider: &CostModel) -> PriceRange {
+        use crate::topology::ContractKind;
+        let range = match contract.kind {
+            ContractKind::FixedPrice => PriceRange::fixed(provider, contract.load_threshold),
+            ContractKind::PriceRange => {
+                PriceRange::ranged(provider, contract.load_threshold, contract.k)
+            }
+        };
+        match contract.price_max {
+            Some(max) => PriceRange {
+                min: (max - (range.max - range.min)).max(0.0),
+                max,
+            },
+            None => range,
+        }
+    }
+}
+
 /// Negotiation ids: unique per run (requester IGG index × 2^32 + counter).
 pub type NegotiationId = u64;
 
@@ -287,6 +309,33 @@ impl OfferState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_contracts_range_follows_its_kind_and_an_explicit_maximum() {
+        use crate::model::GridId;
+        use crate::topology::{Contract, ContractKind};
+        let provider = model();
+        let mut c = Contract {
+            from: GridId(0),
+            to: GridId(1),
+            both_ways: true,
+            kind: ContractKind::PriceRange,
+            price_max: None,
+            load_threshold: 0.95,
+            k: 0.05,
+        };
+        let ranged = PriceRange::of_contract(&c, &provider);
+        assert_eq!(ranged, PriceRange::ranged(&provider, 0.95, 0.05));
+        assert!(ranged.min < ranged.max);
+        c.price_max = Some(10.0);
+        let capped = PriceRange::of_contract(&c, &provider);
+        assert_eq!(capped.max, 10.0);
+        assert!((capped.max - capped.min - (ranged.max - ranged.min)).abs() < 1e-12);
+        c.kind = ContractKind::FixedPrice;
+        c.price_max = None;
+        let fixed = PriceRange::of_contract(&c, &provider);
+        assert_eq!((fixed.min, fixed.max), (ranged.max, ranged.max));
+    }
 
     fn model() -> CostModel {
         CostModel {
