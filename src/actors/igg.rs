@@ -26,6 +26,7 @@ use crate::igg::peering::{CostModel, PriceRange};
 use crate::igg::slots::SlotStore;
 use crate::igg::{Dispatcher, Loads};
 use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState};
+use crate::time::EmuTime;
 use crate::trace::ActorId;
 
 /// What this IGG's leases take: per-cluster loads, and each lease's cluster and cores.
@@ -60,7 +61,7 @@ pub struct Igg {
     /// The providers' cost models this IGG prices its contracts from.
     providers: BTreeMap<GridId, CostModel>,
     /// When this IGG next tells its peers its unit cost.
-    next_price_update: crate::time::EmuTime,
+    next_price_update: EmuTime,
 }
 
 impl Igg {
@@ -113,7 +114,7 @@ impl Igg {
             remote_done: BTreeSet::new(),
             down: false,
             providers: BTreeMap::new(),
-            next_price_update: crate::time::EmuTime::ZERO,
+            next_price_update: EmuTime::ZERO,
         }
     }
 
