@@ -1041,6 +1041,16 @@ impl Core {
                 out.push(Action::Ended(id, RequestState::Rejected));
             }
         }
+        self.start_due(now, &mut out);
+        if matches!(self.cfg.backfilling, Backfilling::Easy { .. }) {
+            self.place_waiting(now, &mut out);
+            self.start_due(now, &mut out);
+        }
+        out
+    }
+
+    /// Starts every waiting lease whose reservation begins by `now`.
+    fn start_due(&mut self, now: EmuTime, out: &mut Vec<Action>) {
         let due: Vec<RequestId> = self
             .leases
             .iter()
@@ -1050,23 +1060,8 @@ impl Core {
             .map(|(id, _)| *id)
             .collect();
         for id in due {
-            self.start(id, &mut out);
+            self.start(id, out);
         }
-        if matches!(self.cfg.backfilling, Backfilling::Easy { .. }) {
-            self.place_waiting(now, &mut out);
-            let again: Vec<RequestId> = self
-                .leases
-                .iter()
-                .filter(|(_, l)| {
-                    l.phase == Phase::Waiting && l.res.as_ref().is_some_and(|r| r.start <= now)
-                })
-                .map(|(id, _)| *id)
-                .collect();
-            for id in again {
-                self.start(id, &mut out);
-            }
-        }
-        out
     }
 
     fn start(&mut self, id: RequestId, out: &mut Vec<Action>) {
