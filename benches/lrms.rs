@@ -1,13 +1,19 @@
 //! LRMS benchmarks: how long a preemption policy takes to decide as the number of leases in
-//! play grows (10 … 1000), and a full run of a busy 256-core cluster with preemption.
+//! play grows (10 … 1000) — on additive room (every lease holds its VMs for the whole interval:
+//! the polynomial algorithms) and on real, non-additive contention (leases ending and
+//! reservations starting inside the interval: the search) — and a full run of a busy 256-core
+//! cluster with preemption.
 //!
 //! Run with `cargo bench --bench lrms` (add `-- quick` for a smoke run). Figures go to
 //! `docs/performance.md`.
 
 use std::time::Instant;
 
-use igemu::lrms::policy::{choose, Candidate, PreemptionPolicy};
-use igemu::model::RequestId;
+use igemu::lrms::availability::VmShape;
+use igemu::lrms::contention::{Candidate, Contention};
+use igemu::lrms::overhead::Operation;
+use igemu::lrms::policy::{choose, choose_additive, Item, PreemptionPolicy, SEARCH_BUDGET};
+use igemu::model::{LeaseType, RequestId};
 use igemu::time::{EmuDuration, EmuTime};
 use igemu::topology::{self, Overrides};
 use igemu::{run, RunOptions};
@@ -19,19 +25,80 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn candidates(n: usize, rng: &mut StdRng) -> Vec<Candidate> {
+/// `n` leases in play on additive room, as in the first round's benchmark: 1–8 VMs each,
+/// suspension costs of 10–300 s per VM, waits up to 10 000 s.
+fn items(n: usize, rng: &mut StdRng) -> Vec<Item> {
     (0..n)
         .map(|i| {
-            let vms = rng.random_range(1..=8);
-            Candidate {
-                lease: RequestId(i as u32),
+            let vms = rng.random_range(1..=8u32);
+            Item {
+                gain: u64::from(vms),
                 vms,
-                cost: EmuDuration::from_secs_f64(f64::from(vms) * rng.random_range(10.0..300.0)),
-                waiting: EmuDuration::from_secs(rng.random_range(0..10_000)),
-                arrival: EmuTime::from_secs(i as u64),
+                preempted_vms: vms,
+                lease_type: LeaseType::BestEffortSuspendable,
+                cost: EmuDuration::from_secs_f64(f64::from(vms) * rng.random_range(10.0..300.0))
+                    .as_micros(),
+                reschedules: true,
+                waiting: EmuDuration::from_secs(rng.random_range(0..10_000)).as_micros(),
+                arrival: i as u64,
             }
         })
         .collect()
+}
+
+/// A contention on 64 hosts of 4 cores where room is not additive: `n` leases in play, half
+/// running and ending inside the interval, half reservations starting inside it, packed on
+/// the cores one after another; the local request needs `need` VMs for the interval.
+fn contention(n: usize, need: u32, rng: &mut StdRng) -> Contention {
+    let t = EmuTime::from_secs;
+    let shape = VmShape {
+        cores: 1,
+        mem_mb: 1024,
+    };
+    let mut c = Contention::new(
+        shape,
+        need,
+        (t(1000), t(5000)),
+        EmuDuration::from_millis(2300),
+        &[(4, Some(16_384)); 64],
+    );
+    let mut free_from = [t(0); 256];
+    for i in 0..n {
+        let running = i % 2 == 0;
+        let vms = rng.random_range(1..=4u32);
+        let op = if running {
+            Operation::Suspend
+        } else {
+            Operation::Displace
+        };
+        let idx = c.add_candidate(Candidate {
+            lease: RequestId(i as u32),
+            op,
+            lease_type: LeaseType::BestEffortSuspendable,
+            vms,
+            preempted_vms: if running { vms } else { 0 },
+            cost: if running {
+                EmuDuration::from_secs_f64(f64::from(vms) * 287.1)
+            } else {
+                EmuDuration::ZERO
+            },
+            waiting: EmuDuration::from_secs(rng.random_range(0..10_000)),
+            arrival: t(i as u64),
+        });
+        for _ in 0..vms {
+            // The core that frees first takes the next VM.
+            let core = (0..256).min_by_key(|&k| free_from[k]).unwrap_or(0);
+            let start = if running {
+                t(0)
+            } else {
+                free_from[core].max(t(1000))
+            };
+            let end = start + EmuDuration::from_secs(rng.random_range(1500..4000));
+            free_from[core] = end;
+            c.add_held(core / 4, idx, start, end, 1, 1024);
+        }
+    }
+    c
 }
 
 /// A 256-core cluster (64 hosts × 4 cores) with `externals` external leases of mixed types
@@ -83,9 +150,11 @@ fn main() {
         ("moml", PreemptionPolicy::Moml),
         ("mwt", PreemptionPolicy::Mwt),
         ("cp", PreemptionPolicy::Cp { alpha: 0.31 }),
+        ("mov-score", PreemptionPolicy::MovScore),
+        ("least-val", PreemptionPolicy::LeastValuable),
     ];
     println!(
-        "policy decision time, median of {reps} (need = 64 VMs, or half the VMs in play if fewer)"
+        "policy decision time on additive room, median of {reps} (need = 64 VMs, or half the VMs in play if fewer)"
     );
     print!("{:>8}", "leases");
     for (name, _) in &policies {
@@ -97,11 +166,11 @@ fn main() {
         for (_, p) in &policies {
             let times: Vec<f64> = (0..reps)
                 .map(|k| {
-                    let c = candidates(n, &mut rng);
-                    let total: u32 = c.iter().map(|x| x.vms).sum();
+                    let c = items(n, &mut rng);
+                    let total: u64 = c.iter().map(|x| x.gain).sum();
                     let need = 64.min(total / 2).max(1);
                     let t = Instant::now();
-                    let set = choose(*p, &c, need, k as u64);
+                    let set = choose_additive(*p, &c, need, 2_300_000, k as u64);
                     let dt = t.elapsed().as_secs_f64();
                     assert!(set.is_some(), "a cover exists");
                     dt
@@ -110,6 +179,35 @@ fn main() {
             print!("{:>10.3}ms", median(times) * 1e3);
         }
         println!();
+    }
+    println!(
+        "policy decision time on non-additive contention (64 hosts x 4 cores, leases ending and reservations starting inside the interval), median of {reps}, need = 16 VMs"
+    );
+    print!("{:>8}", "leases");
+    for (name, _) in &policies {
+        print!("{name:>12}");
+    }
+    println!("{:>12}", "exact");
+    for n in [10usize, 30, 100, 200] {
+        print!("{n:>8}");
+        let mut exact = (0, 0);
+        for (_, p) in &policies {
+            let times: Vec<f64> = (0..reps)
+                .map(|k| {
+                    let c = contention(n, 16, &mut rng);
+                    let t = Instant::now();
+                    let choice = choose(*p, &c, k as u64, SEARCH_BUDGET);
+                    let dt = t.elapsed().as_secs_f64();
+                    if let Some(ch) = choice {
+                        exact.0 += usize::from(ch.exact);
+                        exact.1 += 1;
+                    }
+                    dt
+                })
+                .collect();
+            print!("{:>10.3}ms", median(times) * 1e3);
+        }
+        println!("{:>9}/{}", exact.0, exact.1);
     }
     let (externals, locals) = if quick { (300, 40) } else { (2000, 300) };
     for policy in ["nop", "moml"] {

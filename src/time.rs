@@ -68,6 +68,10 @@ impl EmuTime {
     pub fn since(self, earlier: EmuTime) -> EmuDuration {
         EmuDuration(self.0.saturating_sub(earlier.0))
     }
+    /// The time `d` before this one, or the start of the run.
+    pub fn earlier_by(self, d: EmuDuration) -> EmuTime {
+        EmuTime(self.0.saturating_sub(d.0))
+    }
 }
 
 impl EmuDuration {

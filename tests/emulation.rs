@@ -30,17 +30,24 @@ fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {
         "one per VM placed"
     );
     assert!(capacity_breaches(&result, &events).is_empty());
-    // A completed lease holds its hosts for exactly boot + duration (boot is 0 here).
-    for (req, rec) in result.topology.requests.iter().zip(&result.records) {
+    // A completed lease holds its hosts for exactly boot + its duration at the cluster's
+    // speed (boot is 0 here): durations are stated at the core-weighted mean speed of the
+    // topology's hosts, 2366.7 MIPS, so the 3000-MIPS cluster a2 runs an hour in 2840 s.
+    let topo = &result.topology;
+    for (req, rec) in topo.requests.iter().zip(&result.records) {
         assert_eq!(rec.state, Some(RequestState::Completed));
         let (start, end) = (rec.start.expect("started"), rec.end.expect("ended"));
         assert!(start >= req.arrival);
-        assert_eq!(
-            end - start,
-            req.duration,
-            "{}",
-            result.topology.label(req.id)
+        let cluster = rec.cluster.expect("ran somewhere");
+        let mips = f64::from(topo.cluster(cluster).hosts[0].mips);
+        let expected = req.duration.as_secs_f64() * 2366.666667 / mips;
+        assert!(
+            ((end - start).as_secs_f64() - expected).abs() < 1e-3,
+            "{}: {} vs {expected}",
+            topo.label(req.id),
+            (end - start).as_secs_f64()
         );
+        assert_eq!(end - start, topo.speed_of(cluster).local(req.duration));
     }
 }
 

@@ -24,7 +24,7 @@ use crate::igg::slots::Published;
 use crate::lrms::admission::Admission;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::model::{ClusterId, Origin, RequestId, RequestState};
-use crate::time::stream_seed;
+use crate::time::{stream_seed, EmuTime};
 use crate::trace::ActorId;
 
 /// A cluster's local resource management system.
@@ -52,6 +52,7 @@ impl Lrms {
     ) -> Lrms {
         let spec = emu.topo.cluster(cluster);
         let lrms = &spec.lrms;
+        let grid = &emu.topo.grids[usize::from(spec.grid.0)];
         let cfg = Config {
             backfilling: lrms.backfilling(),
             preemption: lrms.policy(),
@@ -59,6 +60,10 @@ impl Lrms {
             boot: lrms.profile.timings.boot,
             seed: stream_seed(emu.topo.emulation.seed, &emu.tracer.name(id)),
             admission,
+            can_migrate: grid.clusters.len() > 1,
+            enforce_memory: lrms.enforce_memory,
+            search_budget: lrms.search_budget,
+            speed: emu.topo.speed_of(cluster),
         };
         let core = Core::new(&spec.hosts, cfg);
         Lrms {
@@ -90,9 +95,10 @@ impl Lrms {
         }
     }
 
-    fn command(&self, lease: RequestId, plan: VmPlan, vm: &Peer<Vm>) {
+    fn command(&self, lease: RequestId, plan: VmPlan, keep_until: Option<EmuTime>, vm: &Peer<Vm>) {
         let msg = VmCommand {
             vm: VmRef { lease, vm: plan.vm },
+            keep_until,
             steps: plan.steps,
         };
         self.emu.send(self.id, vm, msg);
@@ -127,18 +133,22 @@ impl Lrms {
                         )
                         .start();
                         let peer = Peer { id, addr };
-                        self.command(lease, plan, &peer);
+                        self.command(lease, plan, None, &peer);
                         peers.push(peer);
                     }
                     self.vms.insert(lease, peers);
                 }
-                Action::CommandVms { lease, plans } => {
+                Action::CommandVms {
+                    lease,
+                    after,
+                    plans,
+                } => {
                     let Some(peers) = self.vms.get(&lease) else {
                         continue;
                     };
                     for plan in plans {
                         if let Some(vm) = peers.get(plan.vm as usize) {
-                            self.command(lease, plan, vm);
+                            self.command(lease, plan, Some(after), vm);
                         }
                     }
                 }
@@ -184,20 +194,40 @@ impl Lrms {
                     overhead,
                     preempted,
                     vms,
+                    lease_type,
                 } => {
                     self.emu.metrics.borrow_mut().charge(
                         self.cluster,
                         lease,
                         overhead,
-                        preempted,
-                        vms,
+                        preempted.then_some((vms, lease_type)),
                     );
                 }
-                Action::Decision { reschedule, .. } => {
+                Action::Adjust { lease, delta_us } => {
                     self.emu
                         .metrics
                         .borrow_mut()
-                        .decision(self.cluster, reschedule);
+                        .adjust(self.cluster, lease, delta_us);
+                }
+                Action::Decision(d) => {
+                    tracing::debug!(
+                        local = d.local.0,
+                        set = ?d.set,
+                        cost_s = d.cost.as_secs_f64(),
+                        exact = d.exact,
+                        "preemption decision"
+                    );
+                    self.emu.metrics.borrow_mut().decision(self.cluster, &d);
+                }
+                Action::Worked { lease, work } => {
+                    self.emu
+                        .metrics
+                        .borrow_mut()
+                        .worked(self.cluster, lease, work);
+                }
+                Action::Violation(what) => {
+                    let what = format!("{}: {what}", self.emu.tracer.name(self.id));
+                    self.emu.metrics.borrow_mut().violation(what);
                 }
             }
         }

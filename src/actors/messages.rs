@@ -118,6 +118,9 @@ traced!(LeaseEnded, "LeaseEnded", |m| Correlation::request(m.lease));
 pub struct VmCommand {
     /// The VM.
     pub vm: VmRef,
+    /// Pending steps due at or before this time are kept; later ones are called off (`None`:
+    /// all are).
+    pub keep_until: Option<EmuTime>,
     /// Events and when they happen.
     pub steps: Vec<(EmuTime, VmEvent)>,
 }

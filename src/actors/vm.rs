@@ -2,7 +2,8 @@
 //! the timed steps its LRMS plans (deploy and boot, run, pause, suspend, resume, stop),
 //! tells its host when it starts and stops taking cores and memory, and reports to its LRMS
 //! when it finishes, is cancelled or is suspended. A new plan calls off the pending steps of
-//! the old one.
+//! the old one that are due after the new plan takes over (earlier ones still happen: a VM
+//! planned to be paused in an hour keeps working, and finishes booting, until then).
 
 use std::rc::Rc;
 
@@ -13,7 +14,7 @@ use super::lrms::Lrms;
 use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
 use super::{Emu, Peer};
 use crate::model::VmState;
-use crate::time::TimerHandle;
+use crate::time::{EmuTime, TimerHandle};
 use crate::trace::ActorId;
 
 /// One virtual machine instance.
@@ -26,7 +27,7 @@ pub struct Vm {
     cores: u32,
     mem_mb: u32,
     state: VmState,
-    pending: Vec<TimerHandle>,
+    pending: Vec<(EmuTime, TimerHandle)>,
 }
 
 impl Vm {
@@ -63,9 +64,14 @@ impl Actor for Vm {
 impl Handler<VmCommand> for Vm {
     type Result = ();
     fn handle(&mut self, msg: VmCommand, ctx: &mut Context<Self>) {
-        for old in self.pending.drain(..) {
-            old.cancel();
-        }
+        let now = self.emu.now();
+        self.pending.retain(|(at, old)| {
+            let keep = msg.keep_until.is_some_and(|k| *at <= k) && *at >= now;
+            if !keep {
+                old.cancel();
+            }
+            keep
+        });
         let me = Peer {
             id: self.id,
             addr: ctx.address(),
@@ -78,7 +84,7 @@ impl Handler<VmCommand> for Vm {
                 last: i + 1 == n,
             };
             let handle = self.emu.send_at_cancellable(at, self.id, &me, step);
-            self.pending.push(handle);
+            self.pending.push((at, handle));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The availability profile of a cluster (paper 004 §4, after Mu'alem & Feitelson): which
 //! cores and memory of each host are taken, when. Reservations are kept per host, so
 //! placement is host-level: a lease's VMs may span hosts, and no host ever exceeds its cores
-//! or memory at any instant.
+//! or memory at any instant — memory only where it is enforced (`lrms.enforce_memory`; the
+//! testbed of paper 001 let KVM overcommit it).
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,25 @@ struct Slot {
     mem_mb: u64,
 }
 
+/// A slot as [`Availability::holds`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// Host index.
+    pub host: usize,
+    /// The lease.
+    pub lease: RequestId,
+    /// VM index within the lease.
+    pub vm: u32,
+    /// From.
+    pub start: EmuTime,
+    /// Until.
+    pub end: EmuTime,
+    /// Cores.
+    pub cores: u32,
+    /// Memory, MB.
+    pub mem_mb: u64,
+}
+
 /// What one VM of a request needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VmShape {
@@ -32,7 +52,9 @@ pub struct VmShape {
 /// The future use of every host of a cluster.
 #[derive(Clone, Debug)]
 pub struct Availability {
+    /// Cores and memory per host; memory is `u64::MAX` where it is not enforced.
     capacity: Vec<(u32, u64)>,
+    enforce_memory: bool,
     slots: Vec<Vec<Slot>>,
     /// Cluster-wide change in cores used at each instant (a quick necessary check).
     deltas: BTreeMap<EmuTime, i64>,
@@ -76,10 +98,24 @@ impl UsageSteps {
 }
 
 impl Availability {
-    /// An empty profile for these hosts.
-    pub fn new(hosts: &[HostSpec]) -> Availability {
+    /// An empty profile for these hosts; with `enforce_memory` false, VMs may overcommit
+    /// memory and only cores limit placement.
+    pub fn new(hosts: &[HostSpec], enforce_memory: bool) -> Availability {
         Availability {
-            capacity: hosts.iter().map(|h| (h.cores, h.memory_mb)).collect(),
+            capacity: hosts
+                .iter()
+                .map(|h| {
+                    (
+                        h.cores,
+                        if enforce_memory {
+                            h.memory_mb
+                        } else {
+                            u64::MAX
+                        },
+                    )
+                })
+                .collect(),
+            enforce_memory,
             slots: vec![Vec::new(); hosts.len()],
             deltas: BTreeMap::new(),
             ends: BTreeMap::new(),
@@ -89,6 +125,37 @@ impl Availability {
     /// Number of hosts.
     pub fn hosts(&self) -> usize {
         self.capacity.len()
+    }
+
+    /// Each host's cores and memory (`None` where memory is not enforced).
+    pub fn capacities(&self) -> Vec<(u64, Option<u64>)> {
+        self.capacity
+            .iter()
+            .map(|&(c, m)| (u64::from(c), self.enforce_memory.then_some(m)))
+            .collect()
+    }
+
+    /// Every slot overlapping `[start, end)`: (host, lease, VM, slot start, slot end, cores,
+    /// memory).
+    pub fn holds(&self, start: EmuTime, end: EmuTime) -> Vec<Held> {
+        self.slots
+            .iter()
+            .enumerate()
+            .flat_map(|(h, slots)| {
+                slots
+                    .iter()
+                    .filter(move |s| s.start < end && s.end > start)
+                    .map(move |s| Held {
+                        host: h,
+                        lease: s.lease,
+                        vm: s.vm,
+                        start: s.start,
+                        end: s.end,
+                        cores: s.cores,
+                        mem_mb: s.mem_mb,
+                    })
+            })
+            .collect()
     }
 
     /// Takes VM `vm` of `lease` on `host` for `[start, end)`.
@@ -437,7 +504,7 @@ impl Availability {
                     .fold((0u64, 0u64), |(c, m), s| {
                         (c + u64::from(s.cores), m + s.mem_mb)
                     });
-                c <= u64::from(cores) && m <= mem
+                c <= u64::from(cores) && (!self.enforce_memory || m <= mem)
             })
         })
     }
@@ -468,7 +535,7 @@ pub(crate) mod tests {
 
     #[test]
     fn earliest_start_waits_for_the_slot_that_frees_room() {
-        let mut a = Availability::new(&hosts(2, 2, 4096));
+        let mut a = Availability::new(&hosts(2, 2, 4096), true);
         a.reserve(RequestId(0), &[0, 0, 1], VM, t(0), t(100));
         // 2 VMs for 50 s: only one core is free until t=100.
         let (start, placed) = a
@@ -485,7 +552,7 @@ pub(crate) mod tests {
 
     #[test]
     fn memory_limits_placement_per_host() {
-        let a = Availability::new(&hosts(2, 8, 1024));
+        let a = Availability::new(&hosts(2, 8, 1024), true);
         let big = VmShape {
             cores: 1,
             mem_mb: 600,
@@ -493,11 +560,15 @@ pub(crate) mod tests {
         assert_eq!(a.place(2, big, t(0), t(1)), Some(vec![0, 1]));
         assert_eq!(a.place(3, big, t(0), t(1)), None);
         assert!(!a.could_ever_fit(3, big));
+        // Where memory is overcommitted, only cores count.
+        let loose = Availability::new(&hosts(2, 8, 1024), false);
+        assert_eq!(loose.place(3, big, t(0), t(1)), Some(vec![0, 0, 0]));
+        assert_eq!(loose.capacities(), vec![(8, None), (8, None)]);
     }
 
     #[test]
     fn a_window_sees_the_peak_not_the_start() {
-        let mut a = Availability::new(&hosts(1, 4, 8192));
+        let mut a = Availability::new(&hosts(1, 4, 8192), true);
         a.reserve(RequestId(0), &[0, 0, 0], VM, t(50), t(60));
         assert_eq!(a.room(0, VM, t(0), t(40)), 4);
         assert_eq!(a.room(0, VM, t(0), t(55)), 1);
@@ -506,7 +577,7 @@ pub(crate) mod tests {
 
     #[test]
     fn cutting_and_releasing_give_room_back() {
-        let mut a = Availability::new(&hosts(1, 2, 8192));
+        let mut a = Availability::new(&hosts(1, 2, 8192), true);
         a.reserve(RequestId(1), &[0, 0], VM, t(0), t(100));
         a.end_vm(RequestId(1), 0, t(0), t(10));
         assert_eq!(a.room(0, VM, t(20), t(30)), 1);

@@ -1,4 +1,5 @@
-//! The overhead model of preempting VM leases (paper 003 §5, eqs. 3–8), pure.
+//! The overhead model of preempting VM leases (paper 003 §5, eqs. 3–8), pure, and the one
+//! cost function that both ranks candidate sets and charges the chosen one.
 //!
 //! Per VM: suspend `t_s = mem/B` (eq. 3), resume `t_r = mem/r` (eq. 4), copy `t_copy = mem/b`,
 //! pause and unpause `t_p` each. Per lease of `v` VMs, operations are sequential (shared
@@ -10,11 +11,60 @@
 //! **δ is charged once per preemption decision**, not per lease: the LRMS reschedules all the
 //! leases it preempts in one pass. This is the reading under which paper 003's Table III comes
 //! out: 27.8 s both for MOV's three leases {5, 2, 3} and MOML's two {5, 6} (512 MB each at
-//! 40 MB/s: 12.8 s + 12.8 s + 2.3 s); a δ per lease would give 32.5 s and 30.2 s.
+//! 40 MB/s: 12.8 s + 12.8 s + 2.3 s); a δ per lease would give 32.5 s and 30.2 s. And δ is
+//! charged only when the decision reschedules work — a suspension or a migration: stopping
+//! cancellable leases is "almost instant" and negligible (§5), and moving a reservation that
+//! has not started touches no VM.
+//!
+//! [`OverheadModel::set_cost`] is the cost of a set of [`Operation`]s: the policies rank sets by
+//! it and the LRMS charges exactly it, so what decides and what is reported never differ.
 
 use crate::model::LeaseType;
 use crate::time::EmuDuration;
 use crate::topology::Timings;
+
+/// What preempting one lease for a local request does to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operation {
+    /// A reservation that has not started is moved to a later slot: no VM is touched.
+    Displace,
+    /// A running lease that would finish before it could be vacated is left to finish; the
+    /// local lease waits for it.
+    Wait,
+    /// A cancellable lease's VMs are stopped (paper 003 §5: negligible).
+    Stop,
+    /// Paused, suspended to shared storage, and resumed here later (eq. 7). Migratable leases
+    /// of a Grid with no other cluster are suspended too.
+    Suspend,
+    /// Paused, suspended, copied to another cluster of the Grid and resumed there (eq. 8).
+    Migrate,
+}
+
+impl Operation {
+    /// Whether the lease's remaining work must be rescheduled (the decision then costs δ).
+    pub fn reschedules(self) -> bool {
+        matches!(self, Operation::Suspend | Operation::Migrate)
+    }
+
+    /// Whether running VMs are preempted (paused or stopped).
+    pub fn preempts_vms(self) -> bool {
+        matches!(
+            self,
+            Operation::Stop | Operation::Suspend | Operation::Migrate
+        )
+    }
+
+    /// The name used in traces and tests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Displace => "displace",
+            Operation::Wait => "wait",
+            Operation::Stop => "stop",
+            Operation::Suspend => "suspend",
+            Operation::Migrate => "migrate",
+        }
+    }
+}
 
 /// Operation times of one LRMS stack.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,16 +132,42 @@ impl OverheadModel {
         self.copy_vm(mem_mb) * v + ts + ts.max(tr) * (v - 1) + tr + self.pause * (2 * v)
     }
 
-    /// Cost of preempting one lease of this type, without δ: what the policies compare.
-    /// Cancellable: stopping its VMs; suspendable: eq. 7; migratable: eq. 8 (the worst case
-    /// the LRMS may have to pay); non-preemptable: never preempted, so no cost is defined.
-    pub fn lease_cost(&self, lease_type: LeaseType, vms: u32, mem_mb: u32) -> Option<EmuDuration> {
+    /// Cost of one operation on a lease of `vms` VMs of `mem_mb`, without δ: stopping costs
+    /// the shutdowns, suspension eq. 7, migration eq. 8; moving a reservation or waiting for a
+    /// lease to end costs nothing.
+    pub fn operation_cost(&self, op: Operation, vms: u32, mem_mb: u32) -> EmuDuration {
+        match op {
+            Operation::Displace | Operation::Wait => EmuDuration::ZERO,
+            Operation::Stop => self.shutdown * u64::from(vms),
+            Operation::Suspend => self.suspend_lease(vms, mem_mb) + self.resume_lease(vms, mem_mb),
+            Operation::Migrate => self.migrate_lease(vms, mem_mb),
+        }
+    }
+
+    /// The cost of a preemption decision: every operation's cost, plus δ once if any of them
+    /// reschedules work.
+    pub fn set_cost(&self, ops: impl IntoIterator<Item = (Operation, u32, u32)>) -> EmuDuration {
+        let mut total = EmuDuration::ZERO;
+        let mut reschedules = false;
+        for (op, vms, mem) in ops {
+            total += self.operation_cost(op, vms, mem);
+            reschedules |= op.reschedules();
+        }
+        if reschedules {
+            total + self.reschedule
+        } else {
+            total
+        }
+    }
+
+    /// The operation that preempts a running lease of `lease_type`; `None` for non-preemptable
+    /// leases. Migratable leases migrate only if the Grid has another cluster to take them.
+    pub fn operation_for(lease_type: LeaseType, can_migrate: bool) -> Option<Operation> {
         match lease_type {
-            LeaseType::BestEffortCancellable => Some(self.shutdown * u64::from(vms)),
-            LeaseType::BestEffortSuspendable => {
-                Some(self.suspend_lease(vms, mem_mb) + self.resume_lease(vms, mem_mb))
-            }
-            LeaseType::DeadlineMigratable => Some(self.migrate_lease(vms, mem_mb)),
+            LeaseType::BestEffortCancellable => Some(Operation::Stop),
+            LeaseType::BestEffortSuspendable => Some(Operation::Suspend),
+            LeaseType::DeadlineMigratable if can_migrate => Some(Operation::Migrate),
+            LeaseType::DeadlineMigratable => Some(Operation::Suspend),
             LeaseType::DeadlineNonPreemptable => None,
         }
     }
@@ -145,10 +221,7 @@ mod tests {
     fn suspendable_lease_cost_is_eq_7() {
         let m = nfs();
         // 2 VMs of 1 GB: 2·2·5 ms + 2·(161.0 + 126.1) s.
-        let h = secs(
-            m.lease_cost(LeaseType::BestEffortSuspendable, 2, 1024)
-                .unwrap(),
-        );
+        let h = secs(m.operation_cost(Operation::Suspend, 2, 1024));
         let expected = 4.0 * 0.005 + 2.0 * (1024.0 / 6.36 + 1024.0 / 8.12);
         assert!((h - expected).abs() < 1e-5, "{h} vs {expected}");
     }
@@ -177,14 +250,7 @@ mod tests {
         // MOV {5, 2, 3} and MOML {5, 6} (512 MB each) 27.8 s; tolerance ±0.3 s.
         let m = gluster();
         let cost = |leases: &[(u32, u32)]| {
-            let sum: EmuDuration = leases
-                .iter()
-                .map(|&(v, mem)| {
-                    m.lease_cost(LeaseType::BestEffortSuspendable, v, mem)
-                        .unwrap()
-                })
-                .sum();
-            secs(sum + m.reschedule)
+            secs(m.set_cost(leases.iter().map(|&(v, mem)| (Operation::Suspend, v, mem))))
         };
         assert!((cost(&[(3, 256), (3, 128)]) - 59.9).abs() <= 0.3);
         assert!((cost(&[(2, 64), (1, 128), (2, 128)]) - 27.8).abs() <= 0.3);
@@ -192,15 +258,35 @@ mod tests {
     }
 
     #[test]
-    fn non_preemptable_has_no_cost_and_cancellation_is_cheap() {
+    fn delta_is_charged_only_when_work_is_rescheduled() {
         let m = nfs();
         assert_eq!(
-            m.lease_cost(LeaseType::DeadlineNonPreemptable, 4, 1024),
+            OverheadModel::operation_for(LeaseType::DeadlineNonPreemptable, true),
             None
         );
+        // Stopping cancellable leases and moving reservations: no δ, no cost.
+        let cancel_only = m.set_cost([(Operation::Stop, 4, 1024), (Operation::Displace, 2, 512)]);
+        assert_eq!(cancel_only, EmuDuration::ZERO);
+        // One suspension in the set brings δ once.
+        let with_suspension = m.set_cost([
+            (Operation::Stop, 4, 1024),
+            (Operation::Suspend, 1, 1024),
+            (Operation::Suspend, 1, 1024),
+        ]);
+        let expected = m.operation_cost(Operation::Suspend, 1, 1024) * 2 + m.reschedule;
+        assert_eq!(with_suspension, expected);
+    }
+
+    #[test]
+    fn a_migratable_lease_with_nowhere_to_go_is_suspended_and_priced_as_such() {
+        let m = nfs();
+        let op = OverheadModel::operation_for(LeaseType::DeadlineMigratable, false).unwrap();
+        assert_eq!(op, Operation::Suspend);
         assert_eq!(
-            m.lease_cost(LeaseType::BestEffortCancellable, 4, 1024),
-            Some(EmuDuration::ZERO)
+            m.operation_cost(op, 1, 1024),
+            m.operation_cost(Operation::Suspend, 1, 1024)
         );
+        let migrate = OverheadModel::operation_for(LeaseType::DeadlineMigratable, true).unwrap();
+        assert!(m.operation_cost(migrate, 1, 1024) > m.operation_cost(op, 1, 1024));
     }
 }

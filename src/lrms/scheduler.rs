@@ -1,23 +1,33 @@
-//! The LRMS's pure core: a contention-aware lease scheduler (papers 003 §4–6, 001 §4.1–4.3).
+//! The LRMS's pure core: a contention-aware lease scheduler (papers 003 §4–6, 001 §3–4.3).
 //!
 //! * External leases are scheduled with backfilling on the host-level availability profile:
 //!   FCFS (no overtaking), conservative (every waiting lease holds a reservation), or EASY
 //!   with `pivots` reserved leases (the rest start only if they fit now without delaying a
 //!   reservation; a large `pivots` behaves as conservative). Deadline-constrained leases always
 //!   get a reservation and are rejected at admission if it would end after their deadline.
-//! * Local requests are served in their requested interval or rejected. When one does not
-//!   fit, the leases in play — running external leases and reservations waiting in the queue
-//!   that overlap the interval (paper 003 Fig. 2) — form the candidates, less non-preemptable
-//!   ones and migratable ones whose deadline could not survive; the policy (`policy.rs`)
-//!   picks a set covering the VMs needed. Paper 003 counts only VMs (eq. 1); the core checks
-//!   the choice against the real host-level profile and, if memory or timing leaves it
-//!   short, asks the policy again for one more VM, up to every lease in play.
+//! * Local requests are decided **when they arrive** (paper 001 §4.1, local steps 1–5): served
+//!   in their requested interval `[start, start + duration)` — reserved at once, so no external
+//!   lease arriving later can take it — or rejected. When the interval is not free, the leases
+//!   in play (running leases and waiting reservations holding hosts in it, paper 003 Fig. 2)
+//!   form a [`Contention`], the policy (`policy.rs`) picks a minimal candidate set, and its
+//!   leases are vacated *just in time*: as late as possible so that every VM is off its host
+//!   by the requested start. An advance request therefore starts exactly at its start; only
+//!   when its notice is shorter than the preemption it needs, or when it asks for "now", does
+//!   it start late — by the pause and suspension time of the VMs preempted for it, never more
+//!   (paper 003 Table III: 720 s → 745.6 s). If that lateness would carry the lease into
+//!   leases that start after its interval, the interval is extended and the decision made
+//!   again over it.
 //! * Preemption is planned to the microsecond with the overhead model: pauses one VM after
 //!   another, suspensions and resumptions one VM at a time on the shared storage
 //!   (`storage.rs`), stops for cancellable leases. The plan goes to the VMs as timed steps.
 //!   Suspended leases go back in the queue (deadline leases first, by deadline, then by
 //!   submission order) and resume where there is room; migratable ones are offered to the
 //!   other clusters of the Grid first.
+//! * Overhead is charged when a decision is made, with the cost function the policy ranked by
+//!   ([`OverheadModel::set_cost`]); a migratable lease that finds no other cluster and resumes
+//!   here gets the difference back ([`Action::Adjust`]).
+//! * Durations are stated at a reference speed; this cluster runs them in time inversely
+//!   proportional to its speed ([`Speed`]).
 //!
 //! The actor shell calls [`Core::submit_external`], [`Core::submit_local`], [`Core::tick`]
 //! (at the times the core asks for), [`Core::vm_reported`], and the migration calls, and
@@ -27,12 +37,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::admission::Admission;
 use super::availability::{Availability, VmShape};
-use super::overhead::OverheadModel;
-use super::policy::{self, Candidate, PreemptionPolicy};
+use super::contention::{Candidate, Contention};
+use super::overhead::{Operation, OverheadModel};
+use super::policy::{self, PreemptionPolicy};
 use super::storage::Storage;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
 use crate::topology::HostSpec;
+
+/// How many times a decision may widen the local request's interval to cover its lateness.
+const MAX_WINDOW_EXTENSIONS: usize = 4;
 
 /// How waiting external leases are scheduled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +60,45 @@ pub enum Backfilling {
         /// How many waiting leases hold reservations.
         pivots: u32,
     },
+}
+
+/// How fast a cluster runs work stated at the reference speed: a lease of duration `d` takes
+/// `d · reference / cluster` here (paper 000 §5.2: clusters of 2000, 3000 and 2100 MIPS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Speed {
+    /// The speed durations are stated at, MIPS.
+    pub reference_mips: u64,
+    /// This cluster's speed, MIPS.
+    pub cluster_mips: u64,
+}
+
+impl Default for Speed {
+    fn default() -> Self {
+        Speed {
+            reference_mips: 1,
+            cluster_mips: 1,
+        }
+    }
+}
+
+impl Speed {
+    /// How long work of reference duration `d` takes here (to the microsecond, rounded).
+    pub fn local(self, d: EmuDuration) -> EmuDuration {
+        scale(d, self.reference_mips, self.cluster_mips)
+    }
+
+    /// The reference duration of work that takes `d` here.
+    pub fn reference(self, d: EmuDuration) -> EmuDuration {
+        scale(d, self.cluster_mips, self.reference_mips)
+    }
+}
+
+fn scale(d: EmuDuration, num: u64, den: u64) -> EmuDuration {
+    if num == den || den == 0 {
+        return d;
+    }
+    let x = (u128::from(d.as_micros()) * u128::from(num) + u128::from(den) / 2) / u128::from(den);
+    EmuDuration::from_micros(u64::try_from(x).unwrap_or(u64::MAX))
 }
 
 /// Settings of one LRMS core.
@@ -63,6 +116,15 @@ pub struct Config {
     pub seed: u64,
     /// How many external requests may wait (admission control).
     pub admission: Admission,
+    /// Whether the Grid has another cluster a migratable lease could move to; if not,
+    /// migratable leases are suspended and resumed here.
+    pub can_migrate: bool,
+    /// Whether VM memory limits placement (false: memory may be overcommitted).
+    pub enforce_memory: bool,
+    /// Search steps a preemption decision may take when room is not additive.
+    pub search_budget: usize,
+    /// This cluster's speed relative to the reference.
+    pub speed: Speed,
 }
 
 /// The timed steps one VM instance must take.
@@ -78,6 +140,27 @@ pub struct VmPlan {
     pub steps: Vec<(EmuTime, VmEvent)>,
 }
 
+/// A preemption decision, as made (for metrics, traces and tests).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The local request it was made for.
+    pub local: RequestId,
+    /// The interval the local request needed (widened if its lateness required).
+    pub window: (EmuTime, EmuTime),
+    /// The leases in the chosen set and what happens to each, in arrival order.
+    pub set: Vec<(RequestId, Operation)>,
+    /// The set's cost: its operations plus δ if any reschedules — exactly what is charged.
+    pub cost: EmuDuration,
+    /// The δ included in `cost` (zero when nothing is rescheduled).
+    pub reschedule: EmuDuration,
+    /// When the last VM of the set is off its host.
+    pub vacated_by: EmuTime,
+    /// When the local lease starts.
+    pub local_start: EmuTime,
+    /// Whether the policy's choice is provably its optimum.
+    pub exact: bool,
+}
+
 /// What the LRMS actor must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
@@ -88,10 +171,13 @@ pub enum Action {
         /// One plan per VM.
         plans: Vec<VmPlan>,
     },
-    /// Give existing VM instances new steps (preemption).
+    /// Give existing VM instances new steps (preemption): each drops its pending steps due
+    /// after `after` and takes these.
     CommandVms {
         /// The lease.
         lease: RequestId,
+        /// Pending steps due at or before this time are kept.
+        after: EmuTime,
         /// One plan per VM (`initial` is the state they are in).
         plans: Vec<VmPlan>,
     },
@@ -103,7 +189,7 @@ pub enum Action {
     Wake(EmuTime),
     /// Offer a suspended migratable lease to the other clusters of the Grid.
     Relocate(Relocation),
-    /// Account overhead (and, if `preempted`, one preemption of `vms` VMs) to a lease.
+    /// Account overhead (and, if `preempted`, one preemption of `vms` running VMs) to a lease.
     Charge {
         /// The lease.
         lease: RequestId,
@@ -111,18 +197,31 @@ pub enum Action {
         overhead: EmuDuration,
         /// Whether this is a preemption.
         preempted: bool,
-        /// VMs preempted (running VMs only).
+        /// Running VMs preempted.
         vms: u32,
+        /// Its lease type (preemptions are also counted per type).
+        lease_type: LeaseType,
     },
-    /// A preemption decision was made (δ is charged once per decision).
-    Decision {
-        /// The local request that caused it.
-        local: RequestId,
-        /// Leases preempted, in arrival order.
-        preempted: Vec<RequestId>,
-        /// The rescheduling cost δ.
-        reschedule: EmuDuration,
+    /// Correct a lease's overhead: a migration that found no other cluster became a local
+    /// suspension (`delta_us` = eq. 7 − eq. 8 for it, either sign).
+    Adjust {
+        /// The lease.
+        lease: RequestId,
+        /// Correction, µs.
+        delta_us: i64,
     },
+    /// A preemption decision was made (δ is charged once per decision that reschedules).
+    Decision(Decision),
+    /// The lease worked `work` on this cluster (an episode of it ended: completion or
+    /// preemption).
+    Worked {
+        /// The lease.
+        lease: RequestId,
+        /// Time its VMs spent working here, in this cluster's time.
+        work: EmuDuration,
+    },
+    /// The core found its own invariant broken (reported, never a panic).
+    Violation(String),
 }
 
 /// A migratable lease looking for a new cluster.
@@ -130,7 +229,7 @@ pub enum Action {
 pub struct Relocation {
     /// The lease as submitted.
     pub req: LeaseRequest,
-    /// Work already done.
+    /// Work already done, at the reference speed.
     pub work_done: EmuDuration,
     /// When each VM's memory image is on the source's storage.
     pub images_ready: Vec<EmuTime>,
@@ -148,8 +247,6 @@ enum Phase {
     Cancelling,
     /// Offered to other clusters; decided within the same instant.
     Relocating,
-    /// Gone from this cluster.
-    Done,
 }
 
 #[derive(Clone, Debug)]
@@ -164,9 +261,12 @@ struct Reservation {
 #[derive(Clone, Debug)]
 struct Lease {
     req: LeaseRequest,
+    /// Run time here: the request's duration at this cluster's speed.
+    duration: EmuDuration,
     phase: Phase,
     order: u64,
     res: Option<Reservation>,
+    /// Work done, in this cluster's time.
     work_done: EmuDuration,
     images_ready: Option<Vec<EmuTime>>,
     migrated_in: bool,
@@ -188,10 +288,15 @@ impl Lease {
         shape_of(&self.req)
     }
     fn remaining(&self) -> EmuDuration {
-        self.req.duration.saturating_sub(self.work_done)
+        self.duration.saturating_sub(self.work_done)
     }
     fn is_local(&self) -> bool {
         self.req.origin == Origin::Local
+    }
+    fn deadline(&self) -> Option<EmuTime> {
+        self.req
+            .deadline
+            .filter(|_| self.req.lease_type.deadline_constrained())
     }
 }
 
@@ -203,6 +308,17 @@ struct Plan {
     bookings: Vec<(EmuTime, EmuDuration)>,
 }
 
+/// How one lease of a chosen set is vacated.
+#[derive(Clone, Debug)]
+struct Vacating {
+    id: RequestId,
+    op: Operation,
+    /// When its first VM is paused or stopped.
+    from: EmuTime,
+    /// Per VM: (pause or stop, suspension start, off the host).
+    vms: Vec<(EmuTime, EmuTime, EmuTime)>,
+}
+
 /// The LRMS core of one cluster.
 pub struct Core {
     cfg: Config,
@@ -210,7 +326,6 @@ pub struct Core {
     storage: Storage,
     leases: BTreeMap<RequestId, Lease>,
     next_order: u64,
-    deferred_locals: BTreeSet<RequestId>,
     wakes: BTreeSet<EmuTime>,
     decisions: u64,
 }
@@ -229,16 +344,32 @@ pub enum Refusal {
     QueueFull,
 }
 
+/// A read-only view of one lease, for inspection and tests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseView {
+    /// The lease.
+    pub id: RequestId,
+    /// Whether it is running (VMs deployed, resuming or working).
+    pub running: bool,
+    /// Its current reservation or running episode: (start, work starts, end).
+    pub slot: Option<(EmuTime, EmuTime, EmuTime)>,
+    /// Work done here so far, in this cluster's time.
+    pub work_done: EmuDuration,
+    /// Its run time here.
+    pub duration: EmuDuration,
+    /// Whether it has memory images to resume from.
+    pub suspended: bool,
+}
+
 impl Core {
     /// A core for a cluster with these hosts.
     pub fn new(hosts: &[HostSpec], cfg: Config) -> Core {
         Core {
+            avail: Availability::new(hosts, cfg.enforce_memory),
             cfg,
-            avail: Availability::new(hosts),
             storage: Storage::default(),
             leases: BTreeMap::new(),
             next_order: 0,
-            deferred_locals: BTreeSet::new(),
             wakes: BTreeSet::new(),
             decisions: 0,
         }
@@ -249,17 +380,28 @@ impl Core {
         &self.avail
     }
 
+    /// Every lease the core holds, in id order (for inspection and tests).
+    pub fn leases(&self) -> Vec<LeaseView> {
+        self.leases
+            .iter()
+            .map(|(id, l)| LeaseView {
+                id: *id,
+                running: l.phase == Phase::Running,
+                slot: l.res.as_ref().map(|r| (r.start, r.run_from, r.end)),
+                work_done: l.work_done,
+                duration: l.duration,
+                suspended: l.images_ready.is_some(),
+            })
+            .collect()
+    }
+
     /// The cluster's free cores over `[now, now + horizon)` as an ordered step function, and
     /// the share of its capacity in use over that window (for the price of eq. 1).
-    pub fn free_slots(
-        &self,
-        now: EmuTime,
-        horizon: EmuDuration,
-    ) -> (std::collections::BTreeMap<EmuTime, u64>, f64) {
+    pub fn free_slots(&self, now: EmuTime, horizon: EmuDuration) -> (BTreeMap<EmuTime, u64>, f64) {
         let total = self.avail.total_cores();
         let steps = self.avail.usage_steps();
         let until = now + horizon;
-        let mut free = std::collections::BTreeMap::new();
+        let mut free = BTreeMap::new();
         free.insert(now, total.saturating_sub(steps.used_at(now)));
         for (t, used) in steps.points().filter(|(t, _)| *t > now && *t < until) {
             free.insert(t, total.saturating_sub(used));
@@ -273,7 +415,8 @@ impl Core {
         (free, if cap > 0.0 { used_units / cap } else { 0.0 })
     }
 
-    /// Work done by a lease so far (for tests of the invariant done + remaining = duration).
+    /// Work done by a lease so far and work left, in this cluster's time (for tests of the
+    /// invariant done + remaining = duration).
     pub fn work_done(&self, lease: RequestId) -> Option<(EmuDuration, EmuDuration)> {
         self.leases
             .get(&lease)
@@ -284,10 +427,12 @@ impl Core {
         let id = req.id;
         let order = self.next_order;
         self.next_order += 1;
+        let duration = self.cfg.speed.local(req.duration);
         self.leases.insert(
             id,
             Lease {
                 req,
+                duration,
                 phase: Phase::Waiting,
                 order,
                 res: None,
@@ -332,8 +477,10 @@ impl Core {
                 let mut cursor = start;
                 let mut per_vm: Vec<(VmState, Vec<(EmuTime, VmEvent)>)> = Vec::with_capacity(v);
                 for &ready in images.iter().take(v) {
+                    // Each VM's resumption starts after the previous one's ends, so the
+                    // plan's own bookings never overlap what is asked of the storage.
                     let not_before = cursor.max(ready).max(start);
-                    let r = self.storage_earliest_after(&bookings, not_before, tr);
+                    let r = self.storage.earliest(not_before, tr);
                     bookings.push((r, tr));
                     cursor = r + tr;
                     let mut steps = Vec::new();
@@ -364,19 +511,6 @@ impl Core {
                 }
             }
         }
-    }
-
-    /// Earliest storage start at or after `t` avoiding existing bookings and `tentative` ones.
-    fn storage_earliest_after(
-        &self,
-        tentative: &[(EmuTime, EmuDuration)],
-        t: EmuTime,
-        len: EmuDuration,
-    ) -> EmuTime {
-        // Tentative bookings of the plan being built all precede `t` by construction (each
-        // VM starts after the previous one ends), so only the committed ones matter.
-        debug_assert!(tentative.iter().all(|&(s, d)| s + d <= t));
-        self.storage.earliest(t, len)
     }
 
     /// The earliest reservation for `id` at or after `not_before` (hosts held from the start
@@ -491,10 +625,7 @@ impl Core {
     fn schedule_external(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
         let l = &self.leases[&id];
         let not_before = now.max(l.not_before);
-        let deadline = l
-            .req
-            .deadline
-            .filter(|_| l.req.lease_type.deadline_constrained());
+        let deadline = l.deadline();
         let must_reserve = deadline.is_some()
             || match self.cfg.backfilling {
                 Backfilling::Fcfs | Backfilling::Conservative => true,
@@ -524,10 +655,7 @@ impl Core {
 
     /// External leases waiting here (not started) and held here at all.
     fn external_counts(&self) -> (usize, usize) {
-        let ext = self
-            .leases
-            .values()
-            .filter(|l| !l.is_local() && l.phase != Phase::Done);
+        let ext = self.leases.values().filter(|l| !l.is_local());
         let (mut waiting, mut held) = (0, 0);
         for l in ext {
             held += 1;
@@ -543,6 +671,7 @@ impl Core {
     pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
         let l = Lease {
             req: req.clone(),
+            duration: self.cfg.speed.local(req.duration),
             phase: Phase::Waiting,
             order: self.next_order,
             res: None,
@@ -554,10 +683,7 @@ impl Core {
             started_once: false,
         };
         let (start, plan, _) = self.find_slot_for(&l, now)?;
-        let deadline = req
-            .deadline
-            .filter(|_| req.lease_type.deadline_constrained());
-        deadline.is_none_or(|d| plan.end <= d).then_some(start)
+        l.deadline().is_none_or(|d| plan.end <= d).then_some(start)
     }
 
     /// Refuses a request no placement could ever hold, even on an empty cluster.
@@ -601,10 +727,7 @@ impl Core {
             .iter()
             .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local() && l.res.is_none())
             .map(|(id, l)| {
-                let deadline = l
-                    .req
-                    .deadline
-                    .filter(|_| l.req.lease_type.deadline_constrained());
+                let deadline = l.deadline();
                 (
                     u8::from(deadline.is_none()),
                     deadline.unwrap_or(EmuTime::NEVER),
@@ -628,8 +751,8 @@ impl Core {
 
     // ---- local requests ----
 
-    /// A local request: reserved in its interval, or after preempting external leases, or
-    /// refused.
+    /// A local request, decided now: reserved in its interval, or after preempting external
+    /// leases, or refused.
     pub fn submit_local(
         &mut self,
         req: LeaseRequest,
@@ -644,13 +767,7 @@ impl Core {
             out.extend(self.tick(now));
             return Ok(out);
         }
-        if start > now {
-            // Decide at the start of the interval, when the leases in play are known.
-            self.deferred_locals.insert(id);
-            self.wake(start, &mut out);
-            return Ok(out);
-        }
-        match self.preempt_for(id, now, &mut out) {
+        match self.preempt_for(id, start, now, &mut out) {
             Ok(()) => {
                 out.extend(self.tick(now));
                 Ok(out)
@@ -662,296 +779,479 @@ impl Core {
         }
     }
 
-    /// Work a running lease has done by `now`.
-    fn done_by(&self, l: &Lease, now: EmuTime) -> EmuDuration {
+    /// Work a lease has done by `t` (its current episode counted up to `t`).
+    fn done_by(&self, l: &Lease, t: EmuTime) -> EmuDuration {
         match (&l.phase, &l.res) {
-            (Phase::Running, Some(r)) => l.work_done + now.since(r.run_from),
+            (Phase::Running, Some(r)) => l.work_done + t.since(r.run_from),
             _ => l.work_done,
         }
     }
 
-    /// Leases in play for a local request needing `[start, end)`, as policy candidates.
-    fn leases_in_play(
+    /// How long vacating a running lease takes on idle storage.
+    fn vacate_time(&self, l: &Lease, op: Operation) -> EmuDuration {
+        let m = &self.cfg.overhead;
+        match op {
+            Operation::Stop => m.shutdown * u64::from(l.req.vms),
+            Operation::Suspend | Operation::Migrate => m.suspend_lease(l.req.vms, l.req.mem_mb),
+            Operation::Displace | Operation::Wait => EmuDuration::ZERO,
+        }
+    }
+
+    /// What preempting `l` for a local request needing `[start, end)` would do, or `None` if
+    /// it cannot be preempted (local, non-preemptable, not at work by the time it would have
+    /// to be vacated, being vacated already, or a migratable lease whose deadline would not
+    /// survive).
+    fn candidacy(
+        &self,
+        l: &Lease,
+        start: EmuTime,
+        end: EmuTime,
+        now: EmuTime,
+    ) -> Option<Operation> {
+        if l.is_local() || !l.req.lease_type.preemptable() {
+            return None;
+        }
+        let res = l.res.as_ref()?;
+        let running_op = OverheadModel::operation_for(l.req.lease_type, self.cfg.can_migrate)?;
+        let op = match l.phase {
+            Phase::Waiting => Operation::Displace,
+            // Told to start this very instant: its VMs are recalled before they do anything.
+            Phase::Running if res.start == now => Operation::Displace,
+            Phase::Running => {
+                let vacate = self.vacate_time(l, running_op);
+                // The latest it can begin vacating and still be off its hosts by `start`.
+                let latest = start.earlier_by(vacate).max(now);
+                if res.run_from > latest {
+                    // Booting or resuming: only preempted once at work.
+                    return None;
+                }
+                if res.end <= latest + vacate {
+                    // It ends before it could be vacated: the local lease waits for it.
+                    Operation::Wait
+                } else {
+                    running_op
+                }
+            }
+            _ => return None,
+        };
+        if l.req.lease_type == LeaseType::DeadlineMigratable && op != Operation::Wait {
+            // It must still be able to finish by its deadline if it resumes here after the
+            // local lease: suspended now, resumed after `end`.
+            let m = &self.cfg.overhead;
+            let deadline = l.req.deadline.unwrap_or(EmuTime::NEVER);
+            let remaining = l.duration.saturating_sub(self.done_by(l, now));
+            let resume_at = end.max(now + m.suspend_lease(l.req.vms, l.req.mem_mb));
+            if resume_at + m.resume_lease(l.req.vms, l.req.mem_mb) + remaining > deadline {
+                return None;
+            }
+        }
+        Some(op)
+    }
+
+    /// The contention of local lease `local` needing `[start, end)`: every lease holding a
+    /// host then, as a candidate (in arrival order) or as a fixed hold.
+    fn contention(
         &self,
         local: RequestId,
         start: EmuTime,
         end: EmuTime,
         now: EmuTime,
-    ) -> Vec<Candidate> {
+    ) -> Contention {
+        let l = &self.leases[&local];
         let m = &self.cfg.overhead;
-        let local_end = end;
-        self.avail
-            .leases_overlapping(start, end)
-            .into_iter()
-            .filter(|id| *id != local)
+        let mut c = Contention::new(
+            l.shape(),
+            l.req.vms,
+            (start, end),
+            m.reschedule,
+            &self.avail.capacities(),
+        );
+        let holds = self.avail.holds(start, end);
+        let mut in_play: Vec<RequestId> = holds.iter().map(|h| h.lease).collect();
+        in_play.sort_unstable();
+        in_play.dedup();
+        let mut cands: Vec<(EmuTime, u64, RequestId, Operation)> = in_play
+            .iter()
+            .filter(|id| **id != local)
             .filter_map(|id| {
-                let l = self.leases.get(&id)?;
-                if l.is_local() || !l.req.lease_type.preemptable() {
-                    return None;
+                let x = self.leases.get(id)?;
+                let op = self.candidacy(x, start, end, now)?;
+                Some((x.req.arrival, x.order, *id, op))
+            })
+            .collect();
+        cands.sort_unstable();
+        let mut index: BTreeMap<RequestId, (usize, EmuTime)> = BTreeMap::new();
+        for (arrival, _, id, op) in cands {
+            let x = &self.leases[&id];
+            let res_start = x.res.as_ref().map_or(EmuTime::ZERO, |r| r.start);
+            let waited = now
+                .since(x.req.arrival)
+                .saturating_sub(self.done_by(x, now));
+            let i = c.add_candidate(Candidate {
+                lease: id,
+                op,
+                lease_type: x.req.lease_type,
+                vms: x.req.vms,
+                preempted_vms: if op.preempts_vms() { x.req.vms } else { 0 },
+                cost: m.operation_cost(op, x.req.vms, x.req.mem_mb),
+                waiting: waited,
+                arrival,
+            });
+            index.insert(id, (i, res_start));
+        }
+        for h in holds {
+            let (cores, mem) = (u64::from(h.cores), h.mem_mb);
+            match index.get(&h.lease) {
+                // Only the lease's current episode or reservation goes with it; slots of an
+                // earlier episode still being vacated stay.
+                Some(&(i, from)) if h.start >= from => {
+                    c.add_held(h.host, i, h.start, h.end, cores, mem)
                 }
-                let res = l.res.as_ref()?;
-                let running = match l.phase {
-                    // Started this very instant: its VMs have not begun; recalled at no cost.
-                    Phase::Running if res.start == now => false,
-                    // At work: paused and suspended (or stopped).
-                    Phase::Running if res.run_from <= now => true,
-                    // Booting or resuming: left be until it is at work.
-                    Phase::Running => return None,
-                    // A reservation not started yet.
-                    Phase::Waiting => false,
-                    _ => return None,
-                };
-                // A lease that would finish before it could be vacated is simply waited for:
-                // it costs nothing and `preempt` leaves it be.
-                let finishing = running && now + self.vacate_time(l) >= res.end;
-                let cost = if running && !finishing {
-                    m.lease_cost(l.req.lease_type, l.req.vms, l.req.mem_mb)?
-                } else {
-                    EmuDuration::ZERO
-                };
-                if l.req.lease_type == LeaseType::DeadlineMigratable {
-                    // It must still be able to finish by its deadline if it has to resume
-                    // here after the local lease: suspend now, resume after `local_end`.
-                    let deadline = l.req.deadline.unwrap_or(EmuTime::NEVER);
-                    let remaining = l.req.duration.saturating_sub(self.done_by(l, now));
-                    let resume_at = local_end.max(now + m.suspend_lease(l.req.vms, l.req.mem_mb));
-                    if resume_at + m.resume_lease(l.req.vms, l.req.mem_mb) + remaining > deadline {
-                        return None;
+                _ if h.lease == local => {}
+                _ => c.add_fixed(h.host, h.start, h.end, cores, mem),
+            }
+        }
+        c
+    }
+
+    /// Plans vacating `set` of `c` so that every VM is off its host by `start` if the notice
+    /// allows (suspensions begin as late as they can), else as soon as possible. Books nothing.
+    fn plan_vacating(
+        &self,
+        c: &Contention,
+        set: &[usize],
+        start: EmuTime,
+        now: EmuTime,
+    ) -> (Vec<Vacating>, EmuTime) {
+        let m = &self.cfg.overhead;
+        let mut plans = Vec::with_capacity(set.len());
+        let mut suspensions = Vec::new();
+        for &i in set {
+            let cand = &c.candidates[i];
+            let l = &self.leases[&cand.lease];
+            let v = l.req.vms;
+            match cand.op {
+                Operation::Displace => plans.push(Vacating {
+                    id: cand.lease,
+                    op: cand.op,
+                    from: now,
+                    vms: Vec::new(),
+                }),
+                Operation::Wait => {
+                    let end = l.res.as_ref().map_or(now, |r| r.end);
+                    plans.push(Vacating {
+                        id: cand.lease,
+                        op: cand.op,
+                        from: end,
+                        vms: vec![(end, end, end); v as usize],
+                    });
+                }
+                Operation::Stop => {
+                    let run_from = l.res.as_ref().map_or(now, |r| r.run_from);
+                    let from = start
+                        .earlier_by(m.shutdown * u64::from(v))
+                        .max(now)
+                        .max(run_from);
+                    // VMs are stopped one after another; each is off its host when stopped.
+                    let vms = (0..v)
+                        .map(|j| {
+                            let off = from + m.shutdown * (u64::from(j) + 1);
+                            (off, off, off)
+                        })
+                        .collect();
+                    plans.push(Vacating {
+                        id: cand.lease,
+                        op: cand.op,
+                        from,
+                        vms,
+                    });
+                }
+                Operation::Suspend | Operation::Migrate => suspensions.push(i),
+            }
+        }
+        if !suspensions.is_empty() {
+            // The latest common start of the suspensions that still ends by `start`; they
+            // only end later when they start later, so bisect.
+            let schedule = |t0: EmuTime| self.schedule_suspensions(c, &suspensions, t0);
+            let (_, end_now) = schedule(now);
+            let t0 = if end_now > start {
+                now
+            } else {
+                let (mut lo, mut hi) = (now.as_micros(), start.as_micros());
+                while lo < hi {
+                    let mid = lo + (hi - lo).div_ceil(2);
+                    if schedule(EmuTime::from_micros(mid)).1 <= start {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
                     }
                 }
-                let waited = now
-                    .since(l.req.arrival)
-                    .saturating_sub(self.done_by(l, now));
-                Some(Candidate {
-                    lease: id,
-                    vms: l.req.vms,
-                    cost,
-                    waiting: waited,
-                    arrival: l.req.arrival,
-                })
-            })
-            .collect()
-    }
-
-    /// How long vacating a running lease takes on idle storage.
-    fn vacate_time(&self, l: &Lease) -> EmuDuration {
-        let m = &self.cfg.overhead;
-        match l.req.lease_type {
-            LeaseType::BestEffortCancellable => m.shutdown * u64::from(l.req.vms),
-            _ => m.suspend_lease(l.req.vms, l.req.mem_mb),
+                EmuTime::from_micros(lo)
+            };
+            plans.extend(schedule(t0).0);
         }
+        let done = plans
+            .iter()
+            .flat_map(|p| p.vms.iter().map(|v| v.2))
+            .max()
+            .unwrap_or(now)
+            .max(now);
+        (plans, done)
     }
 
-    /// What releasing `set` frees: each lease's current reservation from its start.
-    fn releasing(&self, set: &[RequestId]) -> Vec<(RequestId, EmuTime)> {
-        set.iter()
-            .map(|r| {
-                (
-                    *r,
-                    self.leases
-                        .get(r)
-                        .and_then(|l| l.res.as_ref())
-                        .map_or(EmuTime::ZERO, |res| res.start),
-                )
-            })
-            .collect()
+    /// Pauses and suspensions of the leases `which` of `c`, beginning at `t0` (or when each is
+    /// at work, if later), one VM at a time on the shared storage, in arrival order.
+    fn schedule_suspensions(
+        &self,
+        c: &Contention,
+        which: &[usize],
+        t0: EmuTime,
+    ) -> (Vec<Vacating>, EmuTime) {
+        let m = &self.cfg.overhead;
+        let mut storage = self.storage.clone();
+        let mut out = Vec::with_capacity(which.len());
+        let mut last = t0;
+        for &i in which {
+            let cand = &c.candidates[i];
+            let l = &self.leases[&cand.lease];
+            let run_from = l.res.as_ref().map_or(t0, |r| r.run_from);
+            let from = t0.max(run_from);
+            // Bookings of this lease not begun yet belong to the episode it leaves.
+            storage.cancel(cand.lease, from);
+            let (v, ts) = (l.req.vms, m.suspend_vm(l.req.mem_mb));
+            let mut cursor = from + m.pause * u64::from(v);
+            let mut vms = Vec::with_capacity(v as usize);
+            for j in 0..v {
+                let s = storage.book(cand.lease, cursor, ts);
+                cursor = s + ts;
+                vms.push((from + m.pause * u64::from(j), s, cursor));
+            }
+            last = last.max(cursor);
+            out.push(Vacating {
+                id: cand.lease,
+                op: cand.op,
+                from,
+                vms,
+            });
+        }
+        (out, last)
     }
 
-    /// How many of the local lease's VMs would fit in `[start, end)` once `set` is gone.
-    fn room_without(&self, id: RequestId, set: &[RequestId], start: EmuTime, end: EmuTime) -> u64 {
-        let l = &self.leases[&id];
-        self.avail
-            .total_room(l.shape(), start, end, &self.releasing(set))
+    /// Whether a lease not in the chosen set begins holding a host in `[from, until)`: the
+    /// local lease's lateness would run into it.
+    fn tail_taken(
+        &self,
+        local: RequestId,
+        set: &[RequestId],
+        from: EmuTime,
+        until: EmuTime,
+    ) -> bool {
+        from < until
+            && self
+                .avail
+                .holds(from, until)
+                .iter()
+                .any(|h| h.start >= from && h.lease != local && !set.contains(&h.lease))
     }
 
     fn preempt_for(
         &mut self,
         id: RequestId,
+        start: EmuTime,
         now: EmuTime,
         out: &mut Vec<Action>,
     ) -> Result<(), Refusal> {
         if self.cfg.preemption == PreemptionPolicy::Nop {
             return Err(Refusal::NoRoom);
         }
-        let l = &self.leases[&id];
-        let (vms, shape) = (l.req.vms, l.shape());
-        let start = now;
-        let end = now + self.cfg.boot + l.req.duration;
-        let candidates = self.leases_in_play(id, start, end, now);
-        let all: Vec<RequestId> = candidates.iter().map(|c| c.lease).collect();
-        if self.room_without(id, &all, start, end) < u64::from(vms) {
-            return Err(Refusal::NoRoom);
-        }
-        let room = self.avail.total_room(shape, start, end, &[]);
-        let total: u64 = candidates.iter().map(|c| u64::from(c.vms)).sum();
+        let length = {
+            let l = &self.leases[&id];
+            self.plan(l, start).end.since(start)
+        };
         let seed = stream_seed(self.cfg.seed, &format!("decision-{}", self.decisions));
         self.decisions += 1;
-        let mut need = (u64::from(vms).saturating_sub(room)).max(1);
-        let mut chosen = None;
-        while need <= total {
-            let Some(set) = policy::choose(self.cfg.preemption, &candidates, need as u32, seed)
-            else {
-                break;
-            };
-            let ids: Vec<RequestId> = set.iter().map(|&i| candidates[i].lease).collect();
-            let got = self.room_without(id, &ids, start, end);
-            if got >= u64::from(vms) {
-                chosen = Some(ids);
-                break;
-            }
-            // Ask for as many more VMs as are still missing (at least one).
-            need += (u64::from(vms) - got).max(1);
-        }
-        let mut set = chosen.unwrap_or(all);
-        set.sort_by_key(|r| self.leases[r].req.arrival);
-        let preempted = self.preempt(&set, now, out);
-        out.push(Action::Decision {
-            local: id,
-            preempted,
-            reschedule: self.cfg.overhead.reschedule,
-        });
-        let (start, plan, hosts) = self.find_slot(id, now).ok_or(Refusal::NoRoom)?;
-        self.commit(id, start, plan, hosts, out);
-        self.place_waiting(now, out);
-        Ok(())
-    }
-
-    /// Preempts `set` now: drops waiting reservations, stops cancellable leases, pauses and
-    /// suspends the others (one VM at a time on the shared storage).
-    /// Returns the leases actually preempted (a lease whose suspension could not end before
-    /// it would finish is left to finish).
-    fn preempt(
-        &mut self,
-        set: &[RequestId],
-        now: EmuTime,
-        out: &mut Vec<Action>,
-    ) -> Vec<RequestId> {
-        let mut done_set = Vec::with_capacity(set.len());
-        let m = self.cfg.overhead.clone();
-        let reschedule_done = now + m.reschedule;
-        for &id in set {
-            let l = &self.leases[&id];
-            let started_now =
-                l.phase == Phase::Running && l.res.as_ref().is_some_and(|r| r.start == now);
-            if started_now {
-                // Recall VMs that were told to start this instant: they stop before doing
-                // anything, and the lease waits again.
-                let hosts = l.res.as_ref().map(|r| r.hosts.clone()).unwrap_or_default();
-                let plans = hosts
-                    .iter()
-                    .enumerate()
-                    .map(|(vm, &host)| VmPlan {
-                        vm: vm as u32,
-                        host,
-                        initial: VmState::Pending,
-                        steps: vec![(now, VmEvent::Stop)],
-                    })
-                    .collect();
-                out.push(Action::CommandVms { lease: id, plans });
-                self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
-            }
-            let l = &self.leases[&id];
-            if l.phase != Phase::Running {
-                self.drop_reservation(id, now);
-                out.push(Action::Charge {
-                    lease: id,
-                    overhead: EmuDuration::ZERO,
-                    preempted: true,
-                    vms: 0,
-                });
-                done_set.push(id);
+        let mut end = start + length;
+        for _ in 0..MAX_WINDOW_EXTENSIONS {
+            let c = self.contention(id, start, end, now);
+            let choice = policy::choose(self.cfg.preemption, &c, seed, self.cfg.search_budget)
+                .ok_or(Refusal::NoRoom)?;
+            let (vacating, done) = self.plan_vacating(&c, &choice.set, start, now);
+            let set_ids: Vec<RequestId> =
+                choice.set.iter().map(|&i| c.candidates[i].lease).collect();
+            let latest_end = done.max(start) + length;
+            if latest_end > end && self.tail_taken(id, &set_ids, end, latest_end) {
+                // Late by its preemption, the lease would run into leases after its interval:
+                // decide again over the interval it will really hold.
+                end = latest_end;
                 continue;
             }
-            let done = self.done_by(l, now);
-            let (vms, mem) = (l.req.vms, l.req.mem_mb);
-            let res = l.res.clone().expect("a running lease has a reservation");
-            let mut plans = Vec::with_capacity(vms as usize);
-            let charged;
-            match l.req.lease_type {
-                LeaseType::BestEffortCancellable => {
-                    for vm in 0..vms {
-                        let stop = now + m.shutdown * (u64::from(vm) + 1);
-                        self.avail.end_vm(id, vm, res.start, stop);
-                        plans.push(VmPlan {
-                            vm,
-                            host: res.hosts[vm as usize],
+            self.apply_vacating(&vacating, now, out);
+            let decision_cost = self.cfg.overhead.set_cost(choice.set.iter().map(|&i| {
+                let x = &c.candidates[i];
+                let mem = self.leases.get(&x.lease).map_or(0, |l| l.req.mem_mb);
+                (x.op, x.vms, mem)
+            }));
+            let reschedule = if vacating.iter().any(|v| v.op.reschedules()) {
+                self.cfg.overhead.reschedule
+            } else {
+                EmuDuration::ZERO
+            };
+            let allowed = start.max(done);
+            let placed = self.find_slot(id, start).filter(|(s, _, _)| *s <= allowed);
+            let Some((s, plan, hosts)) = placed else {
+                out.push(Action::Violation(format!(
+                    "local request #{} found no room by {} after its preemption decision",
+                    id.0, allowed
+                )));
+                self.place_waiting(now, out);
+                return Err(Refusal::NoRoom);
+            };
+            self.commit(id, s, plan, hosts, out);
+            out.push(Action::Decision(Decision {
+                local: id,
+                window: (start, end),
+                set: vacating.iter().map(|v| (v.id, v.op)).collect(),
+                cost: decision_cost,
+                reschedule,
+                vacated_by: done,
+                local_start: s,
+                exact: choice.exact,
+            }));
+            self.place_waiting(now, out);
+            return Ok(());
+        }
+        Err(Refusal::NoRoom)
+    }
+
+    /// Carries out a vacating plan: reservations dropped, VMs stopped or paused and
+    /// suspended at their planned times, the suspended leases queued (or offered elsewhere),
+    /// each lease charged its operation's cost.
+    fn apply_vacating(&mut self, plans: &[Vacating], now: EmuTime, out: &mut Vec<Action>) {
+        let m = self.cfg.overhead.clone();
+        let mut plans = plans.to_vec();
+        plans.sort_by_key(|p| self.leases[&p.id].req.arrival);
+        for p in plans {
+            let id = p.id;
+            let l = &self.leases[&id];
+            let (vms, mem, lease_type) = (l.req.vms, l.req.mem_mb, l.req.lease_type);
+            let cost = m.operation_cost(p.op, vms, mem);
+            let Some(res) = l.res.clone() else { continue };
+            match p.op {
+                Operation::Wait => continue,
+                Operation::Displace => {
+                    if l.phase == Phase::Running {
+                        // Recall VMs that were told to start this instant: they stop before
+                        // doing anything, and the lease waits again.
+                        let plans = res
+                            .hosts
+                            .iter()
+                            .enumerate()
+                            .map(|(vm, &host)| VmPlan {
+                                vm: vm as u32,
+                                host,
+                                initial: VmState::Pending,
+                                steps: vec![(now, VmEvent::Stop)],
+                            })
+                            .collect();
+                        out.push(Action::CommandVms {
+                            lease: id,
+                            after: now,
+                            plans,
+                        });
+                        self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
+                    }
+                    self.drop_reservation(id, now);
+                }
+                Operation::Stop => {
+                    let done = self.done_by(l, p.from);
+                    let mut vm_plans = Vec::with_capacity(vms as usize);
+                    for (vm, &(stop, _, off)) in p.vms.iter().enumerate() {
+                        self.avail.end_vm(id, vm as u32, res.start, off);
+                        vm_plans.push(VmPlan {
+                            vm: vm as u32,
+                            host: res.hosts[vm],
                             initial: VmState::Running,
                             steps: vec![(stop, VmEvent::Stop)],
                         });
                     }
-                    charged = m.shutdown * u64::from(vms);
+                    out.push(Action::CommandVms {
+                        lease: id,
+                        after: p.from,
+                        plans: vm_plans,
+                    });
+                    out.push(Action::Worked {
+                        lease: id,
+                        work: done.saturating_sub(l.work_done),
+                    });
                     let l = self.leases.get_mut(&id).expect("known lease");
                     l.phase = Phase::Cancelling;
                     l.work_done = done;
                     l.reported = 0;
                 }
-                _ => {
+                Operation::Suspend | Operation::Migrate => {
+                    let done = self.done_by(l, p.from);
+                    // Bookings of this lease not begun yet belong to an episode it leaves.
+                    self.storage.cancel(id, p.from);
                     let ts = m.suspend_vm(mem);
-                    let paused = now + m.pause * u64::from(vms);
-                    // With the storage busy with earlier suspensions, this one may end only
-                    // after the lease would have finished anyway: then let it finish (its
-                    // hosts stay taken until its planned end, which nothing else holds).
-                    let mut last = paused;
-                    for _ in 0..vms {
-                        last = self.storage.earliest(last, ts) + ts;
-                    }
-                    if last >= res.end {
-                        continue;
-                    }
-                    let mut cursor = paused;
+                    let mut vm_plans = Vec::with_capacity(vms as usize);
                     let mut images = Vec::with_capacity(vms as usize);
-                    for vm in 0..vms {
-                        let s = self.storage.book(id, cursor, ts);
-                        cursor = s + ts;
-                        images.push(cursor);
-                        self.avail.end_vm(id, vm, res.start, cursor);
-                        plans.push(VmPlan {
-                            vm,
-                            host: res.hosts[vm as usize],
+                    for (vm, &(pause, planned, _)) in p.vms.iter().enumerate() {
+                        let s = self.storage.book(id, planned, ts);
+                        let off = s + ts;
+                        images.push(off);
+                        self.avail.end_vm(id, vm as u32, res.start, off);
+                        vm_plans.push(VmPlan {
+                            vm: vm as u32,
+                            host: res.hosts[vm],
                             initial: VmState::Running,
                             steps: vec![
-                                (now + m.pause * u64::from(vm), VmEvent::Pause),
+                                (pause, VmEvent::Pause),
                                 (s, VmEvent::Suspend),
-                                (cursor, VmEvent::Suspended),
+                                (off, VmEvent::Suspended),
                             ],
                         });
                     }
-                    charged = m.suspend_lease(vms, mem);
-                    let last = cursor;
-                    let migratable = l.req.lease_type == LeaseType::DeadlineMigratable;
+                    out.push(Action::CommandVms {
+                        lease: id,
+                        after: p.from,
+                        plans: vm_plans,
+                    });
+                    out.push(Action::Worked {
+                        lease: id,
+                        work: done.saturating_sub(l.work_done),
+                    });
+                    let last = images.iter().copied().max().unwrap_or(p.from);
+                    let migrate = p.op == Operation::Migrate;
+                    let speed = self.cfg.speed;
                     let l = self.leases.get_mut(&id).expect("known lease");
                     l.work_done = done;
                     l.res = None;
                     l.images_ready = Some(images.clone());
                     l.migrated_in = false;
-                    l.not_before = last.max(reschedule_done);
-                    l.phase = if migratable {
+                    l.not_before = last.max(now + m.reschedule);
+                    l.phase = if migrate {
                         Phase::Relocating
                     } else {
                         Phase::Waiting
                     };
-                    if migratable {
+                    if migrate {
                         out.push(Action::Relocate(Relocation {
                             req: l.req.clone(),
-                            work_done: done,
+                            work_done: speed.reference(done),
                             images_ready: images,
                             preemptions: 0,
                         }));
                     }
-                    // The old slots were cut per VM above; release what is left of the plan.
-                    self.storage.cancel(id, now.max(last));
                 }
             }
-            out.push(Action::CommandVms { lease: id, plans });
             out.push(Action::Charge {
                 lease: id,
-                overhead: charged,
+                overhead: cost,
                 preempted: true,
-                vms,
+                vms: if p.op.preempts_vms() { vms } else { 0 },
+                lease_type,
             });
-            done_set.push(id);
         }
-        done_set
     }
 
     // ---- migration ----
@@ -969,7 +1269,17 @@ impl Core {
             // Its VMs are still being suspended here: their cut slots stay until they pass.
             self.leases.remove(&lease);
         } else {
+            // No cluster took it: it is suspended and resumed here, which costs eq. 7
+            // instead of the eq. 8 it was charged.
             l.phase = Phase::Waiting;
+            let m = &self.cfg.overhead;
+            let (v, mem) = (l.req.vms, l.req.mem_mb);
+            let local = m.operation_cost(Operation::Suspend, v, mem).as_micros() as i64;
+            let away = m.operation_cost(Operation::Migrate, v, mem).as_micros() as i64;
+            out.push(Action::Adjust {
+                lease,
+                delta_us: local - away,
+            });
             self.place_waiting(now, &mut out);
         }
         out.extend(self.tick(now));
@@ -977,7 +1287,8 @@ impl Core {
     }
 
     /// Another cluster's lease, suspended there, offered here. Accepted if its images can be
-    /// copied and resumed here and it can still finish by its deadline.
+    /// copied and resumed here and it can still finish by its deadline. (Its copy was charged
+    /// with the migration, eq. 8, by the source.)
     pub fn adopt(&mut self, r: &Relocation, now: EmuTime) -> Result<Vec<Action>, Refusal> {
         self.fits_ever(&r.req)?;
         let tc = self.cfg.overhead.copy_vm(r.req.mem_mb);
@@ -990,8 +1301,9 @@ impl Core {
         }
         let first = arrive.first().copied().unwrap_or(now);
         let id = self.insert(r.req.clone(), now);
+        let work_done = self.cfg.speed.local(r.work_done);
         let l = self.leases.get_mut(&id).expect("just inserted");
-        l.work_done = r.work_done;
+        l.work_done = work_done;
         l.images_ready = Some(arrive);
         l.migrated_in = true;
         l.not_before = first;
@@ -1000,14 +1312,7 @@ impl Core {
         match self.find_slot(id, first) {
             Some((start, plan, hosts)) if plan.end <= deadline => {
                 let mut out = Vec::new();
-                let copy = tc * u64::from(r.req.vms);
                 self.commit(id, start, plan, hosts, &mut out);
-                out.push(Action::Charge {
-                    lease: id,
-                    overhead: copy,
-                    preempted: false,
-                    vms: 0,
-                });
                 out.extend(self.tick(now));
                 Ok(out)
             }
@@ -1020,27 +1325,10 @@ impl Core {
 
     // ---- time and VM reports ----
 
-    /// Starts what is due at `now` and decides deferred local requests. Call at every
-    /// [`Action::Wake`] time.
+    /// Starts what is due at `now`. Call at every [`Action::Wake`] time.
     pub fn tick(&mut self, now: EmuTime) -> Vec<Action> {
         let mut out = Vec::new();
         self.wakes.retain(|&t| t > now);
-        let due_locals: Vec<RequestId> = self
-            .deferred_locals
-            .iter()
-            .copied()
-            .filter(|id| self.leases[id].req.start.is_some_and(|s| s <= now))
-            .collect();
-        for id in due_locals {
-            self.deferred_locals.remove(&id);
-            if let Some((plan, hosts)) = self.fits_at(id, now) {
-                self.commit(id, now, plan, hosts, &mut out);
-            } else if let Err(r) = self.preempt_for(id, now, &mut out) {
-                tracing::debug!(lease = id.0, ?r, "local request refused at its start");
-                self.leases.remove(&id);
-                out.push(Action::Ended(id, RequestState::Rejected));
-            }
-        }
         self.start_due(now, &mut out);
         if matches!(self.cfg.backfilling, Backfilling::Easy { .. }) {
             self.place_waiting(now, &mut out);
@@ -1073,16 +1361,6 @@ impl Core {
             lease: id,
             plans: res.plans.clone(),
         });
-        if l.images_ready.is_some() {
-            let m = &self.cfg.overhead;
-            let resume = m.resume_lease(l.req.vms, l.req.mem_mb);
-            out.push(Action::Charge {
-                lease: id,
-                overhead: resume,
-                preempted: false,
-                vms: 0,
-            });
-        }
         if !l.started_once {
             l.started_once = true;
             out.push(Action::Started(id));
@@ -1107,9 +1385,12 @@ impl Core {
         if l.reported < l.req.vms {
             return out;
         }
-        l.phase = Phase::Done;
         if outcome == RequestState::Completed {
-            l.work_done = l.req.duration;
+            out.push(Action::Worked {
+                lease,
+                work: l.duration.saturating_sub(l.work_done),
+            });
+            l.work_done = l.duration;
         }
         self.avail.release(lease);
         self.leases.remove(&lease);
@@ -1142,18 +1423,23 @@ mod tests {
         }
     }
 
+    pub(crate) fn config(backfilling: Backfilling, preemption: PreemptionPolicy) -> Config {
+        Config {
+            backfilling,
+            preemption,
+            overhead: gluster(),
+            boot: EmuDuration::ZERO,
+            seed: 1,
+            admission: Admission::Unlimited,
+            can_migrate: false,
+            enforce_memory: true,
+            search_budget: policy::SEARCH_BUDGET,
+            speed: Speed::default(),
+        }
+    }
+
     fn core(n: usize, backfilling: Backfilling, preemption: PreemptionPolicy) -> Core {
-        Core::new(
-            &hosts(n, 4, 4096),
-            Config {
-                backfilling,
-                preemption,
-                overhead: gluster(),
-                boot: EmuDuration::ZERO,
-                seed: 1,
-                admission: Admission::Unlimited,
-            },
-        )
+        Core::new(&hosts(n, 4, 4096), config(backfilling, preemption))
     }
 
     fn req(id: u32, origin: Origin, arrival: u64, vms: u32, mem: u32, secs: u64) -> LeaseRequest {
@@ -1185,6 +1471,13 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    fn decision(actions: &[Action]) -> Option<&Decision> {
+        actions.iter().find_map(|a| match a {
+            Action::Decision(d) => Some(d),
+            _ => None,
+        })
     }
 
     #[test]
@@ -1317,8 +1610,68 @@ mod tests {
         let (done, remaining) = c.work_done(RequestId(0)).unwrap();
         assert_eq!(done, EmuDuration::from_secs(100));
         assert_eq!(done + remaining, EmuDuration::from_secs(1000));
-        // The local lease starts when its two VMs' hosts are vacated: the profile never
-        // overflows.
+        // The local lease asked for now: it starts when its two VMs' hosts are vacated —
+        // the first two suspensions, 20.02 s later — and the profile never overflows.
+        let d = decision(&a).expect("a decision");
+        assert_eq!(d.local_start, ms(20_020));
         assert!(c.availability().within_capacity());
+    }
+
+    #[test]
+    fn an_advance_request_is_reserved_on_arrival_and_preempts_just_in_time() {
+        // 1 host; a 4-VM suspendable lease runs from 0 for 2000 s. At t = 100 a local request
+        // for 2 VMs asks to start at 1000. It is decided now: the external lease keeps running
+        // until it must begin vacating — its four 10 s suspensions and 20 ms of pauses must end
+        // by 1000 — and the local lease starts exactly at 1000.
+        let mut c = core(1, Backfilling::Conservative, PreemptionPolicy::Mov);
+        c.submit_external(req(0, Origin::External, 0, 4, 400, 2000), EmuTime::ZERO)
+            .unwrap();
+        let now = EmuTime::from_secs(100);
+        let mut local = req(1, Origin::Local, 100, 2, 100, 300);
+        local.start = Some(EmuTime::from_secs(1000));
+        let a = c.submit_local(local, now).unwrap();
+        let d = decision(&a).expect("decided on arrival").clone();
+        assert_eq!(d.local_start, EmuTime::from_secs(1000));
+        assert_eq!(d.vacated_by, EmuTime::from_secs(1000));
+        let (pause, after) = a
+            .iter()
+            .find_map(|x| match x {
+                Action::CommandVms { plans, after, .. } => Some((plans[0].steps[0], *after)),
+                _ => None,
+            })
+            .unwrap();
+        let t_p = EmuTime::from_secs(1000).earlier_by(EmuDuration::from_millis(40_020));
+        assert_eq!(pause, (t_p, VmEvent::Pause));
+        assert_eq!(after, t_p);
+        // Work until the pause counts: 1000 − 40.02 s.
+        let (done, _) = c.work_done(RequestId(0)).unwrap();
+        assert_eq!(done, t_p.since(EmuTime::ZERO));
+        // An external lease arriving in between cannot take the local interval.
+        let b = c
+            .submit_external(
+                req(2, Origin::External, 500, 4, 100, 700),
+                EmuTime::from_secs(500),
+            )
+            .unwrap();
+        assert!(started(&b).is_empty());
+        assert!(c.availability().within_capacity());
+    }
+
+    #[test]
+    fn a_cancel_only_decision_costs_nothing() {
+        let mut c = core(1, Backfilling::Conservative, PreemptionPolicy::Mov);
+        let mut victim = req(0, Origin::External, 0, 4, 400, 1000);
+        victim.lease_type = LeaseType::BestEffortCancellable;
+        c.submit_external(victim, EmuTime::ZERO).unwrap();
+        let a = c
+            .submit_local(
+                req(1, Origin::Local, 100, 2, 100, 300),
+                EmuTime::from_secs(100),
+            )
+            .unwrap();
+        let d = decision(&a).unwrap();
+        assert_eq!(d.cost, EmuDuration::ZERO);
+        assert_eq!(d.reschedule, EmuDuration::ZERO);
+        assert_eq!(d.local_start, EmuTime::from_secs(100));
     }
 }

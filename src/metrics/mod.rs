@@ -30,6 +30,41 @@ pub struct RequestRecord {
     pub overhead: EmuDuration,
     /// How many times it moved to another cluster.
     pub migrations: u32,
+    /// Time its VMs spent working, wherever it ran (each cluster's own time).
+    pub busy: EmuDuration,
+}
+
+/// Running VMs preempted, by the lease type they belong to (paper 000 §5.3.4: how often
+/// valuable leases are hit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ByType {
+    /// Best-effort cancellable.
+    pub cancellable: u64,
+    /// Best-effort suspendable.
+    pub suspendable: u64,
+    /// Deadline-constrained migratable.
+    pub migratable: u64,
+}
+
+impl ByType {
+    fn add(&mut self, t: LeaseType, n: u64) {
+        match t {
+            LeaseType::BestEffortCancellable => self.cancellable += n,
+            LeaseType::BestEffortSuspendable => self.suspendable += n,
+            // Non-preemptable leases are never preempted; count any as valuable.
+            LeaseType::DeadlineMigratable | LeaseType::DeadlineNonPreemptable => {
+                self.migratable += n
+            }
+        }
+    }
+
+    fn sum(xs: &[&ByType]) -> ByType {
+        xs.iter().fold(ByType::default(), |a, x| ByType {
+            cancellable: a.cancellable + x.cancellable,
+            suspendable: a.suspendable + x.suspendable,
+            migratable: a.migratable + x.migratable,
+        })
+    }
 }
 
 /// Counters of one cluster's LRMS.
@@ -37,12 +72,19 @@ pub struct RequestRecord {
 pub struct ClusterCounters {
     /// VMs preempted (running VMs paused, suspended or stopped).
     pub vm_preemptions: u64,
+    /// The same by lease type.
+    pub vm_preemptions_by_type: ByType,
     /// Leases preempted (running or waiting reservations displaced).
     pub lease_preemptions: u64,
-    /// Operation overhead charged here, including δ per decision.
-    pub overhead: EmuDuration,
+    /// Operation overhead charged here, including δ per decision, µs (signed: a migration
+    /// that found no other cluster is corrected to the local suspension it became).
+    pub overhead_us: i64,
     /// Preemption decisions made.
     pub decisions: u64,
+    /// Decisions whose search ran out of steps (the best set found was used).
+    pub inexact_decisions: u64,
+    /// Migrations planned that found no other cluster and resumed here.
+    pub migration_fallbacks: u64,
     /// External leases offered by the IGG.
     pub offered: u64,
     /// External leases refused at admission.
@@ -173,31 +215,49 @@ impl Metrics {
         self.terminal += 1;
     }
 
-    /// Overhead (and possibly a preemption of `vms` running VMs) charged to a lease on `cluster`.
+    /// Overhead charged to a lease on `cluster`, and, if it was preempted, its running VMs
+    /// preempted and its type.
     pub fn charge(
         &mut self,
         cluster: ClusterId,
         id: RequestId,
         overhead: EmuDuration,
-        preempted: bool,
-        vms: u32,
+        preempted: Option<(u32, LeaseType)>,
     ) {
         let r = &mut self.records[id.0 as usize];
         r.overhead += overhead;
         let c = self.clusters.entry(cluster).or_default();
-        c.overhead += overhead;
-        if preempted {
+        c.overhead_us += overhead.as_micros() as i64;
+        if let Some((vms, t)) = preempted {
             r.preemptions += 1;
             c.lease_preemptions += 1;
             c.vm_preemptions += u64::from(vms);
+            c.vm_preemptions_by_type.add(t, u64::from(vms));
         }
     }
 
-    /// A preemption decision on `cluster`, costing `reschedule` (δ) once.
-    pub fn decision(&mut self, cluster: ClusterId, reschedule: EmuDuration) {
+    /// Corrects a lease's overhead by `delta_us` (a planned migration that became a local
+    /// suspension).
+    pub fn adjust(&mut self, cluster: ClusterId, id: RequestId, delta_us: i64) {
+        let r = &mut self.records[id.0 as usize];
+        let corrected = r.overhead.as_micros() as i64 + delta_us;
+        r.overhead = EmuDuration::from_micros(corrected.max(0) as u64);
+        let c = self.clusters.entry(cluster).or_default();
+        c.overhead_us += delta_us;
+        c.migration_fallbacks += 1;
+    }
+
+    /// A preemption decision on `cluster`: δ once if it rescheduled work.
+    pub fn decision(&mut self, cluster: ClusterId, d: &crate::lrms::Decision) {
         let c = self.clusters.entry(cluster).or_default();
         c.decisions += 1;
-        c.overhead += reschedule;
+        c.overhead_us += d.reschedule.as_micros() as i64;
+        c.inexact_decisions += u64::from(!d.exact);
+    }
+
+    /// A lease's VMs worked `work` on `cluster`.
+    pub fn worked(&mut self, _cluster: ClusterId, id: RequestId, work: EmuDuration) {
+        self.records[id.0 as usize].busy += work;
     }
 
     /// The IGG offered an external lease to `cluster`.
@@ -392,9 +452,18 @@ pub struct RequestCounts {
 pub struct PaperMetrics {
     /// VMs preempted.
     pub vm_preemptions: u64,
+    /// VMs preempted by lease type.
+    pub vm_preemptions_by_type: ByType,
     /// Leases preempted.
     pub lease_preemptions: u64,
-    /// Total preemption overhead, seconds (δ once per decision plus every lease's operations).
+    /// Preemption decisions.
+    pub decisions: u64,
+    /// Decisions whose search ran out of steps (the best set found was used).
+    pub inexact_decisions: u64,
+    /// Planned migrations that found no other cluster and resumed where they were.
+    pub migration_fallbacks: u64,
+    /// Total preemption overhead, seconds (δ once per decision that reschedules, plus every
+    /// lease's operations).
     pub overhead_s: f64,
     /// Paper 003 eq. 11: VM-time of completed leases over capacity × makespan, 0–1.
     pub utilization: f64,
@@ -411,6 +480,9 @@ pub struct PaperMetrics {
     pub be_makespan_s: f64,
     /// Mean time from submission to first start, over started leases, seconds.
     pub mean_wait_s: f64,
+    /// Paper 001's average waiting time of external leases: completion minus submission minus
+    /// the time spent working, over completed external leases, seconds.
+    pub external_waiting_s: f64,
     /// Lease migrations to another cluster.
     pub migrations: u64,
     /// Deadline-constrained leases that completed after their deadline.
@@ -494,6 +566,7 @@ pub fn figures(
         let (mut ext_all, mut ext_rejected) = (0u64, 0u64);
         let (mut be_sum, mut be_n) = (0f64, 0u64);
         let (mut wait_sum, mut wait_n) = (0f64, 0u64);
+        let (mut ext_wait_sum, mut ext_wait_n) = (0f64, 0u64);
         let mut awrt_by_cluster: BTreeMap<ClusterId, (f64, f64)> = BTreeMap::new();
         let (mut migrations, mut misses) = (0u64, 0u64);
         let (mut migratable, mut migrated) = (0u64, 0u64);
@@ -547,9 +620,19 @@ pub fn figures(
             if state != RequestState::Completed {
                 continue;
             }
+            // Eq. 12: VM-time of the lease, as the clusters that ran it spent it (a lease runs
+            // faster on a faster cluster); eq. 23 weighs response times by the requested size.
             let vd = f64::from(req.vms) * req.duration.as_secs_f64();
-            computation += vd * f64::from(req.cores_per_vm);
+            computation +=
+                f64::from(req.vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
             let end = rec.end.unwrap_or(req.arrival);
+            if req.origin == Origin::External {
+                ext_wait_sum += end
+                    .since(req.arrival)
+                    .saturating_sub(rec.busy)
+                    .as_secs_f64();
+                ext_wait_n += 1;
+            }
             if req.lease_type.deadline_constrained() && req.deadline.is_some_and(|d| end > d) {
                 misses += 1;
             }
@@ -575,13 +658,23 @@ pub fn figures(
             None => per_cluster.values().collect(),
             Some(c) => per_cluster.get(&c).into_iter().collect(),
         };
-        let overhead: EmuDuration = counters.iter().map(|c| c.overhead).sum();
+        let overhead_us: i64 = counters.iter().map(|c| c.overhead_us).sum();
+        let overhead = EmuDuration::from_micros(overhead_us.max(0) as u64);
         let (offered, refused): (u64, u64) = counters
             .iter()
             .fold((0, 0), |(o, r), c| (o + c.offered, r + c.refused));
         PaperMetrics {
             vm_preemptions: counters.iter().map(|c| c.vm_preemptions).sum(),
+            vm_preemptions_by_type: ByType::sum(
+                &counters
+                    .iter()
+                    .map(|c| &c.vm_preemptions_by_type)
+                    .collect::<Vec<_>>(),
+            ),
             lease_preemptions: counters.iter().map(|c| c.lease_preemptions).sum(),
+            decisions: counters.iter().map(|c| c.decisions).sum(),
+            inexact_decisions: counters.iter().map(|c| c.inexact_decisions).sum(),
+            migration_fallbacks: counters.iter().map(|c| c.migration_fallbacks).sum(),
             overhead_s: overhead.as_secs_f64(),
             utilization: ratio(computation, cores as f64 * makespan.as_secs_f64()),
             useful_work_fraction: if computation > 0.0 {
@@ -597,6 +690,7 @@ pub fn figures(
             awrt_s: ratio(num, den),
             be_makespan_s: ratio(be_sum, be_n as f64),
             mean_wait_s: ratio(wait_sum, wait_n as f64),
+            external_waiting_s: ratio(ext_wait_sum, ext_wait_n as f64),
             migrations,
             deadline_misses: misses,
             migration_rate: ratio(migrated as f64, migratable as f64),

@@ -52,6 +52,9 @@ pub struct Emulation {
     pub seed: u64,
     /// When the run ends.
     pub end: EndCondition,
+    /// The speed (MIPS per core) request durations are stated at; `None`: the core-weighted
+    /// mean speed of every host in the topology, so that equal speeds change nothing.
+    pub reference_mips: Option<u32>,
 }
 
 /// Defines a policy-name enum: its variants, their names in topologies, parsing, and the
@@ -108,8 +111,12 @@ named_enum! {
         Moml => "moml",
         /// Minimum waiting time.
         Mwt => "mwt",
-        /// Combinatorial: α·overhead + (1−α)·waiting time.
+        /// Combinatorial: α·overhead + (1−α)·waiting time (paper 001 eq. 2).
         Cp => "cp",
+        /// Paper 001's minimum overhead: leases in the order of eq. 1's score.
+        MovScore => "mov-score",
+        /// Less valuable leases first: cancellable, suspendable, then migratable (paper 000).
+        LeastValuable => "least-valuable",
     }
 }
 
@@ -175,6 +182,10 @@ pub struct LrmsSettings {
     pub admission: AdmissionName,
     /// PACP's deadline model: share of low-urgency requests and the two deadline ratios.
     pub pacp_deadlines: (f64, f64, f64),
+    /// Whether VM memory limits placement (false: overcommitted, only cores count).
+    pub enforce_memory: bool,
+    /// Search steps one preemption decision may take when room is not additive.
+    pub search_budget: usize,
 }
 
 impl LrmsSettings {
@@ -202,6 +213,8 @@ impl LrmsSettings {
             PreemptionName::Cp => P::Cp {
                 alpha: self.cp_alpha,
             },
+            PreemptionName::MovScore => P::MovScore,
+            PreemptionName::LeastValuable => P::LeastValuable,
         }
     }
 }
@@ -231,6 +244,14 @@ impl Cluster {
     /// Total cores.
     pub fn cores(&self) -> u64 {
         self.hosts.iter().map(|h| u64::from(h.cores)).sum()
+    }
+
+    /// Σ cores × MIPS of the hosts: with [`Cluster::cores`], the core-weighted mean speed.
+    fn core_mips(&self) -> u64 {
+        self.hosts
+            .iter()
+            .map(|h| u64::from(h.cores) * u64::from(h.mips))
+            .sum()
     }
 }
 
@@ -649,6 +670,46 @@ impl Topology {
     pub fn total_cores(&self) -> u64 {
         self.clusters.iter().map(Cluster::cores).sum()
     }
+
+    /// How fast `cluster` runs work stated at the reference speed (`emulation.reference_mips`,
+    /// or the core-weighted mean speed of every host): the ratio of the reference to the
+    /// cluster's core-weighted mean speed, kept as an exact fraction.
+    pub fn speed_of(&self, cluster: ClusterId) -> crate::lrms::Speed {
+        let c = self.cluster(cluster);
+        // reference / cluster speed = (R_num / R_den) / (C_num / C_den).
+        let (r_num, r_den): (u128, u128) = match self.emulation.reference_mips {
+            Some(r) => (u128::from(r), 1),
+            None => (
+                self.clusters
+                    .iter()
+                    .map(|c| u128::from(c.core_mips()))
+                    .sum(),
+                self.clusters.iter().map(|c| u128::from(c.cores())).sum(),
+            ),
+        };
+        let (c_num, c_den) = (u128::from(c.core_mips()), u128::from(c.cores()));
+        let (mut num, mut den) = (r_num * c_den, r_den * c_num);
+        let g = gcd(num, den);
+        if g > 1 {
+            num /= g;
+            den /= g;
+        }
+        while num > u128::from(u64::MAX) || den > u128::from(u64::MAX) {
+            num = num.div_ceil(2);
+            den = den.div_ceil(2);
+        }
+        crate::lrms::Speed {
+            reference_mips: (num as u64).max(1),
+            cluster_mips: (den as u64).max(1),
+        }
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Options applied on top of the file: command-line overrides.
@@ -757,6 +818,8 @@ const LRMS_KEYS: &[&str] = &[
     "pacp_low_urgency",
     "pacp_low_ratio",
     "pacp_high_ratio",
+    "enforce_memory",
+    "search_budget",
 ];
 const IGG_KEYS: &[&str] = &["dispatch", "retry"];
 
@@ -772,6 +835,8 @@ struct LrmsOverrides<'a> {
     pacp_low_urgency: Option<f64>,
     pacp_low_ratio: Option<f64>,
     pacp_high_ratio: Option<f64>,
+    enforce_memory: Option<bool>,
+    search_budget: Option<usize>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
@@ -787,6 +852,10 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
         pacp_low_urgency: t.number_in("pacp_low_urgency", 0.0, 1.0).map(|(v, _)| v),
         pacp_low_ratio: t.positive_number("pacp_low_ratio").map(|(v, _)| v),
         pacp_high_ratio: t.positive_number("pacp_high_ratio").map(|(v, _)| v),
+        enforce_memory: t.bool("enforce_memory").map(|(v, _)| v),
+        search_budget: t
+            .positive("search_budget", 100_000_000)
+            .map(|(v, _)| v as usize),
     };
     t.finish(LRMS_KEYS);
     o
@@ -822,11 +891,13 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
             end: EndCondition::AllDone {
                 horizon: EmuTime::ZERO + DEFAULT_HORIZON,
             },
+            reference_mips: None,
         });
     };
     let mode = t.choice("mode", &["virtual", "realtime"]).map(|(m, _)| m);
     let speedup = t.positive_number("speedup");
     let seed = t.uint("seed", u64::MAX).map_or(1, |(s, _)| s);
+    let reference_mips = t.positive("reference_mips", 1 << 30).map(|(v, _)| v as u32);
     let mut ok = true;
     let end = match t.get("end") {
         None => Some(EndCondition::AllDone {
@@ -861,7 +932,14 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         });
         ok = false;
     }
-    t.finish(&["mode", "speedup", "seed", "end", "horizon"]);
+    t.finish(&[
+        "mode",
+        "speedup",
+        "seed",
+        "end",
+        "horizon",
+        "reference_mips",
+    ]);
     let mode = match (mode, speedup) {
         (Some("realtime"), Some((s, _))) => ClockMode::Realtime { speedup: s },
         (Some("realtime"), None) => {
@@ -882,6 +960,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         mode,
         seed,
         end: end?,
+        reference_mips,
     })
 }
 
@@ -1099,6 +1178,14 @@ fn read_topology(
                             .or(lrms_defaults.pacp_high_ratio)
                             .unwrap_or(2.0),
                     ),
+                    enforce_memory: own
+                        .enforce_memory
+                        .or(lrms_defaults.enforce_memory)
+                        .unwrap_or(true),
+                    search_budget: own
+                        .search_budget
+                        .or(lrms_defaults.search_budget)
+                        .unwrap_or(crate::lrms::policy::SEARCH_BUDGET),
                     profile,
                 };
                 ids.push(ClusterId(clusters.len() as u16));
