@@ -32,7 +32,7 @@ use actors::igg::Igg;
 use actors::lrms::Lrms;
 use actors::users::{Target, Users};
 use actors::{Emu, Peer};
-use metrics::{Metrics, PaperMetrics, RequestCounts, RequestRecord};
+use metrics::{DecisionRecord, Metrics, PaperMetrics, RequestCounts, RequestRecord};
 use model::{ClusterId, GridId, Origin, RequestId};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
@@ -119,6 +119,8 @@ pub struct RunResult {
     pub topology: Rc<Topology>,
     /// One record per request, indexed like the topology's requests.
     pub records: Vec<RequestRecord>,
+    /// Every preemption decision, in the order made.
+    pub decisions: Vec<DecisionRecord>,
     /// The summary.
     pub summary: Summary,
 }
@@ -140,12 +142,44 @@ struct CsvRow<'a> {
     overhead_s: String,
 }
 
+#[derive(Serialize)]
+struct DecisionRow<'a> {
+    at_s: String,
+    cluster: String,
+    local_request: &'a str,
+    requested_start_s: String,
+    local_start_s: String,
+    vacated_by_s: String,
+    preempted: String,
+    operations: String,
+    cost_s: String,
+    reschedule_s: String,
+    exact: bool,
+}
+
+impl DecisionRow<'_> {
+    const COLUMNS: [&'static str; 11] = [
+        "at_s",
+        "cluster",
+        "local_request",
+        "requested_start_s",
+        "local_start_s",
+        "vacated_by_s",
+        "preempted",
+        "operations",
+        "cost_s",
+        "reschedule_s",
+        "exact",
+    ];
+}
+
 fn secs(t: Option<EmuTime>) -> String {
     t.map_or_else(String::new, |t| time::format_secs(t.as_micros()))
 }
 
 impl RunResult {
-    /// Writes `requests.csv` and `summary.json` into `dir` (created if needed).
+    /// Writes `requests.csv`, `decisions.csv` and `summary.json` into `dir` (created if
+    /// needed).
     pub fn write_outputs(&self, dir: &Path) -> Result<(), RunError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -185,6 +219,51 @@ impl RunResult {
             })?;
         }
         w.flush().map_err(io(&csv_path))?;
+        let log_path = dir.join("decisions.csv");
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_path(&log_path)
+            .map_err(|e| RunError::Output {
+                path: log_path.clone(),
+                source: e.into(),
+            })?;
+        // The header even when no decision was made, so the file always loads.
+        w.write_record(DecisionRow::COLUMNS)
+            .map_err(|e| RunError::Output {
+                path: log_path.clone(),
+                source: e.into(),
+            })?;
+        for r in &self.decisions {
+            let d = &r.decision;
+            let row = DecisionRow {
+                at_s: secs(Some(r.at)),
+                cluster: topo.cluster(r.cluster).qualified_name(topo),
+                local_request: topo.label(d.local),
+                requested_start_s: secs(Some(d.window.0)),
+                local_start_s: secs(Some(d.local_start)),
+                vacated_by_s: secs(Some(d.vacated_by)),
+                preempted: d
+                    .set
+                    .iter()
+                    .map(|(id, _)| topo.label(*id))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                operations: d
+                    .set
+                    .iter()
+                    .map(|(_, op)| op.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                cost_s: time::format_secs(d.cost.as_micros()),
+                reschedule_s: time::format_secs(d.reschedule.as_micros()),
+                exact: d.exact,
+            };
+            w.serialize(row).map_err(|e| RunError::Output {
+                path: log_path.clone(),
+                source: e.into(),
+            })?;
+        }
+        w.flush().map_err(io(&log_path))?;
         let summary_path = dir.join("summary.json");
         let mut text =
             serde_json::to_string_pretty(&self.summary).map_err(|e| RunError::Output {
@@ -449,6 +528,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
         clusters: counters,
         grids,
         violations,
+        decisions,
     } = metrics.finish();
     let figures = metrics::figures(&topo, &records, &counters);
     let grid_figures = metrics::grid_figures(&topo, &records, &grids);
@@ -483,6 +563,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
     Ok(RunResult {
         topology: topo,
         records,
+        decisions,
         summary,
     })
 }

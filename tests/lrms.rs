@@ -1,11 +1,21 @@
-//! The LRMS through the whole emulation: paper 003's Table III, preemption operations at the
-//! right times in the trace, migration through the IGG, and invariants on random workloads
-//! under random policies.
+//! The LRMS: its pure core against an independent brute-force reference written from the
+//! papers (`reference/`), on random testbeds; and through the whole emulation: paper 003's
+//! Table III, preemption operations at the right times in the trace, migration through the
+//! IGG, and invariants on random workloads under random policies.
 
 mod common;
+mod reference;
 use common::{capacity_breaches, from_text, load, run_traced, trace};
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+
+use igemu::lrms::admission::Admission;
+use igemu::lrms::overhead::{Operation, OverheadModel};
+use igemu::lrms::policy::{PreemptionPolicy, SEARCH_BUDGET};
+use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Speed};
+use igemu::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId, VmState};
+use igemu::time::{EmuDuration, EmuTime};
+use igemu::topology::HostSpec;
 
 use igemu::model::RequestState;
 use igemu::{run, RunOptions, RunResult};
@@ -298,6 +308,10 @@ fn random_topology(
             let dur = 60 + u32::from(dur) % 7200;
             let mem = 256 * (1 + u32::from(mem) % 4);
             t += &format!("[[workload.request]]\nid = \"r{i}\"\narrival = {arrival}\nvms = {vms}\nmem_mb = {mem}\nduration = {dur}\n");
+            if local && dur % 3 != 0 {
+                // Some local requests give notice: minutes to an hour.
+                t += &format!("start = {}\n", u32::from(arrival) + 60 * (dur % 61));
+            }
             if !local {
                 let ty = types[usize::from(kind % 4)];
                 t += &format!("type = \"{ty}\"\n");
@@ -363,12 +377,12 @@ fn work_done(events: &[serde_json::Value]) -> HashMap<String, u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn invariants_hold_on_random_workloads_and_policies(
         seed in 0u64..1000,
-        policy in prop::sample::select(vec!["nop", "mlip", "mov", "moml", "mwt", "cp"]),
+        policy in prop::sample::select(vec!["nop", "mlip", "mov", "moml", "mwt", "cp", "mov-score", "least-valuable"]),
         scheduler in prop::sample::select(vec!["fcfs", "conservative", "easy"]),
         requests in prop::collection::vec((0u16..7200, any::<u8>(), any::<u8>(), any::<u16>(), any::<u8>()), 1..30),
     ) {
@@ -400,6 +414,29 @@ proptest! {
         if policy == "nop" {
             prop_assert_eq!(s.metrics.lease_preemptions, 0);
         }
+        // A local lease starts at its requested start or, when it asks for now or its notice
+        // is short, as soon as the VMs preempted for it are off their hosts — never later.
+        for (req, rec) in r.topology.requests.iter().zip(&r.records) {
+            if req.origin != Origin::Local || rec.state == Some(RequestState::Rejected) {
+                continue;
+            }
+            let asked = req.start.unwrap_or(req.arrival);
+            let started = rec.start.expect("a served local lease started");
+            match r.decisions.iter().find(|d| d.decision.local == req.id) {
+                None => prop_assert_eq!(started, asked, "{} {}", r.topology.label(req.id), text),
+                Some(d) => {
+                    let d = &d.decision;
+                    prop_assert_eq!(started, d.local_start);
+                    prop_assert!(started >= asked && started <= asked.max(d.vacated_by), "{:?}\n{}", d, text);
+                }
+            }
+        }
+        // What is charged is what the decisions cost (a migration that found no other
+        // cluster is corrected to the suspension it became).
+        if s.metrics.migration_fallbacks == 0 {
+            let decided: f64 = r.decisions.iter().map(|d| d.decision.cost.as_secs_f64()).sum();
+            prop_assert!((s.metrics.overhead_s - decided).abs() < 1e-6 * (1.0 + decided), "{} vs {decided}", s.metrics.overhead_s);
+        }
     }
 
     /// With only best-effort external leases and local requests that each fit the cluster and
@@ -424,5 +461,379 @@ proptest! {
         let r = run(from_text(&t), &RunOptions::default()).expect("runs");
         prop_assert_eq!(r.summary.requests.local.rejected, 0, "{}", t);
         prop_assert_eq!(r.summary.invariant_violations, 0);
+    }
+}
+
+// ---- the pure core against the reference ----
+
+const POLICIES: [&str; 7] = [
+    "mlip",
+    "mov",
+    "moml",
+    "least-valuable",
+    "mwt",
+    "mov-score",
+    "cp",
+];
+
+fn policy_of(name: &str) -> PreemptionPolicy {
+    match name {
+        "mlip" => PreemptionPolicy::Mlip,
+        "mov" => PreemptionPolicy::Mov,
+        "moml" => PreemptionPolicy::Moml,
+        "least-valuable" => PreemptionPolicy::LeastValuable,
+        "mwt" => PreemptionPolicy::Mwt,
+        "mov-score" => PreemptionPolicy::MovScore,
+        _ => PreemptionPolicy::Cp { alpha: 0.31 },
+    }
+}
+
+/// The Gluster testbed's timings (paper 001 §5, 003 §8.3): t_p = 5 ms, 40 MB/s both ways,
+/// instant stops, δ = 2.3 s.
+fn gluster() -> OverheadModel {
+    OverheadModel {
+        pause: EmuDuration::from_millis(5),
+        shutdown: EmuDuration::ZERO,
+        suspend_rate: 40.0,
+        resume_rate: 40.0,
+        copy_rate: 12.5,
+        reschedule: EmuDuration::from_millis(2300),
+    }
+}
+
+const KINDS: [(LeaseType, &str); 4] = [
+    (LeaseType::BestEffortCancellable, "cancellable"),
+    (LeaseType::BestEffortSuspendable, "suspendable"),
+    (LeaseType::DeadlineMigratable, "migratable"),
+    (LeaseType::DeadlineNonPreemptable, "non-preemptable"),
+];
+
+/// A random testbed: hosts, external leases (arrival s, VMs, memory in 256 MB units,
+/// duration s, kind), and one local request (arrival s, notice s, VMs, memory units,
+/// duration s); VMs of one or two cores.
+#[derive(Clone, Debug)]
+struct Testbed {
+    hosts: Vec<(u32, u64)>,
+    externals: Vec<(u64, u32, u32, u64, usize)>,
+    local: (u64, u64, u32, u32, u64),
+    cores_per_vm: u32,
+}
+
+fn testbeds() -> impl Strategy<Value = Testbed> {
+    (
+        prop::collection::vec(
+            (2u32..=4, prop::sample::select(vec![1024u64, 2048, 4096])),
+            2..=4,
+        ),
+        prop::collection::vec(
+            (0u64..600, 1u32..=3, 1u32..=4, 200u64..3000, 0usize..4),
+            2..=10,
+        ),
+        (
+            300u64..900,
+            prop::sample::select(vec![0u64, 0, 60, 600, 1500]),
+            1u32..=6,
+            1u32..=4,
+            200u64..2000,
+        ),
+        prop::sample::select(vec![1u32, 1, 2]),
+    )
+        .prop_map(|(hosts, externals, local, cores_per_vm)| Testbed {
+            hosts,
+            externals,
+            local,
+            cores_per_vm,
+        })
+}
+
+/// A lease request; `shape` is (VMs, memory in 256 MB units, cores per VM).
+fn request(
+    id: u32,
+    origin: Origin,
+    arrival: u64,
+    shape: (u32, u32, u32),
+    secs: u64,
+    kind: usize,
+) -> LeaseRequest {
+    let lease_type = if origin == Origin::Local {
+        LeaseType::DeadlineNonPreemptable
+    } else {
+        KINDS[kind].0
+    };
+    let (vms, mem_units, cores_per_vm) = shape;
+    LeaseRequest {
+        id: RequestId(id),
+        origin,
+        grid: GridId(0),
+        cluster: Some(ClusterId(0)),
+        arrival: EmuTime::from_secs(arrival),
+        start: None,
+        vms,
+        cores_per_vm,
+        mem_mb: 256 * mem_units,
+        duration: EmuDuration::from_secs(secs),
+        lease_type,
+        // Generous deadlines: a migratable lease always survives a preemption here.
+        deadline: lease_type
+            .deadline_constrained()
+            .then(|| EmuTime::from_secs(arrival + 100 * secs + 100_000)),
+    }
+}
+
+/// Runs the testbed's external leases up to the local request's arrival (starting what is
+/// due and reporting completions in time order), snapshots the state for the reference, then
+/// submits the local request.
+struct Replay {
+    core: Core,
+    reqs: Vec<LeaseRequest>,
+    now: EmuTime,
+}
+
+impl Replay {
+    fn new(bed: &Testbed, policy: &str) -> Replay {
+        let hosts: Vec<HostSpec> = bed
+            .hosts
+            .iter()
+            .map(|&(cores, memory_mb)| HostSpec {
+                cores,
+                memory_mb,
+                mips: 1000,
+            })
+            .collect();
+        let cfg = Config {
+            backfilling: Backfilling::Conservative,
+            preemption: policy_of(policy),
+            overhead: gluster(),
+            boot: EmuDuration::ZERO,
+            seed: 1,
+            admission: Admission::Unlimited,
+            can_migrate: false,
+            enforce_memory: true,
+            search_budget: SEARCH_BUDGET,
+            speed: Speed::default(),
+        };
+        let mut reqs: Vec<LeaseRequest> = bed
+            .externals
+            .iter()
+            .enumerate()
+            .map(|(i, &(a, v, m, d, k))| {
+                request(
+                    i as u32,
+                    Origin::External,
+                    a,
+                    (v, m, bed.cores_per_vm),
+                    d,
+                    k,
+                )
+            })
+            .collect();
+        reqs.sort_by_key(|r| (r.arrival, r.id));
+        let mut replay = Replay {
+            core: Core::new(&hosts, cfg),
+            reqs,
+            now: EmuTime::ZERO,
+        };
+        let local_arrival = EmuTime::from_secs(bed.local.0);
+        let mut pending: BTreeSet<EmuTime> = BTreeSet::new();
+        let mut arrivals = replay.reqs.clone().into_iter().peekable();
+        loop {
+            let next_arrival = arrivals
+                .peek()
+                .map(|r| r.arrival)
+                .filter(|&a| a < local_arrival);
+            let next_pending = pending
+                .iter()
+                .next()
+                .copied()
+                .filter(|&t| t <= local_arrival);
+            let t = match (next_arrival, next_pending) {
+                (Some(a), Some(p)) => a.min(p),
+                (Some(a), None) => a,
+                (None, Some(p)) => p,
+                (None, None) => break,
+            };
+            pending.retain(|&x| x > t);
+            replay.now = t;
+            let mut actions = replay.report_completions(t);
+            actions.extend(replay.core.tick(t));
+            while arrivals.peek().is_some_and(|r| r.arrival == t) {
+                let r = arrivals.next().expect("peeked");
+                if let Ok(a) = replay.core.submit_external(r, t) {
+                    actions.extend(a);
+                }
+            }
+            for a in &actions {
+                if let Action::Wake(w) = a {
+                    pending.insert(*w);
+                }
+            }
+            for v in replay.core.leases() {
+                if let (true, Some((_, _, end))) = (v.running, v.slot) {
+                    pending.insert(end);
+                }
+            }
+        }
+        replay.now = local_arrival;
+        replay.report_completions(local_arrival);
+        replay.core.tick(local_arrival);
+        replay
+    }
+
+    /// Every VM of every running lease that ends by `t` reports it finished.
+    fn report_completions(&mut self, t: EmuTime) -> Vec<Action> {
+        let done: Vec<(RequestId, u32)> = self
+            .core
+            .leases()
+            .into_iter()
+            .filter(|v| v.running && v.slot.is_some_and(|s| s.2 <= t))
+            .map(|v| {
+                (
+                    v.id,
+                    self.reqs.iter().find(|r| r.id == v.id).map_or(0, |r| r.vms),
+                )
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (id, vms) in done {
+            for _ in 0..vms {
+                out.extend(self.core.vm_reported(id, VmState::Finished, t));
+            }
+        }
+        out
+    }
+
+    /// The state as the reference sees it, for a local request needing `window`.
+    fn scene(&self, bed: &Testbed, window: (EmuTime, EmuTime)) -> reference::Scene {
+        let now = self.now;
+        let secs = |t: EmuTime| t.as_secs_f64();
+        let holds = self.core.availability().holds(now, EmuTime::NEVER);
+        let leases = self
+            .core
+            .leases()
+            .into_iter()
+            .filter_map(|v| {
+                let req = self.reqs.iter().find(|r| r.id == v.id)?;
+                let (start, run_from, end) = v.slot?;
+                let running = v.running && start < now;
+                let done = if running {
+                    v.work_done + now.since(run_from)
+                } else {
+                    v.work_done
+                };
+                Some(reference::Lease {
+                    id: v.id.0,
+                    kind: KINDS
+                        .iter()
+                        .find(|k| k.0 == req.lease_type)
+                        .map_or("?", |k| k.1),
+                    local: false,
+                    vms: req.vms,
+                    mem_mb: u64::from(req.mem_mb),
+                    arrival: secs(req.arrival),
+                    running,
+                    end: secs(end),
+                    waiting: secs(now) - secs(req.arrival) - done.as_secs_f64(),
+                    holds: holds
+                        .iter()
+                        .filter(|h| h.lease == v.id)
+                        .map(|h| {
+                            (
+                                h.host,
+                                secs(h.start),
+                                secs(h.end),
+                                u64::from(h.cores),
+                                h.mem_mb,
+                            )
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        let m = gluster();
+        reference::Scene {
+            hosts: bed.hosts.iter().map(|&(c, m)| (u64::from(c), m)).collect(),
+            leases,
+            local: (
+                bed.local.2,
+                u64::from(bed.cores_per_vm),
+                256 * u64::from(bed.local.3),
+            ),
+            window: (secs(window.0), secs(window.1)),
+            now: secs(now),
+            timings: (
+                m.pause.as_secs_f64(),
+                m.suspend_rate,
+                m.resume_rate,
+                m.shutdown.as_secs_f64(),
+                m.reschedule.as_secs_f64(),
+            ),
+        }
+    }
+}
+
+fn decision_of(actions: &[Action]) -> Option<&Decision> {
+    actions.iter().find_map(|a| match a {
+        Action::Decision(d) => Some(d),
+        _ => None,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// On random testbeds, every policy's decision for a local request is the reference's:
+    /// the same minimal set, the same cost, charged exactly; the local lease starts at its
+    /// requested start, or — asking for now, or with too little notice — as soon as the
+    /// VMs preempted for it are off their hosts, never later; no host is ever over capacity.
+    #[test]
+    fn decisions_match_the_papers_definitions(bed in testbeds(), which in 0usize..7) {
+        let policy = POLICIES[which];
+        let mut replay = Replay::new(&bed, policy);
+        let (arrival, notice, vms, mem_units, secs) = bed.local;
+        let mut local = request(900, Origin::Local, arrival, (vms, mem_units, bed.cores_per_vm), secs, 0);
+        let start = EmuTime::from_secs(arrival + notice);
+        local.start = Some(start);
+        let length = EmuDuration::from_secs(secs);
+        let base = replay.scene(&bed, (start, start + length));
+        let now = replay.now;
+        let (expected, window) = base.serve(policy, 0.31);
+        match replay.core.submit_local(local, now) {
+            Err(_) => {
+                prop_assert!(expected.set.is_none(), "{policy}: core rejected, reference chose {expected:?}\n{bed:?}");
+            }
+            Ok(actions) => {
+                let Some(d) = decision_of(&actions) else {
+                    prop_assert!(base.fits_as_is(), "{policy}: served without preempting, but the reference finds no room\n{bed:?}");
+                    return Ok(());
+                };
+                let verdict = expected;
+                prop_assert!((d.window.1.as_secs_f64() - window.1).abs() < 1e-6, "window {:?} vs {:?}", d.window, window);
+                let mut got: Vec<u32> = d.set.iter().map(|(id, _)| id.0).collect();
+                got.sort_unstable();
+                prop_assert_eq!(Some(got.clone()), verdict.set.clone(), "{} chose {:?} (exact {}), reference {:?}\n{:?}", policy, d.set, d.exact, verdict, bed);
+                prop_assert!((d.cost.as_secs_f64() - verdict.cost).abs() < 1e-5, "cost {} vs {}", d.cost.as_secs_f64(), verdict.cost);
+                // What is charged is the set's cost: every lease's operation plus δ.
+                let charged: EmuDuration = actions.iter().filter_map(|a| match a {
+                    Action::Charge { overhead, .. } => Some(*overhead),
+                    _ => None,
+                }).sum();
+                prop_assert_eq!(charged + d.reschedule, d.cost);
+                // Never later than its start, or than its own preemption when short of notice.
+                let suspended: f64 = d.set.iter().filter(|(_, op)| *op == Operation::Suspend).map(|(id, _)| {
+                    let r = replay.reqs.iter().find(|r| r.id == *id).expect("known");
+                    f64::from(r.vms) * (0.005 + f64::from(r.mem_mb) / 40.0)
+                }).sum();
+                if d.vacated_by <= start {
+                    prop_assert_eq!(d.local_start, start);
+                } else {
+                    prop_assert!(d.local_start <= d.vacated_by);
+                    prop_assert!(d.vacated_by.as_secs_f64() <= now.as_secs_f64() + suspended + 1e-6
+                        || d.set.iter().any(|(_, op)| *op == Operation::Wait),
+                        "vacated at {} but suspending takes {suspended} s from {}", d.vacated_by, now);
+                }
+                prop_assert!(d.local_start >= start);
+                prop_assert!(replay.core.availability().within_capacity());
+            }
+        }
     }
 }

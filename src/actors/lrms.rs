@@ -217,7 +217,10 @@ impl Lrms {
                         exact = d.exact,
                         "preemption decision"
                     );
-                    self.emu.metrics.borrow_mut().decision(self.cluster, &d);
+                    self.emu
+                        .metrics
+                        .borrow_mut()
+                        .decision(self.cluster, &d, self.emu.now());
                 }
                 Action::Worked { lease, work } => {
                     self.emu

@@ -397,9 +397,10 @@ impl Contention {
         cores_bind || mem_binds
     }
 
-    /// An upper bound on the room candidate `i` can add to any set: per host, the local VMs
-    /// its holds could make room for, at most what the host gains with all its candidates
-    /// removed.
+    /// An upper bound on the room candidate `i` can add to any set: per host, at most what
+    /// the host gains with all its candidates removed, and at most the local VMs its freed
+    /// cores or its freed memory make room for — whichever resource was binding, so the
+    /// larger of the two.
     fn gain_bound(&self, i: usize) -> u64 {
         let (c, m) = (
             u64::from(self.shape.cores.max(1)),
@@ -415,7 +416,7 @@ impl Contention {
                     .filter(|(b, _)| *b == bit as usize)
                     .fold((0u64, 0u64), |a, (_, x)| (a.0 + x.cores, a.1 + x.mem_mb));
                 let by_res = match hw.mem {
-                    Some(_) => cores.div_ceil(c).min(mem.div_ceil(m)),
+                    Some(_) => cores.div_ceil(c).max(mem.div_ceil(m)),
                     None => cores.div_ceil(c),
                 };
                 let all = self.host_room(h, |_| true) - self.host_room(h, |_| false);
@@ -662,6 +663,7 @@ pub(crate) mod tests {
         tr.set(1, true);
         assert_eq!(tr.room(), 2);
         assert_eq!(tr.room_if_toggled(1), 1);
+        // Host 1 cannot hold a local VM at all: lease 3 gains nothing.
         assert_eq!(tr.gain_bounds(), vec![1, 1, 0]);
     }
 }

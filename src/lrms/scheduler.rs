@@ -24,8 +24,10 @@
 //!   submission order) and resume where there is room; migratable ones are offered to the
 //!   other clusters of the Grid first.
 //! * Overhead is charged when a decision is made, with the cost function the policy ranked by
-//!   ([`OverheadModel::set_cost`]); a migratable lease that finds no other cluster and resumes
-//!   here gets the difference back ([`Action::Adjust`]).
+//!   ([`OverheadModel::set_cost`]), for the operations actually planned: when the shared
+//!   storage is so busy that a lease's suspension could only end after the lease would have
+//!   finished, it is left to finish and charged nothing; a migratable lease that finds no
+//!   other cluster and resumes here gets the difference back ([`Action::Adjust`]).
 //! * Durations are stated at a reference speed; this cluster runs them in time inversely
 //!   proportional to its speed ([`Speed`]).
 //!
@@ -1000,7 +1002,10 @@ impl Core {
     }
 
     /// Pauses and suspensions of the leases `which` of `c`, beginning at `t0` (or when each is
-    /// at work, if later), one VM at a time on the shared storage, in arrival order.
+    /// at work, if later), one VM at a time on the shared storage, in arrival order. A lease
+    /// whose suspension could only end when it would have finished anyway (the storage is
+    /// busy) is left to finish instead: it becomes a [`Operation::Wait`], off its hosts at its
+    /// end, and takes no storage time.
     fn schedule_suspensions(
         &self,
         c: &Contention,
@@ -1014,18 +1019,33 @@ impl Core {
         for &i in which {
             let cand = &c.candidates[i];
             let l = &self.leases[&cand.lease];
-            let run_from = l.res.as_ref().map_or(t0, |r| r.run_from);
+            let (run_from, end) = l
+                .res
+                .as_ref()
+                .map_or((t0, EmuTime::NEVER), |r| (r.run_from, r.end));
             let from = t0.max(run_from);
+            let mut trial = storage.clone();
             // Bookings of this lease not begun yet belong to the episode it leaves.
-            storage.cancel(cand.lease, from);
+            trial.cancel(cand.lease, from);
             let (v, ts) = (l.req.vms, m.suspend_vm(l.req.mem_mb));
             let mut cursor = from + m.pause * u64::from(v);
             let mut vms = Vec::with_capacity(v as usize);
             for j in 0..v {
-                let s = storage.book(cand.lease, cursor, ts);
+                let s = trial.book(cand.lease, cursor, ts);
                 cursor = s + ts;
                 vms.push((from + m.pause * u64::from(j), s, cursor));
             }
+            if cursor >= end {
+                last = last.max(end);
+                out.push(Vacating {
+                    id: cand.lease,
+                    op: Operation::Wait,
+                    from: end,
+                    vms: vec![(end, end, end); v as usize],
+                });
+                continue;
+            }
+            storage = trial;
             last = last.max(cursor);
             out.push(Vacating {
                 id: cand.lease,
@@ -1085,12 +1105,13 @@ impl Core {
                 end = latest_end;
                 continue;
             }
-            self.apply_vacating(&vacating, now, out);
-            let decision_cost = self.cfg.overhead.set_cost(choice.set.iter().map(|&i| {
-                let x = &c.candidates[i];
-                let mem = self.leases.get(&x.lease).map_or(0, |l| l.req.mem_mb);
-                (x.op, x.vms, mem)
+            // The cost of what is done: the policy's operations, except for leases the busy
+            // storage turned into waits.
+            let decision_cost = self.cfg.overhead.set_cost(vacating.iter().map(|v| {
+                let l = &self.leases[&v.id];
+                (v.op, l.req.vms, l.req.mem_mb)
             }));
+            self.apply_vacating(&vacating, now, out);
             let reschedule = if vacating.iter().any(|v| v.op.reschedules()) {
                 self.cfg.overhead.reschedule
             } else {

@@ -67,6 +67,17 @@ impl ByType {
     }
 }
 
+/// One preemption decision, as logged to `decisions.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecisionRecord {
+    /// When it was made.
+    pub at: EmuTime,
+    /// The cluster.
+    pub cluster: ClusterId,
+    /// What the LRMS decided.
+    pub decision: crate::lrms::Decision,
+}
+
 /// Counters of one cluster's LRMS.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterCounters {
@@ -105,6 +116,7 @@ pub struct Metrics {
     open_offers: BTreeMap<u64, GridId>,
     terminal: usize,
     violations: Vec<String>,
+    decisions: Vec<DecisionRecord>,
 }
 
 /// Peering observations of one Grid.
@@ -247,12 +259,17 @@ impl Metrics {
         c.migration_fallbacks += 1;
     }
 
-    /// A preemption decision on `cluster`: δ once if it rescheduled work.
-    pub fn decision(&mut self, cluster: ClusterId, d: &crate::lrms::Decision) {
+    /// A preemption decision on `cluster` at `at`: δ once if it rescheduled work.
+    pub fn decision(&mut self, cluster: ClusterId, d: &crate::lrms::Decision, at: EmuTime) {
         let c = self.clusters.entry(cluster).or_default();
         c.decisions += 1;
         c.overhead_us += d.reschedule.as_micros() as i64;
         c.inexact_decisions += u64::from(!d.exact);
+        self.decisions.push(DecisionRecord {
+            at,
+            cluster,
+            decision: d.clone(),
+        });
     }
 
     /// A lease's VMs worked `work` on `cluster`.
@@ -320,6 +337,7 @@ impl Metrics {
             clusters: self.clusters,
             grids: self.grids,
             violations: self.violations,
+            decisions: self.decisions,
         }
     }
 }
@@ -334,6 +352,8 @@ pub struct Finished {
     pub grids: BTreeMap<GridId, GridCounters>,
     /// Invariant violations.
     pub violations: Vec<String>,
+    /// Every preemption decision, in the order made.
+    pub decisions: Vec<DecisionRecord>,
 }
 
 /// Per-Grid figures (paper 004 §6.2).
