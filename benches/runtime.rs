@@ -291,7 +291,7 @@ fn vm_memory(n: u32) -> f64 {
         let spec = emu.topo.clusters[0].hosts[0].clone();
         let host = Peer {
             id: host_id,
-            addr: Host::new(Rc::clone(&emu), host_id, spec).start(),
+            addr: Host::new(Rc::clone(&emu), host_id, spec, true).start(),
         };
         tokio::task::yield_now().await;
         let before = rss_bytes();

@@ -455,7 +455,13 @@ fn start_cluster(
                 let id = emu.tracer.register(format!("host:{qname}/{i}"));
                 Peer {
                     id,
-                    addr: Host::new(Rc::clone(emu), id, spec.clone()).start(),
+                    addr: Host::new(
+                        Rc::clone(emu),
+                        id,
+                        spec.clone(),
+                        cluster.lrms.enforce_memory,
+                    )
+                    .start(),
                 }
             })
             .collect();

@@ -251,3 +251,78 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
         Some(2)
     );
 }
+
+#[test]
+fn the_best_effort_share_and_the_rate_factor_shape_a_generated_workload() {
+    let count = |sets: &[&str], pick: &dyn Fn(&igemu::model::LeaseRequest) -> bool| {
+        let topo = load("topologies/paper003-simulation.toml", sets);
+        topo.requests.iter().filter(|r| pick(r)).count()
+    };
+    let be = |r: &igemu::model::LeaseRequest| {
+        r.origin == Origin::External && !r.lease_type.deadline_constrained()
+    };
+    let external = |r: &igemu::model::LeaseRequest| r.origin == Origin::External;
+    for share in [0.1, 0.5, 0.9] {
+        let set = format!("workload.0.mix.best_effort={share}");
+        let got = count(&[&set], &be) as f64 / count(&[&set], &external) as f64;
+        // 2000 leases: the binomial spread is under 1.2 points.
+        assert!(
+            (got - share).abs() < 0.04,
+            "best-effort share {got} for {share}"
+        );
+    }
+    // Twice the arrival rate over the same span: about twice the requests (GWA arrivals are
+    // regular: Weibull shape 7.86).
+    let gwa = |sets: &[&str]| {
+        load("topologies/paper002-admission.toml", sets)
+            .requests
+            .iter()
+            .filter(|r| r.origin == Origin::External)
+            .count() as f64
+    };
+    let (base, doubled) = (gwa(&[]), gwa(&["workload.0.rate_factor=2.0"]));
+    assert!((doubled / base - 2.0).abs() < 0.05, "{base} → {doubled}");
+}
+
+#[test]
+fn an_exported_workload_replays_as_the_same_jobs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let swf = dir.path().join("standin.swf");
+    let out = igemu(&[
+        "workload",
+        "export",
+        "topologies/paper001-testbed.toml",
+        "--workload",
+        "sdsc",
+        "--out",
+        swf.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let generated = load("topologies/paper001-testbed.toml", &[]);
+    let path = format!("workload.0.swf.path=\"{}\"", swf.display());
+    let replayed = load("topologies/paper001-trace.toml", &[&path]);
+    let jobs = |t: &igemu::topology::Topology| -> Vec<(u32, u64)> {
+        t.requests
+            .iter()
+            .filter(|r| r.origin == Origin::External)
+            .map(|r| (r.vms, r.duration.as_secs_f64().round() as u64))
+            .collect()
+    };
+    assert_eq!(jobs(&generated), jobs(&replayed));
+    // The shipped stand-in is that export.
+    assert_eq!(
+        jobs(&load("topologies/paper001-trace.toml", &[])),
+        jobs(&generated)
+    );
+    // An unknown workload is bad input.
+    let out = igemu(&[
+        "workload",
+        "export",
+        "topologies/paper001-testbed.toml",
+        "--workload",
+        "nope",
+        "--out",
+        swf.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,5 +1,6 @@
 //! The host actor: keeps its own account of the cores and memory its VM instances take and
-//! records an invariant violation if the LRMS ever places more than it holds.
+//! records an invariant violation if the LRMS ever places more than it holds (memory only
+//! where the cluster enforces it: `lrms.enforce_memory`).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -17,18 +18,20 @@ pub struct Host {
     emu: Rc<Emu>,
     id: ActorId,
     spec: HostSpec,
+    enforce_memory: bool,
     used_cores: u64,
     used_mem_mb: u64,
     vms: BTreeMap<(RequestId, u32), (u32, u32)>,
 }
 
 impl Host {
-    /// A host of `spec`.
-    pub fn new(emu: Rc<Emu>, id: ActorId, spec: HostSpec) -> Host {
+    /// A host of `spec`; with `enforce_memory` false its VMs may overcommit memory.
+    pub fn new(emu: Rc<Emu>, id: ActorId, spec: HostSpec, enforce_memory: bool) -> Host {
         Host {
             emu,
             id,
             spec,
+            enforce_memory,
             used_cores: 0,
             used_mem_mb: 0,
             vms: BTreeMap::new(),
@@ -49,7 +52,8 @@ impl Handler<Occupy> for Host {
     fn handle(&mut self, msg: Occupy, _: &mut Context<Self>) {
         self.used_cores += u64::from(msg.cores);
         self.used_mem_mb += u64::from(msg.mem_mb);
-        if self.used_cores > u64::from(self.spec.cores) || self.used_mem_mb > self.spec.memory_mb {
+        let mem_over = self.enforce_memory && self.used_mem_mb > self.spec.memory_mb;
+        if self.used_cores > u64::from(self.spec.cores) || mem_over {
             let what = format!(
                 "{} over capacity at {}: {} / {} cores, {} / {} MB",
                 self.emu.tracer.name(self.id),

@@ -148,7 +148,7 @@ impl Lrms {
                     };
                     for plan in plans {
                         if let Some(vm) = peers.get(plan.vm as usize) {
-                            self.command(lease, plan, Some(after), vm);
+                            self.command(lease, plan, after, vm);
                         }
                     }
                 }

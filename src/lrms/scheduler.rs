@@ -174,12 +174,12 @@ pub enum Action {
         plans: Vec<VmPlan>,
     },
     /// Give existing VM instances new steps (preemption): each drops its pending steps due
-    /// after `after` and takes these.
+    /// after `after` (all of them with `None`) and takes these.
     CommandVms {
         /// The lease.
         lease: RequestId,
         /// Pending steps due at or before this time are kept.
-        after: EmuTime,
+        after: Option<EmuTime>,
         /// One plan per VM (`initial` is the state they are in).
         plans: Vec<VmPlan>,
     },
@@ -1174,9 +1174,11 @@ impl Core {
                                 steps: vec![(now, VmEvent::Stop)],
                             })
                             .collect();
+                        // Every step of theirs is called off, even one due this instant (a
+                        // resumption would otherwise begin and could not be stopped).
                         out.push(Action::CommandVms {
                             lease: id,
-                            after: now,
+                            after: None,
                             plans,
                         });
                         self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
@@ -1197,7 +1199,7 @@ impl Core {
                     }
                     out.push(Action::CommandVms {
                         lease: id,
-                        after: p.from,
+                        after: Some(p.from),
                         plans: vm_plans,
                     });
                     out.push(Action::Worked {
@@ -1234,7 +1236,7 @@ impl Core {
                     }
                     out.push(Action::CommandVms {
                         lease: id,
-                        after: p.from,
+                        after: Some(p.from),
                         plans: vm_plans,
                     });
                     out.push(Action::Worked {
@@ -1663,7 +1665,7 @@ mod tests {
             .unwrap();
         let t_p = EmuTime::from_secs(1000).earlier_by(EmuDuration::from_millis(40_020));
         assert_eq!(pause, (t_p, VmEvent::Pause));
-        assert_eq!(after, t_p);
+        assert_eq!(after, Some(t_p));
         // Work until the pause counts: 1000 − 40.02 s.
         let (done, _) = c.work_done(RequestId(0)).unwrap();
         assert_eq!(done, t_p.since(EmuTime::ZERO));

@@ -485,9 +485,10 @@ pub struct PaperMetrics {
     /// Total preemption overhead, seconds (δ once per decision that reschedules, plus every
     /// lease's operations).
     pub overhead_s: f64,
-    /// Paper 003 eq. 11: VM-time of completed leases over capacity × makespan, 0–1.
+    /// Paper 003 eq. 11: VM-time spent computing leases (completed, or cancelled after some
+    /// work) over capacity × makespan, 0–1.
     pub utilization: f64,
-    /// Paper 000 eq. 21: 1 − overhead / computation time (VM-seconds), 0–1.
+    /// Paper 000 eq. 21: 1 − overhead / computation time (the VM-seconds of eq. 11), 0–1.
     pub useful_work_fraction: f64,
     /// Rejected local requests over local requests.
     pub local_rejection_rate: f64,
@@ -637,14 +638,16 @@ pub fn figures(
                 wait_sum += s.since(req.arrival).as_secs_f64();
                 wait_n += 1;
             }
+            // Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent
+            // it (a lease runs faster on a faster cluster), including the work of leases later
+            // cancelled: it used the resources; only preemption overhead is time lost.
+            computation +=
+                f64::from(req.vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
             if state != RequestState::Completed {
                 continue;
             }
-            // Eq. 12: VM-time of the lease, as the clusters that ran it spent it (a lease runs
-            // faster on a faster cluster); eq. 23 weighs response times by the requested size.
+            // Eq. 23 weighs response times by the requested size.
             let vd = f64::from(req.vms) * req.duration.as_secs_f64();
-            computation +=
-                f64::from(req.vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
             let end = rec.end.unwrap_or(req.arrival);
             if req.origin == Origin::External {
                 ext_wait_sum += end

@@ -15,6 +15,7 @@ pub const KEYS: &[&str] = &[
     "model",
     "span",
     "start",
+    "rate_factor",
     "max_requests",
     "mem_mb",
     "cores_per_vm",
@@ -210,11 +211,15 @@ fn read_mix(t: Option<Table<'_>>) -> TypeMix {
             Some("give at least one type a positive share".into()),
         );
     }
+    if let Some((share, _)) = t.number_in("best_effort", 0.0, 1.0) {
+        mix = mix.with_best_effort_share(share);
+    }
     t.finish(&[
         "cancellable",
         "suspendable",
         "migratable",
         "non_preemptable",
+        "best_effort",
     ]);
     mix
 }
@@ -266,6 +271,13 @@ pub fn read(
     let max_jobs = w
         .positive("max_requests", 10_000_000)
         .map_or(1_000_000, |(v, _)| v as usize);
+    // Arrivals `rate_factor` times as frequent: the model generates over a span that many
+    // times longer and its arrival times are divided by it (the usual way to vary a trace's
+    // load without changing its jobs).
+    let rate = w
+        .number_in("rate_factor", 1e-6, 1e6)
+        .map_or(1.0, |(v, _)| v);
+    let model_span = EmuDuration::from_secs_f64(span.as_secs_f64() * rate);
     let mem_mb = w
         .positive("mem_mb", 1 << 30)
         .map_or(1024, |(v, _)| v as u32);
@@ -294,21 +306,21 @@ pub fn read(
     let jobs = match model {
         "das2" => workload::generate(
             &Model::Das2(read_das2(w.table("das2"))),
-            span,
+            model_span,
             max_vms,
             max_jobs,
             seed,
         ),
         "lublin99" => workload::generate(
             &Model::Lublin99(read_lublin(w.table("lublin99"))),
-            span,
+            model_span,
             max_vms,
             max_jobs,
             seed,
         ),
         "gwa" => workload::generate(
             &Model::Gwa(read_gwa(w.table("gwa"))),
-            span,
+            model_span,
             max_vms,
             max_jobs,
             seed,
@@ -335,6 +347,16 @@ pub fn read(
             Some("remove [workload.mix]".into()),
         );
     }
+    let jobs: Vec<workload::Job> = if rate == 1.0 {
+        jobs
+    } else {
+        jobs.into_iter()
+            .map(|j| workload::Job {
+                arrival: EmuDuration::from_secs_f64(j.arrival.as_secs_f64() / rate),
+                ..j
+            })
+            .collect()
+    };
     let kinds = workload::assign(&jobs, &mix, &deadlines, stream_seed(seed, "types"));
     let mut ids = Vec::with_capacity(jobs.len());
     for (n, (job, (kind, slack))) in jobs.iter().zip(kinds).enumerate() {
@@ -381,7 +403,10 @@ fn read_swf(
         return Vec::new();
     };
     let path = t.req_str("path", "path = \"file.swf\", relative to the topology file");
-    t.finish(&["path"]);
+    let procs_per_vm = t
+        .positive("procs_per_vm", 1 << 20)
+        .map_or(1, |(v, _)| v as u32);
+    t.finish(&["path", "procs_per_vm"]);
     let Some((path, loc)) = path else {
         return Vec::new();
     };
@@ -398,7 +423,7 @@ fn read_swf(
         }
     };
     match workload::swf::parse(&text) {
-        Ok(trace) => workload::swf::to_jobs(&trace, max_vms, max_jobs).0,
+        Ok(trace) => workload::swf::to_jobs(&trace, max_vms, max_jobs, procs_per_vm).0,
         Err(errors) => {
             for e in errors {
                 w.diags.error(

@@ -420,6 +420,29 @@ impl Default for TypeMix {
     }
 }
 
+impl TypeMix {
+    /// The same mix with best-effort leases (cancellable and suspendable) making up `share`
+    /// of the requests, each group keeping its own proportions (paper 003 §7.2 varies it);
+    /// a group with no weight is split evenly.
+    pub fn with_best_effort_share(&self, share: f64) -> TypeMix {
+        let share = share.clamp(0.0, 1.0);
+        let split = |a: f64, b: f64, total: f64| {
+            let s = a + b;
+            if s > 0.0 {
+                (total * a / s, total * b / s)
+            } else {
+                (total / 2.0, total / 2.0)
+            }
+        };
+        let [c, s, m, n] = self.weights;
+        let (c, s) = split(c, s, share);
+        let (m, n) = split(m, n, 1.0 - share);
+        TypeMix {
+            weights: [c, s, m, n],
+        }
+    }
+}
+
 /// Deadlines from a deadline ratio (deadline = arrival + ratio × duration), normal per
 /// urgency class (paper 002 §V-B: N(4, 1) low urgency, N(2, 1) high urgency).
 #[derive(Clone, Debug, PartialEq)]

@@ -148,8 +148,14 @@ impl SwfJob {
     }
 }
 
-/// The trace's jobs as generated jobs, sizes capped at `max_vms`; also the number skipped.
-pub fn to_jobs(trace: &SwfTrace, max_vms: u32, max_jobs: usize) -> (Vec<Job>, usize) {
+/// The trace's jobs as generated jobs, one VM per `procs_per_vm` processors (rounded up) and
+/// sizes capped at `max_vms`; also the number skipped.
+pub fn to_jobs(
+    trace: &SwfTrace,
+    max_vms: u32,
+    max_jobs: usize,
+    procs_per_vm: u32,
+) -> (Vec<Job>, usize) {
     let first = trace
         .jobs
         .iter()
@@ -160,9 +166,9 @@ pub fn to_jobs(trace: &SwfTrace, max_vms: u32, max_jobs: usize) -> (Vec<Job>, us
         .jobs
         .iter()
         .filter_map(|j| match j.as_lease() {
-            Some((vms, duration)) => Some(Job {
+            Some((procs, duration)) => Some(Job {
                 arrival: EmuDuration::from_secs_f64(j.submit - first),
-                vms: vms.clamp(1, max_vms.max(1)),
+                vms: procs.div_ceil(procs_per_vm.max(1)).clamp(1, max_vms.max(1)),
                 duration,
             }),
             None => {
@@ -174,6 +180,34 @@ pub fn to_jobs(trace: &SwfTrace, max_vms: u32, max_jobs: usize) -> (Vec<Job>, us
         .collect();
     jobs.sort_by_key(|j| j.arrival);
     (jobs, skipped)
+}
+
+/// Writes `jobs` as an SWF v2.2 trace (whole seconds; one processor per VM; every job
+/// completed), after `; Key: value` header lines — what `igemu workload export` writes.
+pub fn write(jobs: &[Job], header: &[(String, String)]) -> String {
+    let mut out = String::from("; Version: 2.2\n");
+    for (k, v) in header {
+        out += &format!("; {k}: {v}\n");
+    }
+    let max_procs = jobs.iter().map(|j| j.vms).max().unwrap_or(0);
+    out += &format!(
+        "; MaxJobs: {}\n; MaxRecords: {}\n; MaxProcs: {max_procs}\n",
+        jobs.len(),
+        jobs.len()
+    );
+    for (i, j) in jobs.iter().enumerate() {
+        let submit = j.arrival.as_secs_f64().round() as u64;
+        let run = j.duration.as_secs_f64().round().max(1.0) as u64;
+        // job submit wait run procs cpu mem req_procs req_time req_mem status user group
+        // executable queue partition preceding think
+        out += &format!(
+            "{} {submit} -1 {run} {} -1 -1 {} {run} -1 1 -1 -1 -1 -1 -1 -1 -1\n",
+            i + 1,
+            j.vms,
+            j.vms
+        );
+    }
+    out
 }
 
 /// What `igemu workload inspect` prints.
@@ -199,7 +233,7 @@ pub struct Summary {
 
 /// Summarises a trace.
 pub fn summarize(trace: &SwfTrace) -> Summary {
-    let (jobs, _) = to_jobs(trace, u32::MAX, usize::MAX);
+    let (jobs, _) = to_jobs(trace, u32::MAX, usize::MAX, 1);
     let n = jobs.len().max(1) as f64;
     let span = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64());
     let sizes: Vec<u32> = jobs.iter().map(|j| j.vms).collect();
@@ -254,7 +288,7 @@ mod tests {
         let t = parse(TRACE).expect("valid");
         assert_eq!(t.header[1], ("MaxProcs".into(), "64".into()));
         assert_eq!(t.jobs.len(), 4);
-        let (jobs, skipped) = to_jobs(&t, 64, usize::MAX);
+        let (jobs, skipped) = to_jobs(&t, 64, usize::MAX, 1);
         assert_eq!(skipped, 1, "job 3 has no size and no duration");
         assert_eq!(
             jobs[0],
@@ -287,5 +321,27 @@ mod tests {
         assert_eq!(errs[0].line, 3);
         assert!(errs[0].message.contains("field 2"), "{}", errs[0]);
         assert_eq!(errs[1].to_string(), "line 4: expected 18 fields, found 3");
+    }
+
+    #[test]
+    fn written_traces_read_back_and_processors_map_to_vms() {
+        let jobs = vec![
+            Job {
+                arrival: EmuDuration::from_secs(0),
+                vms: 16,
+                duration: EmuDuration::from_secs(3600),
+            },
+            Job {
+                arrival: EmuDuration::from_secs(90),
+                vms: 3,
+                duration: EmuDuration::from_secs(60),
+            },
+        ];
+        let text = write(&jobs, &[("Note".into(), "test".into())]);
+        let trace = parse(&text).expect("a written trace parses");
+        assert_eq!(to_jobs(&trace, 64, 10, 1).0, jobs);
+        // Eight processors per VM (one VM per 8-CPU node): 16 → 2 VMs, 3 → 1 VM.
+        let by_node: Vec<u32> = to_jobs(&trace, 64, 10, 8).0.iter().map(|j| j.vms).collect();
+        assert_eq!(by_node, vec![2, 1]);
     }
 }

@@ -94,9 +94,15 @@ pub fn capacity_breaches(result: &RunResult, events: &[serde_json::Value]) -> Ve
     let mut spec: HashMap<String, (i64, i64)> = HashMap::new();
     for c in &topo.clusters {
         for (i, h) in c.hosts.iter().enumerate() {
+            // Where memory is overcommitted, only cores are a limit.
+            let mem = if c.lrms.enforce_memory {
+                h.memory_mb as i64
+            } else {
+                i64::MAX
+            };
             spec.insert(
                 format!("host:{}/{i}", c.qualified_name(topo)),
-                (i64::from(h.cores), h.memory_mb as i64),
+                (i64::from(h.cores), mem),
             );
         }
     }
