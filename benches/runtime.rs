@@ -283,7 +283,7 @@ fn vm_memory(n: u32) -> f64 {
                 igg,
                 None,
                 Vec::new(),
-                igemu::lrms::admission::Admission::Unlimited,
+                igemu::lrms::admission::AdmissionPolicy::Cacp,
             )
             .start(),
         };

@@ -310,32 +310,23 @@ impl RunResult {
     }
 }
 
-/// The admission limit of a cluster's LRMS, from its policy and its queueing model (external
-/// arrivals spread evenly over the Grid's clusters, as with paper 002's round robin).
-fn admission_for(
-    cluster: &topology::Cluster,
-    model: &igg::dispatch::ClusterModel,
-    external_rate: f64,
-) -> lrms::admission::Admission {
-    use lrms::admission::{self as ac, Admission};
+/// The admission policy of a cluster's LRMS; PACP's and RACP's models are measured online by
+/// the LRMS itself ([`lrms::admission::Monitor`]).
+fn admission_for(cluster: &topology::Cluster) -> lrms::admission::AdmissionPolicy {
+    use lrms::admission::AdmissionPolicy as P;
     use topology::AdmissionName;
-    let (low, low_ratio, high_ratio) = cluster.lrms.pacp_deadlines;
-    let qm = ac::QueueModel {
-        external_rate,
-        external_service: model.theta,
-        local_rate: model.local_rate,
-        local_service: model.tau,
-        local_cv: igg::dispatch::CV_LOCAL,
-        deadline: ac::expected_deadline(low, low_ratio, high_ratio, model.theta),
-    };
-    let admission = match cluster.lrms.admission {
-        AdmissionName::Cacp => Admission::Unlimited,
-        AdmissionName::Aacp => Admission::One,
-        AdmissionName::Racp => Admission::Queue(ac::racp_queue_length(&qm)),
-        AdmissionName::Pacp => Admission::Queue(ac::pacp_queue_length(&qm)),
-    };
-    tracing::info!(cluster = %cluster.name, ?admission, ?qm, "admission control");
-    admission
+    let (low_urgency, low_ratio, high_ratio) = cluster.lrms.pacp_deadlines;
+    match cluster.lrms.admission {
+        AdmissionName::Cacp => P::Cacp,
+        AdmissionName::Aacp => P::Aacp,
+        AdmissionName::Racp => P::Racp,
+        AdmissionName::Pacp => P::Pacp {
+            low_urgency,
+            low_ratio,
+            high_ratio,
+        },
+        AdmissionName::Fixed => P::Fixed(cluster.lrms.queue_limit),
+    }
 }
 
 /// The requests of the workloads `pick` selects, in arrival order.
@@ -395,10 +386,8 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
             let lrmss = grid
                 .clusters
                 .iter()
-                .zip(&models)
-                .map(|(&cid, model)| {
-                    let admission =
-                        admission_for(topo.cluster(cid), model, rate / grid.clusters.len() as f64);
+                .map(|&cid| {
+                    let admission = admission_for(topo.cluster(cid));
                     (cid, start_cluster(&emu, cid, &igg, &director, admission))
                 })
                 .collect();
@@ -409,8 +398,7 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                 lrmss,
                 dve,
                 {
-                    let (models, rate) = igg::dispatch::grid_models(&topo, gi);
-                    let seed =
+                            let seed =
                         time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
                     igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed)
                 },
@@ -433,7 +421,7 @@ fn start_cluster(
     cid: ClusterId,
     igg: &Peer<Igg>,
     director: &Peer<Director>,
-    admission: lrms::admission::Admission,
+    admission: lrms::admission::AdmissionPolicy,
 ) -> Peer<Lrms> {
     let topo = &emu.topo;
     let cluster = topo.cluster(cid);

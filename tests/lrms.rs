@@ -9,7 +9,7 @@ use common::{capacity_breaches, from_text, load, run_traced, trace};
 
 use std::collections::{BTreeSet, HashMap};
 
-use igemu::lrms::admission::Admission;
+use igemu::lrms::admission::AdmissionPolicy;
 use igemu::lrms::overhead::{Operation, OverheadModel};
 use igemu::lrms::policy::{PreemptionPolicy, SEARCH_BUDGET};
 use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Speed};
@@ -577,6 +577,8 @@ fn request(
         deadline: lease_type
             .deadline_constrained()
             .then(|| EmuTime::from_secs(arrival + 100 * secs + 100_000)),
+        moldable: false,
+        deadline_ratio: None,
     }
 }
 
@@ -606,7 +608,7 @@ impl Replay {
             overhead: gluster(),
             boot: EmuDuration::ZERO,
             seed: 1,
-            admission: Admission::Unlimited,
+            admission: AdmissionPolicy::Cacp,
             can_migrate: false,
             enforce_memory: true,
             search_budget: SEARCH_BUDGET,

@@ -21,7 +21,7 @@ use super::vm::Vm;
 use super::{Emu, Peer};
 use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
-use crate::lrms::admission::Admission;
+use crate::lrms::admission::AdmissionPolicy;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::model::{ClusterId, Origin, RequestId, RequestState};
 use crate::time::{stream_seed, EmuTime};
@@ -48,7 +48,7 @@ impl Lrms {
         igg: Peer<Igg>,
         users: Option<Peer<Users>>,
         hosts: Vec<Peer<Host>>,
-        admission: Admission,
+        admission: AdmissionPolicy,
     ) -> Lrms {
         let spec = emu.topo.cluster(cluster);
         let lrms = &spec.lrms;
@@ -194,14 +194,22 @@ impl Lrms {
                     overhead,
                     preempted,
                     vms,
+                    displaced,
                     lease_type,
                 } => {
                     self.emu.metrics.borrow_mut().charge(
                         self.cluster,
                         lease,
                         overhead,
-                        preempted.then_some((vms, lease_type)),
+                        preempted.then_some((vms, displaced, lease_type)),
                     );
+                }
+                Action::Terms {
+                    lease,
+                    vms,
+                    deadline,
+                } => {
+                    self.emu.metrics.borrow_mut().terms(lease, vms, deadline);
                 }
                 Action::Adjust { lease, delta_us } => {
                     self.emu

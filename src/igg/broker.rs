@@ -582,6 +582,8 @@ mod tests {
             duration: EmuDuration::from_secs(100),
             lease_type: LeaseType::BestEffortSuspendable,
             deadline: None,
+            moldable: false,
+            deadline_ratio: None,
         }
     }
 

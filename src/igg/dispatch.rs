@@ -458,6 +458,8 @@ mod tests {
             duration: crate::time::EmuDuration::from_secs(1),
             lease_type: LeaseType::BestEffortSuspendable,
             deadline: None,
+            moldable: false,
+            deadline_ratio: None,
         };
         let mut rr = Dispatcher::new(DispatchName::RoundRobin, &c, 0.1, 1);
         let firsts: Vec<usize> = (0..4)

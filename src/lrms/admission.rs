@@ -9,6 +9,13 @@
 //!   moment matching (eqs. 11–12), and grows K until the expected response time (eq. 6)
 //!   reaches the expected deadline D (eq. 13).
 //!
+//! The models' parameters are **measured online** by each LRMS ([`Monitor`]) from the
+//! requests it has seen, as the paper says an LRM can ("by analysing the cluster's
+//! workload"): Λ_j from the external requests offered to it, ω from the service times of those
+//! it admitted, λ_j, 1/μ_l and θ_j from its local requests. Until it has seen
+//! [`WARM_UP`] external and local requests, every request is admitted; the limit is recomputed
+//! after every [`RECOMPUTE_EVERY`] new observations.
+//!
 //! Choices where the paper's text is ambiguous (written down as the papers' README asks):
 //! the number of arrivals during a service (eq. 10) uses the external arrival rate of the
 //! queue being modelled (M/G/1/K theory; the extraction shows λ_j); with gamma service times
@@ -18,6 +25,152 @@
 //! assumption implies.
 
 use super::super::workload::math::ln_gamma;
+use crate::time::{EmuDuration, EmuTime};
+
+/// The admission policy of an LRMS, as configured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AdmissionPolicy {
+    /// Admit everything.
+    Cacp,
+    /// One external lease in the cluster at a time.
+    Aacp,
+    /// Queue length μ_e / λ.
+    Racp,
+    /// Queue length from the M/G/1/K model (Algorithm 1), with eq. 13's deadline model.
+    Pacp {
+        /// rate_l: share of low-urgency requests.
+        low_urgency: f64,
+        /// u_l: their mean deadline ratio.
+        low_ratio: f64,
+        /// u_h: the high-urgency requests' mean deadline ratio.
+        high_ratio: f64,
+    },
+    /// At most this many external leases waiting, always (a static baseline).
+    Fixed(usize),
+}
+
+/// Observations before a model-based limit applies (external and local requests each).
+pub const WARM_UP: u64 = 10;
+/// New observations between two computations of the limit.
+pub const RECOMPUTE_EVERY: u64 = 25;
+
+/// Count, mean and variance of a stream of service times (Welford's online update).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Stream {
+    n: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Stream {
+    fn add(&mut self, x: f64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+    fn cv(&self) -> f64 {
+        if self.n < 2 || self.mean <= 0.0 {
+            return 0.0;
+        }
+        (self.m2 / (self.n - 1) as f64).sqrt() / self.mean
+    }
+}
+
+/// What an LRMS has learnt about its workload, and the queue limit it implies.
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    policy: AdmissionPolicy,
+    first: Option<EmuTime>,
+    offered: u64,
+    admitted: Stream,
+    local: Stream,
+    observed_at_limit: u64,
+    limit: Admission,
+}
+
+impl Monitor {
+    /// A monitor for `policy`, admitting everything until it has learnt enough.
+    pub fn new(policy: AdmissionPolicy) -> Monitor {
+        Monitor {
+            policy,
+            first: None,
+            offered: 0,
+            admitted: Stream::default(),
+            local: Stream::default(),
+            observed_at_limit: 0,
+            limit: match policy {
+                AdmissionPolicy::Aacp => Admission::One,
+                AdmissionPolicy::Fixed(k) => Admission::Queue(k),
+                _ => Admission::Unlimited,
+            },
+        }
+    }
+
+    fn seen(&mut self, now: EmuTime) {
+        self.first.get_or_insert(now);
+    }
+
+    /// An external request was offered at `now`.
+    pub fn offered(&mut self, now: EmuTime) {
+        self.seen(now);
+        self.offered += 1;
+    }
+
+    /// An external request was admitted; it needs `service` of the whole cluster.
+    pub fn admitted(&mut self, service: EmuDuration) {
+        self.admitted.add(service.as_secs_f64());
+    }
+
+    /// A local request arrived at `now`, needing `service` of the whole cluster.
+    pub fn local(&mut self, now: EmuTime, service: EmuDuration) {
+        self.seen(now);
+        self.local.add(service.as_secs_f64());
+    }
+
+    /// The model of the cluster's queue as measured by `now`, once warmed up.
+    pub fn model(&self, now: EmuTime) -> Option<QueueModel> {
+        if self.offered < WARM_UP || self.local.n < WARM_UP || self.admitted.n == 0 {
+            return None;
+        }
+        let elapsed = now.since(self.first?).as_secs_f64().max(1.0);
+        let omega = self.admitted.mean;
+        let deadline = match self.policy {
+            AdmissionPolicy::Pacp {
+                low_urgency,
+                low_ratio,
+                high_ratio,
+            } => expected_deadline(low_urgency, low_ratio, high_ratio, omega),
+            _ => 0.0,
+        };
+        Some(QueueModel {
+            external_rate: self.offered as f64 / elapsed,
+            external_service: omega,
+            local_rate: self.local.n as f64 / elapsed,
+            local_service: self.local.mean,
+            local_cv: self.local.cv(),
+            deadline,
+        })
+    }
+
+    /// The admission limit now (recomputed when enough new requests have been seen).
+    pub fn limit(&mut self, now: EmuTime) -> Admission {
+        let observed = self.offered + self.local.n;
+        if matches!(self.policy, AdmissionPolicy::Racp | AdmissionPolicy::Pacp { .. })
+            && observed >= self.observed_at_limit + RECOMPUTE_EVERY
+        {
+            if let Some(m) = self.model(now) {
+                self.observed_at_limit = observed;
+                self.limit = match self.policy {
+                    AdmissionPolicy::Racp => Admission::Queue(racp_queue_length(&m)),
+                    _ => Admission::Queue(pacp_queue_length(&m)),
+                };
+                tracing::debug!(?m, limit = ?self.limit, "admission limit");
+            }
+        }
+        self.limit
+    }
+}
 
 /// The admission policy of an LRMS, with its queue limit computed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -183,6 +336,37 @@ mod tests {
         let loose = pacp_queue_length(&model(4.0 * 20.0));
         assert!(tight >= 1 && loose > tight, "{tight} {loose}");
         assert!(loose < MAX_QUEUE);
+    }
+
+    #[test]
+    fn the_monitor_learns_rates_and_service_times_online() {
+        let mut m = Monitor::new(AdmissionPolicy::Pacp {
+            low_urgency: 0.5,
+            low_ratio: 4.0,
+            high_ratio: 2.0,
+        });
+        let t = EmuTime::from_secs;
+        // Before it has seen enough, everything is admitted.
+        assert_eq!(m.limit(t(0)), Admission::Unlimited);
+        // An external request every 20 s needing 30 s of the cluster (ρ_e > 1), a local one
+        // every 100 s needing 20 s (alternately 10 and 30: CV 0.5).
+        for k in 0..100u64 {
+            m.offered(t(20 * k));
+            m.admitted(EmuDuration::from_secs(30));
+            if k % 5 == 0 {
+                m.local(t(20 * k), EmuDuration::from_secs(if k % 10 == 0 { 10 } else { 30 }));
+            }
+        }
+        let q = m.model(t(2000)).expect("warmed up");
+        assert!((q.external_rate - 0.05).abs() < 1e-9);
+        assert!((q.external_service - 30.0).abs() < 1e-9);
+        assert!((q.local_rate - 0.01).abs() < 1e-9);
+        assert!((q.local_service - 20.0).abs() < 1e-9);
+        // Twenty locals alternating 10 s and 30 s: sample standard deviation √(20·100/19).
+        assert!((q.local_cv - (2000.0f64 / 19.0).sqrt() / 20.0).abs() < 1e-9);
+        assert!((q.deadline - 90.0).abs() < 1e-9);
+        // An overloaded queue gets a finite limit.
+        assert!(matches!(m.limit(t(2000)), Admission::Queue(k) if k < MAX_QUEUE));
     }
 
     #[test]

@@ -391,6 +391,21 @@ impl Availability {
             .sum()
     }
 
+    /// How many VMs of `shape` the empty cluster holds.
+    pub fn capacity_for(&self, shape: VmShape) -> u64 {
+        self.capacity
+            .iter()
+            .map(|&(c, m)| {
+                if shape.cores > c || u64::from(shape.mem_mb) > m {
+                    0
+                } else {
+                    (u64::from(c) / u64::from(shape.cores.max(1)))
+                        .min(m / u64::from(shape.mem_mb.max(1)))
+                }
+            })
+            .sum()
+    }
+
     /// Whether the empty cluster could hold `vms` VMs of `shape`.
     pub fn could_ever_fit(&self, vms: u32, shape: VmShape) -> bool {
         let per_host: u64 = self

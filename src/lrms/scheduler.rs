@@ -37,7 +37,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::admission::Admission;
+use super::admission::{Admission, AdmissionPolicy, Monitor};
 use super::availability::{Availability, VmShape};
 use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
@@ -116,8 +116,8 @@ pub struct Config {
     pub boot: EmuDuration,
     /// Seed for the policy's random choices (MOML sampling).
     pub seed: u64,
-    /// How many external requests may wait (admission control).
-    pub admission: Admission,
+    /// Admission control of external requests (its limit is learnt online).
+    pub admission: AdmissionPolicy,
     /// Whether the Grid has another cluster a migratable lease could move to; if not,
     /// migratable leases are suspended and resumed here.
     pub can_migrate: bool,
@@ -201,8 +201,20 @@ pub enum Action {
         preempted: bool,
         /// Running VMs preempted.
         vms: u32,
+        /// VMs of a reservation moved later (not started: no VM touched).
+        displaced: u32,
         /// Its lease type (preemptions are also counted per type).
         lease_type: LeaseType,
+    },
+    /// A request was accepted with terms resolved here: a moldable request's VMs (all the
+    /// cluster's) and a deadline from its ratio.
+    Terms {
+        /// The lease.
+        lease: RequestId,
+        /// VMs it runs on here.
+        vms: u32,
+        /// Its deadline, if any.
+        deadline: Option<EmuTime>,
     },
     /// Correct a lease's overhead: a migration that found no other cluster became a local
     /// suspension (`delta_us` = eq. 7 − eq. 8 for it, either sign).
@@ -324,6 +336,7 @@ struct Vacating {
 /// The LRMS core of one cluster.
 pub struct Core {
     cfg: Config,
+    monitor: Monitor,
     avail: Availability,
     storage: Storage,
     leases: BTreeMap<RequestId, Lease>,
@@ -368,6 +381,7 @@ impl Core {
     pub fn new(hosts: &[HostSpec], cfg: Config) -> Core {
         Core {
             avail: Availability::new(hosts, cfg.enforce_memory),
+            monitor: Monitor::new(cfg.admission),
             cfg,
             storage: Storage::default(),
             leases: BTreeMap::new(),
@@ -671,6 +685,7 @@ impl Core {
     /// The earliest start this cluster could give `req` now, booking nothing (for the IGG's
     /// earliest-start dispatch); `None` if it would refuse it.
     pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
+        let req = self.shaped(req.clone());
         let l = Lease {
             req: req.clone(),
             duration: self.cfg.speed.local(req.duration),
@@ -686,6 +701,44 @@ impl Core {
         };
         let (start, plan, _) = self.find_slot_for(&l, now)?;
         l.deadline().is_none_or(|d| plan.end <= d).then_some(start)
+    }
+
+    /// The request as this cluster runs it: a moldable one spread over every VM the cluster
+    /// can hold (its work `vms × duration` unchanged), and a deadline given as a ratio of the
+    /// run time resolved with the run time here. The result is rigid.
+    fn shaped(&self, mut req: LeaseRequest) -> LeaseRequest {
+        if req.moldable {
+            let vms = self.avail.capacity_for(shape_of(&req)).clamp(1, u64::from(u32::MAX));
+            let work = u128::from(req.vms) * u128::from(req.duration.as_micros());
+            let each = work.div_ceil(u128::from(vms));
+            req.vms = vms as u32;
+            req.duration = EmuDuration::from_micros(u64::try_from(each).unwrap_or(u64::MAX));
+            req.moldable = false;
+        }
+        if let Some(ratio) = req.deadline_ratio.take() {
+            let run = self.cfg.boot + self.cfg.speed.local(req.duration);
+            req.deadline = Some(req.arrival + EmuDuration::from_secs_f64(run.as_secs_f64() * ratio));
+        }
+        req
+    }
+
+    /// How long a request occupies the whole cluster: its VM-time here over the VMs the
+    /// cluster can hold (paper 002's single-server view of a cluster).
+    fn cluster_service(&self, req: &LeaseRequest) -> EmuDuration {
+        let cap = self.avail.capacity_for(shape_of(req)).max(1);
+        let run = self.cfg.speed.local(req.duration);
+        EmuDuration::from_secs_f64(run.as_secs_f64() * f64::from(req.vms) / cap as f64)
+    }
+
+    fn terms(&self, id: RequestId, before: &LeaseRequest, out: &mut Vec<Action>) {
+        let l = &self.leases[&id];
+        if before.moldable || before.deadline_ratio.is_some() {
+            out.push(Action::Terms {
+                lease: id,
+                vms: l.req.vms,
+                deadline: l.req.deadline,
+            });
+        }
     }
 
     /// Refuses a request no placement could ever hold, even on an empty cluster.
@@ -704,18 +757,24 @@ impl Core {
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
         self.fits_ever(&req)?;
+        let asked = req.clone();
+        let req = self.shaped(req);
+        self.monitor.offered(now);
         let (waiting, held) = self.external_counts();
-        match self.cfg.admission {
+        match self.monitor.limit(now) {
             Admission::One if held >= 1 => return Err(Refusal::QueueFull),
             Admission::Queue(k) if waiting >= k => return Err(Refusal::QueueFull),
             _ => {}
         }
+        let service = self.cluster_service(&req);
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if !self.schedule_external(id, now, &mut out) {
             self.leases.remove(&id);
             return Err(Refusal::Deadline);
         }
+        self.monitor.admitted(service);
+        self.terms(id, &asked, &mut out);
         out.extend(self.tick(now));
         Ok(out)
     }
@@ -761,16 +820,21 @@ impl Core {
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
         self.fits_ever(&req)?;
+        let asked = req.clone();
+        let req = self.shaped(req);
+        self.monitor.local(now, self.cluster_service(&req));
         let start = req.start.unwrap_or(req.arrival).max(now);
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if let Some((plan, hosts)) = self.fits_at(id, start) {
             self.commit(id, start, plan, hosts, &mut out);
+            self.terms(id, &asked, &mut out);
             out.extend(self.tick(now));
             return Ok(out);
         }
         match self.preempt_for(id, start, now, &mut out) {
             Ok(()) => {
+                self.terms(id, &asked, &mut out);
                 out.extend(self.tick(now));
                 Ok(out)
             }
@@ -1272,6 +1336,7 @@ impl Core {
                 overhead: cost,
                 preempted: true,
                 vms: if p.op.preempts_vms() { vms } else { 0 },
+                displaced: if p.op == Operation::Displace { vms } else { 0 },
                 lease_type,
             });
         }
@@ -1453,7 +1518,7 @@ mod tests {
             overhead: gluster(),
             boot: EmuDuration::ZERO,
             seed: 1,
-            admission: Admission::Unlimited,
+            admission: AdmissionPolicy::Cacp,
             can_migrate: false,
             enforce_memory: true,
             search_budget: policy::SEARCH_BUDGET,
@@ -1483,6 +1548,8 @@ mod tests {
                 LeaseType::BestEffortSuspendable
             },
             deadline: None,
+            moldable: false,
+            deadline_ratio: None,
         }
     }
 

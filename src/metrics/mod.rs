@@ -32,6 +32,10 @@ pub struct RequestRecord {
     pub migrations: u32,
     /// Time its VMs spent working, wherever it ran (each cluster's own time).
     pub busy: EmuDuration,
+    /// VMs it ran on, when the cluster chose them (a moldable request takes all of its VMs).
+    pub vms: Option<u32>,
+    /// Its deadline, when the cluster resolved it from a deadline ratio.
+    pub deadline: Option<EmuTime>,
 }
 
 /// Running VMs preempted, by the lease type they belong to (paper 000 §5.3.4: how often
@@ -85,6 +89,8 @@ pub struct ClusterCounters {
     pub vm_preemptions: u64,
     /// The same by lease type.
     pub vm_preemptions_by_type: ByType,
+    /// VMs of waiting reservations moved later for local requests.
+    pub vm_displacements: u64,
     /// Leases preempted (running or waiting reservations displaced).
     pub lease_preemptions: u64,
     /// Operation overhead charged here, including δ per decision, µs (signed: a migration
@@ -228,23 +234,24 @@ impl Metrics {
     }
 
     /// Overhead charged to a lease on `cluster`, and, if it was preempted, its running VMs
-    /// preempted and its type.
+    /// preempted, its reserved VMs displaced, and its type.
     pub fn charge(
         &mut self,
         cluster: ClusterId,
         id: RequestId,
         overhead: EmuDuration,
-        preempted: Option<(u32, LeaseType)>,
+        preempted: Option<(u32, u32, LeaseType)>,
     ) {
         let r = &mut self.records[id.0 as usize];
         r.overhead += overhead;
         let c = self.clusters.entry(cluster).or_default();
         c.overhead_us += overhead.as_micros() as i64;
-        if let Some((vms, t)) = preempted {
+        if let Some((vms, displaced, t)) = preempted {
             r.preemptions += 1;
             c.lease_preemptions += 1;
             c.vm_preemptions += u64::from(vms);
             c.vm_preemptions_by_type.add(t, u64::from(vms));
+            c.vm_displacements += u64::from(displaced);
         }
     }
 
@@ -270,6 +277,15 @@ impl Metrics {
             cluster,
             decision: d.clone(),
         });
+    }
+
+    /// A cluster accepted a request on terms it resolved: its VMs and deadline.
+    pub fn terms(&mut self, id: RequestId, vms: u32, deadline: Option<EmuTime>) {
+        let r = &mut self.records[id.0 as usize];
+        r.vms = Some(vms);
+        if deadline.is_some() {
+            r.deadline = deadline;
+        }
     }
 
     /// A lease's VMs worked `work` on `cluster`.
@@ -474,6 +490,9 @@ pub struct PaperMetrics {
     pub vm_preemptions: u64,
     /// VMs preempted by lease type.
     pub vm_preemptions_by_type: ByType,
+    /// VMs of waiting reservations displaced (moved later) for local requests: with
+    /// `vm_preemptions`, what a count of every VM a preemption touched would give.
+    pub vm_displacements: u64,
     /// Leases preempted.
     pub lease_preemptions: u64,
     /// Preemption decisions.
@@ -623,13 +642,15 @@ pub fn figures(
                     }
                     _ => {}
                 }
-                if let Some(d) = req.deadline {
+                let deadline = rec.deadline.or(req.deadline);
+                let has_deadline = deadline.is_some() || req.deadline_ratio.is_some();
+                if has_deadline {
                     if state == RequestState::Rejected {
                         dl_rejected += 1;
                     } else {
                         dl_accepted += 1;
-                        let late =
-                            state != RequestState::Completed || rec.end.is_some_and(|e| e > d);
+                        let late = state != RequestState::Completed
+                            || rec.end.zip(deadline).is_some_and(|(e, d)| e > d);
                         dl_violated += u64::from(late);
                     }
                 }
@@ -641,8 +662,8 @@ pub fn figures(
             // Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent
             // it (a lease runs faster on a faster cluster), including the work of leases later
             // cancelled: it used the resources; only preemption overhead is time lost.
-            computation +=
-                f64::from(req.vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
+            let vms = rec.vms.unwrap_or(req.vms);
+            computation += f64::from(vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
             if state != RequestState::Completed {
                 continue;
             }
@@ -656,7 +677,8 @@ pub fn figures(
                     .as_secs_f64();
                 ext_wait_n += 1;
             }
-            if req.lease_type.deadline_constrained() && req.deadline.is_some_and(|d| end > d) {
+            let deadline = rec.deadline.or(req.deadline);
+            if req.lease_type.deadline_constrained() && deadline.is_some_and(|d| end > d) {
                 misses += 1;
             }
             if req.origin == Origin::External && is_best_effort(req.lease_type) {
@@ -694,6 +716,7 @@ pub fn figures(
                     .map(|c| &c.vm_preemptions_by_type)
                     .collect::<Vec<_>>(),
             ),
+            vm_displacements: counters.iter().map(|c| c.vm_displacements).sum(),
             lease_preemptions: counters.iter().map(|c| c.lease_preemptions).sum(),
             decisions: counters.iter().map(|c| c.decisions).sum(),
             inexact_decisions: counters.iter().map(|c| c.inexact_decisions).sum(),

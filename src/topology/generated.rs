@@ -16,6 +16,7 @@ pub const KEYS: &[&str] = &[
     "span",
     "start",
     "rate_factor",
+    "moldable",
     "max_requests",
     "mem_mb",
     "cores_per_vm",
@@ -357,18 +358,23 @@ pub fn read(
             })
             .collect()
     };
+    let moldable = w.bool("moldable").is_some_and(|(b, _)| b);
     let kinds = workload::assign(&jobs, &mix, &deadlines, stream_seed(seed, "types"));
     let mut ids = Vec::with_capacity(jobs.len());
-    for (n, (job, (kind, slack))) in jobs.iter().zip(kinds).enumerate() {
+    for (n, (job, (kind, ratio))) in jobs.iter().zip(kinds).enumerate() {
         let id = RequestId(sink.requests.len() as u32);
         let arrival = start + job.arrival;
         let lease_type = match target.origin {
             Origin::Local => LeaseType::DeadlineNonPreemptable,
             Origin::External => kind,
         };
-        let deadline = (target.origin == Origin::External
-            && (lease_type.deadline_constrained() || soft))
-            .then_some(arrival + slack);
+        let has_deadline = target.origin == Origin::External
+            && (lease_type.deadline_constrained() || soft);
+        // A moldable request's run time depends on the cluster that runs it: its deadline is
+        // resolved there from the ratio.
+        let deadline = (has_deadline && !moldable)
+            .then(|| arrival + EmuDuration::from_secs_f64(job.duration.as_secs_f64() * ratio));
+        let deadline_ratio = (has_deadline && moldable).then_some(ratio);
         sink.requests.push(LeaseRequest {
             id,
             origin: target.origin,
@@ -382,6 +388,8 @@ pub fn read(
             duration: job.duration,
             lease_type,
             deadline,
+            moldable,
+            deadline_ratio,
         });
         sink.labels.push(format!("{}-{}", target.name, n + 1));
         ids.push(id);

@@ -131,6 +131,8 @@ named_enum! {
         Racp => "racp",
         /// Queue length from the M/G/1/K model (Algorithm 1).
         Pacp => "pacp",
+        /// A fixed queue length, `queue_limit` (a static baseline).
+        Fixed => "fixed",
     }
 }
 
@@ -182,6 +184,8 @@ pub struct LrmsSettings {
     pub admission: AdmissionName,
     /// PACP's deadline model: share of low-urgency requests and the two deadline ratios.
     pub pacp_deadlines: (f64, f64, f64),
+    /// The queue length of the `fixed` admission policy.
+    pub queue_limit: usize,
     /// Whether VM memory limits placement (false: overcommitted, only cores count).
     pub enforce_memory: bool,
     /// Search steps one preemption decision may take when room is not additive.
@@ -818,6 +822,7 @@ const LRMS_KEYS: &[&str] = &[
     "pacp_low_urgency",
     "pacp_low_ratio",
     "pacp_high_ratio",
+    "queue_limit",
     "enforce_memory",
     "search_budget",
 ];
@@ -835,6 +840,7 @@ struct LrmsOverrides<'a> {
     pacp_low_urgency: Option<f64>,
     pacp_low_ratio: Option<f64>,
     pacp_high_ratio: Option<f64>,
+    queue_limit: Option<usize>,
     enforce_memory: Option<bool>,
     search_budget: Option<usize>,
 }
@@ -852,6 +858,9 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
         pacp_low_urgency: t.number_in("pacp_low_urgency", 0.0, 1.0).map(|(v, _)| v),
         pacp_low_ratio: t.positive_number("pacp_low_ratio").map(|(v, _)| v),
         pacp_high_ratio: t.positive_number("pacp_high_ratio").map(|(v, _)| v),
+        queue_limit: t
+            .uint("queue_limit", 1_000_000_000)
+            .map(|(v, _)| v as usize),
         enforce_memory: t.bool("enforce_memory").map(|(v, _)| v),
         search_budget: t
             .positive("search_budget", 100_000_000)
@@ -1178,6 +1187,10 @@ fn read_topology(
                             .or(lrms_defaults.pacp_high_ratio)
                             .unwrap_or(2.0),
                     ),
+                    queue_limit: own
+                        .queue_limit
+                        .or(lrms_defaults.queue_limit)
+                        .unwrap_or(1),
                     enforce_memory: own
                         .enforce_memory
                         .or(lrms_defaults.enforce_memory)
@@ -1580,6 +1593,8 @@ fn read_topology(
                     duration,
                     lease_type,
                     deadline: deadline.map(|(d, _)| d),
+                    moldable: false,
+                    deadline_ratio: None,
                 });
                 labels.push(label);
                 ids.push(id);

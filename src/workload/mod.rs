@@ -474,13 +474,9 @@ impl Default for Deadlines {
     }
 }
 
-/// Lease type and deadline for each job, from the mix and the deadline ratios.
-pub fn assign(
-    jobs: &[Job],
-    mix: &TypeMix,
-    deadlines: &Deadlines,
-    seed: u64,
-) -> Vec<(LeaseType, EmuDuration)> {
+/// Lease type and deadline ratio (deadline = arrival + ratio × run time) for each job, from
+/// the mix and the urgency classes.
+pub fn assign(jobs: &[Job], mix: &TypeMix, deadlines: &Deadlines, seed: u64) -> Vec<(LeaseType, f64)> {
     let mut rng = StdRng::seed_from_u64(seed);
     let total: f64 = mix.weights.iter().sum::<f64>().max(1e-12);
     let normal = |m: f64, s: f64| {
@@ -491,7 +487,7 @@ pub fn assign(
         normal(deadlines.high_mean, deadlines.high_sd),
     );
     jobs.iter()
-        .map(|j| {
+        .map(|_| {
             let mut u = rng.random::<f64>() * total;
             let mut kind = LeaseType::ALL[3];
             for (i, w) in mix.weights.iter().enumerate() {
@@ -506,11 +502,7 @@ pub fn assign(
             } else {
                 high.sample(&mut rng)
             };
-            let ratio = ratio.max(deadlines.min_ratio);
-            (
-                kind,
-                EmuDuration::from_secs_f64(j.duration.as_secs_f64() * ratio),
-            )
+            (kind, ratio.max(deadlines.min_ratio))
         })
         .collect()
 }
@@ -677,8 +669,8 @@ mod tests {
             assert!((got - want).abs() < 0.01, "{i}: {got}");
         }
         // Half low (mean 4), half high (mean 2), clamped at 1: mean ratio a little above 3.
-        let ratio = mean(out.iter().map(|(_, d)| d.as_secs_f64() / 100.0));
+        let ratio = mean(out.iter().map(|(_, r)| *r));
         assert!((3.0..3.2).contains(&ratio), "{ratio}");
-        assert!(out.iter().all(|(_, d)| d.as_secs_f64() >= 100.0));
+        assert!(out.iter().all(|(_, r)| *r >= 1.0));
     }
 }
