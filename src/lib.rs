@@ -398,7 +398,7 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                 lrmss,
                 dve,
                 {
-                            let seed =
+                    let seed =
                         time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
                     igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed)
                 },

@@ -62,12 +62,17 @@ fn every_dispatch_policy_runs_the_paper_000_scenario_cleanly() {
 
 #[test]
 fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
+    // Rigid requests (one VM per task) keep this quick; moldable ones are exercised below.
     let sets = [
         "workload.0.gwa.arrival_scale=0.6",
         "workload.0.span=\"20m\"",
         "workload.1.span=\"20m\"",
         "workload.2.span=\"20m\"",
         "workload.3.span=\"20m\"",
+        "workload.0.moldable=false",
+        "workload.1.moldable=false",
+        "workload.2.moldable=false",
+        "workload.3.moldable=false",
     ];
     let mut outcomes = Vec::new();
     for policy in ["cacp", "aacp", "racp", "pacp"] {
@@ -325,4 +330,57 @@ fn an_exported_workload_replays_as_the_same_jobs() {
         swf.to_str().expect("utf-8"),
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_moldable_request_takes_every_vm_of_its_cluster_and_its_deadline_from_its_ratio() {
+    let r = run(
+        load(
+            "topologies/paper002-admission.toml",
+            &[
+                "workload.0.span=\"2m\"",
+                "workload.1.span=\"2m\"",
+                "workload.2.span=\"2m\"",
+                "workload.3.span=\"2m\"",
+            ],
+        ),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    assert_eq!(
+        r.summary.invariant_violations, 0,
+        "{:?}",
+        r.summary.violation_examples
+    );
+    let topo = &r.topology;
+    let mut checked = 0;
+    for (q, rec) in topo.requests.iter().zip(&r.records) {
+        let (Some(c), Some(RequestState::Completed)) = (rec.cluster, rec.state) else {
+            continue;
+        };
+        let cluster = topo.cluster(c);
+        // Every VM of the cluster (one per core here), for work / VMs of run time there.
+        assert_eq!(rec.vms, Some(cluster.cores() as u32));
+        let run_time = rec.busy.as_secs_f64();
+        let expected = topo
+            .speed_of(c)
+            .local(igemu::time::EmuDuration::from_secs_f64(
+                q.duration.as_secs_f64() * f64::from(q.vms) / cluster.cores() as f64,
+            ))
+            .as_secs_f64();
+        assert!(
+            (run_time - expected).abs() < 1e-3,
+            "{run_time} vs {expected}"
+        );
+        if q.origin == Origin::External {
+            let ratio = q
+                .deadline_ratio
+                .expect("moldable external requests carry a ratio");
+            let deadline = rec.deadline.expect("resolved by the cluster");
+            let resolved = deadline.since(q.arrival).as_secs_f64() / run_time;
+            assert!((resolved - ratio).abs() < 1e-3, "{resolved} vs {ratio}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 50, "{checked}");
 }

@@ -156,8 +156,10 @@ impl Monitor {
     /// The admission limit now (recomputed when enough new requests have been seen).
     pub fn limit(&mut self, now: EmuTime) -> Admission {
         let observed = self.offered + self.local.n;
-        if matches!(self.policy, AdmissionPolicy::Racp | AdmissionPolicy::Pacp { .. })
-            && observed >= self.observed_at_limit + RECOMPUTE_EVERY
+        if matches!(
+            self.policy,
+            AdmissionPolicy::Racp | AdmissionPolicy::Pacp { .. }
+        ) && observed >= self.observed_at_limit + RECOMPUTE_EVERY
         {
             if let Some(m) = self.model(now) {
                 self.observed_at_limit = observed;
@@ -354,7 +356,10 @@ mod tests {
             m.offered(t(20 * k));
             m.admitted(EmuDuration::from_secs(30));
             if k % 5 == 0 {
-                m.local(t(20 * k), EmuDuration::from_secs(if k % 10 == 0 { 10 } else { 30 }));
+                m.local(
+                    t(20 * k),
+                    EmuDuration::from_secs(if k % 10 == 0 { 10 } else { 30 }),
+                );
             }
         }
         let q = m.model(t(2000)).expect("warmed up");

@@ -708,7 +708,10 @@ impl Core {
     /// run time resolved with the run time here. The result is rigid.
     fn shaped(&self, mut req: LeaseRequest) -> LeaseRequest {
         if req.moldable {
-            let vms = self.avail.capacity_for(shape_of(&req)).clamp(1, u64::from(u32::MAX));
+            let vms = self
+                .avail
+                .capacity_for(shape_of(&req))
+                .clamp(1, u64::from(u32::MAX));
             let work = u128::from(req.vms) * u128::from(req.duration.as_micros());
             let each = work.div_ceil(u128::from(vms));
             req.vms = vms as u32;
@@ -717,7 +720,8 @@ impl Core {
         }
         if let Some(ratio) = req.deadline_ratio.take() {
             let run = self.cfg.boot + self.cfg.speed.local(req.duration);
-            req.deadline = Some(req.arrival + EmuDuration::from_secs_f64(run.as_secs_f64() * ratio));
+            req.deadline =
+                Some(req.arrival + EmuDuration::from_secs_f64(run.as_secs_f64() * ratio));
         }
         req
     }

@@ -368,8 +368,8 @@ pub fn read(
             Origin::Local => LeaseType::DeadlineNonPreemptable,
             Origin::External => kind,
         };
-        let has_deadline = target.origin == Origin::External
-            && (lease_type.deadline_constrained() || soft);
+        let has_deadline =
+            target.origin == Origin::External && (lease_type.deadline_constrained() || soft);
         // A moldable request's run time depends on the cluster that runs it: its deadline is
         // resolved there from the ratio.
         let deadline = (has_deadline && !moldable)

@@ -1187,10 +1187,7 @@ fn read_topology(
                             .or(lrms_defaults.pacp_high_ratio)
                             .unwrap_or(2.0),
                     ),
-                    queue_limit: own
-                        .queue_limit
-                        .or(lrms_defaults.queue_limit)
-                        .unwrap_or(1),
+                    queue_limit: own.queue_limit.or(lrms_defaults.queue_limit).unwrap_or(1),
                     enforce_memory: own
                         .enforce_memory
                         .or(lrms_defaults.enforce_memory)

@@ -476,7 +476,12 @@ impl Default for Deadlines {
 
 /// Lease type and deadline ratio (deadline = arrival + ratio × run time) for each job, from
 /// the mix and the urgency classes.
-pub fn assign(jobs: &[Job], mix: &TypeMix, deadlines: &Deadlines, seed: u64) -> Vec<(LeaseType, f64)> {
+pub fn assign(
+    jobs: &[Job],
+    mix: &TypeMix,
+    deadlines: &Deadlines,
+    seed: u64,
+) -> Vec<(LeaseType, f64)> {
     let mut rng = StdRng::seed_from_u64(seed);
     let total: f64 = mix.weights.iter().sum::<f64>().max(1e-12);
     let normal = |m: f64, s: f64| {
