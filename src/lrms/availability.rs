@@ -408,19 +408,7 @@ impl Availability {
 
     /// Whether the empty cluster could hold `vms` VMs of `shape`.
     pub fn could_ever_fit(&self, vms: u32, shape: VmShape) -> bool {
-        let per_host: u64 = self
-            .capacity
-            .iter()
-            .map(|&(c, m)| {
-                if shape.cores > c || u64::from(shape.mem_mb) > m {
-                    0
-                } else {
-                    (u64::from(c) / u64::from(shape.cores.max(1)))
-                        .min(m / u64::from(shape.mem_mb.max(1)))
-                }
-            })
-            .sum();
-        per_host >= u64::from(vms)
+        self.capacity_for(shape) >= u64::from(vms)
     }
 
     /// The earliest start at or after `not_before` at which `vms` VMs of `shape` fit for

@@ -294,6 +294,11 @@ impl Contention {
             if k == 0 {
                 continue;
             }
+            if k > 128 {
+                // Too many leases on one host for a mask: treated as not additive (the search
+                // handles such hosts by membership).
+                return None;
+            }
             let single: Vec<u64> = (0..k)
                 .map(|b| self.host_room_mask(h, 1u128 << b) - r0)
                 .collect();
@@ -506,16 +511,17 @@ impl<'a> RoomTracker<'a> {
         if self.removed[i] == on {
             return;
         }
-        self.removed[i] = on;
         let c = self.c;
+        // Each of its hosts' room before and after the change.
+        let before: u64 = c.spans(i).iter().map(|&(h, _)| self.host(h)).sum();
+        self.removed[i] = on;
         for &(h, bit) in c.spans(i) {
-            let before = self.host(h);
             if bit < 128 {
                 self.masks[h] ^= 1u128 << bit;
             }
-            let after = self.host(h);
-            self.room = self.room + after - before;
         }
+        let after: u64 = c.spans(i).iter().map(|&(h, _)| self.host(h)).sum();
+        self.room = self.room + after - before;
     }
 
     /// The room with candidate `i` toggled, leaving the set as it was.
@@ -539,7 +545,8 @@ impl<'a> RoomTracker<'a> {
         }
     }
 
-    /// The candidates sharing a host with `i` (including `i`), for host-bundle moves.
+    /// For every host with candidates, the candidates holding something on it: the
+    /// host-bundle moves of the greedy search.
     pub fn bundles(&self) -> Vec<Vec<usize>> {
         self.c
             .hosts
@@ -665,5 +672,24 @@ pub(crate) mod tests {
         assert_eq!(tr.room_if_toggled(1), 1);
         // Host 1 cannot hold a local VM at all: lease 3 gains nothing.
         assert_eq!(tr.gain_bounds(), vec![1, 1, 0]);
+    }
+
+    #[test]
+    fn a_host_with_more_leases_than_a_mask_holds_is_handled() {
+        // 200 one-core leases in a row on one 1-core host: only all of them free it.
+        let mut c = Contention::new(VM, 1, (t(0), t(200)), EmuDuration::ZERO, &[(1, None)]);
+        for i in 0..200u32 {
+            let k = c.add_candidate(cand(i, 1));
+            c.add_held(0, k, t(u64::from(i)), t(u64::from(i) + 1), 1, 512);
+        }
+        assert!(c.additive().is_none());
+        let all: Vec<usize> = (0..200).collect();
+        assert!(c.makes_room(&all));
+        assert!(!c.makes_room(&all[1..]));
+        let mut tr = RoomTracker::new(&c);
+        tr.reset_to(&all);
+        assert_eq!(tr.room(), 1);
+        tr.set(7, false);
+        assert_eq!(tr.room(), 0);
     }
 }

@@ -64,6 +64,8 @@ pub const EXACT_MEDIAN_LIMIT: usize = 16;
 pub const ENUMERATION_BUDGET: usize = 50_000;
 /// Random minimal sets MOML draws to estimate the median when it cannot enumerate them.
 pub const MEDIAN_SAMPLES: usize = 512;
+/// Entries (leases × set sizes × VMs) MOML's count-layered DP may fill (≈ 100 MB of tables).
+pub const LAYERED_DP_LIMIT: usize = 12_000_000;
 /// Search steps the branch and bound may take for one decision (non-additive room).
 pub const SEARCH_BUDGET: usize = 20_000;
 
@@ -705,7 +707,12 @@ fn moml_additive(items: &[Item], need: u64, reschedule: u64, seed: u64) -> Optio
     // The cheapest cover costs at most the median, so the answer has at most as many leases
     // as MOV's: the cheapest cover of each size up to that, and the first within α is
     // MOML's set (it is minimal: dropping a redundant lease would give a smaller size
-    // within α).
+    // within α). The count-layered tables grow as leases × sizes × VMs: beyond
+    // `LAYERED_DP_LIMIT` entries, MOV's set — within α by construction — is used instead.
+    let entries = items.len() * (mov_set.len() + 1) * (need as usize + 1);
+    if entries > LAYERED_DP_LIMIT {
+        return Some(mov_set);
+    }
     let by_count = best_covers(items, need, &mov, Some(mov_set.len()));
     by_count
         .into_iter()

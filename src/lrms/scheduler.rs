@@ -247,8 +247,6 @@ pub struct Relocation {
     pub work_done: EmuDuration,
     /// When each VM's memory image is on the source's storage.
     pub images_ready: Vec<EmuTime>,
-    /// Preemptions so far.
-    pub preemptions: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -602,11 +600,13 @@ impl Core {
         self.wake(start, out);
     }
 
-    fn drop_reservation(&mut self, id: RequestId, now: EmuTime) {
+    /// Drops a lease's reservation: its slots and its storage bookings from the reservation's
+    /// start (bookings before it belong to an earlier episode still being vacated).
+    fn drop_reservation(&mut self, id: RequestId) {
         if let Some(l) = self.leases.get_mut(&id) {
             if let Some(res) = l.res.take() {
                 self.avail.release_from(id, res.start);
-                self.storage.cancel(id, now);
+                self.storage.cancel(id, res.start);
             }
         }
     }
@@ -760,22 +760,35 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        self.fits_ever(&req)?;
         let asked = req.clone();
         let req = self.shaped(req);
+        self.fits_ever(&req)?;
         self.monitor.offered(now);
         let (waiting, held) = self.external_counts();
-        match self.monitor.limit(now) {
-            Admission::One if held >= 1 => return Err(Refusal::QueueFull),
-            Admission::Queue(k) if waiting >= k => return Err(Refusal::QueueFull),
-            _ => {}
+        let limit = self.monitor.limit(now);
+        if limit == Admission::One && held >= 1 {
+            return Err(Refusal::QueueFull);
         }
         let service = self.cluster_service(&req);
+        let wakes = self.wakes.clone();
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if !self.schedule_external(id, now, &mut out) {
             self.leases.remove(&id);
             return Err(Refusal::Deadline);
+        }
+        if let Admission::Queue(k) = limit {
+            // At most k external requests wait: one that starts at once does not wait.
+            let starts_now = self.leases[&id]
+                .res
+                .as_ref()
+                .is_some_and(|r| r.start <= now);
+            if !starts_now && waiting >= k {
+                self.drop_reservation(id);
+                self.leases.remove(&id);
+                self.wakes = wakes;
+                return Err(Refusal::QueueFull);
+            }
         }
         self.monitor.admitted(service);
         self.terms(id, &asked, &mut out);
@@ -823,9 +836,9 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        self.fits_ever(&req)?;
         let asked = req.clone();
         let req = self.shaped(req);
+        self.fits_ever(&req)?;
         self.monitor.local(now, self.cluster_service(&req));
         let start = req.start.unwrap_or(req.arrival).max(now);
         let id = self.insert(req, now);
@@ -1042,7 +1055,18 @@ impl Core {
         if !suspensions.is_empty() {
             // The latest common start of the suspensions that still ends by `start`; they
             // only end later when they start later, so bisect.
-            let schedule = |t0: EmuTime| self.schedule_suspensions(c, &suspensions, t0);
+            // The storage as it will be: the resumptions booked for reservations this decision
+            // moves are gone.
+            let mut base = self.storage.clone();
+            for &i in set {
+                let x = &c.candidates[i];
+                if x.op == Operation::Displace {
+                    if let Some(r) = self.leases.get(&x.lease).and_then(|l| l.res.as_ref()) {
+                        base.cancel(x.lease, r.start);
+                    }
+                }
+            }
+            let schedule = |t0: EmuTime| self.schedule_suspensions(c, &suspensions, t0, &base);
             let (_, end_now) = schedule(now);
             let t0 = if end_now > start {
                 now
@@ -1079,9 +1103,10 @@ impl Core {
         c: &Contention,
         which: &[usize],
         t0: EmuTime,
+        base: &Storage,
     ) -> (Vec<Vacating>, EmuTime) {
         let m = &self.cfg.overhead;
-        let mut storage = self.storage.clone();
+        let mut storage = base.clone();
         let mut out = Vec::with_capacity(which.len());
         let mut last = t0;
         for &i in which {
@@ -1097,12 +1122,21 @@ impl Core {
             trial.cancel(cand.lease, from);
             let (v, ts) = (l.req.vms, m.suspend_vm(l.req.mem_mb));
             let mut cursor = from + m.pause * u64::from(v);
-            let mut vms = Vec::with_capacity(v as usize);
-            for j in 0..v {
+            let mut slots = Vec::with_capacity(v as usize);
+            for _ in 0..v {
                 let s = trial.book(cand.lease, cursor, ts);
                 cursor = s + ts;
-                vms.push((from + m.pause * u64::from(j), s, cursor));
+                slots.push((s, cursor));
             }
+            // The lease keeps working until its pauses must begin for its first suspension:
+            // a lease queued behind others on the storage is not left paused meanwhile.
+            let first = slots.first().map_or(cursor, |x| x.0);
+            let from = first.earlier_by(m.pause * u64::from(v)).max(from);
+            let vms: Vec<(EmuTime, EmuTime, EmuTime)> = slots
+                .iter()
+                .enumerate()
+                .map(|(j, &(s, off))| (from + m.pause * j as u64, s, off))
+                .collect();
             if cursor >= end {
                 last = last.max(end);
                 out.push(Vacating {
@@ -1218,7 +1252,9 @@ impl Core {
     fn apply_vacating(&mut self, plans: &[Vacating], now: EmuTime, out: &mut Vec<Action>) {
         let m = self.cfg.overhead.clone();
         let mut plans = plans.to_vec();
-        plans.sort_by_key(|p| self.leases[&p.id].req.arrival);
+        // Reservations are moved first, so the storage is as the plan assumed; then the rest
+        // in arrival order, the order the suspensions were planned in.
+        plans.sort_by_key(|p| (p.op != Operation::Displace, self.leases[&p.id].req.arrival));
         for p in plans {
             let id = p.id;
             let l = &self.leases[&id];
@@ -1251,7 +1287,7 @@ impl Core {
                         });
                         self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
                     }
-                    self.drop_reservation(id, now);
+                    self.drop_reservation(id);
                 }
                 Operation::Stop => {
                     let done = self.done_by(l, p.from);
@@ -1330,7 +1366,6 @@ impl Core {
                             req: l.req.clone(),
                             work_done: speed.reference(done),
                             images_ready: images,
-                            preemptions: 0,
                         }));
                     }
                 }
@@ -1749,6 +1784,50 @@ mod tests {
             .unwrap();
         assert!(started(&b).is_empty());
         assert!(c.availability().within_capacity());
+    }
+
+    #[test]
+    fn a_moldable_request_larger_than_the_cluster_spreads_over_it() {
+        // 3 hosts × 4 cores = 12 VMs; 30 tasks of 100 s are 3000 VM-seconds: 250 s on 12 VMs.
+        let mut c = core(3, Backfilling::Conservative, PreemptionPolicy::Nop);
+        let mut bag = req(0, Origin::External, 0, 30, 100, 100);
+        bag.moldable = true;
+        bag.deadline_ratio = Some(2.0);
+        let a = c
+            .submit_external(bag, EmuTime::ZERO)
+            .expect("adapts to the cluster");
+        assert!(a.contains(&Action::Terms {
+            lease: RequestId(0),
+            vms: 12,
+            deadline: Some(EmuTime::from_secs(500)),
+        }));
+        assert_eq!(c.leases()[0].duration, EmuDuration::from_secs(250));
+        // A VM no host can hold is refused whatever the mould.
+        let mut huge = req(1, Origin::External, 0, 2, 8192, 100);
+        huge.moldable = true;
+        assert_eq!(
+            c.submit_external(huge, EmuTime::ZERO),
+            Err(Refusal::TooLarge)
+        );
+    }
+
+    #[test]
+    fn a_queue_limit_counts_only_requests_that_wait() {
+        let mut cfg = config(Backfilling::Conservative, PreemptionPolicy::Nop);
+        cfg.admission = AdmissionPolicy::Fixed(0);
+        let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+        let t0 = EmuTime::ZERO;
+        // Starts at once: admitted even with no waiting allowed.
+        assert!(c
+            .submit_external(req(0, Origin::External, 0, 4, 100, 100), t0)
+            .is_ok());
+        // Would wait: refused, and nothing of it is left behind.
+        assert_eq!(
+            c.submit_external(req(1, Origin::External, 0, 1, 100, 100), t0),
+            Err(Refusal::QueueFull)
+        );
+        assert_eq!(c.leases().len(), 1);
+        assert_eq!(c.availability().holds(t0, EmuTime::NEVER).len(), 4);
     }
 
     #[test]

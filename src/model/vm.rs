@@ -6,7 +6,7 @@
 //! Running -Pause-> Paused -Suspend-> Suspending -Suspended-> Suspended
 //! Suspended -Migrate-> Migrating -Migrated-> Suspended        (image copied to another cluster)
 //! Suspended -Resume-> Resuming -Resumed-> Paused -Unpause-> Running
-//! any state but Finished -Stop-> Cancelled
+//! any state but Finished and Suspending -Stop-> Cancelled
 //! ```
 
 use serde::Serialize;
@@ -95,8 +95,16 @@ impl VmState {
             (S::Pending, E::Deploy) => S::Booting,
             (S::Booting, E::Booted) => S::Running,
             (S::Running, E::Completed) => S::Finished,
+            // A lease recalled the instant it started may be stopped while it boots or while
+            // its memory is read back.
             (
-                S::Pending | S::Booting | S::Running | S::Paused | S::Suspended | S::Migrating,
+                S::Pending
+                | S::Booting
+                | S::Running
+                | S::Paused
+                | S::Suspended
+                | S::Resuming
+                | S::Migrating,
                 E::Stop,
             ) => S::Cancelled,
             (S::Running, E::Pause) => S::Paused,

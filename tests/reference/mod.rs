@@ -85,6 +85,8 @@ pub struct Verdict {
     pub set: Option<Vec<u32>>,
     /// The set's cost, s.
     pub cost: f64,
+    /// When the last VM of the set is off its host if vacating begins now, s.
+    pub vacated_by: f64,
 }
 
 impl Scene {
@@ -205,7 +207,8 @@ impl Scene {
             match self.op(l) {
                 "wait" => done = done.max(l.end),
                 "stop" => {
-                    done = done.max(self.window.0.max(self.now) + shutdown * v);
+                    // Stopped as late as still leaves the host by the start, else at once.
+                    done = done.max(self.window.0.max(self.now + shutdown * v));
                     cost += shutdown * v;
                 }
                 "suspend" => {
@@ -259,6 +262,7 @@ impl Scene {
             }
             let verdict = Verdict {
                 cost: performed,
+                vacated_by: done,
                 ..verdict
             };
             return (verdict, (start, end));
@@ -267,6 +271,7 @@ impl Scene {
             Verdict {
                 set: None,
                 cost: 0.0,
+                vacated_by: self.now,
             },
             (start, end),
         )
@@ -373,11 +378,13 @@ impl Scene {
                 Verdict {
                     cost: cost(&s),
                     set: Some(ids),
+                    vacated_by: self.now,
                 }
             }
             _ => Verdict {
                 set: None,
                 cost: 0.0,
+                vacated_by: self.now,
             },
         }
     }
