@@ -515,6 +515,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
         (end, emu)
     });
     let wall_s = wall.elapsed_secs();
+    // Timers still pending hold the actors' state, which holds the clock: drop them so the
+    // run's state is freed with the runtime (sweeps run many runs in one process).
+    emu.clock.discard_pending();
     emu.tracer.finish().map_err(RunError::Trace)?;
     let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
     let metrics::Finished {

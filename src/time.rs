@@ -434,6 +434,13 @@ impl Clock {
         self.inner.heap.borrow().len()
     }
 
+    /// Drops every timed event still waiting. Their closures hold the actors' shared state,
+    /// which holds this clock: without this, a finished run's state would never be freed.
+    pub fn discard_pending(&self) {
+        let pending = std::mem::take(&mut *self.inner.heap.borrow_mut());
+        drop(pending);
+    }
+
     /// Timer lateness so far; `None` in virtual mode, where timers are never late.
     pub fn lateness(&self) -> Option<Lateness> {
         match self.inner.mode {
