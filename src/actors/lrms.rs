@@ -64,6 +64,7 @@ impl Lrms {
             enforce_memory: lrms.enforce_memory,
             search_budget: lrms.search_budget,
             speed: emu.topo.speed_of(cluster),
+            compress: lrms.compress,
         };
         let core = Core::new(&spec.hosts, cfg);
         Lrms {

@@ -4,7 +4,8 @@
 //! or memory at any instant — memory only where it is enforced (`lrms.enforce_memory`; the
 //! testbed of paper 001 let KVM overcommit it).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 use crate::model::RequestId;
 use crate::time::{EmuDuration, EmuTime};
@@ -55,7 +56,13 @@ pub struct Availability {
     /// Cores and memory per host; memory is `u64::MAX` where it is not enforced.
     capacity: Vec<(u32, u64)>,
     enforce_memory: bool,
+    /// Per host, its slots sorted by (start, lease, VM).
     slots: Vec<Vec<Slot>>,
+    /// Per host, the longest slot it has held (never shrinks): a slot overlapping an
+    /// instant starts at most this long before it, which bounds every window's scan.
+    longest: Vec<EmuDuration>,
+    /// Where each lease's slots are: (start, host, VM).
+    owned: BTreeMap<RequestId, BTreeSet<(EmuTime, u16, u32)>>,
     /// Cluster-wide change in cores used at each instant (a quick necessary check).
     deltas: BTreeMap<EmuTime, i64>,
     /// How many slots end at each instant (the candidate start times).
@@ -117,6 +124,8 @@ impl Availability {
                 .collect(),
             enforce_memory,
             slots: vec![Vec::new(); hosts.len()],
+            longest: vec![EmuDuration::ZERO; hosts.len()],
+            owned: BTreeMap::new(),
             deltas: BTreeMap::new(),
             ends: BTreeMap::new(),
         }
@@ -142,7 +151,7 @@ impl Availability {
             .iter()
             .enumerate()
             .flat_map(|(h, slots)| {
-                slots
+                slots[self.window(h, start, end)]
                     .iter()
                     .filter(move |s| s.start < end && s.end > start)
                     .map(move |s| Held {
@@ -169,15 +178,88 @@ impl Availability {
         end: EmuTime,
     ) {
         if end > start {
-            Self::count(&mut self.deltas, &mut self.ends, start, end, shape.cores, 1);
-            self.slots[usize::from(host)].push(Slot {
-                lease,
-                vm,
-                start,
-                end,
-                cores: shape.cores,
-                mem_mb: u64::from(shape.mem_mb),
-            });
+            self.insert(
+                usize::from(host),
+                Slot {
+                    lease,
+                    vm,
+                    start,
+                    end,
+                    cores: shape.cores,
+                    mem_mb: u64::from(shape.mem_mb),
+                },
+            );
+        }
+    }
+
+    /// The index range of host `h`'s slots that may overlap `[start, end)`.
+    fn window(&self, h: usize, start: EmuTime, end: EmuTime) -> Range<usize> {
+        let slots = &self.slots[h];
+        // A slot starting before `start - longest` ended by `start`.
+        let from = start.earlier_by(self.longest[h]);
+        let lo = slots.partition_point(|s| s.start < from);
+        let hi = slots.partition_point(|s| s.start < end);
+        lo..hi.max(lo)
+    }
+
+    /// Index of `lease`'s VM `vm` slot beginning at `start` on host `h`.
+    fn position(&self, h: usize, lease: RequestId, vm: u32, start: EmuTime) -> Option<usize> {
+        self.slots[h]
+            .binary_search_by(|s| (s.start, s.lease, s.vm).cmp(&(start, lease, vm)))
+            .ok()
+    }
+
+    /// Adds a slot to host `h`, keeping the order and the indexes right.
+    fn insert(&mut self, h: usize, slot: Slot) {
+        Self::count(
+            &mut self.deltas,
+            &mut self.ends,
+            slot.start,
+            slot.end,
+            slot.cores,
+            1,
+        );
+        self.longest[h] = self.longest[h].max(slot.end.since(slot.start));
+        self.owned
+            .entry(slot.lease)
+            .or_default()
+            .insert((slot.start, h as u16, slot.vm));
+        let key = (slot.start, slot.lease, slot.vm);
+        let at = self.slots[h].partition_point(|s| (s.start, s.lease, s.vm) < key);
+        self.slots[h].insert(at, slot);
+    }
+
+    /// Removes host `h`'s slot at index `i`, keeping the indexes right.
+    fn remove_at(&mut self, h: usize, i: usize) -> Slot {
+        let slot = self.slots[h].remove(i);
+        Self::count(
+            &mut self.deltas,
+            &mut self.ends,
+            slot.start,
+            slot.end,
+            slot.cores,
+            -1,
+        );
+        if let Some(mine) = self.owned.get_mut(&slot.lease) {
+            mine.remove(&(slot.start, h as u16, slot.vm));
+            if mine.is_empty() {
+                self.owned.remove(&slot.lease);
+            }
+        }
+        slot
+    }
+
+    /// Removes `lease`'s slots that start at or after `from`.
+    fn remove_owned_from(&mut self, lease: RequestId, from: EmuTime) {
+        let Some(mine) = self.owned.get(&lease) else {
+            return;
+        };
+        let doomed: Vec<(EmuTime, u16, u32)> = mine.range((from, 0, 0)..).copied().collect();
+        for (start, h, vm) in doomed {
+            let h = usize::from(h);
+            if let Some(i) = self.position(h, lease, vm, start) {
+                self.remove_at(h, i);
+            }
         }
     }
 
@@ -211,21 +293,6 @@ impl Availability {
         }
     }
 
-    /// Removes the slots `remove` selects, keeping the indexes right.
-    fn remove_where(&mut self, remove: impl Fn(&Slot) -> bool) {
-        let (deltas, ends) = (&mut self.deltas, &mut self.ends);
-        for host in &mut self.slots {
-            host.retain(|s| {
-                if remove(s) {
-                    Self::count(deltas, ends, s.start, s.end, s.cores, -1);
-                    false
-                } else {
-                    true
-                }
-            });
-        }
-    }
-
     /// Takes VM `i` of `lease` on `hosts[i]` for `[start, end)`.
     pub fn reserve(
         &mut self,
@@ -242,52 +309,49 @@ impl Availability {
 
     /// Frees everything `lease` holds or will hold.
     pub fn release(&mut self, lease: RequestId) {
-        self.remove_where(|s| s.lease == lease);
+        self.remove_owned_from(lease, EmuTime::ZERO);
     }
 
     /// Frees `lease`'s slots that start at or after `from` (a reservation not yet begun),
     /// keeping earlier ones (VMs still being vacated).
     pub fn release_from(&mut self, lease: RequestId, from: EmuTime) {
-        self.remove_where(|s| s.lease == lease && s.start >= from);
+        self.remove_owned_from(lease, from);
     }
 
     /// Makes `lease`'s VM `vm` slot that began at `start` end at `end` instead — earlier
     /// when a VM is stopped, possibly later when vacating it (a suspension) outlasts the plan.
     pub fn end_vm(&mut self, lease: RequestId, vm: u32, start: EmuTime, end: EmuTime) {
-        for h in 0..self.slots.len() {
-            let Some(i) = self.slots[h]
-                .iter()
-                .position(|s| s.lease == lease && s.vm == vm && s.start == start)
-            else {
-                continue;
-            };
-            let old = self.slots[h].swap_remove(i);
-            Self::count(
-                &mut self.deltas,
-                &mut self.ends,
-                old.start,
-                old.end,
-                old.cores,
-                -1,
-            );
-            if end > old.start {
-                Self::count(
-                    &mut self.deltas,
-                    &mut self.ends,
-                    old.start,
-                    end,
-                    old.cores,
-                    1,
-                );
-                self.slots[h].push(Slot { end, ..old });
-            }
+        let host = self.owned.get(&lease).and_then(|mine| {
+            mine.range((start, 0, 0)..=(start, u16::MAX, u32::MAX))
+                .find(|&&(_, _, v)| v == vm)
+                .map(|&(_, h, _)| usize::from(h))
+        });
+        let Some(h) = host else { return };
+        let Some(i) = self.position(h, lease, vm, start) else {
             return;
+        };
+        let old = self.remove_at(h, i);
+        if end > old.start {
+            self.insert(h, Slot { end, ..old });
         }
     }
 
     /// Forgets everything that ended by `now` (keeps the profile small).
     pub fn forget_before(&mut self, now: EmuTime) {
-        self.remove_where(|s| s.end <= now);
+        for h in 0..self.slots.len() {
+            // Only slots that began before `now` can have ended by it.
+            let begun = self.slots[h].partition_point(|s| s.start < now);
+            let mut i = 0;
+            let mut left = begun;
+            while i < left {
+                if self.slots[h][i].end <= now {
+                    self.remove_at(h, i);
+                    left -= 1;
+                } else {
+                    i += 1;
+                }
+            }
+        }
     }
 
     /// How many VMs of `shape` host `h` can hold throughout `[start, end)`.
@@ -317,7 +381,7 @@ impl Availability {
                 .iter()
                 .any(|&(l, from)| s.lease == l && s.start >= from)
         };
-        for s in self.slots[h]
+        for s in self.slots[h][self.window(h, start, end)]
             .iter()
             .filter(|s| s.start < end && s.end > start && !ignored(s))
         {
@@ -474,9 +538,9 @@ impl Availability {
 
     /// Cores in use at instant `t`.
     pub fn cores_used_at(&self, t: EmuTime) -> u64 {
-        self.slots
-            .iter()
-            .flatten()
+        let just_after = t + EmuDuration::from_micros(1);
+        (0..self.slots.len())
+            .flat_map(|h| &self.slots[h][self.window(h, t, just_after)])
             .filter(|s| s.start <= t && s.end > t)
             .map(|s| u64::from(s.cores))
             .sum()
@@ -484,10 +548,8 @@ impl Availability {
 
     /// Every lease with a slot overlapping `[start, end)`, in id order.
     pub fn leases_overlapping(&self, start: EmuTime, end: EmuTime) -> Vec<RequestId> {
-        let mut ids: Vec<RequestId> = self
-            .slots
-            .iter()
-            .flatten()
+        let mut ids: Vec<RequestId> = (0..self.slots.len())
+            .flat_map(|h| &self.slots[h][self.window(h, start, end)])
             .filter(|s| s.start < end && s.end > start)
             .map(|s| s.lease)
             .collect();
@@ -576,6 +638,98 @@ pub(crate) mod tests {
         assert_eq!(a.room(0, VM, t(0), t(40)), 4);
         assert_eq!(a.room(0, VM, t(0), t(55)), 1);
         assert_eq!(a.room(0, VM, t(60), t(70)), 4);
+    }
+
+    /// A naive profile: every slot in one list, scanned in full.
+    #[derive(Default)]
+    struct Naive(Vec<(usize, RequestId, u32, EmuTime, EmuTime)>);
+
+    impl Naive {
+        fn room(&self, h: usize, cores: u64, start: EmuTime, end: EmuTime) -> u64 {
+            // Peak use over the window: use only rises at a slot's start (or the window's).
+            let mut points: Vec<EmuTime> = vec![start];
+            points.extend(
+                self.0
+                    .iter()
+                    .filter(|s| s.0 == h && s.3 > start && s.3 < end)
+                    .map(|s| s.3),
+            );
+            let peak = points
+                .iter()
+                .map(|&t| {
+                    self.0
+                        .iter()
+                        .filter(|s| s.0 == h && s.3 <= t && s.4 > t)
+                        .count() as u64
+                })
+                .max()
+                .unwrap_or(0);
+            cores.saturating_sub(peak)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, failure_persistence: None, ..Default::default() })]
+
+        /// The indexed profile answers every room question as a full scan of its slots does,
+        /// through reservations, cuts, releases and forgetting.
+        #[test]
+        fn indexed_room_matches_a_full_scan(
+            ops in proptest::collection::vec((0u8..5, 0u32..6, 0u64..3, 0u64..400, 1u64..300), 1..60),
+            probes in proptest::collection::vec((0u64..3, 0u64..700, 1u64..300), 1..20),
+        ) {
+            let mut a = Availability::new(&hosts(3, 4, 1 << 30), true);
+            let mut naive = Naive::default();
+            let mut now = EmuTime::ZERO;
+            for (i, &(op, lease, host, at, len)) in ops.iter().enumerate() {
+                let id = RequestId(lease);
+                match op {
+                    // Reserve one VM (index i keeps VMs distinct) where the host has room.
+                    0 | 1 => {
+                        let (s, e) = (t(at).max(now), t(at).max(now) + EmuDuration::from_secs(len));
+                        if a.room(host as usize, VM, s, e) > 0 {
+                            a.reserve_vm(host as u16, id, i as u32, VM, s, e);
+                            naive.0.push((host as usize, id, i as u32, s, e));
+                        }
+                    }
+                    // Cut or stretch a slot of this lease.
+                    2 => {
+                        if let Some(k) = naive.0.iter().position(|x| x.1 == id) {
+                            let (h, _, vm, s, old_end) = naive.0[k];
+                            let end = s + EmuDuration::from_secs(len / 2);
+                            if end <= old_end || a.room(h, VM, old_end, end) > 0 {
+                                a.end_vm(id, vm, s, end);
+                                if end > s {
+                                    naive.0[k].4 = end;
+                                } else {
+                                    naive.0.remove(k);
+                                }
+                            }
+                        }
+                    }
+                    3 => {
+                        let from = t(at);
+                        a.release_from(id, from);
+                        naive.0.retain(|x| !(x.1 == id && x.3 >= from));
+                    }
+                    _ => {
+                        now = now.max(t(at));
+                        a.forget_before(now);
+                        naive.0.retain(|x| x.4 > now);
+                    }
+                }
+                proptest::prop_assert!(a.within_capacity());
+            }
+            for &(h, at, len) in &probes {
+                let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));
+                proptest::prop_assert_eq!(a.room(h as usize, VM, s, e), naive.room(h as usize, 4, s, e));
+            }
+            let mut held: Vec<_> = a.holds(EmuTime::ZERO, EmuTime::NEVER).iter().map(|x| (x.host, x.lease, x.vm, x.start, x.end)).collect();
+            let mut expected = naive.0.clone();
+            held.sort();
+            expected.sort();
+            proptest::prop_assert_eq!(held, expected);
+        }
     }
 
     #[test]

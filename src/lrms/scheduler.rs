@@ -5,6 +5,8 @@
 //!   with `pivots` reserved leases (the rest start only if they fit now without delaying a
 //!   reservation; a large `pivots` behaves as conservative). Deadline-constrained leases always
 //!   get a reservation and are rejected at admission if it would end after their deadline.
+//!   With compression on, capacity freed early (by a preemption, a cancellation) moves every
+//!   waiting reservation forward where it can go, never back.
 //! * Local requests are decided **when they arrive** (paper 001 §4.1, local steps 1–5): served
 //!   in their requested interval `[start, start + duration)` — reserved at once, so no external
 //!   lease arriving later can take it — or rejected. When the interval is not free, the leases
@@ -127,6 +129,9 @@ pub struct Config {
     pub search_budget: usize,
     /// This cluster's speed relative to the reference.
     pub speed: Speed,
+    /// Whether waiting reservations are moved forward whenever leases are placed again
+    /// after capacity was freed early (schedule compression).
+    pub compress: bool,
 }
 
 /// The timed steps one VM instance must take.
@@ -770,7 +775,6 @@ impl Core {
             return Err(Refusal::QueueFull);
         }
         let service = self.cluster_service(&req);
-        let wakes = self.wakes.clone();
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if !self.schedule_external(id, now, &mut out) {
@@ -786,7 +790,12 @@ impl Core {
             if !starts_now && waiting >= k {
                 self.drop_reservation(id);
                 self.leases.remove(&id);
-                self.wakes = wakes;
+                // Wakes it asked for were new (`wake` reports only those): take them back.
+                for a in &out {
+                    if let Action::Wake(t) = a {
+                        self.wakes.remove(t);
+                    }
+                }
                 return Err(Refusal::QueueFull);
             }
         }
@@ -798,12 +807,20 @@ impl Core {
 
     /// Places every waiting external lease that has no reservation (preempted, displaced,
     /// or not a pivot): deadline leases first (earliest deadline), then submission order.
-    /// Existing reservations are kept (no compression), so this costs only the affected leases.
+    /// Without compression existing reservations are kept, so this costs only the affected
+    /// leases. With it, every future reservation is taken out and placed again in the same
+    /// order (GridSim's conservative backfilling on a cancellation): a lease's old slot is
+    /// free when it is placed again, so none starts later than it was promised.
     fn place_waiting(&mut self, now: EmuTime, out: &mut Vec<Action>) {
+        let compress = self.cfg.compress;
         let mut waiting: Vec<(u8, EmuTime, u64, RequestId)> = self
             .leases
             .iter()
-            .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local() && l.res.is_none())
+            .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local())
+            .filter(|(_, l)| match &l.res {
+                None => true,
+                Some(r) => compress && r.start > now,
+            })
             .map(|(id, l)| {
                 let deadline = l.deadline();
                 (
@@ -816,6 +833,11 @@ impl Core {
             .collect();
         waiting.sort_unstable();
         for (_, _, _, id) in waiting {
+            if let Some(promised) = self.leases[&id].res.as_ref().map(|r| r.start) {
+                self.drop_reservation(id);
+                self.reserve_again(id, promised, now, out);
+                continue;
+            }
             // A deadline lease that can no longer meet its deadline still gets the earliest
             // slot; its lateness shows in the outputs.
             if !self.schedule_external(id, now, out) {
@@ -823,6 +845,37 @@ impl Core {
                 if let Some((start, plan, hosts)) = self.find_slot(id, floor) {
                     self.commit(id, start, plan, hosts, out);
                 }
+            }
+        }
+    }
+
+    /// Reserves again a lease whose reservation at `promised` was just taken out: at the
+    /// earliest start the backfilling allows if that is no later (and still meets its
+    /// deadline), else in its old slot, which nothing has taken since.
+    fn reserve_again(
+        &mut self,
+        id: RequestId,
+        promised: EmuTime,
+        now: EmuTime,
+        out: &mut Vec<Action>,
+    ) {
+        let l = &self.leases[&id];
+        let floor = match self.cfg.backfilling {
+            Backfilling::Fcfs => self.fcfs_floor(l.order).max(now.max(l.not_before)),
+            _ => now.max(l.not_before),
+        };
+        let deadline = l.deadline();
+        let earlier = self
+            .find_slot(id, floor)
+            .filter(|(s, plan, _)| *s <= promised && deadline.is_none_or(|d| plan.end <= d));
+        // The old slot's hosts, storage time and start are all free again; it is not always
+        // among the start candidates, as the lease ending there may have moved forward.
+        let slot = earlier.or_else(|| self.fits_at(id, promised).map(|(p, h)| (promised, p, h)));
+        debug_assert!(slot.is_some(), "a lease's own old slot is free");
+        match slot {
+            Some((start, plan, hosts)) => self.commit(id, start, plan, hosts, out),
+            None => {
+                self.schedule_external(id, now, out);
             }
         }
     }
@@ -1455,7 +1508,8 @@ impl Core {
     /// Starts what is due at `now`. Call at every [`Action::Wake`] time.
     pub fn tick(&mut self, now: EmuTime) -> Vec<Action> {
         let mut out = Vec::new();
-        self.wakes.retain(|&t| t > now);
+        // Keep only wakes still to come (split_off costs the removed part, not the set).
+        self.wakes = self.wakes.split_off(&(now + EmuDuration::from_micros(1)));
         self.start_due(now, &mut out);
         if matches!(self.cfg.backfilling, Backfilling::Easy { .. }) {
             self.place_waiting(now, &mut out);
@@ -1562,6 +1616,7 @@ mod tests {
             enforce_memory: true,
             search_budget: policy::SEARCH_BUDGET,
             speed: Speed::default(),
+            compress: false,
         }
     }
 
@@ -1846,5 +1901,34 @@ mod tests {
         assert_eq!(d.cost, EmuDuration::ZERO);
         assert_eq!(d.reschedule, EmuDuration::ZERO);
         assert_eq!(d.local_start, EmuTime::from_secs(100));
+    }
+    #[test]
+    fn compression_moves_reservations_into_capacity_a_preemption_freed() {
+        // 1 host, 4 cores. A cancellable lease holds all 4 until 1000 s; a 2-VM lease is
+        // reserved after it. At 100 s a local request takes 2 cores for 300 s by cancelling
+        // the first: 2 cores are free from 100 s on.
+        let reserved_start = |compress: bool| {
+            let mut cfg = config(Backfilling::Conservative, PreemptionPolicy::Mov);
+            cfg.compress = compress;
+            let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+            let mut victim = req(0, Origin::External, 0, 4, 400, 1000);
+            victim.lease_type = LeaseType::BestEffortCancellable;
+            c.submit_external(victim, EmuTime::ZERO).unwrap();
+            c.submit_external(req(1, Origin::External, 0, 2, 400, 100), EmuTime::ZERO)
+                .unwrap();
+            let now = EmuTime::from_secs(100);
+            c.submit_local(req(2, Origin::Local, 100, 2, 400, 300), now)
+                .unwrap();
+            assert!(c.availability().within_capacity());
+            c.leases()
+                .into_iter()
+                .find(|l| l.id == RequestId(1))
+                .and_then(|l| l.slot)
+                .map(|(start, _, _)| start)
+        };
+        // Without compression it keeps its slot; with it, it starts as soon as the cancelled
+        // VMs are off, beside the local lease.
+        assert_eq!(reserved_start(false), Some(EmuTime::from_secs(1000)));
+        assert_eq!(reserved_start(true), Some(EmuTime::from_secs(100)));
     }
 }

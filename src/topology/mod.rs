@@ -190,6 +190,9 @@ pub struct LrmsSettings {
     pub enforce_memory: bool,
     /// Search steps one preemption decision may take when room is not additive.
     pub search_budget: usize,
+    /// Whether waiting reservations move forward when capacity is freed early (schedule
+    /// compression, as in conservative backfilling on cancellation).
+    pub compress: bool,
 }
 
 impl LrmsSettings {
@@ -825,6 +828,7 @@ const LRMS_KEYS: &[&str] = &[
     "queue_limit",
     "enforce_memory",
     "search_budget",
+    "compress",
 ];
 const IGG_KEYS: &[&str] = &["dispatch", "retry"];
 
@@ -843,6 +847,7 @@ struct LrmsOverrides<'a> {
     queue_limit: Option<usize>,
     enforce_memory: Option<bool>,
     search_budget: Option<usize>,
+    compress: Option<bool>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
@@ -865,6 +870,7 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
         search_budget: t
             .positive("search_budget", 100_000_000)
             .map(|(v, _)| v as usize),
+        compress: t.bool("compress").map(|(v, _)| v),
     };
     t.finish(LRMS_KEYS);
     o
@@ -1196,6 +1202,7 @@ fn read_topology(
                         .search_budget
                         .or(lrms_defaults.search_budget)
                         .unwrap_or(crate::lrms::policy::SEARCH_BUDGET),
+                    compress: own.compress.or(lrms_defaults.compress).unwrap_or(false),
                     profile,
                 };
                 ids.push(ClusterId(clusters.len() as u16));
