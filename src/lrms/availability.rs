@@ -5,7 +5,6 @@
 //! testbed of paper 001 let KVM overcommit it).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Range;
 
 use crate::model::RequestId;
 use crate::time::{EmuDuration, EmuTime};
@@ -20,6 +19,13 @@ struct Slot {
     end: EmuTime,
     cores: u32,
     mem_mb: u64,
+}
+
+/// Where a slot sorts on its host: start, lease, VM.
+type SlotKey = (EmuTime, RequestId, u32);
+
+fn key_of(s: &Slot) -> SlotKey {
+    (s.start, s.lease, s.vm)
 }
 
 /// A slot as [`Availability::holds`] reports it.
@@ -56,13 +62,15 @@ pub struct Availability {
     /// Cores and memory per host; memory is `u64::MAX` where it is not enforced.
     capacity: Vec<(u32, u64)>,
     enforce_memory: bool,
-    /// Per host, its slots sorted by (start, lease, VM).
-    slots: Vec<Vec<Slot>>,
+    /// Per host, its slots by (start, lease, VM).
+    slots: Vec<BTreeMap<SlotKey, Slot>>,
     /// Per host, the longest slot it has held (never shrinks): a slot overlapping an
     /// instant starts at most this long before it, which bounds every window's scan.
     longest: Vec<EmuDuration>,
     /// Where each lease's slots are: (start, host, VM).
     owned: BTreeMap<RequestId, BTreeSet<(EmuTime, u16, u32)>>,
+    /// Intervals of slots removed or cut since last taken, when tracked (for compression).
+    freed: Option<Vec<(EmuTime, EmuTime)>>,
     /// Cluster-wide change in cores used at each instant (a quick necessary check).
     deltas: BTreeMap<EmuTime, i64>,
     /// How many slots end at each instant (the candidate start times).
@@ -104,6 +112,41 @@ impl UsageSteps {
     }
 }
 
+impl UsageSteps {
+    /// Like [`UsageSteps::fits`], as if `own` (`[start, end)` taking `cores`) were released.
+    pub fn fits_excluding(
+        &self,
+        start: EmuTime,
+        end: EmuTime,
+        cores: u64,
+        total: u64,
+        own: (EmuTime, EmuTime, u64),
+    ) -> bool {
+        let limit = total as i64 - cores as i64;
+        let own_at = |t: EmuTime| {
+            if own.0 <= t && t < own.1 {
+                own.2 as i64
+            } else {
+                0
+            }
+        };
+        let first = self.0.partition_point(|&(t, _)| t <= start);
+        let at_start = if first == 0 { 0 } else { self.0[first - 1].1 };
+        if at_start - own_at(start) > limit {
+            return false;
+        }
+        // Where `own` ends the use may not change (another slot starting there), yet what it
+        // leaves counts in full from then on.
+        if start < own.1 && own.1 < end && self.used_at(own.1) as i64 > limit {
+            return false;
+        }
+        self.0[first..]
+            .iter()
+            .take_while(|&&(t, _)| t < end)
+            .all(|&(t, used)| used - own_at(t) <= limit)
+    }
+}
+
 impl Availability {
     /// An empty profile for these hosts; with `enforce_memory` false, VMs may overcommit
     /// memory and only cores limit placement.
@@ -123,11 +166,38 @@ impl Availability {
                 })
                 .collect(),
             enforce_memory,
-            slots: vec![Vec::new(); hosts.len()],
+            slots: vec![BTreeMap::new(); hosts.len()],
             longest: vec![EmuDuration::ZERO; hosts.len()],
             owned: BTreeMap::new(),
+            freed: None,
             deltas: BTreeMap::new(),
             ends: BTreeMap::new(),
+        }
+    }
+
+    /// Starts recording the interval of every slot removed or cut (see
+    /// [`Availability::take_freed`]).
+    pub fn track_freed(&mut self) {
+        self.freed.get_or_insert_with(Vec::new);
+    }
+
+    /// The intervals whose capacity was freed since the last call (a cut slot reports its
+    /// whole old interval), ending after `now`; empty when not tracked.
+    pub fn take_freed(&mut self, now: EmuTime) -> Vec<(EmuTime, EmuTime)> {
+        match &mut self.freed {
+            Some(f) => {
+                let mut taken = std::mem::take(f);
+                taken.retain(|&(_, e)| e > now);
+                taken
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Records `[start, end)` as freed (when tracked).
+    pub fn note_freed(&mut self, start: EmuTime, end: EmuTime) {
+        if let Some(f) = &mut self.freed {
+            f.push((start, end));
         }
     }
 
@@ -150,9 +220,8 @@ impl Availability {
         self.slots
             .iter()
             .enumerate()
-            .flat_map(|(h, slots)| {
-                slots[self.window(h, start, end)]
-                    .iter()
+            .flat_map(|(h, _)| {
+                self.window(h, start, end)
                     .filter(move |s| s.start < end && s.end > start)
                     .map(move |s| Held {
                         host: h,
@@ -192,24 +261,17 @@ impl Availability {
         }
     }
 
-    /// The index range of host `h`'s slots that may overlap `[start, end)`.
-    fn window(&self, h: usize, start: EmuTime, end: EmuTime) -> Range<usize> {
-        let slots = &self.slots[h];
+    /// Host `h`'s slots that may overlap `[start, end)`, by start.
+    fn window(&self, h: usize, start: EmuTime, end: EmuTime) -> impl Iterator<Item = &Slot> {
         // A slot starting before `start - longest` ended by `start`.
         let from = start.earlier_by(self.longest[h]);
-        let lo = slots.partition_point(|s| s.start < from);
-        let hi = slots.partition_point(|s| s.start < end);
-        lo..hi.max(lo)
-    }
-
-    /// Index of `lease`'s VM `vm` slot beginning at `start` on host `h`.
-    fn position(&self, h: usize, lease: RequestId, vm: u32, start: EmuTime) -> Option<usize> {
+        let to = end.max(from);
         self.slots[h]
-            .binary_search_by(|s| (s.start, s.lease, s.vm).cmp(&(start, lease, vm)))
-            .ok()
+            .range((from, RequestId(0), 0)..(to, RequestId(0), 0))
+            .map(|(_, s)| s)
     }
 
-    /// Adds a slot to host `h`, keeping the order and the indexes right.
+    /// Adds a slot to host `h`, keeping the indexes right.
     fn insert(&mut self, h: usize, slot: Slot) {
         Self::count(
             &mut self.deltas,
@@ -224,14 +286,12 @@ impl Availability {
             .entry(slot.lease)
             .or_default()
             .insert((slot.start, h as u16, slot.vm));
-        let key = (slot.start, slot.lease, slot.vm);
-        let at = self.slots[h].partition_point(|s| (s.start, s.lease, s.vm) < key);
-        self.slots[h].insert(at, slot);
+        self.slots[h].insert(key_of(&slot), slot);
     }
 
-    /// Removes host `h`'s slot at index `i`, keeping the indexes right.
-    fn remove_at(&mut self, h: usize, i: usize) -> Slot {
-        let slot = self.slots[h].remove(i);
+    /// Removes host `h`'s slot `key`, keeping the indexes right.
+    fn remove_key(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
+        let slot = self.slots[h].remove(&key)?;
         Self::count(
             &mut self.deltas,
             &mut self.ends,
@@ -246,7 +306,10 @@ impl Availability {
                 self.owned.remove(&slot.lease);
             }
         }
-        slot
+        if let Some(f) = &mut self.freed {
+            f.push((slot.start, slot.end));
+        }
+        Some(slot)
     }
 
     /// Removes `lease`'s slots that start at or after `from`.
@@ -256,10 +319,7 @@ impl Availability {
         };
         let doomed: Vec<(EmuTime, u16, u32)> = mine.range((from, 0, 0)..).copied().collect();
         for (start, h, vm) in doomed {
-            let h = usize::from(h);
-            if let Some(i) = self.position(h, lease, vm, start) {
-                self.remove_at(h, i);
-            }
+            self.remove_key(usize::from(h), (start, lease, vm));
         }
     }
 
@@ -327,10 +387,9 @@ impl Availability {
                 .map(|&(_, h, _)| usize::from(h))
         });
         let Some(h) = host else { return };
-        let Some(i) = self.position(h, lease, vm, start) else {
+        let Some(old) = self.remove_key(h, (start, lease, vm)) else {
             return;
         };
-        let old = self.remove_at(h, i);
         if end > old.start {
             self.insert(h, Slot { end, ..old });
         }
@@ -340,16 +399,13 @@ impl Availability {
     pub fn forget_before(&mut self, now: EmuTime) {
         for h in 0..self.slots.len() {
             // Only slots that began before `now` can have ended by it.
-            let begun = self.slots[h].partition_point(|s| s.start < now);
-            let mut i = 0;
-            let mut left = begun;
-            while i < left {
-                if self.slots[h][i].end <= now {
-                    self.remove_at(h, i);
-                    left -= 1;
-                } else {
-                    i += 1;
-                }
+            let ended: Vec<SlotKey> = self.slots[h]
+                .range(..(now, RequestId(0), 0))
+                .filter(|(_, s)| s.end <= now)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in ended {
+                self.remove_key(h, k);
             }
         }
     }
@@ -381,8 +437,8 @@ impl Availability {
                 .iter()
                 .any(|&(l, from)| s.lease == l && s.start >= from)
         };
-        for s in self.slots[h][self.window(h, start, end)]
-            .iter()
+        for s in self
+            .window(h, start, end)
             .filter(|s| s.start < end && s.end > start && !ignored(s))
         {
             events.push((s.start.max(start), true, u64::from(s.cores), s.mem_mb));
@@ -491,7 +547,7 @@ impl Availability {
         let mut candidates: Vec<EmuTime> = self
             .slots
             .iter()
-            .flatten()
+            .flat_map(|host| host.values())
             .map(|s| s.end)
             .filter(|&e| e > not_before)
             .collect();
@@ -517,6 +573,11 @@ impl Availability {
             .collect()
     }
 
+    /// The slot ends in `[from, to)`, ascending.
+    pub fn ends_in(&self, from: EmuTime, to: EmuTime) -> impl Iterator<Item = EmuTime> + '_ {
+        self.ends.range(from..to.max(from)).map(|(t, _)| *t)
+    }
+
     /// Total cores of the cluster.
     pub fn total_cores(&self) -> u64 {
         self.capacity.iter().map(|&(c, _)| u64::from(c)).sum()
@@ -540,7 +601,7 @@ impl Availability {
     pub fn cores_used_at(&self, t: EmuTime) -> u64 {
         let just_after = t + EmuDuration::from_micros(1);
         (0..self.slots.len())
-            .flat_map(|h| &self.slots[h][self.window(h, t, just_after)])
+            .flat_map(|h| self.window(h, t, just_after))
             .filter(|s| s.start <= t && s.end > t)
             .map(|s| u64::from(s.cores))
             .sum()
@@ -549,7 +610,7 @@ impl Availability {
     /// Every lease with a slot overlapping `[start, end)`, in id order.
     pub fn leases_overlapping(&self, start: EmuTime, end: EmuTime) -> Vec<RequestId> {
         let mut ids: Vec<RequestId> = (0..self.slots.len())
-            .flat_map(|h| &self.slots[h][self.window(h, start, end)])
+            .flat_map(|h| self.window(h, start, end))
             .filter(|s| s.start < end && s.end > start)
             .map(|s| s.lease)
             .collect();
@@ -562,9 +623,9 @@ impl Availability {
     pub fn within_capacity(&self) -> bool {
         self.slots.iter().enumerate().all(|(h, slots)| {
             let (cores, mem) = self.capacity[h];
-            slots.iter().all(|p| {
+            slots.values().all(|p| {
                 let (c, m) = slots
-                    .iter()
+                    .values()
                     .filter(|s| s.start <= p.start && s.end > p.start)
                     .fold((0u64, 0u64), |(c, m), s| {
                         (c + u64::from(s.cores), m + s.mem_mb)

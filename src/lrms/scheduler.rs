@@ -40,7 +40,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::admission::{Admission, AdmissionPolicy, Monitor};
-use super::availability::{Availability, VmShape};
+use super::availability::{Availability, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
 use super::policy::{self, PreemptionPolicy};
@@ -337,6 +337,7 @@ struct Vacating {
 }
 
 /// The LRMS core of one cluster.
+#[derive(Clone)]
 pub struct Core {
     cfg: Config,
     monitor: Monitor,
@@ -379,11 +380,43 @@ pub struct LeaseView {
     pub suspended: bool,
 }
 
+/// Time intervals where capacity was freed, merged and sorted (compression's skip test).
+struct Freed(Vec<(EmuTime, EmuTime)>);
+
+impl Freed {
+    fn new(intervals: Vec<(EmuTime, EmuTime)>) -> Freed {
+        let mut f = Freed(Vec::with_capacity(intervals.len()));
+        for (s, e) in intervals {
+            f.add(s, e);
+        }
+        f
+    }
+
+    /// Adds `[start, end)`, merging it with the intervals it touches.
+    fn add(&mut self, start: EmuTime, end: EmuTime) {
+        if end <= start {
+            return;
+        }
+        let lo = self.0.partition_point(|&(_, e)| e < start);
+        let hi = self.0.partition_point(|&(s, _)| s <= end);
+        let (mut s, mut e) = (start, end);
+        if lo < hi {
+            s = s.min(self.0[lo].0);
+            e = e.max(self.0[hi - 1].1);
+        }
+        self.0.splice(lo..hi, std::iter::once((s, e)));
+    }
+}
+
 impl Core {
     /// A core for a cluster with these hosts.
     pub fn new(hosts: &[HostSpec], cfg: Config) -> Core {
+        let mut avail = Availability::new(hosts, cfg.enforce_memory);
+        if cfg.compress {
+            avail.track_freed();
+        }
         Core {
-            avail: Availability::new(hosts, cfg.enforce_memory),
+            avail,
             monitor: Monitor::new(cfg.admission),
             cfg,
             storage: Storage::default(),
@@ -811,6 +844,15 @@ impl Core {
     /// leases. With it, every future reservation is taken out and placed again in the same
     /// order (GridSim's conservative backfilling on a cancellation): a lease's old slot is
     /// free when it is placed again, so none starts later than it was promised.
+    ///
+    /// Compression skips, exactly, the leases that cannot move: a lease booting fresh was
+    /// placed (or last compressed) at its earliest start, its plan's length does not depend
+    /// on when it starts, and capacity only ever grows where slots were removed or cut — so
+    /// an earlier start it fits now has a window meeting capacity freed since, and its
+    /// earliest such start is "now" or a slot end. Only those candidates are tested, on the
+    /// cluster-wide cores (a necessary condition); a lease passing is placed again in full.
+    /// Leases resuming from images (their plan depends on the storage) and FCFS queues (the
+    /// floor depends on other leases) are always placed again.
     fn place_waiting(&mut self, now: EmuTime, out: &mut Vec<Action>) {
         let compress = self.cfg.compress;
         let mut waiting: Vec<(u8, EmuTime, u64, RequestId)> = self
@@ -832,12 +874,52 @@ impl Core {
             })
             .collect();
         waiting.sort_unstable();
+        let mut freed = Freed::new(self.avail.take_freed(now));
+        let mut moved = Vec::new();
+        // Cluster-wide use, rebuilt only after a change that moves it.
+        let mut steps: Option<UsageSteps> = None;
+        let total = self.avail.total_cores();
         for (_, _, _, id) in waiting {
-            if let Some(promised) = self.leases[&id].res.as_ref().map(|r| r.start) {
+            let l = &self.leases[&id];
+            if let Some(res) = &l.res {
+                let (promised, end) = (res.start, res.end);
+                let floor = now.max(l.not_before);
+                let skippable =
+                    l.images_ready.is_none() && self.cfg.backfilling != Backfilling::Fcfs;
+                if skippable
+                    && !self.could_start_earlier(
+                        l,
+                        (promised, end),
+                        floor,
+                        &freed,
+                        steps.get_or_insert_with(|| self.avail.usage_steps()),
+                        total,
+                    )
+                {
+                    debug_assert!(
+                        self.stays_put(id, promised, now),
+                        "compression skipped lease #{} that could move",
+                        id.0
+                    );
+                    continue;
+                }
+                let hosts = res.hosts.clone();
                 self.drop_reservation(id);
-                self.reserve_again(id, promised, now, out);
+                self.reserve_again(id, (promised, hosts.clone()), now, out);
+                // Placed again at the same start on other hosts (or, resuming, ending at
+                // another time), it still frees what it held.
+                let same = self.leases[&id]
+                    .res
+                    .as_ref()
+                    .is_some_and(|r| r.start == promised && r.end == end && r.hosts == hosts);
+                if !same {
+                    freed.add(promised, end);
+                    moved.push((promised, end));
+                    steps = None;
+                }
                 continue;
             }
+            steps = None;
             // A deadline lease that can no longer meet its deadline still gets the earliest
             // slot; its lateness shows in the outputs.
             if !self.schedule_external(id, now, out) {
@@ -847,15 +929,68 @@ impl Core {
                 }
             }
         }
+        if compress {
+            // This pass's own take-outs are accounted for; the slots leases left may still
+            // serve leases earlier in the queue, at the next pass.
+            self.avail.take_freed(now);
+            for (start, end) in moved {
+                self.avail.note_freed(start, end);
+            }
+        }
     }
 
-    /// Reserves again a lease whose reservation at `promised` was just taken out: at the
-    /// earliest start the backfilling allows if that is no later (and still meets its
-    /// deadline), else in its old slot, which nothing has taken since.
+    /// Whether fresh lease `l`, reserved at `own`, might start earlier than `own.0` now:
+    /// some candidate start in `[floor, own.0)` whose window meets freed capacity fits on the
+    /// cluster-wide cores, its own reservation set aside.
+    fn could_start_earlier(
+        &self,
+        l: &Lease,
+        own: (EmuTime, EmuTime),
+        floor: EmuTime,
+        freed: &Freed,
+        steps: &UsageSteps,
+        total: u64,
+    ) -> bool {
+        let (promised, end) = own;
+        let len = end.since(promised);
+        let cores = l.req.cores();
+        let fits =
+            |t: EmuTime| steps.fits_excluding(t, t + len, cores, total, (promised, end, cores));
+        freed.0.iter().any(|&(fs, fe)| {
+            // Starts whose window [t, t + len) meets [fs, fe), before the promised one.
+            let (from, to) = (floor.max(fs.earlier_by(len)), promised.min(fe));
+            if from >= to {
+                return false;
+            }
+            (from <= floor && fits(floor))
+                || self
+                    .avail
+                    .ends_in(from.max(floor + EmuDuration::from_micros(1)), to)
+                    .any(fits)
+        })
+    }
+
+    /// Whether placing `id` again now would leave it at `promised` (checks the skip rule of
+    /// [`Core::place_waiting`] on a copy; debug builds only).
+    fn stays_put(&self, id: RequestId, promised: EmuTime, now: EmuTime) -> bool {
+        let mut copy = self.clone();
+        let hosts = copy.leases[&id]
+            .res
+            .as_ref()
+            .map(|r| r.hosts.clone())
+            .unwrap_or_default();
+        copy.drop_reservation(id);
+        copy.reserve_again(id, (promised, hosts), now, &mut Vec::new());
+        copy.leases[&id].res.as_ref().map(|r| r.start) == Some(promised)
+    }
+
+    /// Reserves again a lease whose reservation at `promised` on `hosts` was just taken
+    /// out: at the earliest start the backfilling allows if that is earlier (and still meets
+    /// its deadline), else back in its old slot, which nothing has taken since.
     fn reserve_again(
         &mut self,
         id: RequestId,
-        promised: EmuTime,
+        (promised, hosts): (EmuTime, Vec<u16>),
         now: EmuTime,
         out: &mut Vec<Action>,
     ) {
@@ -865,18 +1000,31 @@ impl Core {
             _ => now.max(l.not_before),
         };
         let deadline = l.deadline();
-        let earlier = self
+        if let Some((start, plan, hosts)) = self
             .find_slot(id, floor)
-            .filter(|(s, plan, _)| *s <= promised && deadline.is_none_or(|d| plan.end <= d));
-        // The old slot's hosts, storage time and start are all free again; it is not always
-        // among the start candidates, as the lease ending there may have moved forward.
-        let slot = earlier.or_else(|| self.fits_at(id, promised).map(|(p, h)| (promised, p, h)));
-        debug_assert!(slot.is_some(), "a lease's own old slot is free");
-        match slot {
-            Some((start, plan, hosts)) => self.commit(id, start, plan, hosts, out),
-            None => {
-                self.schedule_external(id, now, out);
-            }
+            .filter(|(s, plan, _)| *s < promised && deadline.is_none_or(|d| plan.end <= d))
+        {
+            self.commit(id, start, plan, hosts, out);
+            return;
+        }
+        // Its old slot: the same hosts from the same start, for a plan no longer than before
+        // (its storage bookings are free again too).
+        let plan = self.plan(l, promised);
+        let shape = l.shape();
+        let mut per_host: BTreeMap<u16, u64> = BTreeMap::new();
+        for &h in &hosts {
+            *per_host.entry(h).or_default() += 1;
+        }
+        let old_fits = per_host
+            .iter()
+            .all(|(&h, &n)| self.avail.room(usize::from(h), shape, promised, plan.end) >= n);
+        debug_assert!(old_fits, "a lease's own old slot is free");
+        if old_fits {
+            self.commit(id, promised, plan, hosts, out);
+        } else if let Some((plan, hosts)) = self.fits_at(id, promised) {
+            self.commit(id, promised, plan, hosts, out);
+        } else {
+            self.schedule_external(id, now, out);
         }
     }
 
@@ -1902,6 +2050,19 @@ mod tests {
         assert_eq!(d.reschedule, EmuDuration::ZERO);
         assert_eq!(d.local_start, EmuTime::from_secs(100));
     }
+    #[test]
+    fn freed_intervals_merge_where_they_touch() {
+        let t = EmuTime::from_secs;
+        let mut f = Freed::new(vec![(t(50), t(60)), (t(10), t(20)), (t(20), t(30))]);
+        assert_eq!(f.0, vec![(t(10), t(30)), (t(50), t(60))]);
+        f.add(t(25), t(55));
+        assert_eq!(f.0, vec![(t(10), t(60))]);
+        f.add(t(70), t(70));
+        assert_eq!(f.0, vec![(t(10), t(60))]);
+        f.add(t(0), t(5));
+        assert_eq!(f.0, vec![(t(0), t(5)), (t(10), t(60))]);
+    }
+
     #[test]
     fn compression_moves_reservations_into_capacity_a_preemption_freed() {
         // 1 host, 4 cores. A cancellable lease holds all 4 until 1000 s; a 2-VM lease is
