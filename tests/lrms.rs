@@ -215,6 +215,65 @@ fn a_preempted_cancellable_lease_is_stopped_and_ends_cancelled() {
 }
 
 #[test]
+fn compression_is_a_topology_setting_that_moves_a_reservation_into_freed_capacity() {
+    // One 4-core host. A cancellable lease holds 2 cores for 2 h; a 4-VM lease arriving at
+    // 1 min waits for it (reserved at 2 h). At 30 min a local request for 4 VMs cancels the
+    // first lease and runs 10 min: from 40 min the host is free. With `compress` the waiting
+    // reservation moves there; without, it keeps its slot at 2 h.
+    let waiter_start = |compress: bool| {
+        let text = format!(
+            r#"
+[lrms]
+profile = "nfs-100mbps"
+preemption = "mov"
+compress = {compress}
+[[grid]]
+name = "g"
+[[grid.cluster]]
+name = "c1"
+hosts = {{ count = 1, cores = 4, memory_mb = 8192 }}
+[[workload]]
+name = "ext"
+origin = "external"
+grid = "g"
+[[workload.request]]
+id = "victim"
+arrival = "0s"
+vms = 2
+mem_mb = 1024
+duration = "2h"
+type = "cancellable"
+[[workload.request]]
+id = "waiter"
+arrival = "1m"
+vms = 4
+mem_mb = 1024
+duration = "1h"
+type = "suspendable"
+[[workload]]
+name = "users"
+origin = "local"
+grid = "g"
+cluster = "c1"
+[[workload.request]]
+id = "local"
+arrival = "30m"
+vms = 4
+mem_mb = 1024
+duration = "10m"
+"#
+        );
+        let r = run(from_text(&text), &RunOptions::default()).expect("runs");
+        assert_eq!(r.summary.invariant_violations, 0);
+        assert_eq!(record(&r, "victim").state, Some(RequestState::Cancelled));
+        assert_eq!(record(&r, "local").start, Some(EmuTime::from_secs(1800)));
+        record(&r, "waiter").start
+    };
+    assert_eq!(waiter_start(true), Some(EmuTime::from_secs(2400)));
+    assert_eq!(waiter_start(false), Some(EmuTime::from_secs(7200)));
+}
+
+#[test]
 fn a_preempted_migratable_lease_moves_to_another_cluster_through_the_igg() {
     let dir = tempfile::tempdir().expect("temp dir");
     let r = run_traced(from_text(&two_clusters("migratable")), dir.path());
@@ -491,19 +550,6 @@ fn policy_of(name: &str) -> PreemptionPolicy {
     }
 }
 
-/// The Gluster testbed's timings (paper 001 §5, 003 §8.3): t_p = 5 ms, 40 MB/s both ways,
-/// instant stops, δ = 2.3 s.
-fn gluster() -> OverheadModel {
-    OverheadModel {
-        pause: EmuDuration::from_millis(5),
-        shutdown: EmuDuration::ZERO,
-        suspend_rate: 40.0,
-        resume_rate: 40.0,
-        copy_rate: 12.5,
-        reschedule: EmuDuration::from_millis(2300),
-    }
-}
-
 const KINDS: [(LeaseType, &str); 4] = [
     (LeaseType::BestEffortCancellable, "cancellable"),
     (LeaseType::BestEffortSuspendable, "suspendable"),
@@ -616,7 +662,7 @@ impl Replay {
             preemption: policy_of(policy),
             overhead: OverheadModel {
                 shutdown: EmuDuration::from_secs(bed.shutdown_s),
-                ..gluster()
+                ..OverheadModel::gluster_testbed()
             },
             boot: EmuDuration::ZERO,
             seed: 1,
@@ -766,7 +812,7 @@ impl Replay {
             .collect();
         let m = OverheadModel {
             shutdown: EmuDuration::from_secs(bed.shutdown_s),
-            ..gluster()
+            ..OverheadModel::gluster_testbed()
         };
         reference::Scene {
             hosts: bed.hosts.iter().map(|&(c, m)| (u64::from(c), m)).collect(),

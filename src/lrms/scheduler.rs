@@ -1741,22 +1741,11 @@ mod tests {
     use crate::lrms::availability::tests::hosts;
     use crate::model::{ClusterId, GridId};
 
-    fn gluster() -> OverheadModel {
-        OverheadModel {
-            pause: EmuDuration::from_millis(5),
-            shutdown: EmuDuration::ZERO,
-            suspend_rate: 40.0,
-            resume_rate: 40.0,
-            copy_rate: 12.5,
-            reschedule: EmuDuration::from_millis(2300),
-        }
-    }
-
     pub(crate) fn config(backfilling: Backfilling, preemption: PreemptionPolicy) -> Config {
         Config {
             backfilling,
             preemption,
-            overhead: gluster(),
+            overhead: OverheadModel::gluster_testbed(),
             boot: EmuDuration::ZERO,
             seed: 1,
             admission: AdmissionPolicy::Cacp,
