@@ -5,6 +5,7 @@
 //! the results ([`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
 
 pub mod actors;
+mod error;
 pub mod fault;
 pub mod igg;
 pub mod lrms;
@@ -36,26 +37,9 @@ use metrics::{DecisionRecord, Metrics, PaperMetrics, RequestCounts, RequestRecor
 use model::{ClusterId, GridId, Origin, RequestId};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
-use trace::Tracer;
 
-/// Errors of a run that are not problems in the topology.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// Writing outputs failed.
-    #[error("cannot write {path}: {source}")]
-    Output {
-        /// The file or directory.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The trace could not be written completely.
-    #[error("trace: {0}")]
-    Trace(String),
-    /// The async runtime could not start.
-    #[error("cannot start the runtime: {0}")]
-    Runtime(std::io::Error),
-}
+pub use error::Error;
+use trace::Tracer;
 
 /// How to run, beyond the topology.
 #[derive(Clone, Debug, Default)]
@@ -180,17 +164,11 @@ fn secs(t: Option<EmuTime>) -> String {
 impl RunResult {
     /// Writes `requests.csv`, `decisions.csv` and `summary.json` into `dir` (created if
     /// needed).
-    pub fn write_outputs(&self, dir: &Path) -> Result<(), RunError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| RunError::Output { path, source }
-        };
+    pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
+        let io = |path: &Path| Error::output(path.to_path_buf());
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let csv_path = dir.join("requests.csv");
-        let mut w = csv::Writer::from_path(&csv_path).map_err(|e| RunError::Output {
-            path: csv_path.clone(),
-            source: e.into(),
-        })?;
+        let mut w = csv::Writer::from_path(&csv_path).map_err(|e| io(&csv_path)(e.into()))?;
         let topo = &self.topology;
         for (req, rec) in topo.requests.iter().zip(&self.records) {
             let row = CsvRow {
@@ -213,26 +191,17 @@ impl RunResult {
                 preemptions: rec.preemptions,
                 overhead_s: time::format_secs(rec.overhead.as_micros()),
             };
-            w.serialize(row).map_err(|e| RunError::Output {
-                path: csv_path.clone(),
-                source: e.into(),
-            })?;
+            w.serialize(row).map_err(|e| io(&csv_path)(e.into()))?;
         }
         w.flush().map_err(io(&csv_path))?;
         let log_path = dir.join("decisions.csv");
         let mut w = csv::WriterBuilder::new()
             .has_headers(false)
             .from_path(&log_path)
-            .map_err(|e| RunError::Output {
-                path: log_path.clone(),
-                source: e.into(),
-            })?;
+            .map_err(|e| io(&log_path)(e.into()))?;
         // The header even when no decision was made, so the file always loads.
         w.write_record(DecisionRow::COLUMNS)
-            .map_err(|e| RunError::Output {
-                path: log_path.clone(),
-                source: e.into(),
-            })?;
+            .map_err(|e| io(&log_path)(e.into()))?;
         for r in &self.decisions {
             let d = &r.decision;
             let row = DecisionRow {
@@ -258,18 +227,12 @@ impl RunResult {
                 reschedule_s: time::format_secs(d.reschedule.as_micros()),
                 exact: d.exact,
             };
-            w.serialize(row).map_err(|e| RunError::Output {
-                path: log_path.clone(),
-                source: e.into(),
-            })?;
+            w.serialize(row).map_err(|e| io(&log_path)(e.into()))?;
         }
         w.flush().map_err(io(&log_path))?;
         let summary_path = dir.join("summary.json");
         let mut text =
-            serde_json::to_string_pretty(&self.summary).map_err(|e| RunError::Output {
-                path: summary_path.clone(),
-                source: e.into(),
-            })?;
+            serde_json::to_string_pretty(&self.summary).map_err(|e| io(&summary_path)(e.into()))?;
         text.push('\n');
         std::fs::write(&summary_path, text).map_err(io(&summary_path))?;
         Ok(())
@@ -481,14 +444,14 @@ fn start_cluster(
 }
 
 /// Runs `topo` to its end and gathers the results.
-pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> {
+pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let topo = Rc::new(topo);
     let mode = topo.emulation.mode;
     let labels = topo.request_labels.clone();
     let tracer = match &options.trace_dir {
         Some(dir) => {
             let path = dir.join("trace.jsonl");
-            Tracer::to_file(&path, labels).map_err(|source| RunError::Output { path, source })?
+            Tracer::to_file(&path, labels).map_err(|source| Error::Output { path, source })?
         }
         None => Tracer::counting(labels),
     };
@@ -497,7 +460,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
         .enable_time()
         .start_paused(mode == ClockMode::Virtual)
         .build()
-        .map_err(RunError::Runtime)?;
+        .map_err(Error::Runtime)?;
     let system = actix::System::with_tokio_rt(|| rt);
     let (end, emu) = system.block_on(async {
         let emu = Rc::new(Emu {
@@ -518,7 +481,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, RunError> 
     // Timers still pending hold the actors' state, which holds the clock: drop them so the
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
-    emu.tracer.finish().map_err(RunError::Trace)?;
+    emu.tracer.finish().map_err(Error::Trace)?;
     let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
     let metrics::Finished {
         records,

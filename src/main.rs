@@ -1,13 +1,14 @@
-//! The `igemu` command line: parses arguments, calls the library, maps errors to exit codes
-//! (0 success, 1 failure while running or writing, 2 bad input).
+//! The `igemu` command line: parses arguments and dispatches to the library; an
+//! [`igemu::Error`] names its own exit code (0 success, 1 failure while running or writing,
+//! 2 bad input).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use igemu::topology::{self, Overrides, Topology};
-use igemu::{run, RunOptions};
+use igemu::{run, Error, RunOptions};
 
 #[derive(Parser)]
 #[command(name = "igemu", version, about = "An actor-based emulator of InterGrid", long_about = None)]
@@ -142,49 +143,45 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
     (n > 0 && i < n).then_some((i, n))
 }
 
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(Error::output(dir))
+}
+
+fn jobs_or_cores(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 fn sweep(
-    file: &std::path::Path,
+    file: &Path,
     out: Option<PathBuf>,
     jobs: Option<usize>,
     shard: Option<String>,
-) -> ExitCode {
-    let spec = match igemu::sweep::parse(file) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+) -> Result<(), Error> {
+    let spec = igemu::sweep::parse(file).map_err(Error::Input)?;
     let shard = match shard.as_deref().map(parse_shard) {
         None => (0, 1),
         Some(Some(s)) => s,
         Some(None) => {
-            eprintln!("igemu: --shard takes I/N with 0 ≤ I < N, e.g. --shard 0/4");
-            return ExitCode::from(2);
+            return Err(Error::Usage(
+                "--shard takes I/N with 0 ≤ I < N, e.g. --shard 0/4".into(),
+            ))
         }
     };
     // Check the topology and every varied value once before running anything.
     for r in spec.runs().iter().filter(|r| r.seed == spec.seeds[0]) {
-        if let Err(report) = topology::load_file(
+        topology::load_file(
             &spec.topology,
             &Overrides {
                 sets: spec.overrides(r),
             },
-        ) {
-            eprintln!("{report}");
-            return ExitCode::from(2);
-        }
+        )?;
     }
     let stem = file
         .file_stem()
         .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(format!("sweep-{stem}")));
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        eprintln!("igemu: cannot create {}: {e}", out.display());
-        return ExitCode::from(1);
-    }
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let outcomes = igemu::sweep::execute(&spec, shard, jobs);
+    create_dir(&out)?;
+    let outcomes = igemu::sweep::execute(&spec, shard, jobs_or_cores(jobs));
     let metrics: Vec<String> = if spec.metrics.is_empty() {
         outcomes
             .iter()
@@ -200,28 +197,38 @@ fn sweep(
         out.join("runs.csv")
     };
     let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
-    let result = igemu::sweep::write_runs(&spec, &outcomes, &metrics, &runs).and_then(|_| {
-        igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
-    });
-    match result {
-        Ok(points) => {
-            println!(
-                "{} runs ({failed} failed), {points} points: {} and {}",
-                outcomes.len(),
-                runs.display(),
-                out.join("points.csv").display()
-            );
-            if failed > 0 {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        Err(e) => {
-            eprintln!("igemu: {e}");
-            ExitCode::from(1)
-        }
+    let points = igemu::sweep::write_runs(&spec, &outcomes, &metrics, &runs)
+        .and_then(|_| igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv")))
+        .map_err(Error::Failed)?;
+    println!(
+        "{} runs ({failed} failed), {points} points: {} and {}",
+        outcomes.len(),
+        runs.display(),
+        out.join("points.csv").display()
+    );
+    if failed > 0 {
+        return Err(Error::Failed(format!(
+            "{failed} run(s) failed; their errors are in the `error` column of {}",
+            runs.display()
+        )));
     }
+    Ok(())
+}
+
+fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
+    create_dir(out)?;
+    let merged = out.join("runs.csv");
+    let points = merge_runs(files, &merged)
+        .and_then(|_| {
+            igemu::sweep::summarize(std::slice::from_ref(&merged), &out.join("points.csv"))
+        })
+        .map_err(|e| Error::Input(format!("igemu: {e}")))?;
+    println!(
+        "merged {} files, {points} points: {}",
+        files.len(),
+        out.join("points.csv").display()
+    );
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -249,27 +256,15 @@ enum WorkloadCommand {
     },
 }
 
-fn export(
-    path: &std::path::Path,
-    name: &str,
-    out: &std::path::Path,
-    sets: Vec<String>,
-) -> ExitCode {
-    let topo = match topology::load_file(path, &Overrides { sets }) {
-        Ok(t) => t,
-        Err(report) => {
-            eprintln!("{report}");
-            return ExitCode::from(2);
-        }
-    };
+fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), Error> {
+    let topo = topology::load_file(path, &Overrides { sets })?;
     let Some(w) = topo.workloads.iter().find(|w| w.name == name) else {
         let names: Vec<&str> = topo.workloads.iter().map(|w| w.name.as_str()).collect();
-        eprintln!(
-            "igemu: {} has no workload `{name}`; its workloads are: {}",
+        return Err(Error::Usage(format!(
+            "{} has no workload `{name}`; its workloads are: {}",
             path.display(),
             names.join(", ")
-        );
-        return ExitCode::from(2);
+        )));
     };
     let jobs: Vec<igemu::workload::Job> = w
         .requests
@@ -303,84 +298,149 @@ fn export(
     let text = igemu::workload::swf::write(&jobs, &header);
     // Write to a temporary file first so a failure never leaves half a trace behind.
     let tmp = out.with_extension("swf.tmp");
-    let written = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, out));
-    match written {
-        Ok(()) => {
-            println!("{} jobs written to {}", jobs.len(), out.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, out))
+        .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            eprintln!("igemu: cannot write {}: {e}", out.display());
-            ExitCode::from(1)
-        }
-    }
+            Error::output(out)(e)
+        })?;
+    println!("{} jobs written to {}", jobs.len(), out.display());
+    Ok(())
 }
 
-fn inspect(file: &std::path::Path) -> ExitCode {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{}: cannot read the file: {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
-    match igemu::workload::swf::parse(&text) {
-        Err(errors) => {
-            for e in &errors {
-                eprintln!("{}:{}: error: {}", file.display(), e.line, e.message);
-            }
-            eprintln!(
-                "{}: {} malformed line(s); SWF job lines have 18 numeric fields",
-                file.display(),
-                errors.len()
-            );
-            ExitCode::from(2)
-        }
-        Ok(trace) => {
-            let s = igemu::workload::swf::summarize(&trace);
-            println!("{}", file.display());
-            for (k, v) in trace.header.iter().filter(|(k, _)| {
-                ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
-            }) {
-                println!("  {k}: {v}");
-            }
-            println!(
-                "  jobs            {} ({} usable as leases, {} skipped: no size or no run time)",
-                s.jobs,
-                s.usable,
-                s.jobs - s.usable
-            );
-            println!(
-                "  span            {:.0} s ({:.2} days)",
-                s.span_s,
-                s.span_s / 86_400.0
-            );
-            println!("  arrival rate    {:.2} jobs/hour", s.arrivals_per_hour);
-            println!("  size (VMs)      min {}  mean {:.2}  max {}  (serial {:.1} %, power of two {:.1} %)", s.size.0, s.size.1, s.size.2, 100.0 * s.serial_share, 100.0 * s.pow2_share);
-            println!(
-                "  runtime (s)     min {:.0}  mean {:.0}  max {:.0}",
-                s.runtime.0, s.runtime.1, s.runtime.2
-            );
-            ExitCode::SUCCESS
-        }
-    }
+fn read_input(file: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(file)
+        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))
 }
 
-fn load(
-    path: Option<&PathBuf>,
-    overrides: &Overrides,
-) -> Result<Topology, Box<topology::diag::Report>> {
-    match path {
-        Some(p) => topology::load_file(p, overrides),
+fn inspect(file: &Path) -> Result<(), Error> {
+    let text = read_input(file)?;
+    let trace = igemu::workload::swf::parse(&text).map_err(|errors| {
+        let mut lines: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}:{}: error: {}", file.display(), e.line, e.message))
+            .collect();
+        lines.push(format!(
+            "{}: {} malformed line(s); SWF job lines have 18 numeric fields",
+            file.display(),
+            errors.len()
+        ));
+        Error::Input(lines.join("\n"))
+    })?;
+    let s = igemu::workload::swf::summarize(&trace);
+    println!("{}", file.display());
+    for (k, v) in trace.header.iter().filter(|(k, _)| {
+        ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
+    }) {
+        println!("  {k}: {v}");
+    }
+    println!(
+        "  jobs            {} ({} usable as leases, {} skipped: no size or no run time)",
+        s.jobs,
+        s.usable,
+        s.jobs - s.usable
+    );
+    println!(
+        "  span            {:.0} s ({:.2} days)",
+        s.span_s,
+        s.span_s / 86_400.0
+    );
+    println!("  arrival rate    {:.2} jobs/hour", s.arrivals_per_hour);
+    println!(
+        "  size (VMs)      min {}  mean {:.2}  max {}  (serial {:.1} %, power of two {:.1} %)",
+        s.size.0,
+        s.size.1,
+        s.size.2,
+        100.0 * s.serial_share,
+        100.0 * s.pow2_share
+    );
+    println!(
+        "  runtime (s)     min {:.0}  mean {:.0}  max {:.0}",
+        s.runtime.0, s.runtime.1, s.runtime.2
+    );
+    Ok(())
+}
+
+fn load(path: Option<&PathBuf>, overrides: &Overrides) -> Result<Topology, Error> {
+    Ok(match path {
+        Some(p) => topology::load_file(p, overrides)?,
         None => topology::load_str(
             topology::QUICKSTART,
             "<embedded quickstart>",
             "quickstart",
             None,
             overrides,
-        ),
+        )?,
+    })
+}
+
+fn validate(files: &[PathBuf], sets: Vec<String>) -> Result<(), Error> {
+    let overrides = Overrides { sets };
+    let mut reports = Vec::new();
+    for f in files {
+        match topology::load_file(f, &overrides) {
+            Ok(t) => println!(
+                "{}: ok ({} grids, {} clusters, {} requests)",
+                f.display(),
+                t.grids.len(),
+                t.clusters.len(),
+                t.requests.len()
+            ),
+            Err(report) => reports.push(report.to_string()),
+        }
     }
+    if reports.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Input(reports.join("\n")))
+    }
+}
+
+/// `igemu run`'s arguments.
+struct RunArgs {
+    topology: Option<PathBuf>,
+    out: PathBuf,
+    seed: Option<u64>,
+    mode: Option<Mode>,
+    speedup: Option<f64>,
+    trace: bool,
+    sets: Vec<String>,
+}
+
+fn run_one(args: RunArgs) -> Result<(), Error> {
+    let mut sets = args.sets;
+    // Explicit flags are overrides like any other, applied last so they win.
+    if let Some(s) = args.seed {
+        sets.push(format!("emulation.seed={s}"));
+    }
+    if let Some(m) = args.mode {
+        let name = match m {
+            Mode::Virtual => "virtual",
+            Mode::Realtime => "realtime",
+        };
+        sets.push(format!("emulation.mode=\"{name}\""));
+    }
+    if let Some(x) = args.speedup {
+        sets.push(format!("emulation.speedup={x:?}"));
+    }
+    let topo = load(args.topology.as_ref(), &Overrides { sets })?;
+    let out = args.out;
+    create_dir(&out)?;
+    let options = RunOptions {
+        trace_dir: args.trace.then(|| out.clone()),
+        ..RunOptions::default()
+    };
+    let result = run(topo, &options)?;
+    result.write_outputs(&out)?;
+    println!("{}", result.human_summary());
+    println!("  outputs in {}/", out.display());
+    if result.summary.invariant_violations > 0 {
+        return Err(Error::Failed(format!(
+            "invariant violations: {:?}",
+            result.summary.violation_examples
+        )));
+    }
+    Ok(())
 }
 
 fn init_logging() {
@@ -393,10 +453,8 @@ fn init_logging() {
         .init();
 }
 
-fn main() -> ExitCode {
-    init_logging();
-    let cli = Cli::parse();
-    match cli.command {
+fn dispatch(command: Command) -> Result<(), Error> {
+    match command {
         Command::Workload {
             command: WorkloadCommand::Inspect { file },
         } => inspect(&file),
@@ -434,30 +492,7 @@ fn main() -> ExitCode {
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
-        } => {
-            if let Err(e) = std::fs::create_dir_all(&out) {
-                eprintln!("igemu: cannot create {}: {e}", out.display());
-                return ExitCode::from(1);
-            }
-            let merged = out.join("runs.csv");
-            let result = merge_runs(&files, &merged).and_then(|_| {
-                igemu::sweep::summarize(std::slice::from_ref(&merged), &out.join("points.csv"))
-            });
-            match result {
-                Ok(points) => {
-                    println!(
-                        "merged {} files, {points} points: {}",
-                        files.len(),
-                        out.join("points.csv").display()
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("igemu: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        } => merge(&out, &files),
         Command::Sweep {
             command: None,
             file: Some(file),
@@ -469,98 +504,43 @@ fn main() -> ExitCode {
             command: None,
             file: None,
             ..
-        } => {
-            eprintln!("igemu: sweep needs a sweep file (or `igemu sweep merge`)");
-            ExitCode::from(2)
-        }
-        Command::Validate { files, sets } => {
-            let overrides = Overrides { sets };
-            let mut bad = false;
-            for f in &files {
-                match topology::load_file(f, &overrides) {
-                    Ok(t) => println!(
-                        "{}: ok ({} grids, {} clusters, {} requests)",
-                        f.display(),
-                        t.grids.len(),
-                        t.clusters.len(),
-                        t.requests.len()
-                    ),
-                    Err(report) => {
-                        eprintln!("{report}");
-                        bad = true;
-                    }
-                }
-            }
-            if bad {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+        } => Err(Error::Usage(
+            "sweep needs a sweep file (or `igemu sweep merge`)".into(),
+        )),
+        Command::Validate { files, sets } => validate(&files, sets),
         Command::Run {
-            topology: path,
+            topology,
             out,
             seed,
             mode,
             speedup,
             trace,
-            mut sets,
-        } => {
-            // Explicit flags are overrides like any other, applied last so they win.
-            if let Some(s) = seed {
-                sets.push(format!("emulation.seed={s}"));
-            }
-            if let Some(m) = mode {
-                let name = match m {
-                    Mode::Virtual => "virtual",
-                    Mode::Realtime => "realtime",
-                };
-                sets.push(format!("emulation.mode=\"{name}\""));
-            }
-            if let Some(x) = speedup {
-                sets.push(format!("emulation.speedup={x:?}"));
-            }
-            let topo = match load(path.as_ref(), &Overrides { sets }) {
-                Ok(t) => t,
-                Err(report) => {
-                    eprintln!("{report}");
-                    return ExitCode::from(2);
-                }
-            };
-            if let Err(e) = std::fs::create_dir_all(&out) {
-                eprintln!(
-                    "igemu: cannot create output directory {}: {e}",
-                    out.display()
-                );
-                return ExitCode::from(1);
-            }
-            let options = RunOptions {
-                trace_dir: trace.then(|| out.clone()),
-                ..RunOptions::default()
-            };
-            let result = match run(topo, &options).and_then(|r| r.write_outputs(&out).map(|_| r)) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("igemu: {e}");
-                    return ExitCode::from(1);
-                }
-            };
-            println!("{}", result.human_summary());
-            println!("  outputs in {}/", out.display());
-            if result.summary.invariant_violations > 0 {
-                eprintln!(
-                    "igemu: invariant violations: {:?}",
-                    result.summary.violation_examples
-                );
-                return ExitCode::from(1);
-            }
-            ExitCode::SUCCESS
+            sets,
+        } => run_one(RunArgs {
+            topology,
+            out,
+            seed,
+            mode,
+            speedup,
+            trace,
+            sets,
+        }),
+    }
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    match dispatch(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
 /// Concatenates shards' run files (same columns), keeping one header.
-fn merge_runs(files: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
+fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
     let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut header: Option<csv::StringRecord> = None;
     for f in files {
@@ -592,24 +572,18 @@ fn merge_runs(files: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
 }
 
 fn stress(
-    path: &std::path::Path,
+    path: &Path,
     seeds: u64,
     faults: &[String],
     jobs: Option<usize>,
     sets: &[String],
-) -> ExitCode {
-    let topo = match topology::load_file(
+) -> Result<(), Error> {
+    let topo = topology::load_file(
         path,
         &Overrides {
             sets: sets.to_vec(),
         },
-    ) {
-        Ok(t) => t,
-        Err(report) => {
-            eprintln!("{report}");
-            return ExitCode::from(2);
-        }
-    };
+    )?;
     let presets = igemu::stress::presets(&topo);
     let mut chosen = Vec::new();
     for f in faults {
@@ -617,70 +591,52 @@ fn stress(
             Some(p) => chosen.push(p.clone()),
             None => {
                 let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
-                eprintln!(
-                    "igemu: unknown fault setting `{f}`; expected one of: {}",
+                return Err(Error::Usage(format!(
+                    "unknown fault setting `{f}`; expected one of: {}",
                     names.join(", ")
-                );
-                return ExitCode::from(2);
+                )));
             }
         }
     }
     if seeds == 0 {
-        eprintln!("igemu: --seeds must be at least 1");
-        return ExitCode::from(2);
+        return Err(Error::Usage("--seeds must be at least 1".into()));
     }
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let seeds: Vec<u64> = (1..=seeds).collect();
-    let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs, false);
+    let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs_or_cores(jobs), false);
     print!("{}", igemu::stress::report(path, &runs));
     if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
-        ExitCode::SUCCESS
+        Ok(())
     } else {
-        ExitCode::from(1)
+        Err(Error::Failed(
+            "invariant violations or failed runs (report above)".into(),
+        ))
     }
 }
 
 fn trace(
-    file: &std::path::Path,
+    file: &Path,
     request: Option<&str>,
     negotiation: Option<u64>,
     mermaid: Option<PathBuf>,
     vm_lanes: bool,
     chrome: Option<PathBuf>,
-) -> ExitCode {
+) -> Result<(), Error> {
     use igemu::trace::render;
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{}: cannot read: {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
-    let events = match render::parse(&text) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("{}:{e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
+    let text = read_input(file)?;
+    let events =
+        render::parse(&text).map_err(|e| Error::Input(format!("{}:{e}", file.display())))?;
     let picked = if request.is_some() || negotiation.is_some() {
         render::filter(&events, request, negotiation)
     } else {
         events
     };
-    let write = |path: &PathBuf, text: String| {
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-    };
-    let mut result = Ok(());
+    let write =
+        |path: &PathBuf, text: String| std::fs::write(path, text).map_err(Error::output(path));
     if let Some(p) = &mermaid {
-        result = result.and_then(|_| write(p, render::mermaid(&picked, vm_lanes)));
+        write(p, render::mermaid(&picked, vm_lanes))?;
     }
     if let Some(p) = &chrome {
-        result = result.and_then(|_| write(p, render::chrome(&picked).to_string()));
-    }
-    if let Err(e) = result {
-        eprintln!("igemu: {e}");
-        return ExitCode::from(1);
+        write(p, render::chrome(&picked).to_string())?;
     }
     if mermaid.is_none() && chrome.is_none() {
         use std::io::Write;
@@ -706,5 +662,5 @@ fn trace(
         }
     }
     eprintln!("{} message(s)", picked.len());
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -1,0 +1,162 @@
+//! Durations as people write them (`"90s"`, `"1h30m"`, `"01:15:00"`) and seconds as the
+//! outputs print them.
+
+use super::{EmuDuration, MICROS_PER_SEC};
+
+/// Seconds with up to six decimals and no trailing zeros: `90`, `2.3`, `0.005`.
+pub fn format_secs(micros: u64) -> String {
+    let whole = micros / MICROS_PER_SEC;
+    let frac = micros % MICROS_PER_SEC;
+    if frac == 0 {
+        whole.to_string()
+    } else {
+        let digits = format!("{frac:06}");
+        format!("{whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
+/// Parses a human duration: `"90s"`, `"2h"`, `"1d"`, `"1h30m"`, `"500ms"`, `"250us"`,
+/// `"1.5h"`, a clock form `"01:15:00"` (h:m:s), or a bare number of seconds (`"42"`).
+pub fn parse_duration(text: &str) -> Result<EmuDuration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    if s.contains(':') {
+        return parse_clock(s);
+    }
+    if let Ok(secs) = s.parse::<f64>() {
+        return checked_secs(secs, text);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(format!("`{text}` is not a duration"));
+        }
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("`{}` is not a number", &rest[..num_len]))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = rest[..unit_len].trim();
+        rest = &rest[unit_len..];
+        let scale = match unit {
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" | "day" | "days" => 86_400.0,
+            "w" | "week" | "weeks" => 604_800.0,
+            "" => {
+                return Err(format!(
+                    "`{text}` needs a unit after {value} (us, ms, s, m, h, d, w)"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "unknown time unit `{other}` in `{text}` (use us, ms, s, m, h, d, w)"
+                ))
+            }
+        };
+        total += value * scale;
+    }
+    checked_secs(total, text)
+}
+
+fn checked_secs(secs: f64, text: &str) -> Result<EmuDuration, String> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("`{text}` is not a non-negative duration"));
+    }
+    if secs > 1e12 {
+        return Err(format!("`{text}` is too long (more than 10^12 s)"));
+    }
+    Ok(EmuDuration::from_secs_f64(secs))
+}
+
+fn parse_clock(s: &str) -> Result<EmuDuration, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 3 {
+        return Err(format!("`{s}` is not a clock time; write hh:mm:ss"));
+    }
+    let h: u64 = parts[0]
+        .parse()
+        .map_err(|_| format!("bad hours in `{s}`"))?;
+    let m: u64 = parts[1]
+        .parse()
+        .map_err(|_| format!("bad minutes in `{s}`"))?;
+    let sec: f64 = parts[2]
+        .parse()
+        .map_err(|_| format!("bad seconds in `{s}`"))?;
+    if m >= 60 || !(0.0..60.0).contains(&sec) {
+        return Err(format!("`{s}`: minutes and seconds must be below 60"));
+    }
+    checked_secs((h * 3600 + m * 60) as f64 + sec, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_human_forms() {
+        assert_eq!(parse_duration("90s").unwrap(), EmuDuration::from_secs(90));
+        assert_eq!(parse_duration("2h").unwrap(), EmuDuration::from_secs(7200));
+        assert_eq!(
+            parse_duration("1d").unwrap(),
+            EmuDuration::from_secs(86_400)
+        );
+        assert_eq!(
+            parse_duration("1h30m").unwrap(),
+            EmuDuration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_duration("5ms").unwrap(),
+            EmuDuration::from_micros(5000)
+        );
+        assert_eq!(
+            parse_duration("2.3s").unwrap(),
+            EmuDuration::from_micros(2_300_000)
+        );
+        assert_eq!(
+            parse_duration("00:08:50").unwrap(),
+            EmuDuration::from_secs(530)
+        );
+        assert_eq!(parse_duration("42").unwrap(), EmuDuration::from_secs(42));
+        assert_eq!(
+            parse_duration("250us").unwrap(),
+            EmuDuration::from_micros(250)
+        );
+    }
+
+    #[test]
+    fn bad_durations_are_errors_not_panics() {
+        for bad in [
+            "",
+            "h",
+            "5 parsecs",
+            "-3s",
+            "1:2",
+            "00:61:00",
+            "1e400",
+            "s5",
+            "5x",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn seconds_format_without_float_noise() {
+        assert_eq!(format_secs(0), "0");
+        assert_eq!(format_secs(2_300_000), "2.3");
+        assert_eq!(format_secs(5_000), "0.005");
+        assert_eq!(EmuDuration::from_secs(90).to_string(), "90s");
+    }
+}
