@@ -14,15 +14,15 @@ use actix::{Actor, AsyncContext, Context, Handler};
 
 use super::lrms::Lrms;
 use super::messages::{
-    AdoptLease, AssignLease, CrashOrRestart, FreeSlots, LeaseEnded, LeaseStarted, NegotiationTick,
-    OfferTimeout, PeerAnswer, PeerDecline, PeerOffer, PeerRedirect, PeerRedirectAck, PriceUpdate,
-    ProbeStart, RedirectTimeout, RelocateLease, RelocationOutcome, RemoteLease, RemoteLeaseAck,
+    AdoptLease, AssignLease, CrashOrRestart, FreeSlots, FromPeer, LeaseEnded, LeaseStarted,
+    NegotiationTick, OfferTimeout, ProbeStart, RedirectTimeout, RelocateLease, RelocationOutcome,
     RemoteLeaseTimeout, SetPeers, SubmitExternal,
 };
 use super::users::Users;
 use super::{cluster_unit_cost, Emu, Peer};
 use crate::igg::broker::{Broker, Contract, Offered, Out, Standing};
-use crate::igg::peering::{CostModel, PriceRange};
+use crate::igg::peering::{Answer, CostModel, NegotiationId, PriceRange};
+use crate::igg::protocol::{Item, PeerMsg};
 use crate::igg::slots::SlotStore;
 use crate::igg::{Dispatcher, Loads};
 use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState};
@@ -235,119 +235,42 @@ impl Igg {
         let me = self.me(ctx);
         for out in outs {
             match out {
-                Out::Offer {
-                    peer,
-                    negotiation,
-                    items,
-                    price,
-                    max,
-                } => {
-                    if let Some(to) = self.peers.get(&peer) {
-                        self.emu
-                            .metrics
-                            .borrow_mut()
-                            .offer_sent(negotiation, self.grid);
-                        let msg = PeerOffer {
-                            from: self.grid,
-                            negotiation,
-                            items,
-                            price,
-                            max,
-                        };
-                        self.emu.send_link(self.grid, peer, self.id, to, msg);
-                        self.emu.send_at(
-                            self.emu.now() + p.offer_timeout,
-                            self.id,
-                            &me,
-                            OfferTimeout(negotiation),
-                        );
-                    }
-                }
-                Out::Answer {
-                    peer,
-                    negotiation,
-                    answers,
-                } => {
-                    if let Some(to) = self.peers.get(&peer) {
-                        self.emu.send_link(
-                            self.grid,
-                            peer,
-                            self.id,
-                            to,
-                            PeerAnswer {
-                                from: self.grid,
-                                negotiation,
-                                answers,
-                            },
-                        );
-                    }
-                }
-                Out::Redirect {
-                    peer,
-                    negotiation,
-                    req,
-                    price,
-                } => {
-                    if let Some(to) = self.peers.get(&peer) {
-                        let lease = req.id;
-                        self.emu.send_link(
-                            self.grid,
-                            peer,
-                            self.id,
-                            to,
-                            PeerRedirect {
-                                from: self.grid,
-                                negotiation,
-                                req,
-                                price,
-                            },
-                        );
-                        self.emu.send_at(
-                            self.emu.now() + p.offer_timeout,
-                            self.id,
-                            &me,
-                            RedirectTimeout { negotiation, lease },
-                        );
-                    }
-                }
-                Out::Decline {
-                    peer,
-                    negotiation,
-                    lease,
-                } => {
-                    if let Some(to) = self.peers.get(&peer) {
-                        self.emu.send_link(
-                            self.grid,
-                            peer,
-                            self.id,
-                            to,
-                            PeerDecline {
-                                from: self.grid,
-                                negotiation,
-                                lease,
-                            },
-                        );
-                    }
-                }
-                Out::RedirectAck {
-                    peer,
-                    negotiation,
-                    lease,
-                    accepted,
-                } => {
-                    if let Some(to) = self.peers.get(&peer) {
-                        self.emu.send_link(
-                            self.grid,
-                            peer,
-                            self.id,
-                            to,
-                            PeerRedirectAck {
-                                from: self.grid,
-                                negotiation,
-                                lease,
-                                accepted,
-                            },
-                        );
+                Out::Send { peer, msg } => {
+                    let Some(to) = self.peers.get(&peer) else {
+                        continue;
+                    };
+                    let now = self.emu.now();
+                    match &msg {
+                        PeerMsg::Offer { negotiation, .. } => {
+                            let negotiation = *negotiation;
+                            self.emu
+                                .metrics
+                                .borrow_mut()
+                                .offer_sent(negotiation, self.grid);
+                            self.emu
+                                .send_link(self.grid, peer, self.id, to, self.said(msg));
+                            self.emu.send_at(
+                                now + p.offer_timeout,
+                                self.id,
+                                &me,
+                                OfferTimeout(negotiation),
+                            );
+                        }
+                        PeerMsg::Redirect {
+                            negotiation, req, ..
+                        } => {
+                            let timeout = RedirectTimeout {
+                                negotiation: *negotiation,
+                                lease: req.id,
+                            };
+                            self.emu
+                                .send_link(self.grid, peer, self.id, to, self.said(msg));
+                            self.emu
+                                .send_at(now + p.offer_timeout, self.id, &me, timeout);
+                        }
+                        _ => self
+                            .emu
+                            .send_link(self.grid, peer, self.id, to, self.said(msg)),
                     }
                 }
                 Out::ServeLocally(req) | Out::ServeForPeer(req) => self.place(req, ctx),
@@ -359,6 +282,22 @@ impl Igg {
             .outcomes(self.grid, &self.broker.outcomes);
     }
 
+    /// `msg` as this IGG says it to a peer.
+    fn said(&self, msg: PeerMsg) -> FromPeer {
+        FromPeer {
+            from: self.grid,
+            msg,
+        }
+    }
+
+    /// Sends `msg` to the IGG of Grid `to`, if it is a peer.
+    fn tell(&self, to: GridId, msg: PeerMsg) {
+        if let Some(peer) = self.peers.get(&to) {
+            self.emu
+                .send_link(self.grid, to, self.id, peer, self.said(msg));
+        }
+    }
+
     fn send_remote(
         &self,
         lease: RequestId,
@@ -366,20 +305,14 @@ impl Igg {
         ended: Option<RequestState>,
         attempt: u32,
     ) {
-        if let Some(to) = self.peers.get(&origin) {
-            self.emu.send_link(
-                self.grid,
-                origin,
-                self.id,
-                to,
-                RemoteLease {
-                    from: self.grid,
-                    lease,
-                    ended,
-                    attempt,
-                },
-            );
-        }
+        self.tell(
+            origin,
+            PeerMsg::LeaseReport {
+                lease,
+                ended,
+                attempt,
+            },
+        );
     }
 }
 
@@ -499,55 +432,16 @@ impl Handler<NegotiationTick> for Igg {
             if !prices.is_empty() {
                 self.cost.unit_cost = CostModel::from_providers(&prices).unit_cost;
             }
-            for (g, peer) in &self.peers {
-                self.emu.send_link(
-                    self.grid,
-                    *g,
-                    self.id,
-                    peer,
-                    PriceUpdate {
-                        from: self.grid,
+            for &g in self.peers.keys() {
+                self.tell(
+                    g,
+                    PeerMsg::Price {
                         unit_cost: self.cost.unit_cost,
                     },
                 );
             }
         }
         let outs = self.broker.round();
-        self.apply(outs, ctx);
-    }
-}
-
-impl Handler<PeerOffer> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: PeerOffer, ctx: &mut Context<Self>) {
-        let p = &self.emu.topo.peering;
-        let now = self.emu.now();
-        let (load, capacity) = self.slots.grid_load(now, p.horizon);
-        let offered = Offered {
-            from: msg.from,
-            negotiation: msg.negotiation,
-            items: &msg.items,
-            price: msg.price,
-            max: msg.max,
-        };
-        let out = self.broker.answer_offer(
-            &offered,
-            &Standing {
-                cost: &self.cost,
-                load,
-                capacity,
-            },
-            now,
-        );
-        self.apply(vec![out], ctx);
-    }
-}
-
-impl Handler<PeerAnswer> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: PeerAnswer, ctx: &mut Context<Self>) {
-        self.emu.metrics.borrow_mut().offer_settled(msg.negotiation);
-        let outs = self.broker.on_answers(msg.negotiation, &msg.answers);
         self.apply(outs, ctx);
     }
 }
@@ -563,53 +457,6 @@ impl Handler<OfferTimeout> for Igg {
     }
 }
 
-impl Handler<PeerRedirect> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: PeerRedirect, ctx: &mut Context<Self>) {
-        let now = self.emu.now();
-        let before = self.broker.foreign.contains_key(&msg.req.id);
-        let outs = self
-            .broker
-            .on_redirect(msg.from, msg.negotiation, &msg.req, msg.price, now);
-        if !before && self.broker.foreign.contains_key(&msg.req.id) {
-            let units = self
-                .broker
-                .tickets
-                .get(msg.negotiation, msg.req.id)
-                .map_or(0.0, |t| t.units);
-            self.emu.metrics.borrow_mut().received(
-                self.grid,
-                msg.from,
-                msg.req.id,
-                msg.negotiation,
-                msg.price * units,
-            );
-        }
-        self.apply(outs, ctx);
-    }
-}
-
-impl Handler<PeerRedirectAck> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: PeerRedirectAck, ctx: &mut Context<Self>) {
-        let redirecting = self.broker.awaiting_ack(msg.lease);
-        let paid_before: f64 = self.broker.paid.values().sum();
-        let outs = self.broker.on_redirect_ack(msg.lease, msg.accepted);
-        let paid_after: f64 = self.broker.paid.values().sum();
-        if redirecting && msg.accepted {
-            let req = &self.emu.topo.requests[msg.lease.0 as usize];
-            let units = req.cores() as f64 * req.duration.as_secs_f64();
-            self.emu.metrics.borrow_mut().paid(
-                self.grid,
-                msg.from,
-                units,
-                paid_after - paid_before,
-            );
-        }
-        self.apply(outs, ctx);
-    }
-}
-
 impl Handler<RedirectTimeout> for Igg {
     type Result = ();
     fn handle(&mut self, msg: RedirectTimeout, ctx: &mut Context<Self>) {
@@ -619,7 +466,10 @@ impl Handler<RedirectTimeout> for Igg {
         if self.emu.broken_protocol {
             // The deliberate bug the invariant checker must catch: give up on the provider and
             // serve the request here, though the provider may already be running it.
-            if let Some(Out::Redirect { req, .. }) = self.broker.redirect_timed_out(msg.lease).pop()
+            if let Some(Out::Send {
+                msg: PeerMsg::Redirect { req, .. },
+                ..
+            }) = self.broker.redirect_timed_out(msg.lease).pop()
             {
                 self.broker.on_redirect_ack(msg.lease, false);
                 self.place(req, ctx);
@@ -628,13 +478,6 @@ impl Handler<RedirectTimeout> for Igg {
         }
         let outs = self.broker.redirect_timed_out(msg.lease);
         self.apply(outs, ctx);
-    }
-}
-
-impl Handler<PeerDecline> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: PeerDecline, _: &mut Context<Self>) {
-        self.broker.on_decline(msg.negotiation, msg.lease);
     }
 }
 
@@ -688,47 +531,6 @@ impl Handler<LeaseEnded> for Igg {
                 emu.send(me, &dve, msg);
             }
         });
-    }
-}
-
-impl Handler<RemoteLease> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: RemoteLease, _: &mut Context<Self>) {
-        let Some(state) = msg.ended else {
-            return;
-        };
-        if let Some(to) = self.peers.get(&msg.from) {
-            self.emu.send_link(
-                self.grid,
-                msg.from,
-                self.id,
-                to,
-                RemoteLeaseAck {
-                    from: self.grid,
-                    lease: msg.lease,
-                },
-            );
-        }
-        if !self.remote_done.insert(msg.lease) {
-            return; // a duplicate report
-        }
-        if let Some(dve) = &self.dve {
-            self.emu.send(
-                self.id,
-                dve,
-                LeaseEnded {
-                    lease: msg.lease,
-                    state,
-                },
-            );
-        }
-    }
-}
-
-impl Handler<RemoteLeaseAck> for Igg {
-    type Result = ();
-    fn handle(&mut self, msg: RemoteLeaseAck, _: &mut Context<Self>) {
-        self.remote_pending.remove(&msg.lease);
     }
 }
 
@@ -800,11 +602,148 @@ impl Handler<RelocateLease> for Igg {
     }
 }
 
-impl Handler<PriceUpdate> for Igg {
+impl Handler<FromPeer> for Igg {
     type Result = ();
-    fn handle(&mut self, msg: PriceUpdate, _: &mut Context<Self>) {
-        if let Some(m) = self.providers.get_mut(&msg.from) {
-            m.unit_cost = msg.unit_cost;
+    fn handle(&mut self, FromPeer { from, msg }: FromPeer, ctx: &mut Context<Self>) {
+        match msg {
+            PeerMsg::Offer {
+                negotiation,
+                items,
+                price,
+                max,
+            } => self.on_offer(from, negotiation, &items, (price, max), ctx),
+            PeerMsg::Answer {
+                negotiation,
+                answers,
+            } => self.on_answers(negotiation, &answers, ctx),
+            PeerMsg::Redirect {
+                negotiation,
+                req,
+                price,
+            } => self.on_redirect(from, negotiation, &req, price, ctx),
+            PeerMsg::RedirectAck {
+                lease, accepted, ..
+            } => self.on_redirect_ack(from, lease, accepted, ctx),
+            PeerMsg::Decline {
+                negotiation, lease, ..
+            } => self.broker.on_decline(negotiation, lease),
+            PeerMsg::LeaseReport { lease, ended, .. } => self.on_lease_report(from, lease, ended),
+            PeerMsg::LeaseReportAck { lease } => {
+                self.remote_pending.remove(&lease);
+            }
+            PeerMsg::Price { unit_cost } => self.on_price(from, unit_cost),
+        }
+    }
+}
+
+impl Igg {
+    fn on_offer(
+        &mut self,
+        from: GridId,
+        negotiation: NegotiationId,
+        items: &[Item],
+        (price, max): (f64, f64),
+        ctx: &mut Context<Self>,
+    ) {
+        let p = &self.emu.topo.peering;
+        let now = self.emu.now();
+        let (load, capacity) = self.slots.grid_load(now, p.horizon);
+        let offered = Offered {
+            from,
+            negotiation,
+            items,
+            price,
+            max,
+        };
+        let out = self.broker.answer_offer(
+            &offered,
+            &Standing {
+                cost: &self.cost,
+                load,
+                capacity,
+            },
+            now,
+        );
+        self.apply(vec![out], ctx);
+    }
+
+    fn on_answers(
+        &mut self,
+        negotiation: NegotiationId,
+        answers: &[(RequestId, Answer)],
+        ctx: &mut Context<Self>,
+    ) {
+        self.emu.metrics.borrow_mut().offer_settled(negotiation);
+        let outs = self.broker.on_answers(negotiation, answers);
+        self.apply(outs, ctx);
+    }
+
+    fn on_redirect(
+        &mut self,
+        from: GridId,
+        negotiation: NegotiationId,
+        req: &LeaseRequest,
+        price: f64,
+        ctx: &mut Context<Self>,
+    ) {
+        let now = self.emu.now();
+        let before = self.broker.foreign.contains_key(&req.id);
+        let outs = self.broker.on_redirect(from, negotiation, req, price, now);
+        if !before && self.broker.foreign.contains_key(&req.id) {
+            let units = self
+                .broker
+                .tickets
+                .get(negotiation, req.id)
+                .map_or(0.0, |t| t.units);
+            self.emu.metrics.borrow_mut().received(
+                self.grid,
+                from,
+                req.id,
+                negotiation,
+                price * units,
+            );
+        }
+        self.apply(outs, ctx);
+    }
+
+    fn on_redirect_ack(
+        &mut self,
+        from: GridId,
+        lease: RequestId,
+        accepted: bool,
+        ctx: &mut Context<Self>,
+    ) {
+        let redirecting = self.broker.awaiting_ack(lease);
+        let paid_before: f64 = self.broker.paid.values().sum();
+        let outs = self.broker.on_redirect_ack(lease, accepted);
+        let paid_after: f64 = self.broker.paid.values().sum();
+        if redirecting && accepted {
+            let req = &self.emu.topo.requests[lease.0 as usize];
+            let units = req.cores() as f64 * req.duration.as_secs_f64();
+            self.emu
+                .metrics
+                .borrow_mut()
+                .paid(self.grid, from, units, paid_after - paid_before);
+        }
+        self.apply(outs, ctx);
+    }
+
+    fn on_lease_report(&mut self, from: GridId, lease: RequestId, ended: Option<RequestState>) {
+        let Some(state) = ended else {
+            return;
+        };
+        self.tell(from, PeerMsg::LeaseReportAck { lease });
+        if !self.remote_done.insert(lease) {
+            return; // a duplicate report
+        }
+        if let Some(dve) = &self.dve {
+            self.emu.send(self.id, dve, LeaseEnded { lease, state });
+        }
+    }
+
+    fn on_price(&mut self, from: GridId, unit_cost: f64) {
+        if let Some(m) = self.providers.get_mut(&from) {
+            m.unit_cost = unit_cost;
         }
         let providers = std::mem::take(&mut self.providers);
         self.broker.update_prices(self.contracts(&providers));

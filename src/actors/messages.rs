@@ -5,8 +5,8 @@ use actix::Message;
 
 use super::igg::Igg;
 use super::Peer;
-use crate::igg::broker::Item;
-use crate::igg::peering::{Answer, NegotiationId};
+use crate::igg::peering::NegotiationId;
+use crate::igg::protocol::PeerMsg;
 use crate::igg::slots::Published;
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState, VmEvent, VmState};
@@ -298,87 +298,28 @@ impl Traced for NegotiationTick {
     const KIND: &'static str = "NegotiationTick";
 }
 
-/// IGG → IGG: an offer of a batch of requests (Fig. 3 step 1).
+/// IGG → IGG: one message of the peer protocol, over the (fault-injected) link.
 #[derive(Message, Clone)]
 #[rtype(result = "()")]
-pub struct PeerOffer {
-    /// The requester.
+pub struct FromPeer {
+    /// The sending IGG's Grid.
     pub from: GridId,
-    /// Negotiation id.
-    pub negotiation: NegotiationId,
-    /// The requests and their units.
-    pub items: Vec<Item>,
-    /// Offered unit price.
-    pub price: f64,
-    /// The contract's maximum unit price.
-    pub max: f64,
+    /// What it says.
+    pub msg: PeerMsg,
 }
-traced!(PeerOffer, "PeerOffer", |m| peering(m.negotiation, None));
-
-/// IGG → IGG: answers to an offer (step 2).
-#[derive(Message, Clone)]
-#[rtype(result = "()")]
-pub struct PeerAnswer {
-    /// The provider.
-    pub from: GridId,
-    /// Negotiation id.
-    pub negotiation: NegotiationId,
-    /// Per request.
-    pub answers: Vec<(RequestId, Answer)>,
+impl Traced for FromPeer {
+    const KIND: &'static str = "Peer";
+    fn kind(&self) -> &'static str {
+        self.msg.kind()
+    }
+    fn correlation(&self) -> Correlation {
+        Correlation {
+            request: self.msg.lease(),
+            vm: None,
+            negotiation: self.msg.negotiation(),
+        }
+    }
 }
-traced!(PeerAnswer, "PeerAnswer", |m| peering(m.negotiation, None));
-
-/// IGG → IGG: redirect this request to you (step 3, accepted).
-#[derive(Message, Clone)]
-#[rtype(result = "()")]
-pub struct PeerRedirect {
-    /// The requester.
-    pub from: GridId,
-    /// Negotiation id.
-    pub negotiation: NegotiationId,
-    /// The request.
-    pub req: LeaseRequest,
-    /// Unit price agreed.
-    pub price: f64,
-}
-traced!(PeerRedirect, "PeerRedirect", |m| peering(
-    m.negotiation,
-    Some(m.req.id)
-));
-
-/// IGG → IGG: the redirection is taken (or refused: the ticket is gone).
-#[derive(Message, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct PeerRedirectAck {
-    /// The provider.
-    pub from: GridId,
-    /// Negotiation id.
-    pub negotiation: NegotiationId,
-    /// The request.
-    pub lease: RequestId,
-    /// Taken over or refused.
-    pub accepted: bool,
-}
-traced!(PeerRedirectAck, "PeerRedirectAck", |m| peering(
-    m.negotiation,
-    Some(m.lease)
-));
-
-/// IGG → IGG: a counter-offer is declined (step 3.2).
-#[derive(Message, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct PeerDecline {
-    /// The requester.
-    pub from: GridId,
-    /// Negotiation id.
-    pub negotiation: NegotiationId,
-    /// The request.
-    pub lease: RequestId,
-}
-traced!(PeerDecline, "PeerDecline", |m| peering(
-    m.negotiation,
-    Some(m.lease)
-));
 
 /// IGG → itself: an offer's answer is overdue.
 #[derive(Message, Clone, Copy)]
@@ -398,36 +339,6 @@ pub struct RedirectTimeout {
 traced!(RedirectTimeout, "RedirectTimeout", |m| peering(
     m.negotiation,
     Some(m.lease)
-));
-
-/// Provider IGG → origin IGG: a redirected request started or ended.
-#[derive(Message, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct RemoteLease {
-    /// The provider.
-    pub from: GridId,
-    /// The request.
-    pub lease: RequestId,
-    /// `None`: started; `Some`: ended in this state.
-    pub ended: Option<RequestState>,
-    /// Which report of the provider this is (for idempotence under duplication).
-    pub attempt: u32,
-}
-traced!(RemoteLease, "RemoteLease", |m| Correlation::request(
-    m.lease
-));
-
-/// Origin IGG → provider IGG: the end of a redirected request was received.
-#[derive(Message, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct RemoteLeaseAck {
-    /// The origin.
-    pub from: GridId,
-    /// The request.
-    pub lease: RequestId,
-}
-traced!(RemoteLeaseAck, "RemoteLeaseAck", |m| Correlation::request(
-    m.lease
 ));
 
 /// IGG → itself: resend the end of a redirected request if not acknowledged.
@@ -454,19 +365,6 @@ impl Traced for CrashOrRestart {
             "Restart"
         }
     }
-}
-
-/// IGG → IGG: my current average unit cost (eq. 2), for pricing contracts with me.
-#[derive(Message, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct PriceUpdate {
-    /// The provider.
-    pub from: GridId,
-    /// Its p_cost.
-    pub unit_cost: f64,
-}
-impl Traced for PriceUpdate {
-    const KIND: &'static str = "PriceUpdate";
 }
 
 /// Setup: the other IGGs (sent once before the run starts).

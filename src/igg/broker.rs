@@ -16,6 +16,8 @@ use super::peering::{
     provider_answer, worth_offering, Answer, CostModel, NegotiationId, OfferState, PriceRange,
     Ticket, TicketError, Tickets,
 };
+pub use super::protocol::Item;
+use super::protocol::PeerMsg;
 use crate::model::{GridId, LeaseRequest, RequestId};
 use crate::time::{EmuDuration, EmuTime};
 
@@ -28,70 +30,16 @@ pub struct Contract {
     pub range: PriceRange,
 }
 
-/// A request offered in a batch.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Item {
-    /// The request.
-    pub req: LeaseRequest,
-    /// Resource units (cores × seconds).
-    pub units: f64,
-}
-
 /// What the broker wants sent or done.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Out {
-    /// Send an offer to `peer` (and time it out after `offer_timeout`).
-    Offer {
-        /// The provider.
+    /// Send `msg` to the IGG of Grid `peer` (offers and redirections are timed out by the
+    /// gateway after `offer_timeout`).
+    Send {
+        /// The other IGG.
         peer: GridId,
-        /// Negotiation id.
-        negotiation: NegotiationId,
-        /// Offered requests.
-        items: Vec<Item>,
-        /// Offered unit price (the contract's minimum).
-        price: f64,
-        /// The contract's maximum unit price.
-        max: f64,
-    },
-    /// Answer an offer.
-    Answer {
-        /// The requester.
-        peer: GridId,
-        /// Negotiation id.
-        negotiation: NegotiationId,
-        /// Per request.
-        answers: Vec<(RequestId, Answer)>,
-    },
-    /// Redirect a request to `peer` at `price` per unit (and time it out).
-    Redirect {
-        /// The provider.
-        peer: GridId,
-        /// Negotiation id.
-        negotiation: NegotiationId,
-        /// The request.
-        req: LeaseRequest,
-        /// Unit price.
-        price: f64,
-    },
-    /// Tell `peer` a counter-offer is declined (releases its ticket).
-    Decline {
-        /// The provider.
-        peer: GridId,
-        /// Negotiation id.
-        negotiation: NegotiationId,
-        /// The request.
-        lease: RequestId,
-    },
-    /// Acknowledge a redirection (`accepted = false`: the ticket is gone, serve it yourself).
-    RedirectAck {
-        /// The requester.
-        peer: GridId,
-        /// Negotiation id.
-        negotiation: NegotiationId,
-        /// The request.
-        lease: RequestId,
-        /// Taken over or refused.
-        accepted: bool,
+        /// What to tell it.
+        msg: PeerMsg,
     },
     /// Serve this request here (place it on this Grid's clusters).
     ServeLocally(LeaseRequest),
@@ -287,12 +235,14 @@ impl Broker {
             }
             let negotiation = self.new_negotiation();
             let items: Vec<Item> = offer.iter().map(|q| q.item.clone()).collect();
-            out.push(Out::Offer {
+            out.push(Out::Send {
                 peer: c.peer,
-                negotiation,
-                items,
-                price: c.range.min,
-                max: c.range.max,
+                msg: PeerMsg::Offer {
+                    negotiation,
+                    items,
+                    price: c.range.min,
+                    max: c.range.max,
+                },
             });
             self.outcomes.offers += 1;
             let entries = offer
@@ -331,10 +281,12 @@ impl Broker {
             capacity,
         } = *own;
         if let Some(prev) = self.answered.get(&(from, negotiation)) {
-            return Out::Answer {
+            return Out::Send {
                 peer: from,
-                negotiation,
-                answers: prev.clone(),
+                msg: PeerMsg::Answer {
+                    negotiation,
+                    answers: prev.clone(),
+                },
             };
         }
         self.tickets.expire(now);
@@ -362,10 +314,12 @@ impl Broker {
             answers.push((it.req.id, a));
         }
         self.answered.insert((from, negotiation), answers.clone());
-        Out::Answer {
+        Out::Send {
             peer: from,
-            negotiation,
-            answers,
+            msg: PeerMsg::Answer {
+                negotiation,
+                answers,
+            },
         }
     }
 
@@ -394,11 +348,13 @@ impl Broker {
             }
             match next.redirects() {
                 Some(price) => {
-                    out.push(Out::Redirect {
+                    out.push(Out::Send {
                         peer: ob.peer,
-                        negotiation,
-                        req: q.item.req.clone(),
-                        price,
+                        msg: PeerMsg::Redirect {
+                            negotiation,
+                            req: q.item.req.clone(),
+                            price,
+                        },
                     });
                     self.redirecting.insert(
                         *lease,
@@ -413,10 +369,12 @@ impl Broker {
                 }
                 None => {
                     if matches!(a, Answer::Counter { .. }) {
-                        out.push(Out::Decline {
+                        out.push(Out::Send {
                             peer: ob.peer,
-                            negotiation,
-                            lease: *lease,
+                            msg: PeerMsg::Decline {
+                                negotiation,
+                                lease: *lease,
+                            },
                         });
                     }
                     let mut q = q;
@@ -441,12 +399,14 @@ impl Broker {
         if ob.retries < self.retries {
             ob.retries += 1;
             let items = ob.items.values().map(|(q, _)| q.item.clone()).collect();
-            let out = Out::Offer {
+            let out = Out::Send {
                 peer: ob.peer,
-                negotiation,
-                items,
-                price: ob.price,
-                max: ob.max,
+                msg: PeerMsg::Offer {
+                    negotiation,
+                    items,
+                    price: ob.price,
+                    max: ob.max,
+                },
             };
             self.outcomes.offers += 1;
             self.outbound.insert(negotiation, ob);
@@ -468,11 +428,13 @@ impl Broker {
         price: f64,
         now: EmuTime,
     ) -> Vec<Out> {
-        let ack = |accepted| Out::RedirectAck {
+        let ack = |accepted| Out::Send {
             peer: from,
-            negotiation,
-            lease: req.id,
-            accepted,
+            msg: PeerMsg::RedirectAck {
+                negotiation,
+                lease: req.id,
+                accepted,
+            },
         };
         if self.taken.contains(&(negotiation, req.id)) {
             // A duplicate of a redirection taken earlier (maybe already ended): ack again.
@@ -525,11 +487,13 @@ impl Broker {
             return Vec::new();
         };
         r.retries += 1;
-        vec![Out::Redirect {
+        vec![Out::Send {
             peer: r.peer,
-            negotiation: r.negotiation,
-            req: r.queued.item.req.clone(),
-            price: r.price,
+            msg: PeerMsg::Redirect {
+                negotiation: r.negotiation,
+                req: r.queued.item.req.clone(),
+                price: r.price,
+            },
         }]
     }
 
@@ -611,7 +575,7 @@ mod tests {
         b.enqueue(req(3), 100.0, 50.0); // unit cost 0.5: to neither
         let out = b.round();
         assert!(
-            matches!(&out[0], Out::Offer { peer, items, price, .. } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0)
+            matches!(&out[0], Out::Send { peer, msg: PeerMsg::Offer { items, price, .. } } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0)
         );
         assert_eq!(out[1], Out::ServeLocally(req(3)));
     }
@@ -621,7 +585,11 @@ mod tests {
         let mut b = requester();
         b.enqueue(req(1), 100.0, 200.0);
         b.enqueue(req(2), 100.0, 120.0);
-        let Out::Offer { negotiation, .. } = b.round()[0].clone() else {
+        let Out::Send {
+            msg: PeerMsg::Offer { negotiation, .. },
+            ..
+        } = b.round()[0].clone()
+        else {
             panic!("an offer")
         };
         let out = b.on_answers(
@@ -632,9 +600,11 @@ mod tests {
             ],
         );
         assert!(
-            matches!(&out[0], Out::Redirect { req, price, .. } if req.id == RequestId(1) && *price == 1.0)
+            matches!(&out[0], Out::Send { msg: PeerMsg::Redirect { req, price, .. }, .. } if req.id == RequestId(1) && *price == 1.0)
         );
-        assert!(matches!(&out[1], Out::Decline { lease, .. } if *lease == RequestId(2)));
+        assert!(
+            matches!(&out[1], Out::Send { msg: PeerMsg::Decline { lease, .. }, .. } if *lease == RequestId(2))
+        );
         assert_eq!(b.queued(), 1);
         // A late duplicate answer does nothing.
         assert!(b
@@ -651,7 +621,11 @@ mod tests {
     fn offers_time_out_retry_then_give_the_peer_up() {
         let mut b = requester();
         b.enqueue(req(1), 100.0, 120.0);
-        let Out::Offer { negotiation, .. } = b.round()[0].clone() else {
+        let Out::Send {
+            msg: PeerMsg::Offer { negotiation, .. },
+            ..
+        } = b.round()[0].clone()
+        else {
             panic!()
         };
         assert_eq!(b.offer_timed_out(negotiation).len(), 1);
@@ -693,7 +667,11 @@ mod tests {
             load: 0.0,
             capacity: 1000.0,
         };
-        let Out::Answer { answers, .. } = p.answer_offer(&offered, &idle, now) else {
+        let Out::Send {
+            msg: PeerMsg::Answer { answers, .. },
+            ..
+        } = p.answer_offer(&offered, &idle, now)
+        else {
             panic!()
         };
         // The first request fits cheaply; the ticket it holds raises the load for the second.
@@ -706,10 +684,12 @@ mod tests {
         let again = p.answer_offer(&offered, &idle, now);
         assert_eq!(
             again,
-            Out::Answer {
+            Out::Send {
                 peer: GridId(0),
-                negotiation: 7,
-                answers: answers.clone()
+                msg: PeerMsg::Answer {
+                    negotiation: 7,
+                    answers: answers.clone()
+                }
             }
         );
         assert_eq!(p.tickets.held_units(now), 200.0);
@@ -723,11 +703,13 @@ mod tests {
         let late = p.on_redirect(GridId(0), 7, &req(2), 1.0, now);
         assert_eq!(
             late,
-            vec![Out::RedirectAck {
+            vec![Out::Send {
                 peer: GridId(0),
-                negotiation: 7,
-                lease: RequestId(2),
-                accepted: false
+                msg: PeerMsg::RedirectAck {
+                    negotiation: 7,
+                    lease: RequestId(2),
+                    accepted: false
+                }
             }]
         );
         assert_eq!(p.foreign_ended(RequestId(1)), Some(GridId(0)));
@@ -736,11 +718,13 @@ mod tests {
         let later = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
         assert_eq!(
             later,
-            vec![Out::RedirectAck {
+            vec![Out::Send {
                 peer: GridId(0),
-                negotiation: 7,
-                lease: RequestId(1),
-                accepted: true
+                msg: PeerMsg::RedirectAck {
+                    negotiation: 7,
+                    lease: RequestId(1),
+                    accepted: true
+                }
             }]
         );
     }
@@ -749,7 +733,11 @@ mod tests {
     fn a_redirection_without_an_answer_is_resent_never_served_here() {
         let mut b = requester();
         b.enqueue(req(1), 100.0, 200.0);
-        let Out::Offer { negotiation, .. } = b.round()[0].clone() else {
+        let Out::Send {
+            msg: PeerMsg::Offer { negotiation, .. },
+            ..
+        } = b.round()[0].clone()
+        else {
             panic!()
         };
         b.on_answers(
@@ -758,7 +746,13 @@ mod tests {
         );
         for _ in 0..5 {
             let out = b.redirect_timed_out(RequestId(1));
-            assert!(matches!(&out[0], Out::Redirect { .. }));
+            assert!(matches!(
+                &out[0],
+                Out::Send {
+                    msg: PeerMsg::Redirect { .. },
+                    ..
+                }
+            ));
         }
         assert!(b.awaiting_ack(RequestId(1)));
         // Only an explicit refusal brings it home.

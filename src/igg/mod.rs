@@ -4,6 +4,7 @@
 pub mod broker;
 pub mod dispatch;
 pub mod peering;
+pub mod protocol;
 pub mod slots;
 
 pub use dispatch::{Dispatcher, Loads};

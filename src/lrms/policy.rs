@@ -18,7 +18,7 @@
 //!   is exact when the minimal sets can be enumerated ([`EXACT_MEDIAN_LIMIT`] leases in play,
 //!   [`ENUMERATION_BUDGET`] search steps), otherwise taken over [`MEDIAN_SAMPLES`] random
 //!   minimal sets (a documented approximation, tested against enumeration).
-//! * **least-valuable** (paper 000 §4.2, its ref. [33]): preempts less valuable leases first —
+//! * **least-valuable** (paper 000 §4.2, its ref. \[33\]): preempts less valuable leases first —
 //!   cancellable before suspendable before migratable: it minimises the running migratable VMs
 //!   preempted, then the suspendable ones, then the cancellable ones, then the cost, then the
 //!   number of leases. Valuable leases are touched only when the cheaper types cannot make room.

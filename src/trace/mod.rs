@@ -1,6 +1,6 @@
 //! Message-flow records. Every message an actor sends goes through one path
 //! ([`crate::actors::Emu::send`] and friends) that counts it and, when tracing is on, writes a
-//! [`TraceEvent`] as one JSON line (schema in `docs/trace-format.md`). Tracing that is off
+//! record as one JSON line (schema in `docs/trace-format.md`). Tracing that is off
 //! costs one branch and one counter increment per message.
 
 pub mod render;
