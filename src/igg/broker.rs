@@ -130,17 +130,17 @@ pub struct Broker {
     retries: u32,
     ticket_ttl: EmuDuration,
     /// Tickets issued as a provider.
-    pub tickets: Tickets,
+    tickets: Tickets,
     /// Requests served for peers: origin and price.
-    pub foreign: BTreeMap<RequestId, (GridId, NegotiationId, f64)>,
+    foreign: BTreeMap<RequestId, (GridId, NegotiationId, f64)>,
     /// Money paid to each peer.
-    pub paid: BTreeMap<GridId, f64>,
+    paid: BTreeMap<GridId, f64>,
     /// Money received from each peer.
-    pub received: BTreeMap<GridId, f64>,
+    received: BTreeMap<GridId, f64>,
     /// Units redirected to each peer.
-    pub redirected_units: BTreeMap<GridId, f64>,
+    redirected_units: BTreeMap<GridId, f64>,
     /// Negotiation outcomes.
-    pub outcomes: Outcomes,
+    outcomes: Outcomes,
     /// Answers already given, by (requester, negotiation), for duplicate offers.
     answered: BTreeMap<(GridId, NegotiationId), Vec<(RequestId, Answer)>>,
     /// Redirections taken over, kept after the request ends (persistent, like `foreign`), so
@@ -497,6 +497,33 @@ impl Broker {
         }]
     }
 
+    /// The Grid that redirected `lease` here, while this Grid serves it.
+    pub fn origin_of(&self, lease: RequestId) -> Option<GridId> {
+        self.foreign.get(&lease).map(|f| f.0)
+    }
+
+    /// The units of `lease`'s ticket in `negotiation` (0 if there is none).
+    pub fn ticket_units(&self, negotiation: NegotiationId, lease: RequestId) -> f64 {
+        self.tickets
+            .get(negotiation, lease)
+            .map_or(0.0, |t| t.units)
+    }
+
+    /// The units of `lease` while its redirection waits for an acknowledgement.
+    pub fn redirect_units(&self, lease: RequestId) -> Option<f64> {
+        self.redirecting.get(&lease).map(|r| r.queued.item.units)
+    }
+
+    /// Money paid to every peer so far.
+    pub fn paid_total(&self) -> f64 {
+        self.paid.values().sum()
+    }
+
+    /// Negotiation outcomes so far.
+    pub fn outcomes(&self) -> &Outcomes {
+        &self.outcomes
+    }
+
     /// Whether a redirection of `lease` is still waiting for its acknowledgement.
     pub fn awaiting_ack(&self, lease: RequestId) -> bool {
         self.redirecting.contains_key(&lease)
@@ -528,11 +555,11 @@ impl Broker {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{ClusterId, LeaseType, Origin};
 
-    fn req(id: u32) -> LeaseRequest {
+    pub(crate) fn req(id: u32) -> LeaseRequest {
         LeaseRequest {
             id: RequestId(id),
             origin: Origin::External,

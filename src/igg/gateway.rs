@@ -1,0 +1,1010 @@
+//! The IGG's decisions, pure: [`Gateway::on`] takes one input (a request, a publication, a
+//! timer, a peer's message, a lease's start or end) at an emulated instant and returns the
+//! [`Effect`]s to carry out, in order — messages to peers, timers, placements on the Grid's
+//! clusters, notes to the DVE manager, observations for the metrics. It owns what the IGG
+//! knows: its clusters' loads and published slots, its dispatcher, its peering state (the
+//! broker) and its cost model. The actor (`actors::igg`) is the post office that carries the
+//! effects out; the calls to LRMSs that a placement or a relocation makes happen there, and
+//! their results come back as inputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::broker::{Broker, Contract, Offered, Out, Outcomes, Standing};
+use super::peering::{CostModel, NegotiationId, PriceRange};
+use super::protocol::PeerMsg;
+use super::slots::{Published, SlotStore};
+use super::{Dispatcher, Loads};
+use crate::lrms::Relocation;
+use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState};
+use crate::time::{EmuDuration, EmuTime};
+
+/// The gateway's fixed settings (from `[peering]` and `[igg]`).
+#[derive(Clone, Debug)]
+pub struct GatewaySettings {
+    /// Whether a request refused by the chosen cluster is offered to the others.
+    pub retry: bool,
+    /// How far ahead loads are read from published slots.
+    pub horizon: EmuDuration,
+    /// The Grid load from which external requests are queued for peering.
+    pub load_threshold: f64,
+    /// Time between negotiation rounds.
+    pub interval: EmuDuration,
+    /// Time between updates of this Grid's unit cost.
+    pub price_update: EmuDuration,
+    /// How long an offer, a redirection or a lease report waits for its answer.
+    pub offer_timeout: EmuDuration,
+    /// Steepness of the cost functions (eq. 1).
+    pub steepness: f64,
+    /// Retries of an offer or a redirection.
+    pub retries: u32,
+    /// How long a provider's ticket lives unconfirmed.
+    pub ticket_ttl: EmuDuration,
+    /// The contracts this Grid holds as a requester: provider and terms.
+    pub contracts: Vec<(GridId, crate::topology::Contract)>,
+    /// Test-only: a requester serves a request itself when a redirection's acknowledgement
+    /// is late (the bug the invariant checker must catch).
+    pub broken_protocol: bool,
+}
+
+/// One input to the gateway.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// The other Grids and every Grid's cost model (once, before the run).
+    Peers {
+        /// The other Grids.
+        peers: Vec<GridId>,
+        /// Every Grid's cost model, to price contracts from.
+        providers: BTreeMap<GridId, CostModel>,
+    },
+    /// An external request from this Grid's DVE manager.
+    Submit(LeaseRequest),
+    /// A cluster published its free slots.
+    FreeSlots {
+        /// The cluster.
+        cluster: ClusterId,
+        /// What it published.
+        slots: Published,
+    },
+    /// The negotiation timer.
+    Tick,
+    /// A peer IGG's message.
+    Peer {
+        /// Its Grid.
+        from: GridId,
+        /// The message.
+        msg: PeerMsg,
+    },
+    /// An offer's answer is overdue.
+    OfferTimeout(NegotiationId),
+    /// A redirection's acknowledgement is overdue.
+    RedirectTimeout(RequestId),
+    /// The acknowledgement of a lease report is overdue.
+    ReportTimeout(RequestId),
+    /// A lease placed by this IGG started on one of its clusters.
+    LeaseStarted {
+        /// The lease.
+        lease: RequestId,
+        /// Where.
+        cluster: ClusterId,
+        /// Its cores.
+        cores: u64,
+    },
+    /// A lease placed by this IGG (or refused everywhere) ended.
+    LeaseEnded {
+        /// The lease.
+        lease: RequestId,
+        /// How.
+        state: RequestState,
+    },
+    /// A placement found no cluster (`foreign`: the request was redirected here).
+    Unplaced {
+        /// The request.
+        lease: RequestId,
+        /// Whether a peer redirected it here.
+        foreign: bool,
+    },
+    /// A cluster asks to move a suspended migratable lease elsewhere in the Grid.
+    Relocate {
+        /// The lease and its state (passed on to the clusters that may adopt it).
+        relocation: Relocation,
+        /// The cluster it leaves.
+        from: ClusterId,
+    },
+    /// A relocation ended: the cluster that adopted the lease, if any.
+    Relocated {
+        /// The lease.
+        lease: RequestId,
+        /// The adopting cluster.
+        to: Option<ClusterId>,
+    },
+    /// The IGG crashes (volatile state lost) or restarts.
+    Crash(bool),
+}
+
+/// How a placement orders the Grid's clusters.
+#[derive(Clone, Debug)]
+pub enum Order {
+    /// Try them in this order (indices into the Grid's clusters).
+    Decided(Vec<usize>),
+    /// Ask every cluster for its earliest start first, then order with this dispatcher.
+    AfterProbing(Box<Dispatcher>),
+}
+
+/// What the DVE manager is told.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DveNote {
+    /// A lease started on a cluster.
+    Started(RequestId, ClusterId),
+    /// A lease reached a terminal state.
+    Ended(RequestId, RequestState),
+}
+
+/// A timer the gateway sets; it comes back as the matching input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timer {
+    /// [`Input::Tick`].
+    Tick,
+    /// [`Input::OfferTimeout`].
+    Offer(NegotiationId),
+    /// [`Input::RedirectTimeout`] (with the negotiation, for traces).
+    Redirect(NegotiationId, RequestId),
+    /// [`Input::ReportTimeout`].
+    Report(RequestId),
+}
+
+/// What the metrics observe.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Observation {
+    /// A request no cluster took was rejected.
+    Rejected(RequestId),
+    /// An offer was sent.
+    OfferSent(NegotiationId),
+    /// An offer was answered, or given up.
+    OfferSettled(NegotiationId),
+    /// A redirected request was taken over from `from`, for `amount`.
+    Received {
+        /// The requester.
+        from: GridId,
+        /// The request.
+        lease: RequestId,
+        /// Its negotiation.
+        negotiation: NegotiationId,
+        /// What the requester pays.
+        amount: f64,
+    },
+    /// A redirection was acknowledged: `units` paid for with `amount`.
+    Paid {
+        /// The provider.
+        to: GridId,
+        /// Resource units redirected.
+        units: f64,
+        /// Money paid.
+        amount: f64,
+    },
+    /// The negotiation outcomes so far.
+    Outcomes(Outcomes),
+}
+
+/// One thing the actor carries out.
+#[derive(Clone, Debug)]
+pub enum Effect {
+    /// Send `msg` to the IGG of Grid `to`.
+    Send {
+        /// The peer.
+        to: GridId,
+        /// The message.
+        msg: PeerMsg,
+    },
+    /// Come back with this timer's input at `at`.
+    Timer {
+        /// When.
+        at: EmuTime,
+        /// Which.
+        timer: Timer,
+    },
+    /// Place a request on the Grid's clusters (through the post office).
+    Place {
+        /// The request.
+        req: LeaseRequest,
+        /// In which order.
+        order: Order,
+        /// How many clusters to try at most.
+        tries: usize,
+        /// Whether a peer redirected it here.
+        foreign: bool,
+    },
+    /// Offer a lease to these clusters in turn, then tell `source` where it went.
+    Relocate {
+        /// The lease and its state.
+        relocation: Relocation,
+        /// The clusters to try, in order.
+        to_try: Vec<ClusterId>,
+        /// The cluster it leaves.
+        source: Option<ClusterId>,
+    },
+    /// Tell the DVE manager, through the post office (`posted`) or at once.
+    Dve {
+        /// What.
+        note: DveNote,
+        /// Whether the note goes out from its own task.
+        posted: bool,
+    },
+    /// Tell this IGG a lease ended (a redirected request no cluster took: its origin learns
+    /// of it through the same path as of one an LRMS ended).
+    EndedHere(RequestId, RequestState),
+    /// For the metrics.
+    Observe(Observation),
+}
+
+/// A Grid's InterGrid Gateway, without the actor.
+pub struct Gateway {
+    grid: GridId,
+    settings: GatewaySettings,
+    clusters: Vec<ClusterId>,
+    dispatcher: Dispatcher,
+    /// Cores this IGG's leases take on each cluster (for least-load).
+    loads: Loads,
+    /// Where each running lease is and its cores.
+    placed: BTreeMap<RequestId, (usize, u64)>,
+    slots: SlotStore,
+    peers: Vec<GridId>,
+    broker: Broker,
+    /// This Grid's cost model (eq. 2 from its clusters' prices).
+    cost: CostModel,
+    /// The providers' cost models this IGG prices its contracts from.
+    providers: BTreeMap<GridId, CostModel>,
+    /// Provider side: ends of redirected requests not yet acknowledged by their origin.
+    reports_pending: BTreeMap<RequestId, (GridId, RequestState, u32)>,
+    /// Origin side: redirected requests whose end has been passed on.
+    reports_done: BTreeSet<RequestId>,
+    down: bool,
+    next_price_update: EmuTime,
+}
+
+impl Gateway {
+    /// The gateway of Grid `grid` over `clusters` (id, cores, unit cost).
+    pub fn new(
+        grid: GridId,
+        clusters: &[(ClusterId, u64, f64)],
+        dispatcher: Dispatcher,
+        settings: GatewaySettings,
+    ) -> Gateway {
+        let mut cost = CostModel::from_providers(
+            &clusters
+                .iter()
+                .map(|&(_, cores, unit)| (unit, cores as f64))
+                .collect::<Vec<_>>(),
+        );
+        cost.steepness = settings.steepness;
+        let broker = Broker::new(grid, Vec::new(), settings.retries, settings.ticket_ttl);
+        Gateway {
+            grid,
+            clusters: clusters.iter().map(|c| c.0).collect(),
+            dispatcher,
+            loads: Loads {
+                busy: vec![0; clusters.len()],
+                cores: clusters.iter().map(|c| c.1).collect(),
+            },
+            placed: BTreeMap::new(),
+            slots: SlotStore::default(),
+            peers: Vec::new(),
+            broker,
+            cost,
+            providers: BTreeMap::new(),
+            reports_pending: BTreeMap::new(),
+            reports_done: BTreeSet::new(),
+            down: false,
+            next_price_update: EmuTime::ZERO,
+            settings,
+        }
+    }
+
+    /// Whether the IGG is down.
+    pub fn is_down(&self) -> bool {
+        self.down
+    }
+
+    /// Handles one input at `now`.
+    pub fn on(&mut self, input: Input, now: EmuTime) -> Vec<Effect> {
+        let mut out = Vec::new();
+        match input {
+            Input::Peers { peers, providers } => {
+                self.peers = peers;
+                self.providers = providers;
+                self.reprice();
+                if self.broker.has_contracts() {
+                    out.push(self.timer(now + self.settings.interval, Timer::Tick));
+                }
+            }
+            Input::Submit(req) => self.submit(req, now, &mut out),
+            Input::FreeSlots { cluster, slots } => {
+                if let Some(j) = self.index_of(cluster) {
+                    self.slots.publish(j, slots);
+                }
+            }
+            Input::Tick => self.tick(now, &mut out),
+            Input::Peer { from, msg } => self.on_peer(from, msg, now, &mut out),
+            Input::OfferTimeout(negotiation) => {
+                let outs = self.broker.offer_timed_out(negotiation);
+                if outs.is_empty() {
+                    out.push(Effect::Observe(Observation::OfferSettled(negotiation)));
+                }
+                self.carry(outs, now, &mut out);
+            }
+            Input::RedirectTimeout(lease) => self.redirect_timed_out(lease, now, &mut out),
+            Input::ReportTimeout(lease) => {
+                if let Some((origin, state, attempt)) = self.reports_pending.get(&lease).copied() {
+                    self.reports_pending
+                        .insert(lease, (origin, state, attempt + 1));
+                    out.push(report(origin, lease, Some(state), attempt + 1));
+                    out.push(self.timer(now + self.settings.offer_timeout, Timer::Report(lease)));
+                }
+            }
+            Input::LeaseStarted {
+                lease,
+                cluster,
+                cores,
+            } => {
+                if let Some(j) = self.index_of(cluster) {
+                    self.loads.busy[j] += cores;
+                    self.placed.insert(lease, (j, cores));
+                }
+                match self.broker.origin_of(lease) {
+                    Some(origin) => out.push(report(origin, lease, None, 0)),
+                    None => out.push(Effect::Dve {
+                        note: DveNote::Started(lease, cluster),
+                        posted: true,
+                    }),
+                }
+            }
+            Input::LeaseEnded { lease, state } => {
+                if let Some((j, cores)) = self.placed.remove(&lease) {
+                    self.loads.busy[j] -= cores;
+                }
+                match self.broker.foreign_ended(lease) {
+                    Some(origin) => {
+                        self.reports_pending.insert(lease, (origin, state, 0));
+                        out.push(report(origin, lease, Some(state), 0));
+                        out.push(
+                            self.timer(now + self.settings.offer_timeout, Timer::Report(lease)),
+                        );
+                    }
+                    None => out.push(Effect::Dve {
+                        note: DveNote::Ended(lease, state),
+                        posted: true,
+                    }),
+                }
+            }
+            Input::Unplaced { lease, foreign } => {
+                out.push(Effect::Observe(Observation::Rejected(lease)));
+                if foreign {
+                    out.push(Effect::EndedHere(lease, RequestState::Rejected));
+                } else {
+                    out.push(Effect::Dve {
+                        note: DveNote::Ended(lease, RequestState::Rejected),
+                        posted: false,
+                    });
+                }
+            }
+            Input::Relocate { relocation, from } => {
+                // The Grid's other clusters in order after the source; the first that can
+                // resume the lease by its deadline takes it over.
+                let n = self.clusters.len();
+                let source = self.index_of(from);
+                let first = source.unwrap_or(0);
+                out.push(Effect::Relocate {
+                    relocation,
+                    to_try: (1..n).map(|k| self.clusters[(first + k) % n]).collect(),
+                    source: self.clusters.get(first).copied(),
+                });
+            }
+            Input::Relocated { lease, to } => {
+                // The lease's cores move with it.
+                if let Some(dest) = to.and_then(|c| self.index_of(c)) {
+                    if let Some((j, cores)) = self.placed.get(&lease).copied() {
+                        self.loads.busy[j] -= cores;
+                        self.loads.busy[dest] += cores;
+                        self.placed.insert(lease, (dest, cores));
+                    }
+                }
+            }
+            Input::Crash(crash) => {
+                self.down = crash;
+                if crash {
+                    self.broker.crash(now);
+                }
+            }
+        }
+        out
+    }
+
+    fn index_of(&self, cluster: ClusterId) -> Option<usize> {
+        self.clusters.iter().position(|c| *c == cluster)
+    }
+
+    fn timer(&self, at: EmuTime, timer: Timer) -> Effect {
+        Effect::Timer { at, timer }
+    }
+
+    /// Reprices this Grid's contracts from the providers' current cost models.
+    fn reprice(&mut self) {
+        let contracts = self
+            .settings
+            .contracts
+            .iter()
+            .filter_map(|(to, c)| {
+                let range = PriceRange::of_contract(c, self.providers.get(to)?);
+                Some(Contract { peer: *to, range })
+            })
+            .collect();
+        self.broker.update_prices(contracts);
+    }
+
+    fn submit(&mut self, req: LeaseRequest, now: EmuTime, out: &mut Vec<Effect>) {
+        if self.broker.has_contracts() {
+            let (load, capacity) = self.slots.grid_load(now, self.settings.horizon);
+            tracing::debug!(
+                grid = self.grid.0,
+                load,
+                capacity,
+                queued = self.broker.queued(),
+                "IGG load at submission"
+            );
+            if load >= self.settings.load_threshold && capacity > 0.0 {
+                let units = req.cores() as f64 * req.duration.as_secs_f64();
+                let home = self.cost.marginal(units, load, capacity);
+                self.broker.enqueue(req, units, home);
+                return;
+            }
+        }
+        out.push(self.place(req, now));
+    }
+
+    /// Where to try a request (its own, or one redirected here).
+    fn place(&mut self, req: LeaseRequest, now: EmuTime) -> Effect {
+        let n = self.clusters.len();
+        let order = if !self.dispatcher.asks_for_offers() {
+            // Least-load reads the clusters' published loads when all have published (they
+            // count local work too), else the cores this IGG's own leases take.
+            let loads = self
+                .slots
+                .loads(n, now, self.settings.horizon)
+                .unwrap_or_else(|| self.loads.clone());
+            Order::Decided(self.dispatcher.order(&req, &loads, &[]))
+        } else if (0..n).all(|j| self.slots.knows(j)) {
+            // Earliest-start uses the published free slots when every cluster has published;
+            // until then it asks the LRMSs.
+            let offers: Vec<Option<u64>> = (0..n)
+                .map(|j| {
+                    self.slots
+                        .earliest_on(j, now, req.cores(), req.duration)
+                        .map(|t| t.as_micros())
+                })
+                .collect();
+            Order::Decided(self.dispatcher.order(&req, &Loads::default(), &offers))
+        } else {
+            Order::AfterProbing(Box::new(self.dispatcher.clone()))
+        };
+        let foreign = self.broker.origin_of(req.id).is_some();
+        Effect::Place {
+            req,
+            order,
+            tries: if self.settings.retry { n } else { 1 },
+            foreign,
+        }
+    }
+
+    fn tick(&mut self, now: EmuTime, out: &mut Vec<Effect>) {
+        out.push(self.timer(now + self.settings.interval, Timer::Tick));
+        if self.down {
+            return;
+        }
+        if now >= self.next_price_update {
+            self.next_price_update = now + self.settings.price_update;
+            // Eq. 2 over the clusters' current prices (eq. 1, load-dependent).
+            let prices = self.slots.prices();
+            if !prices.is_empty() {
+                self.cost.unit_cost = CostModel::from_providers(&prices).unit_cost;
+            }
+            for &to in &self.peers {
+                out.push(Effect::Send {
+                    to,
+                    msg: PeerMsg::Price {
+                        unit_cost: self.cost.unit_cost,
+                    },
+                });
+            }
+        }
+        let outs = self.broker.round();
+        self.carry(outs, now, out);
+    }
+
+    fn on_peer(&mut self, from: GridId, msg: PeerMsg, now: EmuTime, out: &mut Vec<Effect>) {
+        match msg {
+            PeerMsg::Offer {
+                negotiation,
+                items,
+                price,
+                max,
+            } => {
+                let (load, capacity) = self.slots.grid_load(now, self.settings.horizon);
+                let offered = Offered {
+                    from,
+                    negotiation,
+                    items: &items,
+                    price,
+                    max,
+                };
+                let standing = Standing {
+                    cost: &self.cost,
+                    load,
+                    capacity,
+                };
+                let answer = self.broker.answer_offer(&offered, &standing, now);
+                self.carry(vec![answer], now, out);
+            }
+            PeerMsg::Answer {
+                negotiation,
+                answers,
+            } => {
+                out.push(Effect::Observe(Observation::OfferSettled(negotiation)));
+                let outs = self.broker.on_answers(negotiation, &answers);
+                self.carry(outs, now, out);
+            }
+            PeerMsg::Redirect {
+                negotiation,
+                req,
+                price,
+            } => {
+                let before = self.broker.origin_of(req.id).is_some();
+                let outs = self.broker.on_redirect(from, negotiation, &req, price, now);
+                if !before && self.broker.origin_of(req.id).is_some() {
+                    let units = self.broker.ticket_units(negotiation, req.id);
+                    out.push(Effect::Observe(Observation::Received {
+                        from,
+                        lease: req.id,
+                        negotiation,
+                        amount: price * units,
+                    }));
+                }
+                self.carry(outs, now, out);
+            }
+            PeerMsg::RedirectAck {
+                lease, accepted, ..
+            } => {
+                let units = self.broker.redirect_units(lease);
+                let paid_before = self.broker.paid_total();
+                let outs = self.broker.on_redirect_ack(lease, accepted);
+                let paid_after = self.broker.paid_total();
+                if let (Some(units), true) = (units, accepted) {
+                    out.push(Effect::Observe(Observation::Paid {
+                        to: from,
+                        units,
+                        amount: paid_after - paid_before,
+                    }));
+                }
+                self.carry(outs, now, out);
+            }
+            PeerMsg::Decline {
+                negotiation, lease, ..
+            } => self.broker.on_decline(negotiation, lease),
+            PeerMsg::LeaseReport { lease, ended, .. } => {
+                let Some(state) = ended else {
+                    return;
+                };
+                out.push(Effect::Send {
+                    to: from,
+                    msg: PeerMsg::LeaseReportAck { lease },
+                });
+                if self.reports_done.insert(lease) {
+                    out.push(Effect::Dve {
+                        note: DveNote::Ended(lease, state),
+                        posted: false,
+                    });
+                }
+            }
+            PeerMsg::LeaseReportAck { lease } => {
+                self.reports_pending.remove(&lease);
+            }
+            PeerMsg::Price { unit_cost } => {
+                if let Some(m) = self.providers.get_mut(&from) {
+                    m.unit_cost = unit_cost;
+                }
+                self.reprice();
+            }
+        }
+    }
+
+    fn redirect_timed_out(&mut self, lease: RequestId, now: EmuTime, out: &mut Vec<Effect>) {
+        if !self.broker.awaiting_ack(lease) {
+            return;
+        }
+        if self.settings.broken_protocol {
+            // The deliberate bug: give up on the provider and serve the request here, though
+            // the provider may already be running it.
+            if let Some(Out::Send {
+                msg: PeerMsg::Redirect { req, .. },
+                ..
+            }) = self.broker.redirect_timed_out(lease).pop()
+            {
+                self.broker.on_redirect_ack(lease, false);
+                out.push(self.place(req, now));
+            }
+            return;
+        }
+        let outs = self.broker.redirect_timed_out(lease);
+        self.carry(outs, now, out);
+    }
+
+    /// Turns the broker's outputs into effects (with their timeouts), then observes the
+    /// negotiation outcomes.
+    fn carry(&mut self, outs: Vec<Out>, now: EmuTime, out: &mut Vec<Effect>) {
+        let timeout = now + self.settings.offer_timeout;
+        for o in outs {
+            match o {
+                Out::Send { peer, msg } => {
+                    if !self.peers.contains(&peer) {
+                        continue;
+                    }
+                    let timer = match &msg {
+                        PeerMsg::Offer { negotiation, .. } => {
+                            out.push(Effect::Observe(Observation::OfferSent(*negotiation)));
+                            Some(Timer::Offer(*negotiation))
+                        }
+                        PeerMsg::Redirect {
+                            negotiation, req, ..
+                        } => Some(Timer::Redirect(*negotiation, req.id)),
+                        _ => None,
+                    };
+                    out.push(Effect::Send { to: peer, msg });
+                    if let Some(timer) = timer {
+                        out.push(self.timer(timeout, timer));
+                    }
+                }
+                Out::ServeLocally(req) | Out::ServeForPeer(req) => {
+                    let place = self.place(req, now);
+                    out.push(place);
+                }
+            }
+        }
+        out.push(Effect::Observe(Observation::Outcomes(
+            self.broker.outcomes().clone(),
+        )));
+    }
+}
+
+fn report(origin: GridId, lease: RequestId, ended: Option<RequestState>, attempt: u32) -> Effect {
+    Effect::Send {
+        to: origin,
+        msg: PeerMsg::LeaseReport {
+            lease,
+            ended,
+            attempt,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::igg::broker::tests::req;
+    use crate::igg::dispatch::ClusterModel;
+    use crate::topology::{Contract as Terms, ContractKind, DispatchName};
+
+    fn settings(contracts: Vec<(GridId, Terms)>) -> GatewaySettings {
+        GatewaySettings {
+            retry: true,
+            horizon: EmuDuration::from_secs(3600),
+            load_threshold: 0.5,
+            interval: EmuDuration::from_secs(60),
+            price_update: EmuDuration::from_secs(3600),
+            offer_timeout: EmuDuration::from_secs(30),
+            steepness: 1.0,
+            retries: 1,
+            ticket_ttl: EmuDuration::from_secs(600),
+            contracts,
+            broken_protocol: false,
+        }
+    }
+
+    /// Grid `g` with one 4-core cluster (id `g`); Grid 0 holds a contract with Grid 1.
+    fn gateway(g: u16) -> Gateway {
+        let model = ClusterModel {
+            cores: 4.0,
+            speed: 1.0,
+            local_rate: 0.0,
+            tau: 0.0,
+            mu: 0.0,
+            theta: 1.0,
+            omega: 1.0,
+        };
+        let terms = Terms {
+            from: GridId(0),
+            to: GridId(1),
+            both_ways: false,
+            kind: ContractKind::FixedPrice,
+            price_max: None,
+            load_threshold: 0.9,
+            k: 0.1,
+        };
+        let contracts = if g == 0 {
+            vec![(GridId(1), terms)]
+        } else {
+            Vec::new()
+        };
+        let dispatcher = Dispatcher::new(DispatchName::RoundRobin, &[model], 0.0, 1);
+        let mut gw = Gateway::new(
+            GridId(g),
+            &[(ClusterId(g), 4, 1.0)],
+            dispatcher,
+            settings(contracts),
+        );
+        let providers = (0..2)
+            .map(|p| (GridId(p), CostModel::from_providers(&[(1.0, 4.0)])))
+            .collect();
+        gw.on(
+            Input::Peers {
+                peers: vec![GridId(1 - g)],
+                providers,
+            },
+            EmuTime::ZERO,
+        );
+        gw
+    }
+
+    /// Cluster `g` publishes `free` of its 4 cores free for the next 10 hours.
+    fn publish(gw: &mut Gateway, g: u16, free: u64) {
+        let slots = Published {
+            free: [(EmuTime::ZERO, free)].into_iter().collect(),
+            until: EmuTime::from_secs(36_000),
+            cores: 4,
+            price: 1.0,
+        };
+        let input = Input::FreeSlots {
+            cluster: ClusterId(g),
+            slots,
+        };
+        assert!(gw.on(input, EmuTime::ZERO).is_empty());
+    }
+
+    /// Delivers every peer message between the two gateways until none is left; returns
+    /// every other effect, by Grid.
+    fn settle(gws: &mut [Gateway; 2], first: Vec<(usize, Effect)>) -> Vec<(usize, Effect)> {
+        let mut queue: std::collections::VecDeque<(usize, Effect)> = first.into();
+        let mut rest = Vec::new();
+        while let Some((g, effect)) = queue.pop_front() {
+            match effect {
+                Effect::Send { to, msg } => {
+                    let at = usize::from(to.0);
+                    let input = Input::Peer {
+                        from: GridId(g as u16),
+                        msg,
+                    };
+                    let more = gws[at].on(input, EmuTime::from_secs(1));
+                    queue.extend(more.into_iter().map(|e| (at, e)));
+                }
+                other => rest.push((g, other)),
+            }
+        }
+        rest
+    }
+
+    fn observed(effects: &[(usize, Effect)]) -> Vec<(usize, &Observation)> {
+        effects
+            .iter()
+            .filter_map(|(g, e)| match e {
+                Effect::Observe(o) => Some((*g, o)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn places(effects: &[(usize, Effect)]) -> Vec<(usize, RequestId, bool)> {
+        effects
+            .iter()
+            .filter_map(|(g, e)| match e {
+                Effect::Place { req, foreign, .. } => Some((*g, req.id, *foreign)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_request_no_cluster_takes_is_rejected_and_its_user_told() {
+        let mut gw = gateway(1);
+        let placed = gw.on(Input::Submit(req(1)), EmuTime::ZERO);
+        assert!(matches!(
+            &placed[..],
+            [Effect::Place { order: Order::Decided(o), tries: 1, foreign: false, .. }] if o == &vec![0]
+        ));
+        let unplaced = Input::Unplaced {
+            lease: RequestId(1),
+            foreign: false,
+        };
+        assert!(matches!(
+            &gw.on(unplaced, EmuTime::ZERO)[..],
+            [
+                Effect::Observe(Observation::Rejected(RequestId(1))),
+                Effect::Dve {
+                    note: DveNote::Ended(RequestId(1), RequestState::Rejected),
+                    posted: false
+                }
+            ]
+        ));
+    }
+
+    #[test]
+    fn a_redirected_request_is_served_once_and_paid_for_what_the_provider_receives() {
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0); // Grid 0 is full: its requests queue for peering
+        publish(&mut gws[1], 1, 4);
+        for id in 1..=3 {
+            assert!(gws[0].on(Input::Submit(req(id)), EmuTime::ZERO).is_empty());
+        }
+        let round = gws[0].on(Input::Tick, EmuTime::from_secs(60));
+        let rest = settle(&mut gws, round.into_iter().map(|e| (0, e)).collect());
+        let paid: f64 = observed(&rest)
+            .iter()
+            .filter_map(|(_, o)| match o {
+                Observation::Paid { amount, .. } => Some(*amount),
+                _ => None,
+            })
+            .sum();
+        let received: f64 = observed(&rest)
+            .iter()
+            .filter_map(|(_, o)| match o {
+                Observation::Received { amount, .. } => Some(*amount),
+                _ => None,
+            })
+            .sum();
+        assert!(paid > 0.0, "some request is redirected: {rest:?}");
+        assert!(
+            (paid - received).abs() < 1e-9,
+            "{paid} paid, {received} received"
+        );
+        // Every request is placed exactly once, on one Grid or the other.
+        let mut placed: Vec<RequestId> = places(&rest).iter().map(|p| p.1).collect();
+        placed.sort();
+        assert_eq!(placed, vec![RequestId(1), RequestId(2), RequestId(3)]);
+        assert!(places(&rest)
+            .iter()
+            .all(|&(g, _, foreign)| foreign == (g == 1)));
+    }
+
+    #[test]
+    fn a_duplicate_redirection_is_acknowledged_again_but_served_once() {
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        // The first protocol message sent (a round also sends this Grid's price first).
+        let sent = |effects: Vec<Effect>| {
+            effects.into_iter().find_map(|e| match e {
+                Effect::Send { msg, .. } if !matches!(msg, PeerMsg::Price { .. }) => Some(msg),
+                _ => None,
+            })
+        };
+        let offer = sent(gws[0].on(Input::Tick, EmuTime::from_secs(60))).expect("an offer");
+        let offered = Input::Peer {
+            from: GridId(0),
+            msg: offer,
+        };
+        let answer = sent(gws[1].on(offered, EmuTime::ZERO)).expect("an answer");
+        let answered = Input::Peer {
+            from: GridId(1),
+            msg: answer,
+        };
+        let redirect = sent(gws[0].on(answered, EmuTime::ZERO)).expect("a redirection");
+        assert!(matches!(redirect, PeerMsg::Redirect { .. }));
+        let deliver = |gw: &mut Gateway| {
+            let input = Input::Peer {
+                from: GridId(0),
+                msg: redirect.clone(),
+            };
+            gw.on(input, EmuTime::from_secs(2))
+        };
+        let first = deliver(&mut gws[1]);
+        let again = deliver(&mut gws[1]);
+        let acks = |effects: &[Effect]| {
+            effects
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e,
+                        Effect::Send {
+                            msg: PeerMsg::RedirectAck { accepted: true, .. },
+                            ..
+                        }
+                    )
+                })
+                .count()
+        };
+        let serves = |effects: &[Effect]| {
+            effects
+                .iter()
+                .filter(|e| matches!(e, Effect::Place { foreign: true, .. }))
+                .count()
+        };
+        assert_eq!((acks(&first), serves(&first)), (1, 1));
+        assert_eq!((acks(&again), serves(&again)), (1, 0));
+    }
+
+    #[test]
+    fn an_unanswered_offer_is_retried_then_its_requests_served_at_home() {
+        let mut gw = gateway(0);
+        publish(&mut gw, 0, 0);
+        gw.on(Input::Submit(req(1)), EmuTime::ZERO);
+        let round = gw.on(Input::Tick, EmuTime::from_secs(60));
+        let offers = |effects: &[Effect]| -> Vec<NegotiationId> {
+            effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Send {
+                        msg: PeerMsg::Offer { negotiation, .. },
+                        ..
+                    } => Some(*negotiation),
+                    _ => None,
+                })
+                .collect()
+        };
+        let n = offers(&round)[0];
+        assert!(round.iter().any(|e| matches!(
+            e,
+            Effect::Timer { at, timer: Timer::Offer(m) } if *at == EmuTime::from_secs(90) && *m == n
+        )));
+        // One retry (`retries = 1`), then the peer is given up and the offer settled.
+        let retry = gw.on(Input::OfferTimeout(n), EmuTime::from_secs(90));
+        assert_eq!(offers(&retry), vec![n]);
+        let given_up = gw.on(Input::OfferTimeout(n), EmuTime::from_secs(120));
+        assert!(offers(&given_up).is_empty());
+        assert!(given_up
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::OfferSettled(m)) if *m == n)));
+        let next = gw.on(Input::Tick, EmuTime::from_secs(120));
+        assert!(next.iter().any(
+            |e| matches!(e, Effect::Place { req, foreign: false, .. } if req.id == RequestId(1))
+        ));
+    }
+
+    #[test]
+    fn the_end_of_a_redirected_lease_is_reported_until_acknowledged() {
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        let round = gws[0].on(Input::Tick, EmuTime::from_secs(60));
+        let rest = settle(&mut gws, round.into_iter().map(|e| (0, e)).collect());
+        assert_eq!(places(&rest), vec![(1, RequestId(1), true)]);
+        let provider = &mut gws[1];
+        let ended = Input::LeaseEnded {
+            lease: RequestId(1),
+            state: RequestState::Completed,
+        };
+        let reports = |effects: &[Effect], attempt: u32| {
+            effects.iter().any(|e| {
+                matches!(e, Effect::Send {
+                    to: GridId(0),
+                    msg: PeerMsg::LeaseReport {
+                        lease: RequestId(1),
+                        ended: Some(RequestState::Completed),
+                        attempt: a,
+                    },
+                } if *a == attempt)
+            })
+        };
+        let first = provider.on(ended, EmuTime::from_secs(500));
+        assert!(reports(&first, 0));
+        let again = provider.on(Input::ReportTimeout(RequestId(1)), EmuTime::from_secs(530));
+        assert!(reports(&again, 1));
+        let ack = Input::Peer {
+            from: GridId(0),
+            msg: PeerMsg::LeaseReportAck {
+                lease: RequestId(1),
+            },
+        };
+        assert!(provider.on(ack, EmuTime::from_secs(531)).is_empty());
+        assert!(provider
+            .on(Input::ReportTimeout(RequestId(1)), EmuTime::from_secs(560))
+            .is_empty());
+    }
+}
