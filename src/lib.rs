@@ -515,7 +515,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         grids: grid_figures,
         faults: fault_counts,
         invariant_violations: violations.len() as u64,
-        violation_examples: violations.iter().take(10).cloned().collect(),
+        violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
         timer_lateness_ms: emu.clock.lateness(),
     };
     drop(emu);

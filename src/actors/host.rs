@@ -9,6 +9,7 @@ use actix::{Actor, Context, Handler};
 
 use super::messages::{Occupy, Vacate, VmRef};
 use super::Emu;
+use crate::metrics::Violation;
 use crate::model::RequestId;
 use crate::topology::HostSpec;
 use crate::trace::ActorId;
@@ -54,15 +55,12 @@ impl Handler<Occupy> for Host {
         self.used_mem_mb += u64::from(msg.mem_mb);
         let mem_over = self.enforce_memory && self.used_mem_mb > self.spec.memory_mb;
         if self.used_cores > u64::from(self.spec.cores) || mem_over {
-            let what = format!(
-                "{} over capacity at {}: {} / {} cores, {} / {} MB",
-                self.emu.tracer.name(self.id),
-                self.emu.now(),
-                self.used_cores,
-                self.spec.cores,
-                self.used_mem_mb,
-                self.spec.memory_mb
-            );
+            let what = Violation::HostOverCapacity {
+                host: self.emu.tracer.name(self.id).to_string(),
+                at: self.emu.now(),
+                cores: (self.used_cores, self.spec.cores),
+                memory_mb: (self.used_mem_mb, self.spec.memory_mb),
+            };
             self.emu.metrics.borrow_mut().violation(what);
         }
         self.vms.insert(Self::key(msg.vm), (msg.cores, msg.mem_mb));

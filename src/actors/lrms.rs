@@ -23,6 +23,7 @@ use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
 use crate::lrms::admission::AdmissionPolicy;
 use crate::lrms::{Action, Config, Core, VmPlan};
+use crate::metrics::Violation;
 use crate::model::{ClusterId, Origin, RequestId, RequestState};
 use crate::time::{stream_seed, EmuTime};
 use crate::trace::ActorId;
@@ -238,7 +239,10 @@ impl Lrms {
                         .worked(self.cluster, lease, work);
                 }
                 Action::Violation(what) => {
-                    let what = format!("{}: {what}", self.emu.tracer.name(self.id));
+                    let what = Violation::Lrms {
+                        lrms: self.emu.tracer.name(self.id).to_string(),
+                        what,
+                    };
                     self.emu.metrics.borrow_mut().violation(what);
                 }
             }

@@ -13,6 +13,7 @@ use super::host::Host;
 use super::lrms::Lrms;
 use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
 use super::{Emu, Peer};
+use crate::metrics::Violation;
 use crate::model::VmState;
 use crate::time::{EmuTime, TimerHandle};
 use crate::trace::ActorId;
@@ -96,7 +97,10 @@ impl Handler<Step> for Vm {
         match before.next(step.event) {
             Ok(after) => self.state = after,
             Err(e) => {
-                let what = format!("{}: {e}", self.emu.tracer.name(self.id));
+                let what = Violation::VmStep {
+                    vm: self.emu.tracer.name(self.id).to_string(),
+                    error: e.to_string(),
+                };
                 self.emu.metrics.borrow_mut().violation(what);
                 return;
             }

@@ -1,0 +1,373 @@
+//! The observer: what actors report during a run (starts, ends, charges, decisions,
+//! peering money and offers), with the online invariant checks that need it.
+
+use std::collections::BTreeMap;
+
+use super::invariants::Violation;
+use crate::igg::broker::Outcomes;
+use serde::Serialize;
+
+use crate::model::{ClusterId, GridId, LeaseType, RequestId, RequestState};
+use crate::time::{EmuDuration, EmuTime};
+
+/// Everything observed about one request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RequestRecord {
+    /// The cluster that ran (or last held) it.
+    pub cluster: Option<ClusterId>,
+    /// When it first started (deployment began).
+    pub start: Option<EmuTime>,
+    /// When it reached its terminal state.
+    pub end: Option<EmuTime>,
+    /// Its terminal state; `None` while open.
+    pub state: Option<RequestState>,
+    /// How many times it was preempted.
+    pub preemptions: u32,
+    /// Time lost to its preemption operations (pause, suspend, resume, copy, stop).
+    pub overhead: EmuDuration,
+    /// How many times it moved to another cluster.
+    pub migrations: u32,
+    /// Time its VMs spent working, wherever it ran (each cluster's own time).
+    pub busy: EmuDuration,
+    /// VMs it ran on, when the cluster chose them (a moldable request takes all of its VMs).
+    pub vms: Option<u32>,
+    /// Its deadline, when the cluster resolved it from a deadline ratio.
+    pub deadline: Option<EmuTime>,
+}
+
+/// Running VMs preempted, by the lease type they belong to (paper 000 §5.3.4: how often
+/// valuable leases are hit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ByType {
+    /// Best-effort cancellable.
+    pub cancellable: u64,
+    /// Best-effort suspendable.
+    pub suspendable: u64,
+    /// Deadline-constrained migratable.
+    pub migratable: u64,
+}
+
+impl ByType {
+    fn add(&mut self, t: LeaseType, n: u64) {
+        match t {
+            LeaseType::BestEffortCancellable => self.cancellable += n,
+            LeaseType::BestEffortSuspendable => self.suspendable += n,
+            // Non-preemptable leases are never preempted; count any as valuable.
+            LeaseType::DeadlineMigratable | LeaseType::DeadlineNonPreemptable => {
+                self.migratable += n
+            }
+        }
+    }
+
+    pub(super) fn sum(xs: &[&ByType]) -> ByType {
+        xs.iter().fold(ByType::default(), |a, x| ByType {
+            cancellable: a.cancellable + x.cancellable,
+            suspendable: a.suspendable + x.suspendable,
+            migratable: a.migratable + x.migratable,
+        })
+    }
+}
+
+/// One preemption decision, as logged to `decisions.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecisionRecord {
+    /// When it was made.
+    pub at: EmuTime,
+    /// The cluster.
+    pub cluster: ClusterId,
+    /// What the LRMS decided.
+    pub decision: crate::lrms::Decision,
+}
+
+/// Counters of one cluster's LRMS.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterCounters {
+    /// VMs preempted (running VMs paused, suspended or stopped).
+    pub vm_preemptions: u64,
+    /// The same by lease type.
+    pub vm_preemptions_by_type: ByType,
+    /// VMs of waiting reservations moved later for local requests.
+    pub vm_displacements: u64,
+    /// Leases preempted (running or waiting reservations displaced).
+    pub lease_preemptions: u64,
+    /// Operation overhead charged here, including δ per decision, µs (signed: a migration
+    /// that found no other cluster is corrected to the local suspension it became).
+    pub overhead_us: i64,
+    /// Preemption decisions made.
+    pub decisions: u64,
+    /// Decisions whose search ran out of steps (the best set found was used).
+    pub inexact_decisions: u64,
+    /// Migrations planned that found no other cluster and resumed here.
+    pub migration_fallbacks: u64,
+    /// External leases offered by the IGG.
+    pub offered: u64,
+    /// External leases refused at admission.
+    pub refused: u64,
+}
+
+/// The run's observations.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    records: Vec<RequestRecord>,
+    clusters: BTreeMap<ClusterId, ClusterCounters>,
+    grids: BTreeMap<GridId, GridCounters>,
+    /// The Grid that first started each request.
+    served_by: BTreeMap<RequestId, GridId>,
+    /// The provider that confirmed a ticket for each redirected request.
+    confirmed: BTreeMap<RequestId, (GridId, u64)>,
+    /// Offers sent and not yet answered or given up.
+    open_offers: BTreeMap<u64, GridId>,
+    terminal: usize,
+    violations: Vec<Violation>,
+    decisions: Vec<DecisionRecord>,
+}
+
+/// Peering observations of one Grid.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GridCounters {
+    /// Money paid to each peer.
+    pub paid: BTreeMap<GridId, f64>,
+    /// Money received from each peer.
+    pub received: BTreeMap<GridId, f64>,
+    /// Resource units redirected to each peer.
+    pub redirected_units: BTreeMap<GridId, f64>,
+    /// Negotiation outcomes.
+    pub outcomes: Outcomes,
+    /// Peering messages sent.
+    pub messages: u64,
+}
+
+impl Metrics {
+    /// Observations for `n` requests.
+    pub fn new(n: usize) -> Metrics {
+        Metrics {
+            records: vec![RequestRecord::default(); n],
+            ..Metrics::default()
+        }
+    }
+
+    /// The lease started on `cluster` at `t`.
+    pub fn started(&mut self, id: RequestId, cluster: ClusterId, grid: GridId, t: EmuTime) {
+        let r = &mut self.records[id.0 as usize];
+        r.cluster = Some(cluster);
+        r.start.get_or_insert(t);
+        match self.served_by.get(&id) {
+            Some(g) if *g != grid => self.violations.push(Violation::ServedTwice {
+                request: id,
+                first: *g,
+                then: grid,
+            }),
+            Some(_) => {}
+            None => {
+                self.served_by.insert(id, grid);
+            }
+        }
+    }
+
+    /// A peering message was sent by Grid `grid`.
+    pub fn peering_message(&mut self, grid: GridId) {
+        self.grids.entry(grid).or_default().messages += 1;
+    }
+
+    /// Grid `grid`'s negotiation outcomes so far.
+    pub fn outcomes(&mut self, grid: GridId, outcomes: &Outcomes) {
+        self.grids.entry(grid).or_default().outcomes = outcomes.clone();
+    }
+
+    /// Grid `from` redirected `units` to `to` and paid `amount`.
+    pub fn paid(&mut self, from: GridId, to: GridId, units: f64, amount: f64) {
+        let g = self.grids.entry(from).or_default();
+        *g.paid.entry(to).or_default() += amount;
+        *g.redirected_units.entry(to).or_default() += units;
+    }
+
+    /// Grid `to` received `amount` from `from` for serving `lease` under negotiation
+    /// `negotiation`. A second confirmation for one request is a ticket sold twice.
+    pub fn received(
+        &mut self,
+        to: GridId,
+        from: GridId,
+        lease: RequestId,
+        negotiation: u64,
+        amount: f64,
+    ) {
+        if let Some((g, n)) = self.confirmed.insert(lease, (to, negotiation)) {
+            self.violations.push(Violation::ConfirmedTwice {
+                request: lease,
+                first: (g, n),
+                then: (to, negotiation),
+            });
+        }
+        *self
+            .grids
+            .entry(to)
+            .or_default()
+            .received
+            .entry(from)
+            .or_default() += amount;
+    }
+
+    /// An offer was sent.
+    pub fn offer_sent(&mut self, negotiation: u64, grid: GridId) {
+        self.open_offers.insert(negotiation, grid);
+    }
+
+    /// An offer was answered or given up.
+    pub fn offer_settled(&mut self, negotiation: u64) {
+        self.open_offers.remove(&negotiation);
+    }
+
+    /// The request reached terminal state `state` at `t`. A second terminal state for the same
+    /// request is an invariant violation and is recorded as one.
+    pub fn ended(&mut self, id: RequestId, state: RequestState, t: EmuTime) {
+        let r = &mut self.records[id.0 as usize];
+        if let Some(prev) = r.state {
+            self.violations.push(Violation::EndedTwice {
+                request: id,
+                first: prev,
+                then: state,
+            });
+            return;
+        }
+        r.state = Some(state);
+        r.end = Some(t);
+        self.terminal += 1;
+    }
+
+    /// Overhead charged to a lease on `cluster`, and, if it was preempted, its running VMs
+    /// preempted, its reserved VMs displaced, and its type.
+    pub fn charge(
+        &mut self,
+        cluster: ClusterId,
+        id: RequestId,
+        overhead: EmuDuration,
+        preempted: Option<(u32, u32, LeaseType)>,
+    ) {
+        let r = &mut self.records[id.0 as usize];
+        r.overhead += overhead;
+        let c = self.clusters.entry(cluster).or_default();
+        c.overhead_us += overhead.as_micros() as i64;
+        if let Some((vms, displaced, t)) = preempted {
+            r.preemptions += 1;
+            c.lease_preemptions += 1;
+            c.vm_preemptions += u64::from(vms);
+            c.vm_preemptions_by_type.add(t, u64::from(vms));
+            c.vm_displacements += u64::from(displaced);
+        }
+    }
+
+    /// Corrects a lease's overhead by `delta_us` (a planned migration that became a local
+    /// suspension).
+    pub fn adjust(&mut self, cluster: ClusterId, id: RequestId, delta_us: i64) {
+        let r = &mut self.records[id.0 as usize];
+        let corrected = r.overhead.as_micros() as i64 + delta_us;
+        r.overhead = EmuDuration::from_micros(corrected.max(0) as u64);
+        let c = self.clusters.entry(cluster).or_default();
+        c.overhead_us += delta_us;
+        c.migration_fallbacks += 1;
+    }
+
+    /// A preemption decision on `cluster` at `at`: δ once if it rescheduled work.
+    pub fn decision(&mut self, cluster: ClusterId, d: &crate::lrms::Decision, at: EmuTime) {
+        let c = self.clusters.entry(cluster).or_default();
+        c.decisions += 1;
+        c.overhead_us += d.reschedule.as_micros() as i64;
+        c.inexact_decisions += u64::from(!d.exact);
+        self.decisions.push(DecisionRecord {
+            at,
+            cluster,
+            decision: d.clone(),
+        });
+    }
+
+    /// A cluster accepted a request on terms it resolved: its VMs and deadline.
+    pub fn terms(&mut self, id: RequestId, vms: u32, deadline: Option<EmuTime>) {
+        let r = &mut self.records[id.0 as usize];
+        r.vms = Some(vms);
+        if deadline.is_some() {
+            r.deadline = deadline;
+        }
+    }
+
+    /// A lease's VMs worked `work` on `cluster`.
+    pub fn worked(&mut self, _cluster: ClusterId, id: RequestId, work: EmuDuration) {
+        self.records[id.0 as usize].busy += work;
+    }
+
+    /// The IGG offered an external lease to `cluster`.
+    pub fn offered(&mut self, cluster: ClusterId) {
+        self.clusters.entry(cluster).or_default().offered += 1;
+    }
+
+    /// `cluster` refused an external lease at admission.
+    pub fn refused(&mut self, cluster: ClusterId) {
+        self.clusters.entry(cluster).or_default().refused += 1;
+    }
+
+    /// A lease moved to `cluster`.
+    pub fn migrated(&mut self, id: RequestId, cluster: ClusterId) {
+        let r = &mut self.records[id.0 as usize];
+        r.migrations += 1;
+        r.cluster = Some(cluster);
+    }
+
+    /// An invariant was broken (e.g. a host over its capacity).
+    pub fn violation(&mut self, what: Violation) {
+        self.violations.push(what);
+    }
+
+    /// Requests in a terminal state.
+    pub fn terminal(&self) -> usize {
+        self.terminal
+    }
+
+    /// Invariant violations seen.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// Checks the end-of-run invariants (every offer settled when every request ended; money
+    /// conserved), then returns the records (open requests marked unfinished), cluster and
+    /// Grid counters, and violations.
+    pub fn finish(mut self) -> Finished {
+        let all_ended = self.terminal == self.records.len();
+        if all_ended {
+            for (n, g) in &self.open_offers {
+                self.violations.push(Violation::OfferOpen {
+                    negotiation: *n,
+                    grid: *g,
+                });
+            }
+        }
+        let paid: f64 = self.grids.values().flat_map(|g| g.paid.values()).sum();
+        let received: f64 = self.grids.values().flat_map(|g| g.received.values()).sum();
+        if (paid - received).abs() > 1e-6 * paid.abs().max(1.0) && all_ended {
+            self.violations
+                .push(Violation::MoneyNotConserved { paid, received });
+        }
+        for r in &mut self.records {
+            r.state.get_or_insert(RequestState::Unfinished);
+        }
+        Finished {
+            records: self.records,
+            clusters: self.clusters,
+            grids: self.grids,
+            violations: self.violations,
+            decisions: self.decisions,
+        }
+    }
+}
+
+/// What [`Metrics::finish`] returns.
+pub struct Finished {
+    /// Per-request records.
+    pub records: Vec<RequestRecord>,
+    /// LRMS counters.
+    pub clusters: BTreeMap<ClusterId, ClusterCounters>,
+    /// Peering counters.
+    pub grids: BTreeMap<GridId, GridCounters>,
+    /// Invariant violations.
+    pub violations: Vec<Violation>,
+    /// Every preemption decision, in the order made.
+    pub decisions: Vec<DecisionRecord>,
+}
