@@ -106,40 +106,104 @@ impl Lrms {
         self.emu.send(self.id, vm, msg);
     }
 
+    /// Starts one VM actor per plan on its host and sends it its plan.
+    fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
+        let req = &self.emu.topo.requests[lease.0 as usize];
+        let (cores, mem) = (req.cores_per_vm, req.mem_mb);
+        let owner = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
+        let mut peers = Vec::with_capacity(plans.len());
+        for plan in plans {
+            let name = format!("vm:{}/{}", self.emu.topo.label(lease), plan.vm);
+            let id = self.emu.tracer.register(name);
+            let host = self.hosts[usize::from(plan.host)].clone();
+            let vm = VmRef { lease, vm: plan.vm };
+            let addr = Vm::new(
+                Rc::clone(&self.emu),
+                id,
+                owner.clone(),
+                host,
+                vm,
+                cores,
+                mem,
+                plan.initial,
+            )
+            .start();
+            let peer = Peer { id, addr };
+            self.command(lease, plan, None, &peer);
+            peers.push(peer);
+        }
+        self.vms.insert(lease, peers);
+    }
+
+    /// The actions that only report to the metrics.
+    fn observe(&self, action: Action) {
+        match action {
+            Action::Charge {
+                lease,
+                overhead,
+                preempted,
+                vms,
+                displaced,
+                lease_type,
+            } => {
+                self.emu.metrics.borrow_mut().charge(
+                    self.cluster,
+                    lease,
+                    overhead,
+                    preempted.then_some((vms, displaced, lease_type)),
+                );
+            }
+            Action::Terms {
+                lease,
+                vms,
+                deadline,
+            } => {
+                self.emu.metrics.borrow_mut().terms(lease, vms, deadline);
+            }
+            Action::Adjust { lease, delta_us } => {
+                self.emu
+                    .metrics
+                    .borrow_mut()
+                    .adjust(self.cluster, lease, delta_us);
+            }
+            Action::Decision(d) => {
+                tracing::debug!(
+                    local = d.local.0,
+                    set = ?d.set,
+                    cost_s = d.cost.as_secs_f64(),
+                    exact = d.exact,
+                    "preemption decision"
+                );
+                self.emu
+                    .metrics
+                    .borrow_mut()
+                    .decision(self.cluster, &d, self.emu.now());
+            }
+            Action::Worked { lease, work } => {
+                self.emu
+                    .metrics
+                    .borrow_mut()
+                    .worked(self.cluster, lease, work);
+            }
+            Action::Violation(what) => {
+                let what = Violation::Lrms {
+                    lrms: self.emu.tracer.name(self.id).to_string(),
+                    what,
+                };
+                self.emu.metrics.borrow_mut().violation(what);
+            }
+            _ => {} // carried out by `apply`
+        }
+    }
+
     /// Carries out the core's actions.
     fn apply(&mut self, actions: Vec<Action>, ctx: &mut Context<Self>) {
         for action in actions {
             match action {
-                Action::RunVms { lease, plans } => {
-                    let req = &self.emu.topo.requests[lease.0 as usize];
-                    let (cores, mem) = (req.cores_per_vm, req.mem_mb);
-                    let owner = Peer {
-                        id: self.id,
-                        addr: ctx.address(),
-                    };
-                    let mut peers = Vec::with_capacity(plans.len());
-                    for plan in plans {
-                        let name = format!("vm:{}/{}", self.emu.topo.label(lease), plan.vm);
-                        let id = self.emu.tracer.register(name);
-                        let host = self.hosts[usize::from(plan.host)].clone();
-                        let vm = VmRef { lease, vm: plan.vm };
-                        let addr = Vm::new(
-                            Rc::clone(&self.emu),
-                            id,
-                            owner.clone(),
-                            host,
-                            vm,
-                            cores,
-                            mem,
-                            plan.initial,
-                        )
-                        .start();
-                        let peer = Peer { id, addr };
-                        self.command(lease, plan, None, &peer);
-                        peers.push(peer);
-                    }
-                    self.vms.insert(lease, peers);
-                }
+                Action::RunVms { lease, plans } => self.run_vms(lease, plans, ctx),
                 Action::CommandVms {
                     lease,
                     after,
@@ -191,60 +255,7 @@ impl Lrms {
                     };
                     self.emu.send(self.id, &self.igg, msg);
                 }
-                Action::Charge {
-                    lease,
-                    overhead,
-                    preempted,
-                    vms,
-                    displaced,
-                    lease_type,
-                } => {
-                    self.emu.metrics.borrow_mut().charge(
-                        self.cluster,
-                        lease,
-                        overhead,
-                        preempted.then_some((vms, displaced, lease_type)),
-                    );
-                }
-                Action::Terms {
-                    lease,
-                    vms,
-                    deadline,
-                } => {
-                    self.emu.metrics.borrow_mut().terms(lease, vms, deadline);
-                }
-                Action::Adjust { lease, delta_us } => {
-                    self.emu
-                        .metrics
-                        .borrow_mut()
-                        .adjust(self.cluster, lease, delta_us);
-                }
-                Action::Decision(d) => {
-                    tracing::debug!(
-                        local = d.local.0,
-                        set = ?d.set,
-                        cost_s = d.cost.as_secs_f64(),
-                        exact = d.exact,
-                        "preemption decision"
-                    );
-                    self.emu
-                        .metrics
-                        .borrow_mut()
-                        .decision(self.cluster, &d, self.emu.now());
-                }
-                Action::Worked { lease, work } => {
-                    self.emu
-                        .metrics
-                        .borrow_mut()
-                        .worked(self.cluster, lease, work);
-                }
-                Action::Violation(what) => {
-                    let what = Violation::Lrms {
-                        lrms: self.emu.tracer.name(self.id).to_string(),
-                        what,
-                    };
-                    self.emu.metrics.borrow_mut().violation(what);
-                }
+                observation => self.observe(observation),
             }
         }
     }

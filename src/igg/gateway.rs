@@ -332,49 +332,13 @@ impl Gateway {
                 self.carry(outs, now, &mut out);
             }
             Input::RedirectTimeout(lease) => self.redirect_timed_out(lease, now, &mut out),
-            Input::ReportTimeout(lease) => {
-                if let Some((origin, state, attempt)) = self.reports_pending.get(&lease).copied() {
-                    self.reports_pending
-                        .insert(lease, (origin, state, attempt + 1));
-                    out.push(report(origin, lease, Some(state), attempt + 1));
-                    out.push(self.timer(now + self.settings.offer_timeout, Timer::Report(lease)));
-                }
-            }
+            Input::ReportTimeout(lease) => self.report_timed_out(lease, now, &mut out),
             Input::LeaseStarted {
                 lease,
                 cluster,
                 cores,
-            } => {
-                if let Some(j) = self.index_of(cluster) {
-                    self.loads.busy[j] += cores;
-                    self.placed.insert(lease, (j, cores));
-                }
-                match self.broker.origin_of(lease) {
-                    Some(origin) => out.push(report(origin, lease, None, 0)),
-                    None => out.push(Effect::Dve {
-                        note: DveNote::Started(lease, cluster),
-                        posted: true,
-                    }),
-                }
-            }
-            Input::LeaseEnded { lease, state } => {
-                if let Some((j, cores)) = self.placed.remove(&lease) {
-                    self.loads.busy[j] -= cores;
-                }
-                match self.broker.foreign_ended(lease) {
-                    Some(origin) => {
-                        self.reports_pending.insert(lease, (origin, state, 0));
-                        out.push(report(origin, lease, Some(state), 0));
-                        out.push(
-                            self.timer(now + self.settings.offer_timeout, Timer::Report(lease)),
-                        );
-                    }
-                    None => out.push(Effect::Dve {
-                        note: DveNote::Ended(lease, state),
-                        posted: true,
-                    }),
-                }
-            }
+            } => self.lease_started(lease, cluster, cores, &mut out),
+            Input::LeaseEnded { lease, state } => self.lease_ended(lease, state, now, &mut out),
             Input::Unplaced { lease, foreign } => {
                 out.push(Effect::Observe(Observation::Rejected(lease)));
                 if foreign {
@@ -386,28 +350,8 @@ impl Gateway {
                     });
                 }
             }
-            Input::Relocate { relocation, from } => {
-                // The Grid's other clusters in order after the source; the first that can
-                // resume the lease by its deadline takes it over.
-                let n = self.clusters.len();
-                let source = self.index_of(from);
-                let first = source.unwrap_or(0);
-                out.push(Effect::Relocate {
-                    relocation,
-                    to_try: (1..n).map(|k| self.clusters[(first + k) % n]).collect(),
-                    source: self.clusters.get(first).copied(),
-                });
-            }
-            Input::Relocated { lease, to } => {
-                // The lease's cores move with it.
-                if let Some(dest) = to.and_then(|c| self.index_of(c)) {
-                    if let Some((j, cores)) = self.placed.get(&lease).copied() {
-                        self.loads.busy[j] -= cores;
-                        self.loads.busy[dest] += cores;
-                        self.placed.insert(lease, (dest, cores));
-                    }
-                }
-            }
+            Input::Relocate { relocation, from } => out.push(self.relocate(relocation, from)),
+            Input::Relocated { lease, to } => self.relocated(lease, to),
             Input::Crash(crash) => {
                 self.down = crash;
                 if crash {
@@ -416,6 +360,81 @@ impl Gateway {
             }
         }
         out
+    }
+
+    fn report_timed_out(&mut self, lease: RequestId, now: EmuTime, out: &mut Vec<Effect>) {
+        if let Some((origin, state, attempt)) = self.reports_pending.get(&lease).copied() {
+            self.reports_pending
+                .insert(lease, (origin, state, attempt + 1));
+            out.push(report(origin, lease, Some(state), attempt + 1));
+            out.push(self.timer(now + self.settings.offer_timeout, Timer::Report(lease)));
+        }
+    }
+
+    fn lease_started(
+        &mut self,
+        lease: RequestId,
+        cluster: ClusterId,
+        cores: u64,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Some(j) = self.index_of(cluster) {
+            self.loads.busy[j] += cores;
+            self.placed.insert(lease, (j, cores));
+        }
+        match self.broker.origin_of(lease) {
+            Some(origin) => out.push(report(origin, lease, None, 0)),
+            None => out.push(Effect::Dve {
+                note: DveNote::Started(lease, cluster),
+                posted: true,
+            }),
+        }
+    }
+
+    fn lease_ended(
+        &mut self,
+        lease: RequestId,
+        state: RequestState,
+        now: EmuTime,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Some((j, cores)) = self.placed.remove(&lease) {
+            self.loads.busy[j] -= cores;
+        }
+        match self.broker.foreign_ended(lease) {
+            Some(origin) => {
+                self.reports_pending.insert(lease, (origin, state, 0));
+                out.push(report(origin, lease, Some(state), 0));
+                out.push(self.timer(now + self.settings.offer_timeout, Timer::Report(lease)));
+            }
+            None => out.push(Effect::Dve {
+                note: DveNote::Ended(lease, state),
+                posted: true,
+            }),
+        }
+    }
+
+    /// The Grid's other clusters in order after the source; the first that can resume the
+    /// lease by its deadline takes it over.
+    fn relocate(&self, relocation: Relocation, from: ClusterId) -> Effect {
+        let n = self.clusters.len();
+        let first = self.index_of(from).unwrap_or(0);
+        Effect::Relocate {
+            relocation,
+            to_try: (1..n).map(|k| self.clusters[(first + k) % n]).collect(),
+            source: self.clusters.get(first).copied(),
+        }
+    }
+
+    /// A relocated lease's cores move with it.
+    fn relocated(&mut self, lease: RequestId, to: Option<ClusterId>) {
+        if let Some(dest) = to.and_then(|c| self.index_of(c)) {
+            if let Some((j, cores)) = self.placed.get(&lease).copied() {
+                self.loads.busy[j] -= cores;
+                self.loads.busy[dest] += cores;
+                self.placed.insert(lease, (dest, cores));
+            }
+        }
     }
 
     fn index_of(&self, cluster: ClusterId) -> Option<usize> {
@@ -527,7 +546,6 @@ impl Gateway {
                 price,
                 max,
             } => {
-                let (load, capacity) = self.slots.grid_load(now, self.settings.horizon);
                 let offered = Offered {
                     from,
                     negotiation,
@@ -535,13 +553,7 @@ impl Gateway {
                     price,
                     max,
                 };
-                let standing = Standing {
-                    cost: &self.cost,
-                    load,
-                    capacity,
-                };
-                let answer = self.broker.answer_offer(&offered, &standing, now);
-                self.carry(vec![answer], now, out);
+                self.answer_offer(&offered, now, out);
             }
             PeerMsg::Answer {
                 negotiation,
@@ -555,36 +567,10 @@ impl Gateway {
                 negotiation,
                 req,
                 price,
-            } => {
-                let before = self.broker.origin_of(req.id).is_some();
-                let outs = self.broker.on_redirect(from, negotiation, &req, price, now);
-                if !before && self.broker.origin_of(req.id).is_some() {
-                    let units = self.broker.ticket_units(negotiation, req.id);
-                    out.push(Effect::Observe(Observation::Received {
-                        from,
-                        lease: req.id,
-                        negotiation,
-                        amount: price * units,
-                    }));
-                }
-                self.carry(outs, now, out);
-            }
+            } => self.redirected_here(from, (negotiation, price), req, now, out),
             PeerMsg::RedirectAck {
                 lease, accepted, ..
-            } => {
-                let units = self.broker.redirect_units(lease);
-                let paid_before = self.broker.paid_total();
-                let outs = self.broker.on_redirect_ack(lease, accepted);
-                let paid_after = self.broker.paid_total();
-                if let (Some(units), true) = (units, accepted) {
-                    out.push(Effect::Observe(Observation::Paid {
-                        to: from,
-                        units,
-                        amount: paid_after - paid_before,
-                    }));
-                }
-                self.carry(outs, now, out);
-            }
+            } => self.redirect_acknowledged(from, lease, accepted, now, out),
             PeerMsg::Decline {
                 negotiation, lease, ..
             } => self.broker.on_decline(negotiation, lease),
@@ -613,6 +599,64 @@ impl Gateway {
                 self.reprice();
             }
         }
+    }
+
+    fn answer_offer(&mut self, offered: &Offered<'_>, now: EmuTime, out: &mut Vec<Effect>) {
+        let (load, capacity) = self.slots.grid_load(now, self.settings.horizon);
+        let standing = Standing {
+            cost: &self.cost,
+            load,
+            capacity,
+        };
+        let answer = self.broker.answer_offer(offered, &standing, now);
+        self.carry(vec![answer], now, out);
+    }
+
+    /// A requester redirects `req` here at unit `price`: observe what it will pay the first
+    /// time the request becomes ours.
+    fn redirected_here(
+        &mut self,
+        from: GridId,
+        (negotiation, price): (NegotiationId, f64),
+        req: LeaseRequest,
+        now: EmuTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let before = self.broker.origin_of(req.id).is_some();
+        let outs = self.broker.on_redirect(from, negotiation, &req, price, now);
+        if !before && self.broker.origin_of(req.id).is_some() {
+            let units = self.broker.ticket_units(negotiation, req.id);
+            out.push(Effect::Observe(Observation::Received {
+                from,
+                lease: req.id,
+                negotiation,
+                amount: price * units,
+            }));
+        }
+        self.carry(outs, now, out);
+    }
+
+    /// A provider acknowledges a redirection: observe what this Grid paid for it.
+    fn redirect_acknowledged(
+        &mut self,
+        from: GridId,
+        lease: RequestId,
+        accepted: bool,
+        now: EmuTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let units = self.broker.redirect_units(lease);
+        let paid_before = self.broker.paid_total();
+        let outs = self.broker.on_redirect_ack(lease, accepted);
+        let paid_after = self.broker.paid_total();
+        if let (Some(units), true) = (units, accepted) {
+            out.push(Effect::Observe(Observation::Paid {
+                to: from,
+                units,
+                amount: paid_after - paid_before,
+            }));
+        }
+        self.carry(outs, now, out);
     }
 
     fn redirect_timed_out(&mut self, lease: RequestId, now: EmuTime, out: &mut Vec<Effect>) {

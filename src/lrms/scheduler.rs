@@ -1254,36 +1254,7 @@ impl Core {
             }
         }
         if !suspensions.is_empty() {
-            // The latest common start of the suspensions that still ends by `start`; they
-            // only end later when they start later, so bisect.
-            // The storage as it will be: the resumptions booked for reservations this decision
-            // moves are gone.
-            let mut base = self.storage.clone();
-            for &i in set {
-                let x = &c.candidates[i];
-                if x.op == Operation::Displace {
-                    if let Some(r) = self.leases.get(&x.lease).and_then(|l| l.res.as_ref()) {
-                        base.cancel(x.lease, r.start);
-                    }
-                }
-            }
-            let schedule = |t0: EmuTime| self.schedule_suspensions(c, &suspensions, t0, &base);
-            let (_, end_now) = schedule(now);
-            let t0 = if end_now > start {
-                now
-            } else {
-                let (mut lo, mut hi) = (now.as_micros(), start.as_micros());
-                while lo < hi {
-                    let mid = lo + (hi - lo).div_ceil(2);
-                    if schedule(EmuTime::from_micros(mid)).1 <= start {
-                        lo = mid;
-                    } else {
-                        hi = mid - 1;
-                    }
-                }
-                EmuTime::from_micros(lo)
-            };
-            plans.extend(schedule(t0).0);
+            plans.extend(self.plan_suspensions(c, set, &suspensions, start, now));
         }
         let done = plans
             .iter()
@@ -1292,6 +1263,48 @@ impl Core {
             .unwrap_or(now)
             .max(now);
         (plans, done)
+    }
+
+    /// The suspensions (and migrations) `suspensions` of a decision's set, started as late as they
+    /// can be and still end by `start`.
+    fn plan_suspensions(
+        &self,
+        c: &Contention,
+        set: &[usize],
+        suspensions: &[usize],
+        start: EmuTime,
+        now: EmuTime,
+    ) -> Vec<Vacating> {
+        // The latest common start of the suspensions that still ends by `start`; they
+        // only end later when they start later, so bisect.
+        // The storage as it will be: the resumptions booked for reservations this decision
+        // moves are gone.
+        let mut base = self.storage.clone();
+        for &i in set {
+            let x = &c.candidates[i];
+            if x.op == Operation::Displace {
+                if let Some(r) = self.leases.get(&x.lease).and_then(|l| l.res.as_ref()) {
+                    base.cancel(x.lease, r.start);
+                }
+            }
+        }
+        let schedule = |t0: EmuTime| self.schedule_suspensions(c, suspensions, t0, &base);
+        let (_, end_now) = schedule(now);
+        let t0 = if end_now > start {
+            now
+        } else {
+            let (mut lo, mut hi) = (now.as_micros(), start.as_micros());
+            while lo < hi {
+                let mid = lo + (hi - lo).div_ceil(2);
+                if schedule(EmuTime::from_micros(mid)).1 <= start {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            EmuTime::from_micros(lo)
+        };
+        schedule(t0).0
     }
 
     /// Pauses and suspensions of the leases `which` of `c`, beginning at `t0` (or when each is
@@ -1451,134 +1464,160 @@ impl Core {
     /// suspended at their planned times, the suspended leases queued (or offered elsewhere),
     /// each lease charged its operation's cost.
     fn apply_vacating(&mut self, plans: &[Vacating], now: EmuTime, out: &mut Vec<Action>) {
-        let m = self.cfg.overhead.clone();
         let mut plans = plans.to_vec();
         // Reservations are moved first, so the storage is as the plan assumed; then the rest
         // in arrival order, the order the suspensions were planned in.
         plans.sort_by_key(|p| (p.op != Operation::Displace, self.leases[&p.id].req.arrival));
         for p in plans {
-            let id = p.id;
-            let l = &self.leases[&id];
+            let l = &self.leases[&p.id];
             let (vms, mem, lease_type) = (l.req.vms, l.req.mem_mb, l.req.lease_type);
-            let cost = m.operation_cost(p.op, vms, mem);
+            let cost = self.cfg.overhead.operation_cost(p.op, vms, mem);
             let Some(res) = l.res.clone() else { continue };
             match p.op {
                 Operation::Wait => continue,
-                Operation::Displace => {
-                    if l.phase == Phase::Running {
-                        // Recall VMs that were told to start this instant: they stop before
-                        // doing anything, and the lease waits again.
-                        let plans = res
-                            .hosts
-                            .iter()
-                            .enumerate()
-                            .map(|(vm, &host)| VmPlan {
-                                vm: vm as u32,
-                                host,
-                                initial: VmState::Pending,
-                                steps: vec![(now, VmEvent::Stop)],
-                            })
-                            .collect();
-                        // Every step of theirs is called off, even one due this instant (a
-                        // resumption would otherwise begin and could not be stopped).
-                        out.push(Action::CommandVms {
-                            lease: id,
-                            after: None,
-                            plans,
-                        });
-                        self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
-                    }
-                    self.drop_reservation(id);
-                }
-                Operation::Stop => {
-                    let done = self.done_by(l, p.from);
-                    let mut vm_plans = Vec::with_capacity(vms as usize);
-                    for (vm, &(stop, _, off)) in p.vms.iter().enumerate() {
-                        self.avail.end_vm(id, vm as u32, res.start, off);
-                        vm_plans.push(VmPlan {
-                            vm: vm as u32,
-                            host: res.hosts[vm],
-                            initial: VmState::Running,
-                            steps: vec![(stop, VmEvent::Stop)],
-                        });
-                    }
-                    out.push(Action::CommandVms {
-                        lease: id,
-                        after: Some(p.from),
-                        plans: vm_plans,
-                    });
-                    out.push(Action::Worked {
-                        lease: id,
-                        work: done.saturating_sub(l.work_done),
-                    });
-                    let l = self.leases.get_mut(&id).expect("known lease");
-                    l.phase = Phase::Cancelling;
-                    l.work_done = done;
-                    l.reported = 0;
-                }
-                Operation::Suspend | Operation::Migrate => {
-                    let done = self.done_by(l, p.from);
-                    // Bookings of this lease not begun yet belong to an episode it leaves.
-                    self.storage.cancel(id, p.from);
-                    let ts = m.suspend_vm(mem);
-                    let mut vm_plans = Vec::with_capacity(vms as usize);
-                    let mut images = Vec::with_capacity(vms as usize);
-                    for (vm, &(pause, planned, _)) in p.vms.iter().enumerate() {
-                        let s = self.storage.book(id, planned, ts);
-                        let off = s + ts;
-                        images.push(off);
-                        self.avail.end_vm(id, vm as u32, res.start, off);
-                        vm_plans.push(VmPlan {
-                            vm: vm as u32,
-                            host: res.hosts[vm],
-                            initial: VmState::Running,
-                            steps: vec![
-                                (pause, VmEvent::Pause),
-                                (s, VmEvent::Suspend),
-                                (off, VmEvent::Suspended),
-                            ],
-                        });
-                    }
-                    out.push(Action::CommandVms {
-                        lease: id,
-                        after: Some(p.from),
-                        plans: vm_plans,
-                    });
-                    out.push(Action::Worked {
-                        lease: id,
-                        work: done.saturating_sub(l.work_done),
-                    });
-                    let last = images.iter().copied().max().unwrap_or(p.from);
-                    let migrate = p.op == Operation::Migrate;
-                    let speed = self.cfg.speed;
-                    let l = self.leases.get_mut(&id).expect("known lease");
-                    l.work_done = done;
-                    l.res = None;
-                    l.images_ready = Some(images.clone());
-                    l.migrated_in = false;
-                    l.not_before = last.max(now + m.reschedule);
-                    l.phase = if migrate {
-                        Phase::Relocating
-                    } else {
-                        Phase::Waiting
-                    };
-                    if migrate {
-                        out.push(Action::Relocate(Relocation {
-                            req: l.req.clone(),
-                            work_done: speed.reference(done),
-                            images_ready: images,
-                        }));
-                    }
-                }
+                Operation::Displace => self.displace_now(p.id, &res, now, out),
+                Operation::Stop => self.stop_for(&p, &res, out),
+                Operation::Suspend | Operation::Migrate => self.suspend_for(&p, &res, now, out),
             }
             out.push(Action::Charge {
-                lease: id,
+                lease: p.id,
                 overhead: cost,
                 preempted: true,
                 vms: if p.op.preempts_vms() { vms } else { 0 },
                 displaced: if p.op == Operation::Displace { vms } else { 0 },
                 lease_type,
             });
+        }
+    }
+
+    /// Moves a reservation out of the way; VMs told to start this very instant are recalled.
+    fn displace_now(
+        &mut self,
+        id: RequestId,
+        res: &Reservation,
+        now: EmuTime,
+        out: &mut Vec<Action>,
+    ) {
+        if self.leases[&id].phase == Phase::Running {
+            // Recall VMs that were told to start this instant: they stop before doing
+            // anything, and the lease waits again.
+            let plans = res
+                .hosts
+                .iter()
+                .enumerate()
+                .map(|(vm, &host)| VmPlan {
+                    vm: vm as u32,
+                    host,
+                    initial: VmState::Pending,
+                    steps: vec![(now, VmEvent::Stop)],
+                })
+                .collect();
+            // Every step of theirs is called off, even one due this instant (a resumption
+            // would otherwise begin and could not be stopped).
+            out.push(Action::CommandVms {
+                lease: id,
+                after: None,
+                plans,
+            });
+            self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
+        }
+        self.drop_reservation(id);
+    }
+
+    /// Stops a cancellable lease's VMs at their planned times.
+    fn stop_for(&mut self, p: &Vacating, res: &Reservation, out: &mut Vec<Action>) {
+        let id = p.id;
+        let l = &self.leases[&id];
+        let done = self.done_by(l, p.from);
+        let worked = done.saturating_sub(l.work_done);
+        let mut vm_plans = Vec::with_capacity(p.vms.len());
+        for (vm, &(stop, _, off)) in p.vms.iter().enumerate() {
+            self.avail.end_vm(id, vm as u32, res.start, off);
+            vm_plans.push(VmPlan {
+                vm: vm as u32,
+                host: res.hosts[vm],
+                initial: VmState::Running,
+                steps: vec![(stop, VmEvent::Stop)],
+            });
+        }
+        out.push(Action::CommandVms {
+            lease: id,
+            after: Some(p.from),
+            plans: vm_plans,
+        });
+        out.push(Action::Worked {
+            lease: id,
+            work: worked,
+        });
+        let l = self.leases.get_mut(&id).expect("known lease");
+        l.phase = Phase::Cancelling;
+        l.work_done = done;
+        l.reported = 0;
+    }
+
+    /// Pauses and suspends a lease's VMs to the shared storage one after another; a migrating
+    /// lease is then offered to the IGG, a suspended one waits to be resumed here.
+    fn suspend_for(
+        &mut self,
+        p: &Vacating,
+        res: &Reservation,
+        now: EmuTime,
+        out: &mut Vec<Action>,
+    ) {
+        let id = p.id;
+        let l = &self.leases[&id];
+        let done = self.done_by(l, p.from);
+        let worked = done.saturating_sub(l.work_done);
+        let ts = self.cfg.overhead.suspend_vm(l.req.mem_mb);
+        // Bookings of this lease not begun yet belong to an episode it leaves.
+        self.storage.cancel(id, p.from);
+        let mut vm_plans = Vec::with_capacity(p.vms.len());
+        let mut images = Vec::with_capacity(p.vms.len());
+        for (vm, &(pause, planned, _)) in p.vms.iter().enumerate() {
+            let s = self.storage.book(id, planned, ts);
+            let off = s + ts;
+            images.push(off);
+            self.avail.end_vm(id, vm as u32, res.start, off);
+            vm_plans.push(VmPlan {
+                vm: vm as u32,
+                host: res.hosts[vm],
+                initial: VmState::Running,
+                steps: vec![
+                    (pause, VmEvent::Pause),
+                    (s, VmEvent::Suspend),
+                    (off, VmEvent::Suspended),
+                ],
+            });
+        }
+        out.push(Action::CommandVms {
+            lease: id,
+            after: Some(p.from),
+            plans: vm_plans,
+        });
+        out.push(Action::Worked {
+            lease: id,
+            work: worked,
+        });
+        let last = images.iter().copied().max().unwrap_or(p.from);
+        let migrate = p.op == Operation::Migrate;
+        let (speed, reschedule) = (self.cfg.speed, self.cfg.overhead.reschedule);
+        let l = self.leases.get_mut(&id).expect("known lease");
+        l.work_done = done;
+        l.res = None;
+        l.images_ready = Some(images.clone());
+        l.migrated_in = false;
+        l.not_before = last.max(now + reschedule);
+        l.phase = if migrate {
+            Phase::Relocating
+        } else {
+            Phase::Waiting
+        };
+        if migrate {
+            out.push(Action::Relocate(Relocation {
+                req: l.req.clone(),
+                work_done: speed.reference(done),
+                images_ready: images,
+            }));
         }
     }
 

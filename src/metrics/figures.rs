@@ -209,6 +209,201 @@ fn is_best_effort(t: LeaseType) -> bool {
     !t.deadline_constrained()
 }
 
+/// Sums over the requests in a selection, for the paper metrics.
+#[derive(Default)]
+struct Tally {
+    /// VM-seconds the leases spent computing (eq. 12).
+    computation: f64,
+    local_all: u64,
+    local_rejected: u64,
+    ext_all: u64,
+    ext_rejected: u64,
+    be_sum: f64,
+    be_n: u64,
+    wait_sum: f64,
+    wait_n: u64,
+    ext_wait_sum: f64,
+    ext_wait_n: u64,
+    /// Per cluster: Σ size × response and Σ size of completed best-effort leases (eq. 23).
+    awrt_by_cluster: BTreeMap<ClusterId, (f64, f64)>,
+    migrations: u64,
+    misses: u64,
+    migratable: u64,
+    migrated: u64,
+    np_all: u64,
+    np_rejected: u64,
+    dl_accepted: u64,
+    dl_violated: u64,
+    dl_rejected: u64,
+    ext_completed: u64,
+}
+
+impl Tally {
+    fn add(&mut self, req: &crate::model::LeaseRequest, rec: &RequestRecord) {
+        let state = rec.state.unwrap_or(RequestState::Unfinished);
+        match req.origin {
+            Origin::Local => {
+                self.local_all += 1;
+                self.local_rejected += u64::from(state == RequestState::Rejected);
+            }
+            Origin::External => {
+                self.ext_all += 1;
+                self.ext_rejected += u64::from(state == RequestState::Rejected);
+            }
+        }
+        self.migrations += u64::from(rec.migrations);
+        if req.origin == Origin::External {
+            self.ext_completed += u64::from(state == RequestState::Completed);
+            match req.lease_type {
+                LeaseType::DeadlineMigratable => {
+                    self.migratable += 1;
+                    self.migrated += u64::from(rec.migrations > 0);
+                }
+                LeaseType::DeadlineNonPreemptable => {
+                    self.np_all += 1;
+                    self.np_rejected += u64::from(state == RequestState::Rejected);
+                }
+                _ => {}
+            }
+            let deadline = rec.deadline.or(req.deadline);
+            let has_deadline = deadline.is_some() || req.deadline_ratio.is_some();
+            if has_deadline {
+                if state == RequestState::Rejected {
+                    self.dl_rejected += 1;
+                } else {
+                    self.dl_accepted += 1;
+                    let late = state != RequestState::Completed
+                        || rec.end.zip(deadline).is_some_and(|(e, d)| e > d);
+                    self.dl_violated += u64::from(late);
+                }
+            }
+        }
+        if let Some(s) = rec.start {
+            self.wait_sum += s.since(req.arrival).as_secs_f64();
+            self.wait_n += 1;
+        }
+        // Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent
+        // it (a lease runs faster on a faster cluster), including the work of leases later
+        // cancelled: it used the resources; only preemption overhead is time lost.
+        let vms = rec.vms.unwrap_or(req.vms);
+        self.computation += f64::from(vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
+        if state != RequestState::Completed {
+            return;
+        }
+        // Eq. 23 weighs response times by the requested size.
+        let vd = f64::from(req.vms) * req.duration.as_secs_f64();
+        let end = rec.end.unwrap_or(req.arrival);
+        if req.origin == Origin::External {
+            self.ext_wait_sum += end
+                .since(req.arrival)
+                .saturating_sub(rec.busy)
+                .as_secs_f64();
+            self.ext_wait_n += 1;
+        }
+        let deadline = rec.deadline.or(req.deadline);
+        if req.lease_type.deadline_constrained() && deadline.is_some_and(|d| end > d) {
+            self.misses += 1;
+        }
+        if req.origin == Origin::External && is_best_effort(req.lease_type) {
+            let response = end.since(req.arrival).as_secs_f64();
+            self.be_sum += response;
+            self.be_n += 1;
+            if let Some(c) = rec.cluster {
+                let e = self.awrt_by_cluster.entry(c).or_default();
+                e.0 += vd * response;
+                e.1 += vd;
+            }
+        }
+    }
+
+    /// Eq. 24: per-cluster AWRTs weighted by the clusters' processing elements.
+    fn awrt(&self, topo: &Topology) -> f64 {
+        let (mut num, mut den) = (0f64, 0f64);
+        for (c, (w, vd)) in &self.awrt_by_cluster {
+            let m = topo.cluster(*c).cores() as f64;
+            num += m * ratio(*w, *vd);
+            den += m;
+        }
+        ratio(num, den)
+    }
+}
+
+/// The paper metrics over the requests of `cluster` (every request when `None`).
+fn paper_metrics(
+    topo: &Topology,
+    records: &[RequestRecord],
+    per_cluster: &BTreeMap<ClusterId, ClusterCounters>,
+    cluster: Option<ClusterId>,
+    makespan: EmuDuration,
+) -> PaperMetrics {
+    let in_scope = |rec: &RequestRecord, req: &crate::model::LeaseRequest| match cluster {
+        None => true,
+        Some(c) => {
+            rec.cluster == Some(c) || (req.origin == Origin::Local && req.cluster == Some(c))
+        }
+    };
+    let cores: u64 = match cluster {
+        None => topo.total_cores(),
+        Some(c) => topo.cluster(c).cores(),
+    };
+    let mut t = Tally::default();
+    for (req, rec) in topo.requests.iter().zip(records) {
+        if in_scope(rec, req) {
+            t.add(req, rec);
+        }
+    }
+    let counters: Vec<&ClusterCounters> = match cluster {
+        None => per_cluster.values().collect(),
+        Some(c) => per_cluster.get(&c).into_iter().collect(),
+    };
+    let overhead_us: i64 = counters.iter().map(|c| c.overhead_us).sum();
+    let overhead = EmuDuration::from_micros(overhead_us.max(0) as u64);
+    let (offered, refused): (u64, u64) = counters
+        .iter()
+        .fold((0, 0), |(o, r), c| (o + c.offered, r + c.refused));
+    PaperMetrics {
+        vm_preemptions: counters.iter().map(|c| c.vm_preemptions).sum(),
+        vm_preemptions_by_type: ByType::sum(
+            &counters
+                .iter()
+                .map(|c| &c.vm_preemptions_by_type)
+                .collect::<Vec<_>>(),
+        ),
+        vm_displacements: counters.iter().map(|c| c.vm_displacements).sum(),
+        lease_preemptions: counters.iter().map(|c| c.lease_preemptions).sum(),
+        decisions: counters.iter().map(|c| c.decisions).sum(),
+        inexact_decisions: counters.iter().map(|c| c.inexact_decisions).sum(),
+        migration_fallbacks: counters.iter().map(|c| c.migration_fallbacks).sum(),
+        overhead_s: overhead.as_secs_f64(),
+        utilization: ratio(t.computation, cores as f64 * makespan.as_secs_f64()),
+        useful_work_fraction: if t.computation > 0.0 {
+            (1.0 - overhead.as_secs_f64() / t.computation).max(0.0)
+        } else {
+            0.0
+        },
+        local_rejection_rate: ratio(t.local_rejected as f64, t.local_all as f64),
+        external_rejection_rate: match cluster {
+            None => ratio(t.ext_rejected as f64, t.ext_all as f64),
+            Some(_) => ratio(refused as f64, offered as f64),
+        },
+        awrt_s: t.awrt(topo),
+        be_makespan_s: ratio(t.be_sum, t.be_n as f64),
+        mean_wait_s: ratio(t.wait_sum, t.wait_n as f64),
+        external_waiting_s: ratio(t.ext_wait_sum, t.ext_wait_n as f64),
+        migrations: t.migrations,
+        deadline_misses: t.misses,
+        migration_rate: ratio(t.migrated as f64, t.migratable as f64),
+        nonpreemptable_rejection_rate: ratio(t.np_rejected as f64, t.np_all as f64),
+        // (a·v + r)/(a + r) with v = violated/accepted is (violated + rejected)/(a + r).
+        dvr: 100.0
+            * ratio(
+                (t.dl_violated + t.dl_rejected) as f64,
+                (t.dl_accepted + t.dl_rejected) as f64,
+            ),
+        completed_external_pct: 100.0 * ratio(t.ext_completed as f64, t.ext_all as f64),
+    }
+}
+
 /// Computes the figures. `per_cluster` holds the LRMS counters.
 pub fn figures(
     topo: &Topology,
@@ -230,176 +425,27 @@ pub fn figures(
             Origin::External => counts.external.add(state),
         }
     }
-    let selection = |cluster: Option<ClusterId>| -> PaperMetrics {
-        let in_scope = |rec: &RequestRecord, req: &crate::model::LeaseRequest| match cluster {
-            None => true,
-            Some(c) => {
-                rec.cluster == Some(c) || (req.origin == Origin::Local && req.cluster == Some(c))
-            }
-        };
-        let cores: u64 = match cluster {
-            None => topo.total_cores(),
-            Some(c) => topo.cluster(c).cores(),
-        };
-        let mut computation = 0f64; // VM-seconds of completed leases
-        let (mut local_all, mut local_rejected) = (0u64, 0u64);
-        let (mut ext_all, mut ext_rejected) = (0u64, 0u64);
-        let (mut be_sum, mut be_n) = (0f64, 0u64);
-        let (mut wait_sum, mut wait_n) = (0f64, 0u64);
-        let (mut ext_wait_sum, mut ext_wait_n) = (0f64, 0u64);
-        let mut awrt_by_cluster: BTreeMap<ClusterId, (f64, f64)> = BTreeMap::new();
-        let (mut migrations, mut misses) = (0u64, 0u64);
-        let (mut migratable, mut migrated) = (0u64, 0u64);
-        let (mut np_all, mut np_rejected) = (0u64, 0u64);
-        let (mut dl_accepted, mut dl_violated, mut dl_rejected) = (0u64, 0u64, 0u64);
-        let mut ext_completed = 0u64;
-        for (req, rec) in topo.requests.iter().zip(records) {
-            if !in_scope(rec, req) {
-                continue;
-            }
-            let state = rec.state.unwrap_or(RequestState::Unfinished);
-            match req.origin {
-                Origin::Local => {
-                    local_all += 1;
-                    local_rejected += u64::from(state == RequestState::Rejected);
-                }
-                Origin::External => {
-                    ext_all += 1;
-                    ext_rejected += u64::from(state == RequestState::Rejected);
-                }
-            }
-            migrations += u64::from(rec.migrations);
-            if req.origin == Origin::External {
-                ext_completed += u64::from(state == RequestState::Completed);
-                match req.lease_type {
-                    LeaseType::DeadlineMigratable => {
-                        migratable += 1;
-                        migrated += u64::from(rec.migrations > 0);
-                    }
-                    LeaseType::DeadlineNonPreemptable => {
-                        np_all += 1;
-                        np_rejected += u64::from(state == RequestState::Rejected);
-                    }
-                    _ => {}
-                }
-                let deadline = rec.deadline.or(req.deadline);
-                let has_deadline = deadline.is_some() || req.deadline_ratio.is_some();
-                if has_deadline {
-                    if state == RequestState::Rejected {
-                        dl_rejected += 1;
-                    } else {
-                        dl_accepted += 1;
-                        let late = state != RequestState::Completed
-                            || rec.end.zip(deadline).is_some_and(|(e, d)| e > d);
-                        dl_violated += u64::from(late);
-                    }
-                }
-            }
-            if let Some(s) = rec.start {
-                wait_sum += s.since(req.arrival).as_secs_f64();
-                wait_n += 1;
-            }
-            // Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent
-            // it (a lease runs faster on a faster cluster), including the work of leases later
-            // cancelled: it used the resources; only preemption overhead is time lost.
-            let vms = rec.vms.unwrap_or(req.vms);
-            computation += f64::from(vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
-            if state != RequestState::Completed {
-                continue;
-            }
-            // Eq. 23 weighs response times by the requested size.
-            let vd = f64::from(req.vms) * req.duration.as_secs_f64();
-            let end = rec.end.unwrap_or(req.arrival);
-            if req.origin == Origin::External {
-                ext_wait_sum += end
-                    .since(req.arrival)
-                    .saturating_sub(rec.busy)
-                    .as_secs_f64();
-                ext_wait_n += 1;
-            }
-            let deadline = rec.deadline.or(req.deadline);
-            if req.lease_type.deadline_constrained() && deadline.is_some_and(|d| end > d) {
-                misses += 1;
-            }
-            if req.origin == Origin::External && is_best_effort(req.lease_type) {
-                let response = end.since(req.arrival).as_secs_f64();
-                be_sum += response;
-                be_n += 1;
-                if let Some(c) = rec.cluster {
-                    let e = awrt_by_cluster.entry(c).or_default();
-                    e.0 += vd * response;
-                    e.1 += vd;
-                }
-            }
-        }
-        // Eq. 24: per-cluster AWRTs weighted by the clusters' processing elements.
-        let (mut num, mut den) = (0f64, 0f64);
-        for (c, (w, vd)) in &awrt_by_cluster {
-            let m = topo.cluster(*c).cores() as f64;
-            num += m * ratio(*w, *vd);
-            den += m;
-        }
-        let counters: Vec<&ClusterCounters> = match cluster {
-            None => per_cluster.values().collect(),
-            Some(c) => per_cluster.get(&c).into_iter().collect(),
-        };
-        let overhead_us: i64 = counters.iter().map(|c| c.overhead_us).sum();
-        let overhead = EmuDuration::from_micros(overhead_us.max(0) as u64);
-        let (offered, refused): (u64, u64) = counters
-            .iter()
-            .fold((0, 0), |(o, r), c| (o + c.offered, r + c.refused));
-        PaperMetrics {
-            vm_preemptions: counters.iter().map(|c| c.vm_preemptions).sum(),
-            vm_preemptions_by_type: ByType::sum(
-                &counters
-                    .iter()
-                    .map(|c| &c.vm_preemptions_by_type)
-                    .collect::<Vec<_>>(),
-            ),
-            vm_displacements: counters.iter().map(|c| c.vm_displacements).sum(),
-            lease_preemptions: counters.iter().map(|c| c.lease_preemptions).sum(),
-            decisions: counters.iter().map(|c| c.decisions).sum(),
-            inexact_decisions: counters.iter().map(|c| c.inexact_decisions).sum(),
-            migration_fallbacks: counters.iter().map(|c| c.migration_fallbacks).sum(),
-            overhead_s: overhead.as_secs_f64(),
-            utilization: ratio(computation, cores as f64 * makespan.as_secs_f64()),
-            useful_work_fraction: if computation > 0.0 {
-                (1.0 - overhead.as_secs_f64() / computation).max(0.0)
-            } else {
-                0.0
-            },
-            local_rejection_rate: ratio(local_rejected as f64, local_all as f64),
-            external_rejection_rate: match cluster {
-                None => ratio(ext_rejected as f64, ext_all as f64),
-                Some(_) => ratio(refused as f64, offered as f64),
-            },
-            awrt_s: ratio(num, den),
-            be_makespan_s: ratio(be_sum, be_n as f64),
-            mean_wait_s: ratio(wait_sum, wait_n as f64),
-            external_waiting_s: ratio(ext_wait_sum, ext_wait_n as f64),
-            migrations,
-            deadline_misses: misses,
-            migration_rate: ratio(migrated as f64, migratable as f64),
-            nonpreemptable_rejection_rate: ratio(np_rejected as f64, np_all as f64),
-            // (a·v + r)/(a + r) with v = violated/accepted is (violated + rejected)/(a + r).
-            dvr: 100.0
-                * ratio(
-                    (dl_violated + dl_rejected) as f64,
-                    (dl_accepted + dl_rejected) as f64,
-                ),
-            completed_external_pct: 100.0 * ratio(ext_completed as f64, ext_all as f64),
-        }
-    };
     let clusters = topo
         .clusters
         .iter()
         .enumerate()
-        .map(|(i, c)| (c.qualified_name(topo), selection(Some(ClusterId(i as u16)))))
+        .map(|(i, c)| {
+            (
+                c.qualified_name(topo),
+                paper_metrics(
+                    topo,
+                    records,
+                    per_cluster,
+                    Some(ClusterId(i as u16)),
+                    makespan,
+                ),
+            )
+        })
         .collect();
     Figures {
         requests: counts,
         makespan_s: makespan.as_secs_f64(),
-        all: selection(None),
+        all: paper_metrics(topo, records, per_cluster, None, makespan),
         clusters,
     }
 }
