@@ -101,19 +101,7 @@ fn read_das2(t: Option<Table<'_>>) -> Das2 {
             None,
         );
     }
-    t.finish(&[
-        "p_one",
-        "p_pow2",
-        "size_l",
-        "size_m",
-        "size_h",
-        "size_q",
-        "duration_a",
-        "duration_b",
-        "duration_max_s",
-        "arrival_scale",
-        "arrival_shape",
-    ]);
+    t.finish();
     m
 }
 
@@ -144,26 +132,7 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
     if let Some((b, _)) = t.bool("daily_cycle") {
         m.daily_cycle = b;
     }
-    t.finish(&[
-        "serial_prob",
-        "pow2_prob",
-        "u_low",
-        "u_med",
-        "u_hi",
-        "u_prob",
-        "a1",
-        "b1",
-        "a2",
-        "b2",
-        "pa",
-        "pb",
-        "a_arr",
-        "b_arr",
-        "a_num",
-        "b_num",
-        "arar",
-        "daily_cycle",
-    ]);
+    t.finish();
     m
 }
 
@@ -178,14 +147,7 @@ fn read_gwa(t: Option<Table<'_>>) -> Gwa {
     if let Some((v, _)) = t.number_in("duration_sd", 0.0, 1e9) {
         m.duration_sd = v;
     }
-    t.finish(&[
-        "arrival_scale",
-        "arrival_shape",
-        "tasks_scale",
-        "tasks_shape",
-        "duration_mean",
-        "duration_sd",
-    ]);
+    t.finish();
     m
 }
 
@@ -215,13 +177,7 @@ fn read_mix(t: Option<Table<'_>>) -> TypeMix {
     if let Some((share, _)) = t.number_in("best_effort", 0.0, 1.0) {
         mix = mix.with_best_effort_share(share);
     }
-    t.finish(&[
-        "cancellable",
-        "suspendable",
-        "migratable",
-        "non_preemptable",
-        "best_effort",
-    ]);
+    t.finish();
     mix
 }
 
@@ -241,15 +197,7 @@ fn read_deadlines(t: Option<Table<'_>>) -> (Deadlines, bool) {
         }
     }
     let soft = t.bool("best_effort").is_some_and(|(b, _)| b);
-    t.finish(&[
-        "low_urgency",
-        "low_mean",
-        "low_sd",
-        "high_mean",
-        "high_sd",
-        "min_ratio",
-        "best_effort",
-    ]);
+    t.finish();
     (d, soft)
 }
 
@@ -414,7 +362,7 @@ fn read_swf(
     let procs_per_vm = t
         .positive("procs_per_vm", 1 << 20)
         .map_or(1, |(v, _)| v as u32);
-    t.finish(&["path", "procs_per_vm"]);
+    t.finish();
     let Some((path, loc)) = path else {
         return Vec::new();
     };

@@ -432,19 +432,7 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
             Some("a ticket must outlive the wait for its answer".into()),
         );
     }
-    t.finish(&[
-        "contracts",
-        "load_threshold",
-        "interval",
-        "price_update",
-        "publish_interval",
-        "horizon",
-        "offer_timeout",
-        "ticket_ttl",
-        "retries",
-        "steepness",
-        "unit_cost",
-    ]);
+    t.finish();
     p
 }
 
@@ -466,7 +454,7 @@ fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
                         "exponential" => Delay::Exponential(get("mean").unwrap_or_default()),
                         _ => Delay::Fixed(get("value").unwrap_or_default()),
                     };
-                    d.finish(&["kind", "min", "max", "mean", "value"]);
+                    d.finish();
                 }
             }
             _ => {
@@ -525,15 +513,7 @@ fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fa
             ..LinkFaults::default()
         };
         read_link_faults(&l, &mut lf);
-        l.finish(&[
-            "from",
-            "to",
-            "delay",
-            "drop",
-            "duplicate",
-            "reorder",
-            "reorder_window",
-        ]);
+        l.finish();
         if let (Some(f), Some(t)) = (from, to) {
             cfg.links.push((f, t, lf));
         }
@@ -564,7 +544,7 @@ fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fa
         }
         let from = p.duration("from").map(|(d, _)| EmuTime::ZERO + d);
         let until = p.duration("until").map(|(d, _)| EmuTime::ZERO + d);
-        p.finish(&["between", "from", "until"]);
+        p.finish();
         if let (Some(b), Some(from), Some(until)) = (between, from, until) {
             cfg.partitions.push(Partition {
                 a: b[0],
@@ -583,21 +563,12 @@ fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fa
             .and_then(|(s, loc)| grid(s, loc));
         let at = c.duration("at").map(|(d, _)| EmuTime::ZERO + d);
         let down_for = c.duration("down_for").map(|(d, _)| d);
-        c.finish(&["grid", "at", "down_for"]);
+        c.finish();
         if let (Some(grid), Some(at), Some(down_for)) = (g, at, down_for) {
             cfg.crashes.push(Crash { grid, at, down_for });
         }
     }
-    t.finish(&[
-        "delay",
-        "drop",
-        "duplicate",
-        "reorder",
-        "reorder_window",
-        "link",
-        "partition",
-        "crash",
-    ]);
+    t.finish();
     cfg
 }
 
@@ -815,23 +786,6 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
         .and_then(|(s, _)| PreemptionName::parse(s))
 }
 
-const LRMS_KEYS: &[&str] = &[
-    "profile",
-    "scheduler",
-    "pivots",
-    "preemption",
-    "cp_alpha",
-    "admission",
-    "pacp_low_urgency",
-    "pacp_low_ratio",
-    "pacp_high_ratio",
-    "queue_limit",
-    "enforce_memory",
-    "search_budget",
-    "compress",
-];
-const IGG_KEYS: &[&str] = &["dispatch", "retry"];
-
 /// `[lrms]` keys as read from one table; unset keys inherit.
 #[derive(Clone, Default)]
 struct LrmsOverrides<'a> {
@@ -872,7 +826,7 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
             .map(|(v, _)| v as usize),
         compress: t.bool("compress").map(|(v, _)| v),
     };
-    t.finish(LRMS_KEYS);
+    t.finish();
     o
 }
 
@@ -889,7 +843,7 @@ fn read_igg_table(t: &Table<'_>) -> IggOverrides {
             .and_then(|(s, _)| DispatchName::parse(s)),
         retry: t.bool("retry").map(|(b, _)| b),
     };
-    t.finish(IGG_KEYS);
+    t.finish();
     o
 }
 
@@ -947,14 +901,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         });
         ok = false;
     }
-    t.finish(&[
-        "mode",
-        "speedup",
-        "seed",
-        "end",
-        "horizon",
-        "reference_mips",
-    ]);
+    t.finish();
     let mode = match (mode, speedup) {
         (Some("realtime"), Some((s, _))) => ClockMode::Realtime { speedup: s },
         (Some("realtime"), None) => {
@@ -1042,7 +989,7 @@ fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
                 h.missing(k, "hosts need cores and memory_mb");
             }
         }
-        h.finish(&["count", "cores", "memory_mb", "mips"]);
+        h.finish();
         if let (Some((n, _)), Some(cores), Some(memory_mb), Some(mips)) =
             (count, cores, memory_mb, mips)
         {
@@ -1151,7 +1098,7 @@ fn read_topology(
                 .table("lrms")
                 .map(|t| read_lrms_table(&t))
                 .unwrap_or_default();
-            c.finish(&["name", "hosts", "lrms"]);
+            c.finish();
             let profile_name = own.profile.or(lrms_defaults.profile);
             let profile = match profile_name {
                 Some((p, loc)) => cx.profile(p, loc),
@@ -1214,7 +1161,7 @@ fn read_topology(
                 });
             }
         }
-        g.finish(&["name", "igg", "cluster"]);
+        g.finish();
         if let Some(name) = gname {
             grids.push(Grid {
                 name,
@@ -1286,15 +1233,7 @@ fn read_topology(
             .number_in("load_threshold", 0.0, 1.0)
             .map_or(0.95, |(v, _)| v);
         let k = c.number_in("k", 0.0, 1.0).map_or(0.05, |(v, _)| v);
-        c.finish(&[
-            "from",
-            "to",
-            "kind",
-            "both_ways",
-            "price_max",
-            "load_threshold",
-            "k",
-        ]);
+        c.finish();
         if let (Some(from), Some(to), Some(kind)) = (from, to, kind) {
             contracts.push(Contract {
                 from,
@@ -1539,17 +1478,7 @@ fn read_topology(
                     "deadline-constrained leases need an absolute deadline, e.g. deadline = \"6h\"",
                 );
             }
-            r.finish(&[
-                "id",
-                "arrival",
-                "vms",
-                "mem_mb",
-                "cores_per_vm",
-                "duration",
-                "type",
-                "deadline",
-                "start",
-            ]);
+            r.finish();
             // Capacity: would this request fit anywhere it may be placed?
             if let (Some((v, vloc)), Some((m, _)), Some((cpv, _))) = (vms, mem_mb, cores_per_vm) {
                 let candidates: Vec<&Cluster> = match (origin, cluster) {
@@ -1604,9 +1533,7 @@ fn read_topology(
                 ids.push(id);
             }
         }
-        let mut keys = vec!["name", "origin", "grid", "cluster", "request"];
-        keys.extend_from_slice(generated::KEYS);
-        w.finish(&keys);
+        w.finish();
         if let (Some(origin), Some(grid)) = (origin, grid) {
             ids.sort_by_key(|id| (requests[id.0 as usize].arrival, id.0));
             workloads.push(Workload {
@@ -1618,18 +1545,7 @@ fn read_topology(
             });
         }
     }
-    top.finish(&[
-        "name",
-        "description",
-        "emulation",
-        "lrms",
-        "igg",
-        "grid",
-        "contract",
-        "workload",
-        "peering",
-        "fault",
-    ]);
+    top.finish();
     Some(Topology {
         name,
         emulation: emulation?,

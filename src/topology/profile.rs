@@ -124,15 +124,7 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
             rate("copy_rate_mb_s"),
             d("reschedule").unwrap_or_default(),
         );
-        tt.finish(&[
-            "boot",
-            "shutdown",
-            "pause_per_vm",
-            "suspend_rate_mb_s",
-            "resume_rate_mb_s",
-            "copy_rate_mb_s",
-            "reschedule",
-        ]);
+        tt.finish();
         for (k, v) in [
             ("suspend_rate_mb_s", read.3),
             ("resume_rate_mb_s", read.4),
@@ -170,9 +162,9 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
         if let Some((p, _)) = dt.positive("pivots", 1_000_000) {
             pivots = p as u32;
         }
-        dt.finish(&["scheduler", "pivots", "preemption"]);
+        dt.finish();
     }
-    t.finish(&["name", "description", "timings", "defaults"]);
+    t.finish();
     Some(LrmsProfile {
         name: pname?,
         description,

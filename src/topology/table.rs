@@ -8,12 +8,14 @@ use super::node::{Key, Node, NodeKind};
 use crate::time::{parse_duration, EmuDuration};
 
 /// A table being read; remembers which keys were looked at so [`Table::finish`] can report
-/// the others as unknown.
+/// the others as unknown, with a "did you mean" among the keys the reader asked for.
 pub struct Table<'a> {
     /// The table node itself.
     pub node: &'a Node,
     entries: &'a [(Key, Node)],
     used: RefCell<Vec<bool>>,
+    /// Every key a reader asked for, present or not: the keys this table knows.
+    asked: RefCell<Vec<String>>,
     /// How to name this table in messages, e.g. `[emulation]` or `grid "alpha"`.
     pub what: String,
     /// Where problems go.
@@ -29,6 +31,7 @@ impl<'a> Table<'a> {
                 node,
                 entries,
                 used: RefCell::new(vec![false; entries.len()]),
+                asked: RefCell::new(Vec::new()),
                 what,
                 diags,
             }),
@@ -45,19 +48,28 @@ impl<'a> Table<'a> {
 
     /// The value under `key`, if present.
     pub fn get(&self, key: &str) -> Option<&'a Node> {
+        {
+            let mut asked = self.asked.borrow_mut();
+            if !asked.iter().any(|k| k == key) {
+                asked.push(key.to_string());
+            }
+        }
         let i = self.entries.iter().position(|(k, _)| k.name == key)?;
         self.used.borrow_mut()[i] = true;
         Some(&self.entries[i].1)
     }
 
-    /// Reports every key not looked at, with a "did you mean" among `known`.
-    pub fn finish(&self, known: &[&str]) {
+    /// Reports every key not looked at, with a "did you mean" among the keys asked for; call
+    /// it after reading every key the table may hold.
+    pub fn finish(&self) {
+        let asked = self.asked.borrow();
+        let known: Vec<&str> = asked.iter().map(String::as_str).collect();
         for (i, (k, _)) in self.entries.iter().enumerate() {
             if !self.used.borrow()[i] {
                 self.diags.error(
                     &k.loc,
                     format!("unknown key `{}` in {}", k.name, self.what),
-                    Some(suggest(&k.name, known)),
+                    Some(suggest(&k.name, &known)),
                 );
             }
         }
@@ -281,5 +293,27 @@ impl<'a> Table<'a> {
             format!("`{key}` in {}", self.what)
         };
         Table::of(node, what, self.diags)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::node::{parse_document, Origin};
+
+    #[test]
+    fn an_unknown_key_is_reported_with_the_key_the_reader_asked_for() {
+        let diags = Diags::default();
+        let root = parse_document("schedular = \"easy\"\npivots = 2\n", Origin::File, &diags)
+            .expect("parses");
+        let t = Table::of(&root, "[lrms]", &diags).expect("a table");
+        assert_eq!(t.uint("pivots", 10).map(|(v, _)| v), Some(2));
+        assert!(t.str("scheduler").is_none());
+        t.finish();
+        let problems = diags.into_vec();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].message, "unknown key `schedular` in [lrms]");
+        let hint = problems[0].hint.as_deref().unwrap_or("");
+        assert!(hint.contains("scheduler"), "{hint}");
     }
 }
