@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::topology::diag::Report;
+use crate::input::Report;
 
 /// Everything a command can fail with.
 #[derive(Debug, thiserror::Error)]

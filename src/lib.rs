@@ -8,6 +8,7 @@ pub mod actors;
 mod error;
 pub mod fault;
 pub mod igg;
+pub mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;

@@ -157,7 +157,7 @@ fn sweep(
     jobs: Option<usize>,
     shard: Option<String>,
 ) -> Result<(), Error> {
-    let spec = igemu::sweep::parse(file).map_err(Error::Input)?;
+    let spec = igemu::sweep::parse(file)?;
     let shard = match shard.as_deref().map(parse_shard) {
         None => (0, 1),
         Some(Some(s)) => s,

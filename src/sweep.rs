@@ -23,6 +23,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::input::diag::Diags;
+use crate::input::node::{parse_document, Node, NodeKind, Origin};
+use crate::input::table::Table;
+use crate::input::Report;
 use crate::topology::{self, Overrides};
 use crate::{run, RunOptions};
 
@@ -52,92 +56,155 @@ pub struct RunSpec {
     pub seed: u64,
 }
 
-fn toml_text(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
+/// Reads a sweep file; every problem is reported at once, at its `file:line:col`.
+pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Box::new(Report::unreadable(
+            &shown,
+            &e,
+            "check the sweep file's path",
+        ))
+    })?;
+    let diags = Diags::default();
+    let sweep = parse_str(&text, path, &diags);
+    match sweep {
+        Some(s) if diags.is_empty() => Ok(s),
+        _ => Err(Box::new(Report::of_file(&shown, &text, diags.into_vec()))),
     }
 }
 
-/// Reads a sweep file; errors name the problem.
-pub fn parse(path: &Path) -> Result<Sweep, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let doc: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
-    let at = |what: &str| format!("{}: {what}", path.display());
-    for k in doc.keys() {
-        if !["topology", "seeds", "metrics", "set", "vary"].contains(&k.as_str()) {
-            return Err(at(&format!(
-                "unknown key `{k}` (expected topology, seeds, metrics, set, vary)"
-            )));
-        }
-    }
-    let topology = doc
-        .get("topology")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| at("needs topology = \"file.toml\""))?;
+fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
+    let root = parse_document(text, Origin::File, diags)?;
+    let t = Table::of(&root, "the sweep file", diags)?;
+    let topology = t.req_str("topology", "name the topology: topology = \"../file.toml\"");
+    let seeds = read_seeds(&t);
+    let metrics = read_metrics(&t);
+    let set = t.table("set").map(|s| read_set(&s)).unwrap_or_default();
+    let vary = t.table("vary").map(|v| read_vary(&v)).unwrap_or_default();
+    t.finish();
     let base = path.parent().unwrap_or(Path::new("."));
-    let seeds = match doc.get("seeds") {
-        None => vec![1],
-        Some(toml::Value::Integer(n)) if *n > 0 => (1..=*n as u64).collect(),
-        Some(toml::Value::Array(a)) => a
-            .iter()
-            .map(|v| v.as_integer().filter(|i| *i >= 0).map(|i| i as u64))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| at("seeds must be whole numbers"))?,
-        Some(_) => return Err(at("seeds must be a positive count or a list of seeds")),
-    };
-    let metrics = match doc.get("metrics") {
-        None => Vec::new(),
-        Some(toml::Value::Array(a)) => a
-            .iter()
-            .map(|v| v.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| at("metrics must be a list of summary keys"))?,
-        Some(_) => return Err(at("metrics must be a list of summary keys")),
-    };
-    let set = match doc.get("set") {
-        None => Vec::new(),
-        Some(toml::Value::Table(t)) => t.iter().map(|(k, v)| (k.clone(), toml_text(v))).collect(),
-        Some(_) => return Err(at("[set] must be a table of key = value")),
-    };
-    let mut vary = Vec::new();
-    if let Some(v) = doc.get("vary") {
-        let t = v.as_table().ok_or_else(|| at("[vary] must be a table"))?;
-        for (k, v) in t {
-            let values = match v {
-                toml::Value::Array(a) => a.iter().map(toml_text).collect(),
-                toml::Value::Table(r) => {
-                    let num = |key: &str| {
-                        r.get(key)
-                            .and_then(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
-                    };
-                    let (Some(from), Some(to), Some(step)) = (num("from"), num("to"), num("step"))
-                    else {
-                        return Err(at(&format!("range `{k}` needs from, to and step")));
-                    };
-                    if step <= 0.0 || to < from {
-                        return Err(at(&format!("range `{k}` needs step > 0 and to ≥ from")));
-                    }
-                    let n = ((to - from) / step + 1e-9).floor() as usize;
-                    (0..=n)
-                        .map(|i| format!("{:?}", from + step * i as f64))
-                        .collect()
-                }
-                other => vec![toml_text(other)],
-            };
-            vary.push((k.clone(), values));
-        }
-    }
-    Ok(Sweep {
-        topology: base.join(topology),
-        seeds,
+    Some(Sweep {
+        topology: base.join(topology?.0),
+        seeds: seeds?,
         metrics,
         set,
         vary,
     })
+}
+
+fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
+    let Some(node) = t.get("seeds") else {
+        return Some(vec![1]);
+    };
+    let wrong = || {
+        t.diags.error(
+            &node.loc,
+            "`seeds` must be a positive count or a list of seeds",
+            Some("write seeds = 10 (seeds 1 to 10) or seeds = [1, 7, 42]".into()),
+        );
+        None
+    };
+    match &node.kind {
+        NodeKind::Int(n) if *n > 0 => Some((1..=*n as u64).collect()),
+        NodeKind::Array(items) => items
+            .iter()
+            .map(|v| match v.kind {
+                NodeKind::Int(i) if i >= 0 => Some(i as u64),
+                _ => None,
+            })
+            .collect::<Option<Vec<u64>>>()
+            .or_else(wrong),
+        _ => wrong(),
+    }
+}
+
+fn read_metrics(t: &Table<'_>) -> Vec<String> {
+    let Some(node) = t.get("metrics") else {
+        return Vec::new();
+    };
+    let names = match &node.kind {
+        NodeKind::Array(items) => items
+            .iter()
+            .map(|v| match &v.kind {
+                NodeKind::Str(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect::<Option<Vec<String>>>(),
+        _ => None,
+    };
+    names.unwrap_or_else(|| {
+        t.diags.error(
+            &node.loc,
+            "`metrics` must be a list of summary keys",
+            Some("write metrics = [\"utilization\", \"awrt_s\"]".into()),
+        );
+        Vec::new()
+    })
+}
+
+/// A value as `--set` text, or a problem at its place.
+fn set_text(t: &Table<'_>, node: &Node) -> Option<String> {
+    let text = node.toml_text();
+    if text.is_none() {
+        t.diags.error(&node.loc, "a date-time cannot be set", None);
+    }
+    text
+}
+
+fn read_set(t: &Table<'_>) -> Vec<(String, String)> {
+    t.entries()
+        .filter_map(|(k, v)| Some((k.name.clone(), set_text(t, v)?)))
+        .collect()
+}
+
+fn read_vary(t: &Table<'_>) -> Vec<(String, Vec<String>)> {
+    let mut vary = Vec::new();
+    for (k, v) in t.entries() {
+        let values = match &v.kind {
+            NodeKind::Array(items) => items.iter().filter_map(|x| set_text(t, x)).collect(),
+            NodeKind::Table(_) => {
+                let what = format!("range `{}`", k.name);
+                match Table::of(v, what, t.diags).and_then(|r| read_range(&r)) {
+                    Some(values) => values,
+                    None => continue,
+                }
+            }
+            _ => set_text(t, v).into_iter().collect(),
+        };
+        vary.push((k.name.clone(), values));
+    }
+    vary
+}
+
+/// `{ from, to, step }`: every value from `from` up to `to` in steps of `step`.
+fn read_range(r: &Table<'_>) -> Option<Vec<String>> {
+    let from = r.number("from");
+    let to = r.number("to");
+    let step = r.number("step");
+    r.finish();
+    let (Some((from, _)), Some((to, _)), Some((step, loc))) = (from, to, step) else {
+        r.diags.error(
+            &r.node.loc,
+            format!("{} needs from, to and step", r.what),
+            Some("write { from = 0.5, to = 2.0, step = 0.5 }".into()),
+        );
+        return None;
+    };
+    if step <= 0.0 || to < from {
+        r.diags.error(
+            loc,
+            format!("{} needs step > 0 and to ≥ from", r.what),
+            None,
+        );
+        return None;
+    }
+    let n = ((to - from) / step + 1e-9).floor() as usize;
+    Some(
+        (0..=n)
+            .map(|i| format!("{:?}", from + step * i as f64))
+            .collect(),
+    )
 }
 
 impl Sweep {

@@ -174,6 +174,35 @@ fn read(path: &Path) -> Vec<Vec<String>> {
 }
 
 #[test]
+fn a_sweep_file_reports_every_problem_at_its_place() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("bad.toml");
+    std::fs::write(
+        &sweep,
+        "topology = \"x.toml\"\nseed = 3\nseeds = \"ten\"\n[vary]\n\"lrms.cp_alpha\" = { from = 1.0, to = 0.0, step = 0.1 }\n",
+    )
+    .expect("written");
+    let out = igemu(&["sweep", sweep.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let at = |line: u32| format!("bad.toml:{line}:");
+    assert!(
+        err.contains(&at(2)) && err.contains("unknown key `seed`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `seeds`"), "{err}");
+    assert!(
+        err.contains(&at(3)) && err.contains("`seeds` must be"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&at(5)) && err.contains("needs step > 0 and to ≥ from"),
+        "{err}"
+    );
+    assert!(err.contains("3 problems found"), "{err}");
+}
+
+#[test]
 fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sweep = dir.path().join("s.toml");

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use super::diag::Diags;
-use super::table::Table;
 use super::Cluster;
+use crate::input::diag::Diags;
+use crate::input::table::Table;
 use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
 use crate::workload::{self, Das2, Deadlines, Gwa, Lublin99, Model, TypeMix};

@@ -2,18 +2,17 @@
 //! validation that reports every problem with its place, and the validated [`Topology`] the
 //! emulation is built from.
 
-pub mod diag;
 mod generated;
-mod node;
 pub mod profile;
-mod table;
+
+pub use crate::input::diag;
 
 use std::path::Path;
 
+use crate::input::node::{self, apply_set, parse_document, Node, Origin as NodeOrigin};
+use crate::input::table::Table;
 use diag::{suggest, Diags, Loc, Report};
-use node::{apply_set, parse_document, Node, Origin as NodeOrigin};
 pub use profile::{LrmsProfile, Timings};
-use table::Table;
 
 use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
 use crate::time::{ClockMode, EmuDuration, EmuTime};

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use super::diag::{suggest, Diags, Loc};
-use super::node::{parse_document, Origin};
-use super::table::Table;
 use super::{PreemptionName, SchedulerKind};
+use crate::input::diag::{suggest, Diags, Loc};
+use crate::input::node::{parse_document, Origin};
+use crate::input::table::Table;
 use crate::time::EmuDuration;
 
 /// The profiles shipped in `emulated-lrms/`, by name.

@@ -93,6 +93,27 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 impl Report {
+    /// The problems found in the file at `path` (its text, for places).
+    pub fn of_file(path: &str, text: &str, diagnostics: Vec<Diagnostic>) -> Report {
+        Report {
+            path: path.to_string(),
+            text: text.to_string(),
+            sets: Vec::new(),
+            profiles: Vec::new(),
+            diagnostics,
+        }
+    }
+
+    /// A file that could not be read.
+    pub fn unreadable(path: &str, error: &std::io::Error, hint: &str) -> Report {
+        let d = Diagnostic {
+            loc: Loc::Builtin,
+            message: format!("cannot read the file: {error}"),
+            hint: Some(hint.to_string()),
+        };
+        Report::of_file(path, "", vec![d])
+    }
+
     fn place(&self, loc: &Loc) -> String {
         match loc {
             Loc::File { start, .. } => {

@@ -59,6 +59,13 @@ impl<'a> Table<'a> {
         Some(&self.entries[i].1)
     }
 
+    /// Every entry, in file order, all counted as read (for tables whose keys are free-form,
+    /// such as a sweep's `[set]`).
+    pub fn entries(&self) -> impl Iterator<Item = (&'a Key, &'a Node)> {
+        self.used.borrow_mut().iter_mut().for_each(|u| *u = true);
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
     /// Reports every key not looked at, with a "did you mean" among the keys asked for; call
     /// it after reading every key the table may hold.
     pub fn finish(&self) {
@@ -299,7 +306,7 @@ impl<'a> Table<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::node::{parse_document, Origin};
+    use crate::input::node::{parse_document, Origin};
 
     #[test]
     fn an_unknown_key_is_reported_with_the_key_the_reader_asked_for() {

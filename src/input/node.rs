@@ -58,6 +58,39 @@ impl NodeKind {
     }
 }
 
+impl Node {
+    /// The value as TOML text, as a `--set` override takes it (`"rr"`, `3.8`, `[1, 2]`);
+    /// `None` for a date-time, which igemu has no use for.
+    pub fn toml_text(&self) -> Option<String> {
+        Some(match &self.kind {
+            NodeKind::Str(s) => format!("{s:?}"),
+            NodeKind::Int(i) => i.to_string(),
+            NodeKind::Float(f) if f.is_nan() => "nan".into(),
+            NodeKind::Float(f) if f.is_infinite() => {
+                if *f > 0.0 {
+                    "inf".into()
+                } else {
+                    "-inf".into()
+                }
+            }
+            NodeKind::Float(f) => format!("{f:?}"),
+            NodeKind::Bool(b) => b.to_string(),
+            NodeKind::Datetime => return None,
+            NodeKind::Array(items) => {
+                let items: Option<Vec<String>> = items.iter().map(Node::toml_text).collect();
+                format!("[{}]", items?.join(", "))
+            }
+            NodeKind::Table(entries) => {
+                let entries: Option<Vec<String>> = entries
+                    .iter()
+                    .map(|(k, v)| Some(format!("{:?} = {}", k.name, v.toml_text()?)))
+                    .collect();
+                format!("{{ {} }}", entries?.join(", "))
+            }
+        })
+    }
+}
+
 /// How a place is recorded for nodes converted from parsed text.
 #[derive(Clone, Copy)]
 pub enum Origin<'a> {
