@@ -4,6 +4,8 @@
 
 mod generated;
 pub mod profile;
+mod requests;
+mod workloads;
 
 pub use crate::input::diag;
 
@@ -14,7 +16,7 @@ use crate::input::table::Table;
 use diag::{suggest, Diags, Loc, Report};
 pub use profile::{LrmsProfile, Timings};
 
-use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
+use crate::model::{ClusterId, GridId, LeaseRequest, Origin, RequestId};
 use crate::time::{ClockMode, EmuDuration, EmuTime};
 
 /// The topology run when `igemu run` gets no file (also shipped as `topologies/quickstart.toml`).
@@ -1030,8 +1032,72 @@ fn read_topology(
         .table("igg")
         .map(|t| read_igg_table(&t))
         .unwrap_or_default();
+    let (grids, clusters) = read_grids(&top, &lrms_defaults, &igg_defaults, &mut cx);
+    if clusters.len() > usize::from(u16::MAX) || grids.len() > usize::from(u16::MAX) {
+        top.diags.error(
+            &root.loc,
+            "too many grids or clusters (at most 65535)",
+            None,
+        );
+        return None;
+    }
+    let faults = read_faults(top.table("fault"), &grids, diags);
+    let names = GridNames {
+        grids: &grids,
+        diags,
+    };
+    let contracts = read_contracts(&top, &names);
+    let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
+    let w = workloads::read_workloads(&top, &names, &clusters, run_seed, base_dir);
+    top.finish();
+    Some(Topology {
+        name,
+        emulation: emulation?,
+        grids,
+        clusters,
+        contracts,
+        peering,
+        faults,
+        workloads: w.workloads,
+        requests: w.requests,
+        request_labels: w.labels,
+    })
+}
 
-    // Grids and their clusters.
+/// Finds grids by name for the sections that name them.
+pub(super) struct GridNames<'a> {
+    /// The topology's grids.
+    pub grids: &'a [Grid],
+    /// Where problems go.
+    pub diags: &'a Diags,
+}
+
+impl GridNames<'_> {
+    /// The grid called `name`, or a problem at `loc` (`role` says who names it).
+    pub fn find(&self, name: &str, loc: &Loc, role: &str) -> Option<GridId> {
+        match self.grids.iter().position(|g| g.name == name) {
+            Some(i) => Some(GridId(i as u16)),
+            None => {
+                let names: Vec<&str> = self.grids.iter().map(|g| g.name.as_str()).collect();
+                self.diags.error(
+                    loc,
+                    format!("{role} names unknown grid `{name}`"),
+                    Some(suggest(name, &names)),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// The `[[grid]]`s and their clusters, with the topology's `[lrms]` and `[igg]` defaults.
+fn read_grids(
+    top: &Table<'_>,
+    lrms_defaults: &LrmsOverrides<'_>,
+    igg_defaults: &IggOverrides,
+    cx: &mut ReadCx<'_>,
+) -> (Vec<Grid>, Vec<Cluster>) {
+    let diags = cx.diags;
     let mut grids: Vec<Grid> = Vec::new();
     let mut clusters: Vec<Cluster> = Vec::new();
     let grid_nodes = top.tables("grid");
@@ -1073,91 +1139,15 @@ fn read_topology(
             g.missing("cluster", "a grid needs at least one [[grid.cluster]]");
         }
         for (ci, cnode) in cluster_nodes.into_iter().enumerate() {
-            let Some(c) = Table::of(cnode, format!("cluster #{} of {what}", ci + 1), diags) else {
-                continue;
-            };
-            let cname = c
-                .req_str("name", "every cluster needs a name, unique in its grid")
-                .map(|(s, loc)| {
-                    if ids
-                        .iter()
-                        .any(|id: &ClusterId| clusters[usize::from(id.0)].name == s)
-                    {
-                        diags.error(
-                            loc,
-                            format!("cluster `{s}` is defined twice in {what}"),
-                            Some("cluster names must be unique within a grid".into()),
-                        );
-                    }
-                    s.to_string()
-                });
-            let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
-            let hosts = read_hosts(&c, &cwhat);
-            let own = c
-                .table("lrms")
-                .map(|t| read_lrms_table(&t))
-                .unwrap_or_default();
-            c.finish();
-            let profile_name = own.profile.or(lrms_defaults.profile);
-            let profile = match profile_name {
-                Some((p, loc)) => cx.profile(p, loc),
-                None => cx.profile(DEFAULT_PROFILE, &Loc::Builtin),
-            };
-            if let (Some(name), Some(profile)) = (cname, profile) {
-                if hosts.is_empty() {
-                    continue;
-                }
-                let lrms = LrmsSettings {
-                    scheduler: own
-                        .scheduler
-                        .or(lrms_defaults.scheduler)
-                        .unwrap_or(profile.scheduler),
-                    pivots: own
-                        .pivots
-                        .or(lrms_defaults.pivots)
-                        .unwrap_or(profile.pivots),
-                    preemption: own
-                        .preemption
-                        .or(lrms_defaults.preemption)
-                        .unwrap_or(profile.preemption),
-                    cp_alpha: own
-                        .cp_alpha
-                        .or(lrms_defaults.cp_alpha)
-                        .unwrap_or(DEFAULT_CP_ALPHA),
-                    admission: own
-                        .admission
-                        .or(lrms_defaults.admission)
-                        .unwrap_or(AdmissionName::Cacp),
-                    pacp_deadlines: (
-                        own.pacp_low_urgency
-                            .or(lrms_defaults.pacp_low_urgency)
-                            .unwrap_or(0.5),
-                        own.pacp_low_ratio
-                            .or(lrms_defaults.pacp_low_ratio)
-                            .unwrap_or(4.0),
-                        own.pacp_high_ratio
-                            .or(lrms_defaults.pacp_high_ratio)
-                            .unwrap_or(2.0),
-                    ),
-                    queue_limit: own.queue_limit.or(lrms_defaults.queue_limit).unwrap_or(1),
-                    enforce_memory: own
-                        .enforce_memory
-                        .or(lrms_defaults.enforce_memory)
-                        .unwrap_or(true),
-                    search_budget: own
-                        .search_budget
-                        .or(lrms_defaults.search_budget)
-                        .unwrap_or(crate::lrms::policy::SEARCH_BUDGET),
-                    compress: own.compress.or(lrms_defaults.compress).unwrap_or(false),
-                    profile,
-                };
+            let siblings: Vec<&Cluster> = ids
+                .iter()
+                .map(|id: &ClusterId| &clusters[usize::from(id.0)])
+                .collect();
+            if let Some(cluster) =
+                read_cluster(cnode, ci, (gid, &what), &siblings, lrms_defaults, cx)
+            {
                 ids.push(ClusterId(clusters.len() as u16));
-                clusters.push(Cluster {
-                    name,
-                    grid: gid,
-                    hosts,
-                    lrms,
-                });
+                clusters.push(cluster);
             }
         }
         g.finish();
@@ -1169,31 +1159,114 @@ fn read_topology(
             });
         }
     }
-    if clusters.len() > usize::from(u16::MAX) || grids.len() > usize::from(u16::MAX) {
-        top.diags.error(
-            &root.loc,
-            "too many grids or clusters (at most 65535)",
-            None,
-        );
-        return None;
-    }
-    let grid_names: Vec<&str> = grids.iter().map(|g| g.name.as_str()).collect();
-    let find_grid = |name: &str, loc: &Loc, role: &str| -> Option<GridId> {
-        match grids.iter().position(|g| g.name == name) {
-            Some(i) => Some(GridId(i as u16)),
-            None => {
+    (grids, clusters)
+}
+
+/// One `[[grid.cluster]]` of grid `gid` (`what` names the grid); `siblings` are the grid's
+/// clusters read so far.
+fn read_cluster(
+    cnode: &Node,
+    ci: usize,
+    (gid, what): (GridId, &str),
+    siblings: &[&Cluster],
+    lrms_defaults: &LrmsOverrides<'_>,
+    cx: &mut ReadCx<'_>,
+) -> Option<Cluster> {
+    let diags = cx.diags;
+    let c = Table::of(cnode, format!("cluster #{} of {what}", ci + 1), diags)?;
+    let cname = c
+        .req_str("name", "every cluster needs a name, unique in its grid")
+        .map(|(s, loc)| {
+            if siblings.iter().any(|x| x.name == s) {
                 diags.error(
                     loc,
-                    format!("{role} names unknown grid `{name}`"),
-                    Some(suggest(name, &grid_names)),
+                    format!("cluster `{s}` is defined twice in {what}"),
+                    Some("cluster names must be unique within a grid".into()),
                 );
-                None
             }
-        }
+            s.to_string()
+        });
+    let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
+    let hosts = read_hosts(&c, &cwhat);
+    let own = c
+        .table("lrms")
+        .map(|t| read_lrms_table(&t))
+        .unwrap_or_default();
+    c.finish();
+    let profile_name = own.profile.or(lrms_defaults.profile);
+    let profile = match profile_name {
+        Some((p, loc)) => cx.profile(p, loc),
+        None => cx.profile(DEFAULT_PROFILE, &Loc::Builtin),
     };
+    let (name, profile) = (cname?, profile?);
+    if hosts.is_empty() {
+        return None;
+    }
+    let lrms = merge_lrms(&own, lrms_defaults, profile);
+    Some(Cluster {
+        name,
+        grid: gid,
+        hosts,
+        lrms,
+    })
+}
 
-    let faults = read_faults(top.table("fault"), &grids, diags);
-    // Contracts.
+/// A cluster's LRMS settings: its own `[lrms]` keys, else the topology's, else the
+/// profile's or igemu's defaults.
+fn merge_lrms(
+    own: &LrmsOverrides<'_>,
+    lrms_defaults: &LrmsOverrides<'_>,
+    profile: LrmsProfile,
+) -> LrmsSettings {
+    LrmsSettings {
+        scheduler: own
+            .scheduler
+            .or(lrms_defaults.scheduler)
+            .unwrap_or(profile.scheduler),
+        pivots: own
+            .pivots
+            .or(lrms_defaults.pivots)
+            .unwrap_or(profile.pivots),
+        preemption: own
+            .preemption
+            .or(lrms_defaults.preemption)
+            .unwrap_or(profile.preemption),
+        cp_alpha: own
+            .cp_alpha
+            .or(lrms_defaults.cp_alpha)
+            .unwrap_or(DEFAULT_CP_ALPHA),
+        admission: own
+            .admission
+            .or(lrms_defaults.admission)
+            .unwrap_or(AdmissionName::Cacp),
+        pacp_deadlines: (
+            own.pacp_low_urgency
+                .or(lrms_defaults.pacp_low_urgency)
+                .unwrap_or(0.5),
+            own.pacp_low_ratio
+                .or(lrms_defaults.pacp_low_ratio)
+                .unwrap_or(4.0),
+            own.pacp_high_ratio
+                .or(lrms_defaults.pacp_high_ratio)
+                .unwrap_or(2.0),
+        ),
+        queue_limit: own.queue_limit.or(lrms_defaults.queue_limit).unwrap_or(1),
+        enforce_memory: own
+            .enforce_memory
+            .or(lrms_defaults.enforce_memory)
+            .unwrap_or(true),
+        search_budget: own
+            .search_budget
+            .or(lrms_defaults.search_budget)
+            .unwrap_or(crate::lrms::policy::SEARCH_BUDGET),
+        compress: own.compress.or(lrms_defaults.compress).unwrap_or(false),
+        profile,
+    }
+}
+
+/// The `[[contract]]`s between grids.
+fn read_contracts(top: &Table<'_>, grids: &GridNames<'_>) -> Vec<Contract> {
+    let diags = grids.diags;
     let mut contracts = Vec::new();
     for (i, cnode) in top.tables("contract").into_iter().enumerate() {
         let Some(c) = Table::of(cnode, format!("contract #{}", i + 1), diags) else {
@@ -1201,10 +1274,10 @@ fn read_topology(
         };
         let from = c
             .req_str("from", "the grid that redirects requests")
-            .and_then(|(s, l)| find_grid(s, l, "contract"));
+            .and_then(|(s, l)| grids.find(s, l, "contract"));
         let to = c
             .req_str("to", "the grid that serves them")
-            .and_then(|(s, l)| find_grid(s, l, "contract"));
+            .and_then(|(s, l)| grids.find(s, l, "contract"));
         if let (Some(f), Some(t)) = (from, to) {
             if f == t {
                 if let Some((_, loc)) = c.str("to") {
@@ -1245,316 +1318,5 @@ fn read_topology(
             });
         }
     }
-
-    // Workloads and their requests.
-    let mut workloads: Vec<Workload> = Vec::new();
-    let mut requests: Vec<LeaseRequest> = Vec::new();
-    let mut labels: Vec<String> = Vec::new();
-    for (wi, wnode) in top.tables("workload").into_iter().enumerate() {
-        let Some(w) = Table::of(wnode, format!("workload #{}", wi + 1), diags) else {
-            continue;
-        };
-        let wname = w
-            .str("name")
-            .map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
-        if workloads.iter().any(|x| x.name == wname) {
-            if let Some((_, loc)) = w.str("name") {
-                diags.error(loc, format!("workload `{wname}` is defined twice"), None);
-            }
-        }
-        let what = format!("workload `{wname}`");
-        let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| {
-            if o == "local" {
-                Origin::Local
-            } else {
-                Origin::External
-            }
-        });
-        if w.get("origin").is_none() {
-            w.missing(
-                "origin",
-                "origin = \"local\" (to a cluster's LRMS) or \"external\" (to the grid's IGG)",
-            );
-        }
-        let grid = w
-            .req_str("grid", "the grid whose users submit these requests")
-            .and_then(|(s, l)| find_grid(s, l, &what));
-        let cluster = match (w.str("cluster"), grid) {
-            (Some((cname, loc)), Some(gid)) => {
-                let g = &grids[usize::from(gid.0)];
-                let found = g
-                    .clusters
-                    .iter()
-                    .copied()
-                    .find(|c| clusters[usize::from(c.0)].name == cname);
-                if found.is_none() {
-                    let names: Vec<&str> = g
-                        .clusters
-                        .iter()
-                        .map(|c| clusters[usize::from(c.0)].name.as_str())
-                        .collect();
-                    diags.error(
-                        loc,
-                        format!(
-                            "{what} names unknown cluster `{cname}` in grid `{}`",
-                            g.name
-                        ),
-                        Some(suggest(cname, &names)),
-                    );
-                }
-                found
-            }
-            _ => None,
-        };
-        match (origin, w.str("cluster")) {
-            (Some(Origin::Local), None) => w.missing(
-                "cluster",
-                "local requests go to one cluster's LRMS: cluster = \"name\"",
-            ),
-            (Some(Origin::External), Some((_, loc))) => diags.error(
-                loc,
-                format!("{what} is external, so the IGG picks the cluster"),
-                Some("remove `cluster`, or make the workload local".into()),
-            ),
-            _ => {}
-        }
-        let mut ids = Vec::new();
-        let model = w
-            .choice("model", &["inline", "das2", "lublin99", "gwa", "swf"])
-            .map_or("inline", |(m, _)| m);
-        if model == "inline" {
-            generated::reject_on_inline(&w);
-        } else if let (Some(origin), Some(grid)) = (origin, grid) {
-            let clusters_used: Vec<&Cluster> = match cluster {
-                Some(c) => vec![&clusters[usize::from(c.0)]],
-                None => grids[usize::from(grid.0)]
-                    .clusters
-                    .iter()
-                    .map(|c| &clusters[usize::from(c.0)])
-                    .collect(),
-            };
-            let target = generated::Target {
-                name: &wname,
-                origin,
-                grid,
-                cluster,
-                clusters: clusters_used,
-            };
-            let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
-            let mut sink = generated::Sink {
-                requests: &mut requests,
-                labels: &mut labels,
-            };
-            ids = generated::read(&w, model, &target, run_seed, base_dir, &mut sink);
-            if let Some(n) = w.get("request") {
-                diags.error(
-                    &n.loc,
-                    format!(
-                        "{what} is generated (model = \"{model}\"), so it cannot list requests"
-                    ),
-                    Some("use model = \"inline\" for a list of requests".into()),
-                );
-            }
-        }
-        let request_nodes = if model == "inline" {
-            w.tables("request")
-        } else {
-            Vec::new()
-        };
-        for (ri, rnode) in request_nodes.into_iter().enumerate() {
-            let Some(r) = Table::of(rnode, format!("request #{} of {what}", ri + 1), diags) else {
-                continue;
-            };
-            let label = match r.get("id").map(|n| &n.kind) {
-                Some(node::NodeKind::Str(s)) => Some(s.clone()),
-                Some(node::NodeKind::Int(i)) => Some(i.to_string()),
-                Some(_) => {
-                    r.str("id");
-                    None
-                }
-                None => Some(format!("{wname}-{}", ri + 1)),
-            };
-            if let (Some(l), Some(node)) = (&label, r.get("id")) {
-                if labels.contains(l) {
-                    diags.error(
-                        &node.loc,
-                        format!("request id `{l}` is used twice"),
-                        Some("request ids must be unique in a topology".into()),
-                    );
-                }
-            }
-            let rwhat = format!("request `{}` of {what}", label.as_deref().unwrap_or("?"));
-            let arrival = r.duration("arrival").map(|(d, _)| EmuTime::ZERO + d);
-            if r.get("arrival").is_none() {
-                r.missing(
-                    "arrival",
-                    "when the request is submitted, e.g. arrival = \"00:05:00\" or \"300s\"",
-                );
-            }
-            let vms = r.positive("vms", 1_000_000).map(|(v, loc)| (v as u32, loc));
-            if r.get("vms").is_none() {
-                r.missing("vms", "how many VMs, e.g. vms = 2");
-            }
-            let mem_mb = r
-                .positive("mem_mb", 1 << 30)
-                .map(|(v, loc)| (v as u32, loc));
-            if r.get("mem_mb").is_none() {
-                r.missing("mem_mb", "memory per VM in MB, e.g. mem_mb = 1024");
-            }
-            let cores_per_vm = r
-                .positive("cores_per_vm", 1 << 16)
-                .map_or(Some((1u32, &r.node.loc)), |(v, l)| Some((v as u32, l)));
-            let duration = r.duration("duration").and_then(|(d, loc)| {
-                if d == EmuDuration::ZERO {
-                    diags.error(
-                        loc,
-                        format!("{rwhat} has a zero duration"),
-                        Some("a lease runs for a positive time, e.g. \"1h\"".into()),
-                    );
-                    None
-                } else {
-                    Some(d)
-                }
-            });
-            if r.get("duration").is_none() {
-                r.missing(
-                    "duration",
-                    "how long the lease runs, e.g. duration = \"1h\"",
-                );
-            }
-            let type_names: Vec<&'static str> = LeaseType::ALL.iter().map(|t| t.as_str()).collect();
-            let lease_type = match (origin, r.choice("type", &type_names)) {
-                (Some(Origin::Local), Some((t, loc))) if t != "non-preemptable" => {
-                    diags.error(loc, format!("{rwhat} is local, and local requests are non-preemptable"), Some("remove `type`; local requests are deadline-constrained and non-preemptable".into()));
-                    None
-                }
-                (_, Some((t, _))) => LeaseType::parse(t),
-                (Some(Origin::Local), None) => Some(LeaseType::DeadlineNonPreemptable),
-                (_, None) if r.get("type").is_some() => None,
-                (_, None) => Some(LeaseType::BestEffortSuspendable),
-            };
-            let start = r.duration("start").map(|(d, l)| (EmuTime::ZERO + d, l));
-            if let (Some((_, loc)), Some(Origin::External)) = (start, origin) {
-                diags.error(
-                    loc,
-                    "`start` is for local requests, which are served in a requested interval",
-                    Some("external leases start when the LRMS schedules them".into()),
-                );
-            }
-            let deadline = r.duration("deadline").map(|(d, l)| (EmuTime::ZERO + d, l));
-            if let (Some(lt), Some((dl, loc)), Some(arr), Some(dur)) =
-                (lease_type, deadline, arrival, duration)
-            {
-                let earliest = start.map_or(arr, |(s, _)| s.max(arr)) + dur;
-                if !lt.deadline_constrained() {
-                    diags.error(
-                        loc,
-                        format!("{rwhat} is best-effort ({lt}), which has no deadline"),
-                        Some(
-                            "remove `deadline`, or use type \"migratable\" or \"non-preemptable\""
-                                .into(),
-                        ),
-                    );
-                } else if dl < earliest {
-                    diags.error(loc, format!("{rwhat} has deadline {dl} before it could finish ({earliest})"), Some("a deadline is an absolute time from the start of the run; give at least arrival + duration".into()));
-                }
-            }
-            if let (Some((s, loc)), Some(a)) = (start, arrival) {
-                if s < a {
-                    diags.error(
-                        loc,
-                        format!("{rwhat} starts before it arrives"),
-                        Some("`start` is an absolute time at or after `arrival`".into()),
-                    );
-                }
-            }
-            if lease_type.is_some_and(|t| t.deadline_constrained())
-                && deadline.is_none()
-                && origin == Some(Origin::External)
-            {
-                r.missing(
-                    "deadline",
-                    "deadline-constrained leases need an absolute deadline, e.g. deadline = \"6h\"",
-                );
-            }
-            r.finish();
-            // Capacity: would this request fit anywhere it may be placed?
-            if let (Some((v, vloc)), Some((m, _)), Some((cpv, _))) = (vms, mem_mb, cores_per_vm) {
-                let candidates: Vec<&Cluster> = match (origin, cluster) {
-                    (Some(Origin::Local), Some(c)) => vec![&clusters[usize::from(c.0)]],
-                    _ => clusters.iter().collect(),
-                };
-                let capacity = |c: &&Cluster| vm_capacity(c, cpv, m);
-                let most = candidates.iter().map(capacity).max().unwrap_or(0);
-                if !candidates.is_empty() && most < u64::from(v) {
-                    diags.error(vloc, format!("{rwhat} needs {v} VMs of {m} MB and {cpv} core(s), more than any cluster it may use can hold"), Some(format!("the largest such cluster holds at most {most} VMs of that size; reduce `vms` or `mem_mb`, or add hosts")));
-                }
-            }
-            if let (
-                Some(label),
-                Some(origin),
-                Some(grid),
-                Some(arrival),
-                Some((vms, _)),
-                Some((mem_mb, _)),
-                Some((cores_per_vm, _)),
-                Some(duration),
-                Some(lease_type),
-            ) = (
-                label,
-                origin,
-                grid,
-                arrival,
-                vms,
-                mem_mb,
-                cores_per_vm,
-                duration,
-                lease_type,
-            ) {
-                let id = RequestId(requests.len() as u32);
-                requests.push(LeaseRequest {
-                    id,
-                    origin,
-                    grid,
-                    cluster,
-                    arrival,
-                    start: start.map(|(s, _)| s),
-                    vms,
-                    cores_per_vm,
-                    mem_mb,
-                    duration,
-                    lease_type,
-                    deadline: deadline.map(|(d, _)| d),
-                    moldable: false,
-                    deadline_ratio: None,
-                });
-                labels.push(label);
-                ids.push(id);
-            }
-        }
-        w.finish();
-        if let (Some(origin), Some(grid)) = (origin, grid) {
-            ids.sort_by_key(|id| (requests[id.0 as usize].arrival, id.0));
-            workloads.push(Workload {
-                name: wname,
-                origin,
-                grid,
-                cluster,
-                requests: ids,
-            });
-        }
-    }
-    top.finish();
-    Some(Topology {
-        name,
-        emulation: emulation?,
-        grids,
-        clusters,
-        contracts,
-        peering,
-        faults,
-        workloads,
-        requests,
-        request_labels: labels,
-    })
+    contracts
 }
