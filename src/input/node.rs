@@ -220,72 +220,67 @@ pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags)
     };
     let mut cur = root;
     for (depth, seg) in segments.iter().enumerate() {
-        let last = depth + 1 == segments.len();
-        match &mut cur.kind {
-            NodeKind::Table(entries) => {
-                let pos = entries.iter().position(|(k, _)| k.name == *seg);
-                let pos = match pos {
-                    Some(p) => p,
-                    None => {
-                        let fresh = Node {
-                            kind: NodeKind::Table(Vec::new()),
-                            loc: loc.clone(),
-                        };
-                        entries.push((
-                            Key {
-                                name: seg.to_string(),
-                                loc: loc.clone(),
-                            },
-                            fresh,
-                        ));
-                        entries.len() - 1
-                    }
-                };
-                if last {
-                    entries[pos].1 = value;
-                    return;
-                }
-                cur = &mut entries[pos].1;
+        match step(cur, seg, &loc) {
+            Ok(next) => cur = next,
+            Err(Step::NotContainer(kind)) => {
+                let message = format!("`{}` is {kind}, not a table", segments[..depth].join("."));
+                diags.error(&loc, message, None);
+                return;
             }
-            NodeKind::Array(items) => {
-                let Ok(i) = seg.parse::<usize>() else {
-                    diags.error(
-                        &loc,
-                        format!("`{seg}` indexes an array; use a number"),
-                        Some(format!(
-                            "the array has {} entries, numbered from 0",
-                            items.len()
-                        )),
-                    );
-                    return;
-                };
-                let n = items.len();
-                let Some(item) = items.get_mut(i) else {
-                    diags.error(
-                        &loc,
-                        format!("index {i} is past the end of an array of {n}"),
-                        None,
-                    );
-                    return;
-                };
-                if last {
-                    *item = value;
-                    return;
-                }
-                cur = item;
-            }
-            other => {
-                diags.error(
-                    &loc,
-                    format!(
-                        "`{}` is {}, not a table",
-                        segments[..depth].join("."),
-                        other.type_name()
-                    ),
-                    None,
-                );
+            Err(Step::Bad(message, hint)) => {
+                diags.error(&loc, message, hint);
                 return;
             }
         }
+    }
+    *cur = value;
+}
+
+/// Why an override's path cannot go on.
+enum Step {
+    /// The value there is neither a table nor an array (its kind).
+    NotContainer(&'static str),
+    /// A bad array index: the message and a hint.
+    Bad(String, Option<String>),
+}
+
+/// The child of `node` that `seg` names: a table's key (created, empty, if absent) or an
+/// array's index.
+fn step<'n>(node: &'n mut Node, seg: &str, loc: &Loc) -> Result<&'n mut Node, Step> {
+    match &mut node.kind {
+        NodeKind::Table(entries) => {
+            let pos = match entries.iter().position(|(k, _)| k.name == seg) {
+                Some(p) => p,
+                None => {
+                    let key = Key {
+                        name: seg.to_string(),
+                        loc: loc.clone(),
+                    };
+                    let fresh = Node {
+                        kind: NodeKind::Table(Vec::new()),
+                        loc: loc.clone(),
+                    };
+                    entries.push((key, fresh));
+                    entries.len() - 1
+                }
+            };
+            Ok(&mut entries[pos].1)
+        }
+        NodeKind::Array(items) => {
+            let n = items.len();
+            let Ok(i) = seg.parse::<usize>() else {
+                return Err(Step::Bad(
+                    format!("`{seg}` indexes an array; use a number"),
+                    Some(format!("the array has {n} entries, numbered from 0")),
+                ));
+            };
+            items.get_mut(i).ok_or_else(|| {
+                Step::Bad(
+                    format!("index {i} is past the end of an array of {n}"),
+                    None,
+                )
+            })
+        }
+        other => Err(Step::NotContainer(other.type_name())),
     }
 }

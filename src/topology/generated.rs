@@ -252,6 +252,47 @@ pub fn read(
         return Vec::new();
     }
     let seed = stream_seed(run_seed, &format!("workload:{}", target.name));
+    let jobs = read_jobs(w, model, (model_span, max_vms, max_jobs), seed, base_dir);
+    let mix = read_mix(w.table("mix"));
+    let (deadlines, soft) = read_deadlines(w.table("deadlines"));
+    if let (Origin::Local, Some(n)) = (target.origin, w.get("mix")) {
+        diags.error(
+            &n.loc,
+            "local requests are all non-preemptable: a type mix does not apply",
+            Some("remove [workload.mix]".into()),
+        );
+    }
+    let jobs: Vec<workload::Job> = if rate == 1.0 {
+        jobs
+    } else {
+        jobs.into_iter()
+            .map(|j| workload::Job {
+                arrival: EmuDuration::from_secs_f64(j.arrival.as_secs_f64() / rate),
+                ..j
+            })
+            .collect()
+    };
+    let moldable = w.bool("moldable").is_some_and(|(b, _)| b);
+    let kinds = workload::assign(&jobs, &mix, &deadlines, stream_seed(seed, "types"));
+    let shape = RequestShape {
+        start,
+        mem_mb,
+        cores_per_vm,
+        moldable,
+        soft,
+    };
+    push_requests(&jobs, kinds, target, &shape, sink)
+}
+
+/// The jobs of `model` over `span` (at most `max_jobs`, none over `max_vms`); settings for
+/// another model are a problem.
+fn read_jobs(
+    w: &Table<'_>,
+    model: &str,
+    (model_span, max_vms, max_jobs): (EmuDuration, u32, usize),
+    seed: u64,
+    base_dir: Option<&Path>,
+) -> Vec<workload::Job> {
     let jobs = match model {
         "das2" => workload::generate(
             &Model::Das2(read_das2(w.table("das2"))),
@@ -279,7 +320,7 @@ pub fn read(
     for other in ["das2", "lublin99", "gwa", "swf"] {
         if other != model {
             if let Some(n) = w.get(other) {
-                diags.error(
+                w.diags.error(
                     &n.loc,
                     format!("`{other}` settings, but the workload's model is `{model}`"),
                     Some(format!("set model = \"{other}\", or remove the table")),
@@ -287,42 +328,42 @@ pub fn read(
             }
         }
     }
-    let mix = read_mix(w.table("mix"));
-    let (deadlines, soft) = read_deadlines(w.table("deadlines"));
-    if let (Origin::Local, Some(n)) = (target.origin, w.get("mix")) {
-        diags.error(
-            &n.loc,
-            "local requests are all non-preemptable: a type mix does not apply",
-            Some("remove [workload.mix]".into()),
-        );
-    }
-    let jobs: Vec<workload::Job> = if rate == 1.0 {
-        jobs
-    } else {
-        jobs.into_iter()
-            .map(|j| workload::Job {
-                arrival: EmuDuration::from_secs_f64(j.arrival.as_secs_f64() / rate),
-                ..j
-            })
-            .collect()
-    };
-    let moldable = w.bool("moldable").is_some_and(|(b, _)| b);
-    let kinds = workload::assign(&jobs, &mix, &deadlines, stream_seed(seed, "types"));
+    jobs
+}
+
+/// What every generated request of a workload shares.
+struct RequestShape {
+    start: EmuTime,
+    mem_mb: u32,
+    cores_per_vm: u32,
+    moldable: bool,
+    /// Whether best-effort requests get (soft) deadlines too.
+    soft: bool,
+}
+
+/// One request per job, with its type and deadline (ratio), into `sink`.
+fn push_requests(
+    jobs: &[workload::Job],
+    kinds: Vec<(LeaseType, f64)>,
+    target: &Target<'_>,
+    shape: &RequestShape,
+    sink: &mut Sink<'_>,
+) -> Vec<RequestId> {
     let mut ids = Vec::with_capacity(jobs.len());
     for (n, (job, (kind, ratio))) in jobs.iter().zip(kinds).enumerate() {
         let id = RequestId(sink.requests.len() as u32);
-        let arrival = start + job.arrival;
+        let arrival = shape.start + job.arrival;
         let lease_type = match target.origin {
             Origin::Local => LeaseType::DeadlineNonPreemptable,
             Origin::External => kind,
         };
         let has_deadline =
-            target.origin == Origin::External && (lease_type.deadline_constrained() || soft);
+            target.origin == Origin::External && (lease_type.deadline_constrained() || shape.soft);
         // A moldable request's run time depends on the cluster that runs it: its deadline is
         // resolved there from the ratio.
-        let deadline = (has_deadline && !moldable)
+        let deadline = (has_deadline && !shape.moldable)
             .then(|| arrival + EmuDuration::from_secs_f64(job.duration.as_secs_f64() * ratio));
-        let deadline_ratio = (has_deadline && moldable).then_some(ratio);
+        let deadline_ratio = (has_deadline && shape.moldable).then_some(ratio);
         sink.requests.push(LeaseRequest {
             id,
             origin: target.origin,
@@ -331,12 +372,12 @@ pub fn read(
             arrival,
             start: None,
             vms: job.vms,
-            cores_per_vm,
-            mem_mb,
+            cores_per_vm: shape.cores_per_vm,
+            mem_mb: shape.mem_mb,
             duration: job.duration,
             lease_type,
             deadline,
-            moldable,
+            moldable: shape.moldable,
             deadline_ratio,
         });
         sink.labels.push(format!("{}-{}", target.name, n + 1));

@@ -479,22 +479,12 @@ fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
     }
 }
 
-fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fault::FaultConfig {
-    use crate::fault::{Crash, FaultConfig, LinkFaults, Partition};
+fn read_faults(t: Option<Table<'_>>, names: &GridNames<'_>) -> crate::fault::FaultConfig {
+    use crate::fault::{Crash, FaultConfig, LinkFaults};
+    let diags = names.diags;
     let mut cfg = FaultConfig::default();
     let Some(t) = t else { return cfg };
-    let names: Vec<&str> = grids.iter().map(|g| g.name.as_str()).collect();
-    let grid = |s: &str, loc: &Loc| match grids.iter().position(|g| g.name == s) {
-        Some(i) => Some(GridId(i as u16)),
-        None => {
-            diags.error(
-                loc,
-                format!("[fault] names unknown grid `{s}`"),
-                Some(suggest(s, &names)),
-            );
-            None
-        }
-    };
+    let grid = |s: &str, loc: &Loc| names.find(s, loc, "[fault]");
     read_link_faults(&t, &mut cfg.global);
     if cfg.global.reorder > 0.0 && cfg.global.reorder_window == EmuDuration::ZERO {
         cfg.global.reorder_window = EmuDuration::from_secs(1);
@@ -520,40 +510,7 @@ fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fa
         }
     }
     for (i, n) in t.tables("partition").into_iter().enumerate() {
-        let Some(p) = Table::of(n, format!("partition #{}", i + 1), diags) else {
-            continue;
-        };
-        let between: Option<Vec<GridId>> = p.get("between").and_then(|b| match &b.kind {
-            node::NodeKind::Array(a) if a.len() == 2 => a
-                .iter()
-                .map(|x| match &x.kind {
-                    node::NodeKind::Str(s) => grid(s, &x.loc),
-                    _ => None,
-                })
-                .collect(),
-            _ => {
-                diags.error(
-                    &b.loc,
-                    "`between` must name two grids",
-                    Some("between = [\"a\", \"b\"]".into()),
-                );
-                None
-            }
-        });
-        if p.get("between").is_none() {
-            p.missing("between", "between = [\"a\", \"b\"]");
-        }
-        let from = p.duration("from").map(|(d, _)| EmuTime::ZERO + d);
-        let until = p.duration("until").map(|(d, _)| EmuTime::ZERO + d);
-        p.finish();
-        if let (Some(b), Some(from), Some(until)) = (between, from, until) {
-            cfg.partitions.push(Partition {
-                a: b[0],
-                b: b[1],
-                from,
-                until,
-            });
-        }
+        cfg.partitions.extend(read_partition(n, i, names));
     }
     for (i, n) in t.tables("crash").into_iter().enumerate() {
         let Some(c) = Table::of(n, format!("crash #{}", i + 1), diags) else {
@@ -571,6 +528,42 @@ fn read_faults(t: Option<Table<'_>>, grids: &[Grid], diags: &Diags) -> crate::fa
     }
     t.finish();
     cfg
+}
+
+/// A `[[fault.partition]]`: two grids cut apart from `from` until `until`.
+fn read_partition(n: &Node, i: usize, names: &GridNames<'_>) -> Option<crate::fault::Partition> {
+    let diags = names.diags;
+    let p = Table::of(n, format!("partition #{}", i + 1), diags)?;
+    let between: Option<Vec<GridId>> = p.get("between").and_then(|b| match &b.kind {
+        node::NodeKind::Array(a) if a.len() == 2 => a
+            .iter()
+            .map(|x| match &x.kind {
+                node::NodeKind::Str(s) => names.find(s, &x.loc, "[fault]"),
+                _ => None,
+            })
+            .collect(),
+        _ => {
+            diags.error(
+                &b.loc,
+                "`between` must name two grids",
+                Some("between = [\"a\", \"b\"]".into()),
+            );
+            None
+        }
+    });
+    if p.get("between").is_none() {
+        p.missing("between", "between = [\"a\", \"b\"]");
+    }
+    let from = p.duration("from").map(|(d, _)| EmuTime::ZERO + d);
+    let until = p.duration("until").map(|(d, _)| EmuTime::ZERO + d);
+    p.finish();
+    let b = between?;
+    Some(crate::fault::Partition {
+        a: b[0],
+        b: b[1],
+        from: from?,
+        until: until?,
+    })
 }
 
 /// A source of requests: the local users of a cluster, or an external user agent (DVE
@@ -1041,11 +1034,11 @@ fn read_topology(
         );
         return None;
     }
-    let faults = read_faults(top.table("fault"), &grids, diags);
     let names = GridNames {
         grids: &grids,
         diags,
     };
+    let faults = read_faults(top.table("fault"), &names);
     let contracts = read_contracts(&top, &names);
     let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
     let w = workloads::read_workloads(&top, &names, &clusters, run_seed, base_dir);

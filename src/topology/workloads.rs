@@ -57,19 +57,7 @@ fn read_workload(
         }
     }
     let what = format!("workload `{wname}`");
-    let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| {
-        if o == "local" {
-            Origin::Local
-        } else {
-            Origin::External
-        }
-    });
-    if w.get("origin").is_none() {
-        w.missing(
-            "origin",
-            "origin = \"local\" (to a cluster's LRMS) or \"external\" (to the grid's IGG)",
-        );
-    }
+    let origin = read_origin(&w);
     let grid = w
         .req_str("grid", "the grid whose users submit these requests")
         .and_then(|(s, l)| grids.find(s, l, &what));
@@ -101,14 +89,7 @@ fn read_workload(
             origin,
             grid,
             cluster,
-            clusters: match cluster {
-                Some(c) => vec![&clusters[usize::from(c.0)]],
-                None => grids.grids[usize::from(grid.0)]
-                    .clusters
-                    .iter()
-                    .map(|c| &clusters[usize::from(c.0)])
-                    .collect(),
-            },
+            clusters: usable(cluster, grid, (grids, clusters)),
         };
         ids = generated::read(&w, model, &target, run_seed, base_dir, &mut sink);
         if let Some(n) = w.get("request") {
@@ -129,6 +110,40 @@ fn read_workload(
             cluster,
             requests: ids,
         });
+    }
+}
+
+/// Who submits: `local` users of a cluster, or a grid's `external` users.
+fn read_origin(w: &Table<'_>) -> Option<Origin> {
+    let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| {
+        if o == "local" {
+            Origin::Local
+        } else {
+            Origin::External
+        }
+    });
+    if w.get("origin").is_none() {
+        w.missing(
+            "origin",
+            "origin = \"local\" (to a cluster's LRMS) or \"external\" (to the grid's IGG)",
+        );
+    }
+    origin
+}
+
+/// The clusters a workload's requests may run on: its cluster, or every cluster of its grid.
+fn usable<'a>(
+    cluster: Option<ClusterId>,
+    grid: GridId,
+    (grids, clusters): (&GridNames<'_>, &'a [Cluster]),
+) -> Vec<&'a Cluster> {
+    match cluster {
+        Some(c) => vec![&clusters[usize::from(c.0)]],
+        None => grids.grids[usize::from(grid.0)]
+            .clusters
+            .iter()
+            .map(|c| &clusters[usize::from(c.0)])
+            .collect(),
     }
 }
 
