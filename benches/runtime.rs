@@ -283,7 +283,6 @@ fn vm_memory(n: u32) -> f64 {
                 igg,
                 None,
                 Vec::new(),
-                igemu::lrms::admission::AdmissionPolicy::Cacp,
             )
             .start(),
         };

@@ -274,25 +274,6 @@ impl RunResult {
     }
 }
 
-/// The admission policy of a cluster's LRMS; PACP's and RACP's models are measured online by
-/// the LRMS itself ([`lrms::admission::Monitor`]).
-fn admission_for(cluster: &topology::Cluster) -> lrms::admission::AdmissionPolicy {
-    use lrms::admission::AdmissionPolicy as P;
-    use topology::AdmissionName;
-    let (low_urgency, low_ratio, high_ratio) = cluster.lrms.pacp_deadlines;
-    match cluster.lrms.admission {
-        AdmissionName::Cacp => P::Cacp,
-        AdmissionName::Aacp => P::Aacp,
-        AdmissionName::Racp => P::Racp,
-        AdmissionName::Pacp => P::Pacp {
-            low_urgency,
-            low_ratio,
-            high_ratio,
-        },
-        AdmissionName::Fixed => P::Fixed(cluster.lrms.queue_limit),
-    }
-}
-
 /// The requests of the workloads `pick` selects, in arrival order.
 fn requests_where(topo: &Topology, pick: impl Fn(&topology::Workload) -> bool) -> Vec<RequestId> {
     let mut ids: Vec<RequestId> = topo
@@ -350,10 +331,7 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
             let lrmss = grid
                 .clusters
                 .iter()
-                .map(|&cid| {
-                    let admission = admission_for(topo.cluster(cid));
-                    (cid, start_cluster(&emu, cid, &igg, &director, admission))
-                })
+                .map(|&cid| (cid, start_cluster(&emu, cid, &igg, &director)))
                 .collect();
             Igg::new(
                 Rc::clone(&emu),
@@ -385,7 +363,6 @@ fn start_cluster(
     cid: ClusterId,
     igg: &Peer<Igg>,
     director: &Peer<Director>,
-    admission: lrms::admission::AdmissionPolicy,
 ) -> Peer<Lrms> {
     let topo = &emu.topo;
     let cluster = topo.cluster(cid);
@@ -431,15 +408,7 @@ fn start_cluster(
                 addr: u.start(),
             }
         });
-        Lrms::new(
-            Rc::clone(emu),
-            lrms_id,
-            cid,
-            igg.clone(),
-            users,
-            hosts,
-            admission,
-        )
+        Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts)
     });
     Peer { id: lrms_id, addr }
 }

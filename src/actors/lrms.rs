@@ -21,7 +21,6 @@ use super::vm::Vm;
 use super::{Emu, Peer};
 use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
-use crate::lrms::admission::AdmissionPolicy;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::metrics::Violation;
 use crate::model::{ClusterId, Origin, RequestId, RequestState};
@@ -49,18 +48,17 @@ impl Lrms {
         igg: Peer<Igg>,
         users: Option<Peer<Users>>,
         hosts: Vec<Peer<Host>>,
-        admission: AdmissionPolicy,
     ) -> Lrms {
         let spec = emu.topo.cluster(cluster);
         let lrms = &spec.lrms;
         let grid = &emu.topo.grids[usize::from(spec.grid.0)];
         let cfg = Config {
-            backfilling: lrms.backfilling(),
-            preemption: lrms.policy(),
+            backfilling: lrms.backfilling,
+            preemption: lrms.preemption,
             overhead: crate::lrms::overhead::OverheadModel::new(&lrms.profile.timings),
             boot: lrms.profile.timings.boot,
             seed: stream_seed(emu.topo.emulation.seed, &emu.tracer.name(id)),
-            admission,
+            admission: lrms.admission,
             can_migrate: grid.clusters.len() > 1,
             enforce_memory: lrms.enforce_memory,
             search_budget: lrms.search_budget,

@@ -6,9 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::model::HostSpec;
 use crate::model::RequestId;
 use crate::time::{EmuDuration, EmuTime};
-use crate::topology::HostSpec;
 
 /// One VM-sized slice of a host, taken for `[start, end)`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,7 +21,25 @@
 
 use crate::model::LeaseType;
 use crate::time::EmuDuration;
-use crate::topology::Timings;
+
+/// Timings of VM operations, the inputs of the overhead model (paper 003 eqs. 3–8).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timings {
+    /// Deploy and boot one VM.
+    pub boot: EmuDuration,
+    /// Stop one VM (cancellation).
+    pub shutdown: EmuDuration,
+    /// Pause (or unpause) one VM: t_p.
+    pub pause_per_vm: EmuDuration,
+    /// Rate of writing VM memory to shared storage, MB/s: B (or s).
+    pub suspend_rate_mb_s: f64,
+    /// Rate of reading VM memory back, MB/s: r.
+    pub resume_rate_mb_s: f64,
+    /// Network bandwidth for copying a suspended VM to another cluster, MB/s: b.
+    pub copy_rate_mb_s: f64,
+    /// Rescheduling a preempted lease: δ.
+    pub reschedule: EmuDuration,
+}
 
 /// What preempting one lease for a local request does to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

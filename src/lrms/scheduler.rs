@@ -45,9 +45,9 @@ use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
 use super::policy::{self, PreemptionPolicy};
 use super::storage::Storage;
+use crate::model::HostSpec;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
-use crate::topology::HostSpec;
 
 /// How many times a decision may widen the local request's interval to cover its lateness.
 const MAX_WINDOW_EXTENSIONS: usize = 4;

@@ -191,3 +191,14 @@ mod tests {
         assert!(!LeaseType::BestEffortSuspendable.deadline_constrained());
     }
 }
+
+/// One host: its cores, memory and core speed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSpec {
+    /// Cores per host.
+    pub cores: u32,
+    /// Memory per host, MB.
+    pub memory_mb: u64,
+    /// Speed of one core, MIPS.
+    pub mips: u32,
+}

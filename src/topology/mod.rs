@@ -157,36 +157,20 @@ named_enum! {
     }
 }
 
-/// A group of identical hosts.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostSpec {
-    /// Cores per host.
-    pub cores: u32,
-    /// Memory per host, MB.
-    pub memory_mb: u64,
-    /// Speed of one core, MIPS.
-    pub mips: u32,
-}
+pub use crate::model::HostSpec;
 
 /// Settings of one cluster's LRMS (profile defaults, then `[lrms]`, then the cluster's own).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LrmsSettings {
     /// Timings and defaults.
     pub profile: LrmsProfile,
-    /// Scheduling policy.
-    pub scheduler: SchedulerKind,
-    /// Reservations held by waiting leases under EASY backfilling.
-    pub pivots: u32,
-    /// Preemption policy.
-    pub preemption: PreemptionName,
-    /// α of the CP policy.
-    pub cp_alpha: f64,
-    /// Admission control of external requests.
-    pub admission: AdmissionName,
-    /// PACP's deadline model: share of low-urgency requests and the two deadline ratios.
-    pub pacp_deadlines: (f64, f64, f64),
-    /// The queue length of the `fixed` admission policy.
-    pub queue_limit: usize,
+    /// How external leases are scheduled (with EASY's pivots).
+    pub backfilling: crate::lrms::Backfilling,
+    /// Which leases a local request preempts (with CP's α).
+    pub preemption: crate::lrms::policy::PreemptionPolicy,
+    /// Admission control of external requests (with PACP's deadline model or the fixed
+    /// limit).
+    pub admission: crate::lrms::admission::AdmissionPolicy,
     /// Whether VM memory limits placement (false: overcommitted, only cores count).
     pub enforce_memory: bool,
     /// Search steps one preemption decision may take when room is not additive.
@@ -196,33 +180,54 @@ pub struct LrmsSettings {
     pub compress: bool,
 }
 
-impl LrmsSettings {
-    /// The backfilling the core runs.
-    pub fn backfilling(&self) -> crate::lrms::Backfilling {
+impl SchedulerKind {
+    /// The backfilling this names, with EASY's `pivots`.
+    pub fn backfilling(self, pivots: u32) -> crate::lrms::Backfilling {
         use crate::lrms::Backfilling;
-        match self.scheduler {
+        match self {
             SchedulerKind::Fcfs => Backfilling::Fcfs,
             SchedulerKind::Conservative => Backfilling::Conservative,
-            SchedulerKind::Easy => Backfilling::Easy {
-                pivots: self.pivots,
-            },
+            SchedulerKind::Easy => Backfilling::Easy { pivots },
         }
     }
+}
 
-    /// The preemption policy the core runs.
-    pub fn policy(&self) -> crate::lrms::policy::PreemptionPolicy {
+impl PreemptionName {
+    /// The policy this names, with CP's `cp_alpha`.
+    pub fn policy(self, cp_alpha: f64) -> crate::lrms::policy::PreemptionPolicy {
         use crate::lrms::policy::PreemptionPolicy as P;
-        match self.preemption {
+        match self {
             PreemptionName::Nop => P::Nop,
             PreemptionName::Mlip => P::Mlip,
             PreemptionName::Mov => P::Mov,
             PreemptionName::Moml => P::Moml,
             PreemptionName::Mwt => P::Mwt,
-            PreemptionName::Cp => P::Cp {
-                alpha: self.cp_alpha,
-            },
+            PreemptionName::Cp => P::Cp { alpha: cp_alpha },
             PreemptionName::MovScore => P::MovScore,
             PreemptionName::LeastValuable => P::LeastValuable,
+        }
+    }
+}
+
+impl AdmissionName {
+    /// The policy this names, with PACP's deadline model (share of low-urgency requests,
+    /// the two deadline ratios) and the fixed policy's queue limit.
+    pub fn policy(
+        self,
+        (low_urgency, low_ratio, high_ratio): (f64, f64, f64),
+        queue_limit: usize,
+    ) -> crate::lrms::admission::AdmissionPolicy {
+        use crate::lrms::admission::AdmissionPolicy as P;
+        match self {
+            AdmissionName::Cacp => P::Cacp,
+            AdmissionName::Aacp => P::Aacp,
+            AdmissionName::Racp => P::Racp,
+            AdmissionName::Pacp => P::Pacp {
+                low_urgency,
+                low_ratio,
+                high_ratio,
+            },
+            AdmissionName::Fixed => P::Fixed(queue_limit),
         }
     }
 }
@@ -1211,48 +1216,26 @@ fn merge_lrms(
     lrms_defaults: &LrmsOverrides<'_>,
     profile: LrmsProfile,
 ) -> LrmsSettings {
+    // A key's value: the cluster's own, else the topology's, else the default.
+    macro_rules! pick {
+        ($key:ident, $default:expr) => {
+            own.$key.or(lrms_defaults.$key).unwrap_or($default)
+        };
+    }
+    let scheduler = pick!(scheduler, profile.scheduler);
+    let preemption = pick!(preemption, profile.preemption);
+    let pacp = (
+        pick!(pacp_low_urgency, 0.5),
+        pick!(pacp_low_ratio, 4.0),
+        pick!(pacp_high_ratio, 2.0),
+    );
     LrmsSettings {
-        scheduler: own
-            .scheduler
-            .or(lrms_defaults.scheduler)
-            .unwrap_or(profile.scheduler),
-        pivots: own
-            .pivots
-            .or(lrms_defaults.pivots)
-            .unwrap_or(profile.pivots),
-        preemption: own
-            .preemption
-            .or(lrms_defaults.preemption)
-            .unwrap_or(profile.preemption),
-        cp_alpha: own
-            .cp_alpha
-            .or(lrms_defaults.cp_alpha)
-            .unwrap_or(DEFAULT_CP_ALPHA),
-        admission: own
-            .admission
-            .or(lrms_defaults.admission)
-            .unwrap_or(AdmissionName::Cacp),
-        pacp_deadlines: (
-            own.pacp_low_urgency
-                .or(lrms_defaults.pacp_low_urgency)
-                .unwrap_or(0.5),
-            own.pacp_low_ratio
-                .or(lrms_defaults.pacp_low_ratio)
-                .unwrap_or(4.0),
-            own.pacp_high_ratio
-                .or(lrms_defaults.pacp_high_ratio)
-                .unwrap_or(2.0),
-        ),
-        queue_limit: own.queue_limit.or(lrms_defaults.queue_limit).unwrap_or(1),
-        enforce_memory: own
-            .enforce_memory
-            .or(lrms_defaults.enforce_memory)
-            .unwrap_or(true),
-        search_budget: own
-            .search_budget
-            .or(lrms_defaults.search_budget)
-            .unwrap_or(crate::lrms::policy::SEARCH_BUDGET),
-        compress: own.compress.or(lrms_defaults.compress).unwrap_or(false),
+        backfilling: scheduler.backfilling(pick!(pivots, profile.pivots)),
+        preemption: preemption.policy(pick!(cp_alpha, DEFAULT_CP_ALPHA)),
+        admission: pick!(admission, AdmissionName::Cacp).policy(pacp, pick!(queue_limit, 1)),
+        enforce_memory: pick!(enforce_memory, true),
+        search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
+        compress: pick!(compress, false),
         profile,
     }
 }

@@ -9,7 +9,6 @@ use super::{PreemptionName, SchedulerKind};
 use crate::input::diag::{suggest, Diags, Loc};
 use crate::input::node::{parse_document, Origin};
 use crate::input::table::Table;
-use crate::time::EmuDuration;
 
 /// The profiles shipped in `emulated-lrms/`, by name.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -27,24 +26,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Timings of VM operations, the inputs of the overhead model (paper 003 eqs. 3–8).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Timings {
-    /// Deploy and boot one VM.
-    pub boot: EmuDuration,
-    /// Stop one VM (cancellation).
-    pub shutdown: EmuDuration,
-    /// Pause (or unpause) one VM: t_p.
-    pub pause_per_vm: EmuDuration,
-    /// Rate of writing VM memory to shared storage, MB/s: B (or s).
-    pub suspend_rate_mb_s: f64,
-    /// Rate of reading VM memory back, MB/s: r.
-    pub resume_rate_mb_s: f64,
-    /// Network bandwidth for copying a suspended VM to another cluster, MB/s: b.
-    pub copy_rate_mb_s: f64,
-    /// Rescheduling a preempted lease: δ.
-    pub reschedule: EmuDuration,
-}
+pub use crate::lrms::overhead::Timings;
 
 /// A named LRMS profile.
 #[derive(Clone, Debug, PartialEq)]
@@ -178,6 +160,7 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::EmuDuration;
 
     #[test]
     fn every_builtin_profile_loads_cleanly() {
