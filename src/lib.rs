@@ -4,6 +4,35 @@
 //! The library API: load a topology ([`topology::load_file`]), run it ([`run`]), and write
 //! the results ([`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
 
+/// Defines a policy-name enum: its variants, their names in topologies, parsing, and the
+/// list of names for "did you mean" hints. Adding a policy touches its module and one line.
+macro_rules! named_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every variant.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Names accepted in topologies.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+            /// The name used in topologies.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+            /// Parses a name from [`Self::NAMES`].
+            pub fn parse(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == name)
+            }
+        }
+    };
+}
+
 pub mod actors;
 mod error;
 pub mod fault;
@@ -327,7 +356,7 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                     addr: users.start(),
                 }
             });
-            let (models, rate) = igg::dispatch::grid_models(&topo, gi);
+            let (models, rate) = topo.grid_models(gi);
             let lrmss = grid
                 .clusters
                 .iter()

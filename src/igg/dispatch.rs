@@ -19,8 +19,27 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::model::{LeaseRequest, LeaseType, Origin};
-use crate::topology::{DispatchName, Topology};
+use crate::model::{LeaseRequest, LeaseType};
+
+named_enum! {
+    /// The IGG's policy for placing external requests on its clusters (paper 000 §4–5).
+    DispatchName {
+        /// Round-robin over the Grid's clusters.
+        RoundRobin => "rr",
+        /// Least rate (of local requests) first, random dispatch.
+        Lrf => "lrf",
+        /// Biggest (computing power) cluster first, random dispatch.
+        Bcf => "bcf",
+        /// Preemption-aware allocation, random dispatch.
+        PapRnd => "pap-rnd",
+        /// Preemption-aware allocation, request-type billiard dispatch.
+        PapRtdp => "pap-rtdp",
+        /// The cluster with the fewest cores taken by this IGG's leases.
+        LeastLoad => "least-load",
+        /// The cluster whose LRMS offers the earliest start.
+        EarliestStart => "earliest-start",
+    }
+}
 
 /// What PAP and the baselines know about one cluster (paper 000 Table 1).
 #[derive(Clone, Debug, PartialEq)]
@@ -80,66 +99,6 @@ impl ClusterModel {
 pub const CV_EXTERNAL: f64 = 0.5;
 /// See [`CV_EXTERNAL`].
 pub const CV_LOCAL: f64 = 0.1;
-
-/// Rates and means of a request stream.
-fn stream_stats<'a>(reqs: impl Iterator<Item = &'a LeaseRequest>, span_s: f64) -> (f64, f64, f64) {
-    let (mut n, mut vms, mut dur) = (0f64, 0f64, 0f64);
-    for r in reqs {
-        n += 1.0;
-        vms += f64::from(r.vms);
-        dur += r.duration.as_secs_f64();
-    }
-    if n == 0.0 {
-        return (0.0, 0.0, 0.0);
-    }
-    (n / span_s.max(1.0), vms / n, dur / n)
-}
-
-/// The models of a Grid's clusters and its external arrival rate Λ, from the topology's
-/// workloads — what a real IGG would learn by analysing its clusters' workloads.
-pub fn grid_models(topo: &Topology, grid: usize) -> (Vec<ClusterModel>, f64) {
-    let g = &topo.grids[grid];
-    let span = {
-        let arrivals = topo.requests.iter().map(|r| r.arrival.as_secs_f64());
-        let (lo, hi) = arrivals.fold((f64::INFINITY, 0f64), |(lo, hi), a| (lo.min(a), hi.max(a)));
-        (hi - lo).max(1.0)
-    };
-    let external = topo
-        .requests
-        .iter()
-        .filter(|r| r.origin == Origin::External && usize::from(r.grid.0) == grid);
-    let (rate, ext_vms, ext_dur) = stream_stats(external, span);
-    let models = g
-        .clusters
-        .iter()
-        .map(|&cid| {
-            let c = topo.cluster(cid);
-            // Computing power in units of a 1000-MIPS core, so service times stay in seconds.
-            let speed: f64 = c
-                .hosts
-                .iter()
-                .map(|h| f64::from(h.cores) * f64::from(h.mips) / 1000.0)
-                .sum();
-            let local = topo
-                .requests
-                .iter()
-                .filter(|r| r.origin == Origin::Local && r.cluster == Some(cid));
-            let (lrate, lvms, ldur) = stream_stats(local, span);
-            let theta = (ext_vms * ext_dur / speed).max(1e-12);
-            let tau = lvms * ldur / speed;
-            ClusterModel {
-                cores: c.cores() as f64,
-                speed,
-                local_rate: lrate,
-                tau,
-                mu: (CV_LOCAL * tau).powi(2) + tau * tau,
-                theta,
-                omega: (CV_EXTERNAL * theta).powi(2) + theta * theta,
-            }
-        })
-        .collect();
-    (models, rate)
-}
 
 /// Algorithm 1 (PAP): the arrival rate Λ̂_j for each cluster, given the total Λ, bisecting z
 /// to precision `eps`. Heavily loaded clusters (largest ψ) may get zero.
@@ -360,6 +319,7 @@ impl Dispatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Origin;
 
     /// Three clusters shaped like paper 000's (64, 128, 256 PEs at 2000, 3000, 2100 MIPS).
     fn clusters() -> Vec<ClusterModel> {

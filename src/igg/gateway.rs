@@ -40,7 +40,7 @@ pub struct GatewaySettings {
     /// How long a provider's ticket lives unconfirmed.
     pub ticket_ttl: EmuDuration,
     /// The contracts this Grid holds as a requester: provider and terms.
-    pub contracts: Vec<(GridId, crate::topology::Contract)>,
+    pub contracts: Vec<(GridId, super::peering::Contract)>,
     /// Test-only: a requester serves a request itself when a redirection's acknowledgement
     /// is late (the bug the invariant checker must catch).
     pub broken_protocol: bool,
@@ -733,7 +733,8 @@ mod tests {
     use super::*;
     use crate::igg::broker::tests::req;
     use crate::igg::dispatch::ClusterModel;
-    use crate::topology::{Contract as Terms, ContractKind, DispatchName};
+    use crate::igg::dispatch::DispatchName;
+    use crate::igg::peering::{Contract as Terms, ContractKind};
 
     fn settings(contracts: Vec<(GridId, Terms)>) -> GatewaySettings {
         GatewaySettings {

@@ -99,8 +99,7 @@ impl PriceRange {
     /// The range of `contract` given its provider's current cost model: fixed-price or
     /// price-range at the contract's L and k; an explicit `price_max` moves the range so it
     /// ends there, keeping its width.
-    pub fn of_contract(contract: &crate::topology::Contract, provider: &CostModel) -> PriceRange {
-        use crate::topology::ContractKind;
+    pub fn of_contract(contract: &Contract, provider: &CostModel) -> PriceRange {
         let range = match contract.kind {
             ContractKind::FixedPrice => PriceRange::fixed(provider, contract.load_threshold),
             ContractKind::PriceRange => {
@@ -115,6 +114,34 @@ impl PriceRange {
             None => range,
         }
     }
+}
+
+/// The kind of a peering contract (paper 004 §5.1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ContractKind {
+    /// One price per resource unit.
+    FixedPrice,
+    /// A range `[price_max - D, price_max]` negotiated at run time.
+    PriceRange,
+}
+
+/// A peering contract between two IGGs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contract {
+    /// The Grid that redirects requests (and pays).
+    pub from: crate::model::GridId,
+    /// The Grid that serves them.
+    pub to: crate::model::GridId,
+    /// Whether the contract also holds from `to` to `from`.
+    pub both_ways: bool,
+    /// Fixed-price or price-range.
+    pub kind: ContractKind,
+    /// An explicit maximum price per resource unit; derived from the cost function if absent.
+    pub price_max: Option<f64>,
+    /// L of eq. 4: the load (utilisation, 0–1) at which the unit cost reaches `price_max`.
+    pub load_threshold: f64,
+    /// k of eq. 4: the load decrease (0–1) that sets the width of a price range.
+    pub k: f64,
 }
 
 /// Negotiation ids: unique per run (requester IGG index × 2^32 + counter).
@@ -313,7 +340,6 @@ mod tests {
     #[test]
     fn a_contracts_range_follows_its_kind_and_an_explicit_maximum() {
         use crate::model::GridId;
-        use crate::topology::{Contract, ContractKind};
         let provider = model();
         let mut c = Contract {
             from: GridId(0),

@@ -16,6 +16,7 @@ use crate::input::table::Table;
 use diag::{suggest, Diags, Loc, Report};
 pub use profile::{LrmsProfile, Timings};
 
+use crate::igg::dispatch::{ClusterModel, CV_EXTERNAL, CV_LOCAL};
 use crate::model::{ClusterId, GridId, LeaseRequest, Origin, RequestId};
 use crate::time::{ClockMode, EmuDuration, EmuTime};
 
@@ -56,35 +57,6 @@ pub struct Emulation {
     /// The speed (MIPS per core) request durations are stated at; `None`: the core-weighted
     /// mean speed of every host in the topology, so that equal speeds change nothing.
     pub reference_mips: Option<u32>,
-}
-
-/// Defines a policy-name enum: its variants, their names in topologies, parsing, and the
-/// list of names for "did you mean" hints. Adding a policy touches its module and one line.
-macro_rules! named_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant),+
-        }
-
-        impl $name {
-            /// Every variant.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-            /// Names accepted in topologies.
-            pub const NAMES: &'static [&'static str] = &[$($text),+];
-            /// The name used in topologies.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-            /// Parses a name from [`Self::NAMES`].
-            pub fn parse(name: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.as_str() == name)
-            }
-        }
-    };
 }
 
 named_enum! {
@@ -137,25 +109,7 @@ named_enum! {
     }
 }
 
-named_enum! {
-    /// The IGG's policy for placing external requests on its clusters (paper 000 §4–5).
-    DispatchName {
-        /// Round-robin over the Grid's clusters.
-        RoundRobin => "rr",
-        /// Least rate (of local requests) first, random dispatch.
-        Lrf => "lrf",
-        /// Biggest (computing power) cluster first, random dispatch.
-        Bcf => "bcf",
-        /// Preemption-aware allocation, random dispatch.
-        PapRnd => "pap-rnd",
-        /// Preemption-aware allocation, request-type billiard dispatch.
-        PapRtdp => "pap-rtdp",
-        /// The cluster with the fewest cores taken by this IGG's leases.
-        LeastLoad => "least-load",
-        /// The cluster whose LRMS offers the earliest start.
-        EarliestStart => "earliest-start",
-    }
-}
+pub use crate::igg::dispatch::DispatchName;
 
 pub use crate::model::HostSpec;
 
@@ -288,33 +242,7 @@ pub struct Grid {
     pub clusters: Vec<ClusterId>,
 }
 
-/// The kind of a peering contract (paper 004 §5.1).
-#[derive(Clone, Debug, PartialEq)]
-pub enum ContractKind {
-    /// One price per resource unit.
-    FixedPrice,
-    /// A range `[price_max - D, price_max]` negotiated at run time.
-    PriceRange,
-}
-
-/// A peering contract between two IGGs.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Contract {
-    /// The Grid that redirects requests (and pays).
-    pub from: GridId,
-    /// The Grid that serves them.
-    pub to: GridId,
-    /// Whether the contract also holds from `to` to `from`.
-    pub both_ways: bool,
-    /// Fixed-price or price-range.
-    pub kind: ContractKind,
-    /// An explicit maximum price per resource unit; derived from the cost function if absent.
-    pub price_max: Option<f64>,
-    /// L of eq. 4: the load (utilisation, 0–1) at which the unit cost reaches `price_max`.
-    pub load_threshold: f64,
-    /// k of eq. 4: the load decrease (0–1) that sets the width of a price range.
-    pub k: f64,
-}
+pub use crate::igg::peering::{Contract, ContractKind};
 
 named_enum! {
     /// Which contracts hold (`peering.contracts`).
@@ -1295,4 +1223,68 @@ fn read_contracts(top: &Table<'_>, grids: &GridNames<'_>) -> Vec<Contract> {
         }
     }
     contracts
+}
+
+impl Topology {
+    /// The models of a Grid's clusters and its external arrival rate Λ, from the topology's
+    /// workloads — what a real IGG would learn by analysing its clusters' workloads.
+    pub fn grid_models(&self, grid: usize) -> (Vec<ClusterModel>, f64) {
+        let topo = self;
+        let g = &topo.grids[grid];
+        let span = {
+            let arrivals = topo.requests.iter().map(|r| r.arrival.as_secs_f64());
+            let (lo, hi) =
+                arrivals.fold((f64::INFINITY, 0f64), |(lo, hi), a| (lo.min(a), hi.max(a)));
+            (hi - lo).max(1.0)
+        };
+        let external = topo
+            .requests
+            .iter()
+            .filter(|r| r.origin == Origin::External && usize::from(r.grid.0) == grid);
+        let (rate, ext_vms, ext_dur) = stream_stats(external, span);
+        let models = g
+            .clusters
+            .iter()
+            .map(|&cid| {
+                let c = topo.cluster(cid);
+                // Computing power in units of a 1000-MIPS core, so service times stay in seconds.
+                let speed: f64 = c
+                    .hosts
+                    .iter()
+                    .map(|h| f64::from(h.cores) * f64::from(h.mips) / 1000.0)
+                    .sum();
+                let local = topo
+                    .requests
+                    .iter()
+                    .filter(|r| r.origin == Origin::Local && r.cluster == Some(cid));
+                let (lrate, lvms, ldur) = stream_stats(local, span);
+                let theta = (ext_vms * ext_dur / speed).max(1e-12);
+                let tau = lvms * ldur / speed;
+                ClusterModel {
+                    cores: c.cores() as f64,
+                    speed,
+                    local_rate: lrate,
+                    tau,
+                    mu: (CV_LOCAL * tau).powi(2) + tau * tau,
+                    theta,
+                    omega: (CV_EXTERNAL * theta).powi(2) + theta * theta,
+                }
+            })
+            .collect();
+        (models, rate)
+    }
+}
+
+/// Rates and means of a request stream.
+fn stream_stats<'a>(reqs: impl Iterator<Item = &'a LeaseRequest>, span_s: f64) -> (f64, f64, f64) {
+    let (mut n, mut vms, mut dur) = (0f64, 0f64, 0f64);
+    for r in reqs {
+        n += 1.0;
+        vms += f64::from(r.vms);
+        dur += r.duration.as_secs_f64();
+    }
+    if n == 0.0 {
+        return (0.0, 0.0, 0.0);
+    }
+    (n / span_s.max(1.0), vms / n, dur / n)
 }
