@@ -14,10 +14,10 @@ use std::time::Instant;
 
 use actix::{Actor, AsyncContext, Context, Handler, Message};
 use igemu::actors::host::Host;
-use igemu::actors::igg::Igg;
+use igemu::actors::igg::{Igg, IggSpec};
 use igemu::actors::lrms::Lrms;
 use igemu::actors::messages::VmRef;
-use igemu::actors::vm::Vm;
+use igemu::actors::vm::{Vm, VmSpec};
 use igemu::actors::{Emu, Peer};
 use igemu::igg::Dispatcher;
 use igemu::metrics::Metrics;
@@ -265,11 +265,13 @@ fn vm_memory(n: u32) -> f64 {
             addr: Igg::new(
                 Rc::clone(&emu),
                 igg_id,
-                igemu::model::GridId(0),
-                Vec::new(),
-                None,
-                Dispatcher::new(DispatchName::RoundRobin, &[], 0.0, 1),
-                true,
+                IggSpec {
+                    grid: igemu::model::GridId(0),
+                    clusters: Vec::new(),
+                    dve: None,
+                    dispatcher: Dispatcher::new(DispatchName::RoundRobin, &[], 0.0, 1),
+                    retry: true,
+                },
             )
             .start(),
         };
@@ -296,19 +298,17 @@ fn vm_memory(n: u32) -> f64 {
         let before = rss_bytes();
         let mut vms = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let vm = Vm::new(
-                Rc::clone(&emu),
-                ActorId(i),
-                lrms.clone(),
-                host.clone(),
-                VmRef {
+            let spec = VmSpec {
+                owner: lrms.clone(),
+                host: host.clone(),
+                vm: VmRef {
                     lease: RequestId(0),
                     vm: i,
                 },
-                1,
-                512,
-                VmState::Pending,
-            );
+                cores: 1,
+                mem_mb: 512,
+            };
+            let vm = Vm::new(Rc::clone(&emu), ActorId(i), spec, VmState::Pending);
             vms.push(vm.start());
         }
         tokio::task::yield_now().await;

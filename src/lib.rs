@@ -59,7 +59,7 @@ use tokio::sync::oneshot;
 
 use actors::director::Director;
 use actors::host::Host;
-use actors::igg::Igg;
+use actors::igg::{Igg, IggSpec};
 use actors::lrms::Lrms;
 use actors::users::{Target, Users};
 use actors::{Emu, Peer};
@@ -362,19 +362,15 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
                 .iter()
                 .map(|&cid| (cid, start_cluster(&emu, cid, &igg, &director)))
                 .collect();
-            Igg::new(
-                Rc::clone(&emu),
-                igg_id,
-                gid,
-                lrmss,
+            let seed = time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
+            let spec = IggSpec {
+                grid: gid,
+                clusters: lrmss,
                 dve,
-                {
-                    let seed =
-                        time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
-                    igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed)
-                },
-                grid.igg.retry,
-            )
+                dispatcher: igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
+                retry: grid.igg.retry,
+            };
+            Igg::new(Rc::clone(&emu), igg_id, spec)
         });
         iggs.push((gid, Peer { id: igg_id, addr }));
     }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, Error, RunOptions};
@@ -26,28 +26,7 @@ enum Mode {
 #[derive(Subcommand)]
 enum Command {
     /// Run an emulation (the embedded quickstart topology when no file is given).
-    Run {
-        /// Topology file (TOML).
-        topology: Option<PathBuf>,
-        /// Directory for requests.csv, summary.json and trace.jsonl.
-        #[arg(long, default_value = "out")]
-        out: PathBuf,
-        /// Seed of every random stream (overrides emulation.seed).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Time mode (overrides emulation.mode).
-        #[arg(long, value_enum)]
-        mode: Option<Mode>,
-        /// Emulated seconds per wall second in realtime mode (overrides emulation.speedup).
-        #[arg(long)]
-        speedup: Option<f64>,
-        /// Write every message to trace.jsonl.
-        #[arg(long)]
-        trace: bool,
-        /// Override any topology key: --set lrms.preemption=nop (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        sets: Vec<String>,
-    },
+    Run(RunArgs),
     /// Run a parameter sweep (see docs/sweeps.md), or merge shards' results.
     #[command(args_conflicts_with_subcommands = true)]
     Sweep {
@@ -397,13 +376,27 @@ fn validate(files: &[PathBuf], sets: Vec<String>) -> Result<(), Error> {
 }
 
 /// `igemu run`'s arguments.
+#[derive(Args)]
 struct RunArgs {
+    /// Topology file (TOML).
     topology: Option<PathBuf>,
+    /// Directory for requests.csv, summary.json and trace.jsonl.
+    #[arg(long, default_value = "out")]
     out: PathBuf,
+    /// Seed of every random stream (overrides emulation.seed).
+    #[arg(long)]
     seed: Option<u64>,
+    /// Time mode (overrides emulation.mode).
+    #[arg(long, value_enum)]
     mode: Option<Mode>,
+    /// Emulated seconds per wall second in realtime mode (overrides emulation.speedup).
+    #[arg(long)]
     speedup: Option<f64>,
+    /// Write every message to trace.jsonl.
+    #[arg(long)]
     trace: bool,
+    /// Override any topology key: --set lrms.preemption=nop (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
 }
 
@@ -508,23 +501,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             "sweep needs a sweep file (or `igemu sweep merge`)".into(),
         )),
         Command::Validate { files, sets } => validate(&files, sets),
-        Command::Run {
-            topology,
-            out,
-            seed,
-            mode,
-            speedup,
-            trace,
-            sets,
-        } => run_one(RunArgs {
-            topology,
-            out,
-            seed,
-            mode,
-            speedup,
-            trace,
-            sets,
-        }),
+        Command::Run(args) => run_one(args),
     }
 }
 

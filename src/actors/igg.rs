@@ -45,17 +45,30 @@ pub struct Igg {
     gateway: Rc<RefCell<Gateway>>,
 }
 
+/// What an IGG is built from.
+pub struct IggSpec {
+    /// Its Grid.
+    pub grid: GridId,
+    /// Its clusters' LRMSs.
+    pub clusters: Vec<(ClusterId, Peer<Lrms>)>,
+    /// Its DVE manager, if the Grid has external users.
+    pub dve: Option<Peer<Users>>,
+    /// How it orders its clusters for a request.
+    pub dispatcher: Dispatcher,
+    /// Whether a request refused by the chosen cluster is offered to the others.
+    pub retry: bool,
+}
+
 impl Igg {
-    /// The IGG of Grid `grid` with these clusters' LRMSs and (if any) its DVE manager.
-    pub fn new(
-        emu: Rc<Emu>,
-        id: ActorId,
-        grid: GridId,
-        clusters: Vec<(ClusterId, Peer<Lrms>)>,
-        dve: Option<Peer<Users>>,
-        dispatcher: Dispatcher,
-        retry: bool,
-    ) -> Igg {
+    /// The IGG `spec` describes.
+    pub fn new(emu: Rc<Emu>, id: ActorId, spec: IggSpec) -> Igg {
+        let IggSpec {
+            grid,
+            clusters,
+            dve,
+            dispatcher,
+            retry,
+        } = spec;
         let p = &emu.topo.peering;
         let settings = GatewaySettings {
             retry,

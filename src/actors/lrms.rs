@@ -17,7 +17,7 @@ use super::messages::{
 };
 use super::messages::{FreeSlots, PublishTick};
 use super::users::Users;
-use super::vm::Vm;
+use super::vm::{Vm, VmSpec};
 use super::{Emu, Peer};
 use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
@@ -107,7 +107,7 @@ impl Lrms {
     /// Starts one VM actor per plan on its host and sends it its plan.
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = &self.emu.topo.requests[lease.0 as usize];
-        let (cores, mem) = (req.cores_per_vm, req.mem_mb);
+        let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
         let owner = Peer {
             id: self.id,
             addr: ctx.address(),
@@ -118,17 +118,14 @@ impl Lrms {
             let id = self.emu.tracer.register(name);
             let host = self.hosts[usize::from(plan.host)].clone();
             let vm = VmRef { lease, vm: plan.vm };
-            let addr = Vm::new(
-                Rc::clone(&self.emu),
-                id,
-                owner.clone(),
+            let spec = VmSpec {
+                owner: owner.clone(),
                 host,
                 vm,
                 cores,
-                mem,
-                plan.initial,
-            )
-            .start();
+                mem_mb,
+            };
+            let addr = Vm::new(Rc::clone(&self.emu), id, spec, plan.initial).start();
             let peer = Peer { id, addr };
             self.command(lease, plan, None, &peer);
             peers.push(peer);

@@ -31,19 +31,30 @@ pub struct Vm {
     pending: Vec<(EmuTime, TimerHandle)>,
 }
 
+/// Where a VM instance runs and what it holds there.
+pub struct VmSpec {
+    /// The LRMS it reports to.
+    pub owner: Peer<Lrms>,
+    /// The host it occupies.
+    pub host: Peer<Host>,
+    /// Which VM of which lease it is.
+    pub vm: VmRef,
+    /// Cores it takes.
+    pub cores: u32,
+    /// Memory it takes, MB.
+    pub mem_mb: u32,
+}
+
 impl Vm {
-    /// A VM instance of `vm`, on `host`, owned by `owner`, starting in `state`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        emu: Rc<Emu>,
-        id: ActorId,
-        owner: Peer<Lrms>,
-        host: Peer<Host>,
-        vm: VmRef,
-        cores: u32,
-        mem_mb: u32,
-        state: VmState,
-    ) -> Vm {
+    /// An instance as `spec` says, starting in `state`.
+    pub fn new(emu: Rc<Emu>, id: ActorId, spec: VmSpec, state: VmState) -> Vm {
+        let VmSpec {
+            owner,
+            host,
+            vm,
+            cores,
+            mem_mb,
+        } = spec;
         Vm {
             emu,
             id,
