@@ -18,7 +18,7 @@ use igemu::actors::igg::{Igg, IggSpec};
 use igemu::actors::lrms::Lrms;
 use igemu::actors::messages::VmRef;
 use igemu::actors::vm::{Vm, VmSpec};
-use igemu::actors::{Emu, Peer};
+use igemu::actors::{Emu, Peer, Shell};
 use igemu::igg::Dispatcher;
 use igemu::metrics::Metrics;
 use igemu::model::{ClusterId, RequestId, VmState};
@@ -78,6 +78,13 @@ struct Relay {
 impl Actor for Relay {
     type Context = Context<Self>;
 }
+
+impl Shell for Relay {
+    fn emu(&self) -> &Emu {
+        &self.emu
+    }
+}
+igemu::handles_caused!(Relay; Token);
 
 impl Handler<SetNext> for Relay {
     type Result = ();
@@ -176,6 +183,13 @@ impl Sleeper {
 impl Actor for Sleeper {
     type Context = Context<Self>;
 }
+
+impl Shell for Sleeper {
+    fn emu(&self) -> &Emu {
+        &self.emu
+    }
+}
+igemu::handles_caused!(Sleeper; Wake);
 
 impl Handler<Wake> for Sleeper {
     type Result = ();

@@ -376,7 +376,8 @@ async fn emulate(emu: Rc<Emu>) -> EmuTime {
     }
     // Every IGG learns the others before any request arrives (setup, not traced).
     for (_, igg) in &iggs {
-        igg.addr.do_send(actors::messages::SetPeers(iggs.clone()));
+        igg.addr
+            .do_send::<actors::messages::SetPeers>(actors::messages::SetPeers(iggs.clone()));
     }
     // Invariant: the director holds the sender until it fires; if it were dropped the run
     // is over anyway, so "now" is the end.

@@ -68,25 +68,7 @@ enum Command {
     },
     /// Filter a trace.jsonl to one request or negotiation; render it as a Mermaid sequence
     /// diagram or in the Chrome trace-event format (for Perfetto).
-    Trace {
-        /// The trace (trace.jsonl from `run --trace`).
-        file: PathBuf,
-        /// Keep the messages about this request id.
-        #[arg(long)]
-        request: Option<String>,
-        /// Keep the messages of this negotiation (and of the requests it redirected).
-        #[arg(long)]
-        negotiation: Option<u64>,
-        /// Write a Mermaid sequence diagram here.
-        #[arg(long)]
-        mermaid: Option<PathBuf>,
-        /// In the diagram, one lane per VM (default: one per lease's VMs).
-        #[arg(long)]
-        vm_lanes: bool,
-        /// Write Chrome trace-event JSON here (opens in Perfetto).
-        #[arg(long)]
-        chrome: Option<PathBuf>,
-    },
+    Trace(TraceArgs),
     /// Work with workload traces.
     Workload {
         #[command(subcommand)]
@@ -460,21 +442,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
                     sets,
                 },
         } => export(&topology, &workload, &out, sets),
-        Command::Trace {
-            file,
-            request,
-            negotiation,
-            mermaid,
-            vm_lanes,
-            chrome,
-        } => trace(
-            &file,
-            request.as_deref(),
-            negotiation,
-            mermaid,
-            vm_lanes,
-            chrome,
-        ),
+        Command::Trace(args) => trace(args),
         Command::Stress {
             topology: path,
             seeds,
@@ -590,54 +558,94 @@ fn stress(
     }
 }
 
-fn trace(
-    file: &Path,
-    request: Option<&str>,
+/// `igemu trace`'s arguments.
+#[derive(Args)]
+struct TraceArgs {
+    /// The trace (trace.jsonl from `run --trace`).
+    file: PathBuf,
+    /// Keep the messages about this request id.
+    #[arg(long)]
+    request: Option<String>,
+    /// Keep the messages of this negotiation (and of the requests it redirected).
+    #[arg(long)]
     negotiation: Option<u64>,
+    /// Write a Mermaid sequence diagram here.
+    #[arg(long)]
     mermaid: Option<PathBuf>,
+    /// In the diagram, one lane per VM (default: one per lease's VMs).
+    #[arg(long)]
     vm_lanes: bool,
+    /// Write Chrome trace-event JSON here (opens in Perfetto).
+    #[arg(long)]
     chrome: Option<PathBuf>,
-) -> Result<(), Error> {
+    /// Print the chain of messages that caused message SEQ (by the trace's `cause` links).
+    #[arg(long, value_name = "SEQ")]
+    why: Option<u64>,
+}
+
+fn trace(args: TraceArgs) -> Result<(), Error> {
     use igemu::trace::render;
+    let file = &args.file;
     let text = read_input(file)?;
     let events =
         render::parse(&text).map_err(|e| Error::Input(format!("{}:{e}", file.display())))?;
-    let picked = if request.is_some() || negotiation.is_some() {
-        render::filter(&events, request, negotiation)
-    } else {
-        events
+    let (request, negotiation) = (args.request.as_deref(), args.negotiation);
+    let picked = match args.why {
+        Some(seq) => {
+            let chain = render::causes(&events, seq);
+            if chain.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{} has no message {seq} (messages are numbered by `seq`)",
+                    file.display()
+                )));
+            }
+            chain
+        }
+        None if request.is_some() || negotiation.is_some() => {
+            render::filter(&events, request, negotiation)
+        }
+        None => events,
     };
     let write =
         |path: &PathBuf, text: String| std::fs::write(path, text).map_err(Error::output(path));
-    if let Some(p) = &mermaid {
-        write(p, render::mermaid(&picked, vm_lanes))?;
+    if let Some(p) = &args.mermaid {
+        write(p, render::mermaid(&picked, args.vm_lanes))?;
     }
-    if let Some(p) = &chrome {
+    if let Some(p) = &args.chrome {
         write(p, render::chrome(&picked).to_string())?;
     }
-    if mermaid.is_none() && chrome.is_none() {
-        use std::io::Write;
-        let mut stdout = std::io::stdout().lock();
-        for e in &picked {
-            let mut extra = String::new();
-            if let Some(r) = &e.request {
-                extra += &format!(" request={r}");
-            }
-            if let Some(n) = e.negotiation {
-                extra += &format!(" negotiation={n}");
-            }
-            let line = format!(
-                "{:>14}s  {:<28} -> {:<28} {}{extra}",
-                igemu::time::format_secs(e.t_us),
-                e.from,
-                e.to,
-                e.kind
-            );
-            if writeln!(stdout, "{line}").is_err() {
-                break; // the reader went away (e.g. `| head`)
-            }
-        }
+    if args.mermaid.is_none() && args.chrome.is_none() {
+        print_events(&picked);
     }
     eprintln!("{} message(s)", picked.len());
     Ok(())
+}
+
+/// One line per message: number, time, sender, receiver, kind, ids and cause.
+fn print_events(events: &[igemu::trace::render::Event]) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    for e in events {
+        let mut extra = String::new();
+        if let Some(r) = &e.request {
+            extra += &format!(" request={r}");
+        }
+        if let Some(n) = e.negotiation {
+            extra += &format!(" negotiation={n}");
+        }
+        if let Some(c) = e.cause {
+            extra += &format!(" cause=#{c}");
+        }
+        let line = format!(
+            "#{:<8} {:>14}s  {:<28} -> {:<28} {}{extra}",
+            e.seq,
+            igemu::time::format_secs(e.t_us),
+            e.from,
+            e.to,
+            e.kind
+        );
+        if writeln!(stdout, "{line}").is_err() {
+            break; // the reader went away (e.g. `| head`)
+        }
+    }
 }

@@ -291,3 +291,51 @@ proptest! {
         prop_assert!(breaches.is_empty(), "{:?}", breaches);
     }
 }
+
+#[test]
+fn a_suspension_is_traced_back_to_the_local_request_that_caused_it() {
+    // Table III's testbed under MOML: local request 7 arrives at 720 s and preempts leases.
+    // Every suspension's chain of causes leads back to that request's submission, and every
+    // record's cause is an earlier record.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let topo = common::load(
+        "topologies/paper003-testbed.toml",
+        &["lrms.preemption=moml"],
+    );
+    run_traced(topo, dir.path());
+    let text = std::fs::read_to_string(dir.path().join("trace.jsonl")).expect("trace");
+    let events = igemu::trace::render::parse(&text).expect("valid trace");
+    assert!(events.iter().all(|e| e.cause.is_none_or(|c| c < e.seq)));
+    let suspensions: Vec<u64> = events
+        .iter()
+        .filter(|e| e.kind == "Suspend")
+        .map(|e| e.seq)
+        .collect();
+    assert!(
+        !suspensions.is_empty(),
+        "MOML suspends leases for request 7"
+    );
+    for s in suspensions {
+        let chain = igemu::trace::render::causes(&events, s);
+        assert!(
+            chain
+                .iter()
+                .any(|e| e.kind == "SubmitLocal" && e.request.as_deref() == Some("7")),
+            "{chain:?}"
+        );
+    }
+    // The command line walks the same chain.
+    let file = dir.path().join("trace.jsonl");
+    let first = events
+        .iter()
+        .find(|e| e.kind == "Suspend")
+        .expect("a suspension");
+    let out = common::igemu(&[
+        "trace",
+        file.to_str().expect("utf-8"),
+        "--why",
+        &first.seq.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SubmitLocal request=7"));
+}

@@ -47,6 +47,14 @@ impl Director {
     }
 }
 
+impl super::Shell for Director {
+    fn emu(&self) -> &super::Emu {
+        &self.emu
+    }
+}
+
+handles_caused!(Director; EndOfRun, RequestDone);
+
 impl Actor for Director {
     type Context = Context<Self>;
 

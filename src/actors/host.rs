@@ -44,6 +44,14 @@ impl Host {
     }
 }
 
+impl super::Shell for Host {
+    fn emu(&self) -> &super::Emu {
+        &self.emu
+    }
+}
+
+handles_caused!(Host; Occupy, Vacate);
+
 impl Actor for Host {
     type Context = Context<Self>;
 }

@@ -141,7 +141,7 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
                     from: office.grid,
                     msg,
                 };
-                emu.send_link(office.grid, to, office.id, peer, msg);
+                emu.send_link((office.grid, to), office.id, peer, msg);
             }
         }
         Effect::Timer { at, timer } => match timer {
@@ -175,7 +175,7 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
                 DveNote::Ended(lease, state) => emu.send(from, &dve, LeaseEnded { lease, state }),
             };
             if posted {
-                actix::spawn(async move { tell() });
+                office.emu.spawn(async move { tell() });
             } else {
                 tell();
             }
@@ -214,8 +214,9 @@ fn place(
     tries: usize,
     foreign: bool,
 ) {
+    let emu = Rc::clone(&office.emu);
     let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
-    actix::spawn(async move {
+    emu.spawn(async move {
         let (emu, me) = (&office.emu, office.id);
         let order = match order {
             Order::Decided(order) => order,
@@ -250,8 +251,9 @@ fn relocate(
     to_try: Vec<ClusterId>,
     source: Option<ClusterId>,
 ) {
+    let emu = Rc::clone(&office.emu);
     let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
-    actix::spawn(async move {
+    emu.spawn(async move {
         let (emu, me) = (&office.emu, office.id);
         let lease = relocation.req.id;
         let mut to = None;
@@ -272,6 +274,27 @@ fn relocate(
         }
     });
 }
+
+impl super::Shell for Igg {
+    fn emu(&self) -> &super::Emu {
+        &self.office.emu
+    }
+}
+
+handles_caused!(
+    Igg;
+    CrashOrRestart,
+    FreeSlots,
+    FromPeer,
+    LeaseEnded,
+    LeaseStarted,
+    NegotiationTick,
+    OfferTimeout,
+    RedirectTimeout,
+    RelocateLease,
+    RemoteLeaseTimeout,
+    SubmitExternal
+);
 
 impl Actor for Igg {
     type Context = Context<Self>;

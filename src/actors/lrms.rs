@@ -85,8 +85,8 @@ impl Lrms {
     fn tell_requester<M>(&self, lease: RequestId, msg: M)
     where
         M: actix::Message<Result = ()> + crate::trace::Traced + Send + 'static,
-        Igg: actix::Handler<M>,
-        Users: actix::Handler<M>,
+        Igg: actix::Handler<super::Caused<M>>,
+        Users: actix::Handler<super::Caused<M>>,
     {
         match (self.origin(lease), &self.users) {
             (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),
@@ -294,6 +294,24 @@ impl Lrms {
         );
     }
 }
+
+impl super::Shell for Lrms {
+    fn emu(&self) -> &super::Emu {
+        &self.emu
+    }
+}
+
+handles_caused!(
+    Lrms;
+    PublishTick,
+    RelocationOutcome,
+    SubmitLocal,
+    Tick,
+    VmReport;
+    calls: AdoptLease,
+    AssignLease,
+    ProbeStart
+);
 
 impl Actor for Lrms {
     type Context = Context<Self>;

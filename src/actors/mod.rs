@@ -3,6 +3,98 @@
 //! pure core (`lrms`, `igg`), send messages and set timers — through [`Emu`], the one path
 //! that stamps, counts and traces every message.
 
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, Handler, Message};
+
+/// A message with the trace record that sent it: its handler runs with that record as the
+/// cause of whatever it sends.
+pub struct Caused<M> {
+    cause: u64,
+    msg: M,
+}
+
+impl<M: Message<Result = ()>> Message for Caused<M> {
+    type Result = ();
+}
+
+/// A request (answered through [`Emu::call`]) with the trace record that sent it.
+pub struct CausedCall<M> {
+    cause: u64,
+    msg: M,
+}
+
+impl<M: Message> Message for CausedCall<M> {
+    type Result = M::Result;
+}
+
+/// An actor's access to the run's context.
+pub trait Shell {
+    /// The run's shared context.
+    fn emu(&self) -> &Emu;
+}
+
+/// Lets an actor (a [`Shell`]) take these messages wrapped as [`Caused`]
+/// (and, after `calls:`, these requests wrapped as [`CausedCall`]): the wrapped message's
+/// handler runs with the sending record as the tracer's current cause. (One impl per message,
+/// not a blanket one, so that type inference never recurses through wrappers.)
+#[macro_export]
+macro_rules! handles_caused {
+    ($actor:ty; $($msg:ty),* $(; calls: $($call:ty),*)?) => {
+        $(
+            impl actix::Handler<$crate::actors::Caused<$msg>> for $actor {
+                type Result = ();
+                fn handle(
+                    &mut self,
+                    c: $crate::actors::Caused<$msg>,
+                    ctx: &mut <$actor as actix::Actor>::Context,
+                ) {
+                    let (cause, msg) = c.into_parts();
+                    let before = $crate::actors::Shell::emu(self).tracer.enter(Some(cause));
+                    <$actor as actix::Handler<$msg>>::handle(self, msg, ctx);
+                    $crate::actors::Shell::emu(self).tracer.enter(before);
+                }
+            }
+        )*
+        $($(
+            impl actix::Handler<$crate::actors::CausedCall<$call>> for $actor {
+                type Result = actix::MessageResult<$crate::actors::CausedCall<$call>>;
+                fn handle(
+                    &mut self,
+                    c: $crate::actors::CausedCall<$call>,
+                    ctx: &mut <$actor as actix::Actor>::Context,
+                ) -> Self::Result {
+                    let (cause, msg) = c.into_parts();
+                    let before = $crate::actors::Shell::emu(self).tracer.enter(Some(cause));
+                    let actix::MessageResult(answer) =
+                        <$actor as actix::Handler<$call>>::handle(self, msg, ctx);
+                    $crate::actors::Shell::emu(self).tracer.enter(before);
+                    actix::MessageResult(answer)
+                }
+            }
+        )*)?
+    };
+}
+
+impl<M> Caused<M> {
+    /// The sending record and the message.
+    pub fn into_parts(self) -> (u64, M) {
+        (self.cause, self.msg)
+    }
+}
+
+impl<M> CausedCall<M> {
+    /// The sending record and the request.
+    pub fn into_parts(self) -> (u64, M) {
+        (self.cause, self.msg)
+    }
+}
+
 pub mod director;
 pub mod host;
 pub mod igg;
@@ -10,13 +102,6 @@ pub mod lrms;
 pub mod messages;
 pub mod users;
 pub mod vm;
-
-use std::cell::RefCell;
-use std::future::Future;
-use std::rc::Rc;
-
-use actix::dev::ToEnvelope;
-use actix::{Actor, Addr, Handler, Message};
 
 use crate::fault::Faults;
 use crate::metrics::Metrics;
@@ -74,31 +159,41 @@ impl Emu {
         self.clock.now()
     }
 
-    /// Sends `msg` from `from` to `to` now, recording it.
+    /// Sends `msg` from `from` to `to` now, recording it as caused by the record under way.
     #[inline]
     pub fn send<A, M>(&self, from: ActorId, to: &Peer<A>, msg: M)
     where
-        A: Actor + Handler<M>,
-        A::Context: ToEnvelope<A, M>,
-        M: Message + Traced + Send + 'static,
-        M::Result: Send,
+        A: Actor + Handler<Caused<M>>,
+        A::Context: ToEnvelope<A, Caused<M>>,
+        M: Message<Result = ()> + Traced + Send + 'static,
     {
-        self.tracer
-            .record(self.clock.now(), from, to.id, msg.kind(), msg.correlation());
-        to.addr.do_send(msg);
+        self.send_caused(from, to, msg, self.tracer.current());
     }
 
-    /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered).
+    fn send_caused<A, M>(&self, from: ActorId, to: &Peer<A>, msg: M, cause: Option<u64>)
+    where
+        A: Actor + Handler<Caused<M>>,
+        A::Context: ToEnvelope<A, Caused<M>>,
+        M: Message<Result = ()> + Traced + Send + 'static,
+    {
+        let (kind, corr) = (msg.kind(), msg.correlation());
+        let seq = self
+            .tracer
+            .record(self.clock.now(), (from, to.id), kind, corr, cause);
+        to.addr.do_send(Caused { cause: seq, msg });
+    }
+
+    /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered, as
+    /// caused by the record under way now).
     pub fn send_at<A, M>(self: &Rc<Self>, due: EmuTime, from: ActorId, to: &Peer<A>, msg: M)
     where
-        A: Actor + Handler<M>,
-        A::Context: ToEnvelope<A, M>,
-        M: Message + Traced + Send + 'static,
-        M::Result: Send,
+        A: Actor + Handler<Caused<M>>,
+        A::Context: ToEnvelope<A, Caused<M>>,
+        M: Message<Result = ()> + Traced + Send + 'static,
     {
-        let emu = Rc::clone(self);
-        let to = to.clone();
-        self.clock.at(due, move || emu.send(from, &to, msg));
+        let (emu, to, cause) = (Rc::clone(self), to.clone(), self.tracer.current());
+        self.clock
+            .at(due, move || emu.send_caused(from, &to, msg, cause));
     }
 
     /// Like [`Emu::send_at`], but the delivery can be called off (and then is not recorded).
@@ -110,15 +205,13 @@ impl Emu {
         msg: M,
     ) -> TimerHandle
     where
-        A: Actor + Handler<M>,
-        A::Context: ToEnvelope<A, M>,
-        M: Message + Traced + Send + 'static,
-        M::Result: Send,
+        A: Actor + Handler<Caused<M>>,
+        A::Context: ToEnvelope<A, Caused<M>>,
+        M: Message<Result = ()> + Traced + Send + 'static,
     {
-        let emu = Rc::clone(self);
-        let to = to.clone();
+        let (emu, to, cause) = (Rc::clone(self), to.clone(), self.tracer.current());
         self.clock
-            .at_cancellable(due, move || emu.send(from, &to, msg))
+            .at_cancellable(due, move || emu.send_caused(from, &to, msg, cause))
     }
 
     /// Sends `msg` over the link between the IGGs of Grids `from_grid` and `to_grid`: recorded
@@ -126,20 +219,20 @@ impl Emu {
     /// lost if the receiving IGG is down when it arrives.
     pub fn send_link<A, M>(
         self: &Rc<Self>,
-        from_grid: GridId,
-        to_grid: GridId,
+        (from_grid, to_grid): (GridId, GridId),
         from: ActorId,
         to: &Peer<A>,
         msg: M,
     ) where
-        A: Actor + Handler<M>,
-        A::Context: ToEnvelope<A, M>,
-        M: Message + Traced + Send + Clone + 'static,
-        M::Result: Send,
+        A: Actor + Handler<Caused<M>>,
+        A::Context: ToEnvelope<A, Caused<M>>,
+        M: Message<Result = ()> + Traced + Send + Clone + 'static,
     {
         let now = self.clock.now();
-        self.tracer
-            .record(now, from, to.id, msg.kind(), msg.correlation());
+        let (kind, corr) = (msg.kind(), msg.correlation());
+        let seq = self
+            .tracer
+            .record(now, (from, to.id), kind, corr, self.tracer.current());
         self.metrics.borrow_mut().peering_message(from_grid);
         let deliveries = self.faults.borrow_mut().deliveries(from_grid, to_grid, now);
         for delay in deliveries {
@@ -149,14 +242,14 @@ impl Emu {
                 if down {
                     emu.faults.borrow_mut().counts.to_crashed += 1;
                 } else {
-                    addr.do_send(m);
+                    addr.do_send(Caused { cause: seq, msg: m });
                 }
             });
         }
     }
 
-    /// Sends a request to `to` and waits for its reply; both directions are recorded. `None`
-    /// if the receiver is gone.
+    /// Sends a request to `to` and waits for its reply; both directions are recorded (the
+    /// reply as caused by the request). `None` if the receiver is gone.
     pub fn call<A, M>(
         self: &Rc<Self>,
         from: ActorId,
@@ -164,26 +257,55 @@ impl Emu {
         msg: M,
     ) -> impl Future<Output = Option<M::Result>> + 'static
     where
-        A: Actor + Handler<M>,
-        A::Context: ToEnvelope<A, M>,
+        A: Actor + Handler<CausedCall<M>>,
+        A::Context: ToEnvelope<A, CausedCall<M>>,
         M: Message + Traced + Send + 'static,
         M::Result: Traced + Send,
     {
         let emu = Rc::clone(self);
         let to_id = to.id;
-        self.tracer
-            .record(self.clock.now(), from, to_id, msg.kind(), msg.correlation());
-        let reply = to.addr.send(msg);
+        let (kind, corr) = (msg.kind(), msg.correlation());
+        let seq = self.tracer.record(
+            self.clock.now(),
+            (from, to_id),
+            kind,
+            corr,
+            self.tracer.current(),
+        );
+        let reply = to.addr.send(CausedCall { cause: seq, msg });
         async move {
             let answer = reply.await.ok()?;
-            emu.tracer.record(
-                emu.clock.now(),
-                to_id,
-                from,
-                answer.kind(),
-                answer.correlation(),
-            );
+            let (kind, corr) = (answer.kind(), answer.correlation());
+            emu.tracer
+                .record(emu.clock.now(), (to_id, from), kind, corr, Some(seq));
             Some(answer)
         }
+    }
+
+    /// Runs `task` on its own (the IGG's post office), as caused by the record under way now.
+    pub fn spawn(self: &Rc<Self>, task: impl Future<Output = ()> + 'static) {
+        let cause = self.tracer.current();
+        actix::spawn(WithCause {
+            emu: Rc::clone(self),
+            cause,
+            task: Box::pin(task),
+        });
+    }
+}
+
+/// A task that runs with its cause as the tracer's current record.
+struct WithCause {
+    emu: Rc<Emu>,
+    cause: Option<u64>,
+    task: Pin<Box<dyn Future<Output = ()>>>,
+}
+
+impl Future for WithCause {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let before = self.emu.tracer.enter(self.cause);
+        let done = self.task.as_mut().poll(cx);
+        self.emu.tracer.enter(before);
+        done
     }
 }

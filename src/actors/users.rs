@@ -50,6 +50,14 @@ impl Users {
     }
 }
 
+impl super::Shell for Users {
+    fn emu(&self) -> &super::Emu {
+        &self.emu
+    }
+}
+
+handles_caused!(Users; Arrive, LeaseEnded, LeaseStarted);
+
 impl Actor for Users {
     type Context = Context<Self>;
 

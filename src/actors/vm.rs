@@ -69,6 +69,14 @@ impl Vm {
     }
 }
 
+impl super::Shell for Vm {
+    fn emu(&self) -> &super::Emu {
+        &self.emu
+    }
+}
+
+handles_caused!(Vm; Step, VmCommand);
+
 impl Actor for Vm {
     type Context = Context<Self>;
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::model::RequestId;
-use crate::time::{format_secs, EmuTime};
+use crate::time::EmuTime;
 
 /// A compact handle for an actor's name in traces.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -76,6 +76,9 @@ struct Line<'a> {
     vm: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     negotiation: Option<u64>,
+    /// The record whose handling sent this message (or set its timer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<u64>,
 }
 
 /// Counts messages and, when enabled, writes them to `trace.jsonl`.
@@ -85,6 +88,8 @@ pub struct Tracer {
     messages: Cell<u64>,
     names: RefCell<Vec<String>>,
     labels: Vec<String>,
+    /// The record being handled right now (every actor runs on one thread).
+    current: Cell<Option<u64>>,
 }
 
 impl Tracer {
@@ -96,6 +101,7 @@ impl Tracer {
             messages: Cell::new(0),
             names: RefCell::new(Vec::new()),
             labels,
+            current: Cell::new(None),
         }
     }
 
@@ -129,20 +135,32 @@ impl Tracer {
         self.messages.get()
     }
 
-    /// Records one message.
+    /// The record whose handling is under way, if any: the cause of what is sent now.
+    pub fn current(&self) -> Option<u64> {
+        self.current.get()
+    }
+
+    /// Makes `cause` the record under way; returns the one it replaces (to restore after).
+    pub fn enter(&self, cause: Option<u64>) -> Option<u64> {
+        self.current.replace(cause)
+    }
+
+    /// Records one message caused by record `cause`; returns its sequence number.
     #[inline]
     pub fn record(
         &self,
         t: EmuTime,
-        from: ActorId,
-        to: ActorId,
+        (from, to): (ActorId, ActorId),
         kind: &'static str,
         corr: Correlation,
-    ) {
-        self.messages.set(self.messages.get() + 1);
+        cause: Option<u64>,
+    ) -> u64 {
+        let seq = self.messages.get();
+        self.messages.set(seq + 1);
         if let Some(sink) = &self.sink {
-            self.write(sink, t, from, to, kind, corr);
+            self.write(sink, t, (from, to), kind, corr, cause);
         }
+        seq
     }
 
     #[cold]
@@ -150,23 +168,25 @@ impl Tracer {
         &self,
         sink: &RefCell<BufWriter<File>>,
         t: EmuTime,
-        from: ActorId,
-        to: ActorId,
+        (from, to): (ActorId, ActorId),
         kind: &str,
         corr: Correlation,
+        cause: Option<u64>,
     ) {
         let names = self.names.borrow();
-        let ts = format_secs(t.as_micros());
+        let mut buf = [0u8; 32];
+        let ts = secs_text(t.as_micros(), &mut buf);
         let line = Line {
             seq: self.messages.get() - 1,
             t_us: t.as_micros(),
-            t: &ts,
+            t: ts,
             from: &names[from.0 as usize],
             to: &names[to.0 as usize],
             kind,
             request: corr.request.map(|r| self.labels[r.0 as usize].as_str()),
             vm: corr.vm,
             negotiation: corr.negotiation,
+            cause,
         };
         let mut w = sink.borrow_mut();
         let res = serde_json::to_writer(&mut *w, &line)
@@ -191,6 +211,62 @@ impl Tracer {
         match self.failed.borrow().clone() {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+}
+
+/// `micros` as seconds with up to six decimals and no trailing zeros (as
+/// [`crate::time::format_secs`] writes them), into `buf`, without allocating: this runs for
+/// every traced message.
+fn secs_text(micros: u64, buf: &mut [u8; 32]) -> &str {
+    let (whole, mut frac) = (micros / 1_000_000, micros % 1_000_000);
+    let mut end = buf.len();
+    if frac != 0 {
+        let mut digits = 6;
+        while frac % 10 == 0 {
+            frac /= 10;
+            digits -= 1;
+        }
+        for _ in 0..digits {
+            end -= 1;
+            buf[end] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        end -= 1;
+        buf[end] = b'.';
+    }
+    let mut w = whole;
+    loop {
+        end -= 1;
+        buf[end] = b'0' + (w % 10) as u8;
+        w /= 10;
+        if w == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits and a dot were written.
+    std::str::from_utf8(&buf[end..]).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::format_secs;
+
+    #[test]
+    fn seconds_are_written_as_format_secs_writes_them() {
+        let mut buf = [0u8; 32];
+        for us in [
+            0,
+            1,
+            5_000,
+            2_300_000,
+            530_000_000,
+            1_000_001,
+            999_999,
+            u64::MAX,
+        ] {
+            assert_eq!(secs_text(us, &mut buf), format_secs(us), "{us}");
         }
     }
 }

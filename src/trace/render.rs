@@ -28,6 +28,9 @@ pub struct Event {
     /// Negotiation id, if any.
     #[serde(default)]
     pub negotiation: Option<u64>,
+    /// The record whose handling sent this one.
+    #[serde(default)]
+    pub cause: Option<u64>,
 }
 
 /// Parses a trace; a malformed line is reported with its number.
@@ -40,7 +43,9 @@ pub fn parse(text: &str) -> Result<Vec<Event>, String> {
 }
 
 /// Keeps the events about request `request` (by its id) and/or negotiation `negotiation`.
-/// For a negotiation, the messages about the requests it redirected follow too.
+/// For a negotiation, the messages about the requests it redirected follow too. Then, by
+/// causes: every message that names no request or negotiation of its own (a timer, a
+/// publication, a price update) and was sent while handling a kept one is kept as well.
 pub fn filter(events: &[Event], request: Option<&str>, negotiation: Option<u64>) -> Vec<Event> {
     let mut requests: Vec<String> = request.map(str::to_string).into_iter().collect();
     if let Some(n) = negotiation {
@@ -52,14 +57,37 @@ pub fn filter(events: &[Event], request: Option<&str>, negotiation: Option<u64>)
             }
         }
     }
-    events
-        .iter()
-        .filter(|e| {
-            negotiation.is_some_and(|n| e.negotiation == Some(n))
-                || e.request.as_ref().is_some_and(|r| requests.contains(r))
-        })
-        .cloned()
-        .collect()
+    let about = |e: &Event| {
+        negotiation.is_some_and(|n| e.negotiation == Some(n))
+            || e.request.as_ref().is_some_and(|r| requests.contains(r))
+    };
+    // Causes come before their effects, so one pass in order sees every kept cause first.
+    let mut kept = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for e in events {
+        let anonymous = e.request.is_none() && e.negotiation.is_none();
+        let follows = anonymous && e.cause.is_some_and(|c| kept.contains(&c));
+        if about(e) || follows {
+            kept.insert(e.seq);
+            out.push(e.clone());
+        }
+    }
+    out
+}
+
+/// The chain of causes that led to event `seq`, oldest first, ending with it.
+pub fn causes(events: &[Event], seq: u64) -> Vec<Event> {
+    let by_seq: BTreeMap<u64, &Event> = events.iter().map(|e| (e.seq, e)).collect();
+    let mut chain = Vec::new();
+    let mut next = Some(seq);
+    while let Some(s) = next {
+        let Some(e) = by_seq.get(&s) else { break };
+        chain.push((*e).clone());
+        // A cause precedes its effect, so the walk ends.
+        next = e.cause.filter(|c| *c < s);
+    }
+    chain.reverse();
+    chain
 }
 
 fn secs(us: u64) -> String {
@@ -154,6 +182,26 @@ mod tests {
         );
         let r2 = filter(&ev, Some("r2"), None);
         assert_eq!(r2.len(), 1);
+    }
+
+    #[test]
+    fn messages_without_ids_follow_the_kept_ones_that_caused_them() {
+        let text = r#"{"seq":0,"t_us":0,"t":"0","from":"dve:a","to":"igg:a","kind":"SubmitExternal","request":"r1"}
+{"seq":1,"t_us":0,"t":"0","from":"igg:a","to":"lrms:a/c","kind":"AssignLease","request":"r1","cause":0}
+{"seq":2,"t_us":0,"t":"0","from":"lrms:a/c","to":"lrms:a/c","kind":"Tick","cause":1}
+{"seq":3,"t_us":9,"t":"0.000009","from":"lrms:a/c","to":"vm:r2/0","kind":"VmCommand","request":"r2","vm":0,"cause":2}
+{"seq":4,"t_us":9,"t":"0.000009","from":"lrms:a/c","to":"lrms:a/c","kind":"PublishTick"}
+"#;
+        let ev = parse(text).expect("valid");
+        // The tick r1's assignment set follows r1; what the tick did for r2 does not, and a
+        // publication nothing kept caused does not either.
+        let r1 = filter(&ev, Some("r1"), None);
+        assert_eq!(r1.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![0, 1, 2]);
+        let chain = causes(&ev, 3);
+        assert_eq!(
+            chain.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
     }
 
     #[test]
