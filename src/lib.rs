@@ -1,8 +1,39 @@
 //! igemu — an actor-based emulator of InterGrid: federated, virtualised Grids whose gateways
 //! (IGGs) place external VM leases on clusters whose LRMSs also serve local users.
 //!
-//! The library API: load a topology ([`topology::load_file`]), run it ([`run`]), and write
-//! the results ([`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
+//! The library API: describe a federation (a topology file through [`topology::load_file`],
+//! or in code with [`topology::Federation`]), run it ([`run`]), and read or write the results
+//! ([`RunResult`], [`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
+//!
+//! # Running a federation in code
+//!
+//! One Grid of two 4-core clusters; a cancellable external lease lands on the first cluster,
+//! then a local request there needs all four cores and the LRMS cancels the lease for it.
+//!
+//! ```
+//! use igemu::model::RequestState;
+//! use igemu::topology::{Federation, Hosts, Request, Users};
+//!
+//! let topo = Federation::new("demo")
+//!     .lrms("preemption", "mov")
+//!     .grid("g", &[("c1", Hosts::new(1, 4, 8192)), ("c2", Hosts::new(1, 4, 8192))])
+//!     .workload(
+//!         Users::external("ext", "g")
+//!             .request(Request::new("victim", 0, 2, 1024, 7200).kind("cancellable")),
+//!     )
+//!     .workload(Users::local("users", "g", "c1").request(Request::new("local", 1800, 4, 1024, 3600)))
+//!     .build()
+//!     .map_err(igemu::Error::from)?;
+//! let result = igemu::run(topo, &igemu::RunOptions::default())?;
+//! assert_eq!(result.summary.invariant_violations, 0);
+//! let state = |label: &str| {
+//!     let i = result.topology.request_labels.iter().position(|l| l == label);
+//!     i.and_then(|i| result.records[i].state)
+//! };
+//! assert_eq!(state("victim"), Some(RequestState::Cancelled));
+//! assert_eq!(state("local"), Some(RequestState::Completed));
+//! # Ok::<(), igemu::Error>(())
+//! ```
 
 /// Defines a policy-name enum: its variants, their names in topologies, parsing, and the
 /// list of names for "did you mean" hints. Adding a policy touches its module and one line.

@@ -5,7 +5,7 @@
 
 mod common;
 mod reference;
-use common::{capacity_breaches, from_text, load, run_traced, trace};
+use common::{capacity_breaches, load, run_traced, trace};
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -15,7 +15,7 @@ use igemu::lrms::policy::{PreemptionPolicy, SEARCH_BUDGET};
 use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Speed};
 use igemu::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId, VmState};
 use igemu::time::{EmuDuration, EmuTime};
-use igemu::topology::HostSpec;
+use igemu::topology::{Federation, HostSpec, Hosts, Request, Users};
 
 use igemu::model::RequestState;
 use igemu::{run, RunOptions, RunResult};
@@ -135,50 +135,29 @@ fn preemption_steps_happen_at_the_overhead_models_times() {
 
 /// Two one-host clusters; an external lease of `kind` runs on c1 (round-robin's first
 /// choice) when a local request for the whole of c1 arrives.
-fn two_clusters(kind: &str) -> String {
-    let deadline = if kind == "migratable" {
-        "deadline = \"10h\"\n"
+fn two_clusters(kind: &str) -> igemu::topology::Topology {
+    let victim = Request::new("victim", 0, 2, 1024, 7200).kind(kind);
+    let victim = if kind == "migratable" {
+        victim.deadline(36_000)
     } else {
-        ""
+        victim
     };
-    format!(
-        r#"
-[lrms]
-profile = "nfs-100mbps"
-preemption = "mov"
-[[grid]]
-name = "g"
-[[grid.cluster]]
-name = "c1"
-hosts = {{ count = 1, cores = 4, memory_mb = 8192 }}
-[[grid.cluster]]
-name = "c2"
-hosts = {{ count = 1, cores = 4, memory_mb = 8192 }}
-[[workload]]
-name = "ext"
-origin = "external"
-grid = "g"
-[[workload.request]]
-id = "victim"
-arrival = "0s"
-vms = 2
-mem_mb = 1024
-duration = "2h"
-type = "{kind}"
-{deadline}
-[[workload]]
-name = "users"
-origin = "local"
-grid = "g"
-cluster = "c1"
-[[workload.request]]
-id = "local"
-arrival = "30m"
-vms = 4
-mem_mb = 1024
-duration = "1h"
-"#
-    )
+    Federation::new("two-clusters")
+        .lrms("profile", "nfs-100mbps")
+        .lrms("preemption", "mov")
+        .grid(
+            "g",
+            &[
+                ("c1", Hosts::new(1, 4, 8192)),
+                ("c2", Hosts::new(1, 4, 8192)),
+            ],
+        )
+        .workload(Users::external("ext", "g").request(victim))
+        .workload(
+            Users::local("users", "g", "c1").request(Request::new("local", 1800, 4, 1024, 3600)),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn record<'a>(r: &'a RunResult, label: &str) -> &'a igemu::metrics::RequestRecord {
@@ -194,7 +173,7 @@ fn record<'a>(r: &'a RunResult, label: &str) -> &'a igemu::metrics::RequestRecor
 #[test]
 fn a_preempted_cancellable_lease_is_stopped_and_ends_cancelled() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let r = run_traced(from_text(&two_clusters("cancellable")), dir.path());
+    let r = run_traced(two_clusters("cancellable"), dir.path());
     assert_eq!(
         r.summary.invariant_violations, 0,
         "{:?}",
@@ -221,49 +200,22 @@ fn compression_is_a_topology_setting_that_moves_a_reservation_into_freed_capacit
     // first lease and runs 10 min: from 40 min the host is free. With `compress` the waiting
     // reservation moves there; without, it keeps its slot at 2 h.
     let waiter_start = |compress: bool| {
-        let text = format!(
-            r#"
-[lrms]
-profile = "nfs-100mbps"
-preemption = "mov"
-compress = {compress}
-[[grid]]
-name = "g"
-[[grid.cluster]]
-name = "c1"
-hosts = {{ count = 1, cores = 4, memory_mb = 8192 }}
-[[workload]]
-name = "ext"
-origin = "external"
-grid = "g"
-[[workload.request]]
-id = "victim"
-arrival = "0s"
-vms = 2
-mem_mb = 1024
-duration = "2h"
-type = "cancellable"
-[[workload.request]]
-id = "waiter"
-arrival = "1m"
-vms = 4
-mem_mb = 1024
-duration = "1h"
-type = "suspendable"
-[[workload]]
-name = "users"
-origin = "local"
-grid = "g"
-cluster = "c1"
-[[workload.request]]
-id = "local"
-arrival = "30m"
-vms = 4
-mem_mb = 1024
-duration = "10m"
-"#
-        );
-        let r = run(from_text(&text), &RunOptions::default()).expect("runs");
+        let topo = Federation::new("compression")
+            .lrms("profile", "nfs-100mbps")
+            .lrms("preemption", "mov")
+            .lrms("compress", compress)
+            .grid("g", &[("c1", Hosts::new(1, 4, 8192))])
+            .workload(
+                Users::external("ext", "g")
+                    .request(Request::new("victim", 0, 2, 1024, 7200).kind("cancellable"))
+                    .request(Request::new("waiter", 60, 4, 1024, 3600).kind("suspendable")),
+            )
+            .workload(
+                Users::local("users", "g", "c1").request(Request::new("local", 1800, 4, 1024, 600)),
+            )
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r = run(topo, &RunOptions::default()).expect("runs");
         assert_eq!(r.summary.invariant_violations, 0);
         assert_eq!(record(&r, "victim").state, Some(RequestState::Cancelled));
         assert_eq!(record(&r, "local").start, Some(EmuTime::from_secs(1800)));
@@ -276,7 +228,7 @@ duration = "10m"
 #[test]
 fn a_preempted_migratable_lease_moves_to_another_cluster_through_the_igg() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let r = run_traced(from_text(&two_clusters("migratable")), dir.path());
+    let r = run_traced(two_clusters("migratable"), dir.path());
     assert_eq!(
         r.summary.invariant_violations, 0,
         "{:?}",
@@ -343,47 +295,57 @@ fn random_topology(
     policy: &str,
     scheduler: &str,
     requests: &[(u16, u8, u8, u16, u8)],
-) -> String {
+) -> Federation {
     // Half the cases compress the schedule; the core asserts (in debug builds) that no
     // reservation is ever moved later by it.
     let compress = seed.is_multiple_of(2);
-    let mut t = format!(
-        "[emulation]\nseed = {seed}\n[lrms]\nprofile = \"nfs-100mbps\"\npreemption = \"{policy}\"\nscheduler = \"{scheduler}\"\npivots = 2\ncompress = {compress}\n[[grid]]\nname = \"g\"\n[[grid.cluster]]\nname = \"c0\"\nhosts = {{ count = 3, cores = 4, memory_mb = 8192 }}\n[[grid.cluster]]\nname = \"c1\"\nhosts = {{ count = 2, cores = 4, memory_mb = 4096 }}\n"
-    );
     let types = [
         "cancellable",
         "suspendable",
         "migratable",
         "non-preemptable",
     ];
-    for (origin, local) in [("external", false), ("local", true)] {
-        t += &format!("[[workload]]\nname = \"{origin}\"\norigin = \"{origin}\"\ngrid = \"g\"\n");
-        if local {
-            t += "cluster = \"c0\"\n";
-        }
-        for (i, &(arrival, vms, kind, dur, mem)) in requests.iter().enumerate() {
-            let is_local = kind % 5 == 4;
-            if is_local != local {
-                continue;
-            }
-            let vms = 1 + u32::from(vms) % 8;
-            let dur = 60 + u32::from(dur) % 7200;
-            let mem = 256 * (1 + u32::from(mem) % 4);
-            t += &format!("[[workload.request]]\nid = \"r{i}\"\narrival = {arrival}\nvms = {vms}\nmem_mb = {mem}\nduration = {dur}\n");
-            if local && dur % 3 != 0 {
-                // Some local requests give notice: minutes to an hour.
-                t += &format!("start = {}\n", u32::from(arrival) + 60 * (dur % 61));
-            }
-            if !local {
-                let ty = types[usize::from(kind % 4)];
-                t += &format!("type = \"{ty}\"\n");
-                if ty == "migratable" || ty == "non-preemptable" {
-                    t += &format!("deadline = {}\n", u32::from(arrival) + dur * 4 + 3600);
-                }
-            }
+    let mut external = Users::external("external", "g");
+    let mut local = Users::local("local", "g", "c0");
+    for (i, &(arrival, vms, kind, dur, mem)) in requests.iter().enumerate() {
+        let vms = 1 + u32::from(vms) % 8;
+        let dur = 60 + u64::from(dur) % 7200;
+        let mem = 256 * (1 + u32::from(mem) % 4);
+        let arrival = u64::from(arrival);
+        let r = Request::new(&format!("r{i}"), arrival, vms, mem, dur);
+        if kind % 5 == 4 {
+            // Some local requests give notice: minutes to an hour.
+            local = local.request(if dur % 3 != 0 {
+                r.start(arrival + 60 * (dur % 61))
+            } else {
+                r
+            });
+        } else {
+            let ty = types[usize::from(kind % 4)];
+            let r = r.kind(ty);
+            external = external.request(if ty == "migratable" || ty == "non-preemptable" {
+                r.deadline(arrival + dur * 4 + 3600)
+            } else {
+                r
+            });
         }
     }
-    t
+    Federation::new("random")
+        .seed(seed)
+        .lrms("profile", "nfs-100mbps")
+        .lrms("preemption", policy)
+        .lrms("scheduler", scheduler)
+        .lrms("pivots", 2)
+        .lrms("compress", compress)
+        .grid(
+            "g",
+            &[
+                ("c0", Hosts::new(3, 4, 8192)),
+                ("c1", Hosts::new(2, 4, 4096)),
+            ],
+        )
+        .workload(external)
+        .workload(local)
 }
 
 /// Work done by each lease from its VMs' steps: the lease works while all its VMs run, i.e.
@@ -448,9 +410,10 @@ proptest! {
         scheduler in prop::sample::select(vec!["fcfs", "conservative", "easy"]),
         requests in prop::collection::vec((0u16..7200, any::<u8>(), any::<u8>(), any::<u16>(), any::<u8>()), 1..30),
     ) {
-        let text = random_topology(seed, policy, scheduler, &requests);
+        let federation = random_topology(seed, policy, scheduler, &requests);
+        let text = format!("{federation:?}");
         let dir = tempfile::tempdir().expect("temp dir");
-        let r = run_traced(from_text(&text), dir.path());
+        let r = run_traced(federation.build().unwrap_or_else(|e| panic!("{e}")), dir.path());
         let s = &r.summary;
         // Hosts never over capacity (checked by the host actors and by replaying the trace);
         // no impossible VM transition; no request ends twice.
@@ -510,17 +473,25 @@ proptest! {
         externals in prop::collection::vec((0u16..3600, 1u8..9, any::<bool>()), 1..20),
         locals in prop::collection::vec(1u8..13, 1..4),
     ) {
-        let mut t = format!("[lrms]\nprofile = \"opennebula-gluster\"\npreemption = \"{policy}\"\n[[grid]]\nname = \"g\"\n[[grid.cluster]]\nname = \"c\"\nhosts = {{ count = 3, cores = 4, memory_mb = 4096 }}\n[[workload]]\nname = \"e\"\norigin = \"external\"\ngrid = \"g\"\n");
+        let mut ext = Users::external("e", "g");
         for (i, (arrival, vms, cancellable)) in externals.iter().enumerate() {
             let ty = if *cancellable { "cancellable" } else { "suspendable" };
-            t += &format!("[[workload.request]]\nid = \"e{i}\"\narrival = {arrival}\nvms = {vms}\nmem_mb = 256\nduration = 5000\ntype = \"{ty}\"\n");
+            ext = ext.request(Request::new(&format!("e{i}"), u64::from(*arrival), u32::from(*vms), 256, 5000).kind(ty));
         }
-        t += "[[workload]]\nname = \"l\"\norigin = \"local\"\ngrid = \"g\"\ncluster = \"c\"\n";
+        let mut loc = Users::local("l", "g", "c");
         for (i, vms) in locals.iter().enumerate() {
             // Locals 10 000 s apart, each 1 000 s long: never overlapping.
-            t += &format!("[[workload.request]]\nid = \"l{i}\"\narrival = {}\nvms = {vms}\nmem_mb = 256\nduration = 1000\n", 1800 + 10_000 * i);
+            loc = loc.request(Request::new(&format!("l{i}"), 1800 + 10_000 * i as u64, u32::from(*vms), 256, 1000));
         }
-        let r = run(from_text(&t), &RunOptions::default()).expect("runs");
+        let federation = Federation::new("locals")
+            .lrms("profile", "opennebula-gluster")
+            .lrms("preemption", policy)
+            .grid("g", &[("c", Hosts::new(3, 4, 4096))])
+            .workload(ext)
+            .workload(loc);
+        let t = format!("{federation:?}");
+        let topo = federation.build().unwrap_or_else(|e| panic!("{e}"));
+        let r = run(topo, &RunOptions::default()).expect("runs");
         prop_assert_eq!(r.summary.requests.local.rejected, 0, "{}", t);
         prop_assert_eq!(r.summary.invariant_violations, 0);
     }

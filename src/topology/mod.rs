@@ -2,6 +2,7 @@
 //! validation that reports every problem with its place, and the validated [`Topology`] the
 //! emulation is built from.
 
+mod build;
 mod generated;
 pub mod profile;
 mod requests;
@@ -13,6 +14,7 @@ use std::path::Path;
 
 use crate::input::node::{self, apply_set, parse_document, Node, Origin as NodeOrigin};
 use crate::input::table::Table;
+pub use build::{Federation, Hosts, Request, Users};
 use diag::{suggest, Diags, Loc, Report};
 pub use profile::{LrmsProfile, Timings};
 
