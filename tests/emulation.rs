@@ -3,7 +3,8 @@
 //! independently from the trace.
 
 mod common;
-use common::{capacity_breaches, from_text, quickstart, run_traced, trace};
+use common::{capacity_breaches, quickstart, run_traced, trace};
+use igemu::topology::{Federation, Hosts, Request, Users};
 
 use igemu::model::RequestState;
 use igemu::{run, RunOptions};
@@ -196,31 +197,17 @@ fn a_finished_run_frees_its_state_even_with_timers_pending() {
 fn the_igg_post_office_interleaves_handlers() {
     // Two external requests arrive together: the second is sent to the LRMS before the
     // answer to the first comes back, because each is handled in its own task.
-    let text = r#"
-[[grid]]
-name = "g"
-[[grid.cluster]]
-name = "c"
-hosts = { count = 2, cores = 4, memory_mb = 8192 }
-[[workload]]
-name = "dve"
-origin = "external"
-grid = "g"
-[[workload.request]]
-id = "a"
-arrival = "0s"
-vms = 1
-mem_mb = 512
-duration = "10m"
-[[workload.request]]
-id = "b"
-arrival = "0s"
-vms = 1
-mem_mb = 512
-duration = "10m"
-"#;
+    let topo = Federation::new("post-office")
+        .grid("g", &[("c", Hosts::new(2, 4, 8192))])
+        .workload(
+            Users::external("dve", "g")
+                .request(Request::new("a", 0, 1, 512, 600))
+                .request(Request::new("b", 0, 1, 512, 600)),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().expect("temp dir");
-    run_traced(from_text(text), dir.path());
+    run_traced(topo, dir.path());
     let order: Vec<String> = trace(dir.path())
         .into_iter()
         .filter(|e| e["kind"] == "AssignLease" || e["kind"] == "AssignAnswer")
@@ -245,28 +232,42 @@ duration = "10m"
 
 /// A random single-Grid topology whose requests all fit cluster `c0` (so local requests
 /// are valid and external ones fit somewhere).
-fn random_topology(hosts: &[(u8, u8, u16)], requests: &[(u16, u8, u16, u16, bool)]) -> String {
-    let mut t = String::from("[emulation]\nseed = 5\n[[grid]]\nname = \"g\"\n");
-    for (i, (count, cores, mem_gb)) in hosts.iter().enumerate() {
-        t += &format!("[[grid.cluster]]\nname = \"c{i}\"\nhosts = {{ count = {count}, cores = {cores}, memory_mb = {} }}\n", u32::from(*mem_gb) * 1024);
-    }
+fn random_topology(hosts: &[(u8, u8, u16)], requests: &[(u16, u8, u16, u16, bool)]) -> Federation {
+    let names: Vec<String> = (0..hosts.len()).map(|i| format!("c{i}")).collect();
+    let clusters: Vec<(&str, Hosts)> = names
+        .iter()
+        .zip(hosts)
+        .map(|(n, &(count, cores, gb))| {
+            let hosts = Hosts::new(u32::from(count), u32::from(cores), u64::from(gb) * 1024);
+            (n.as_str(), hosts)
+        })
+        .collect();
     let (n0, cores0, gb0) = hosts[0];
-    for (origin, wanted) in [("external", false), ("local", true)] {
-        t += &format!("[[workload]]\nname = \"{origin}\"\norigin = \"{origin}\"\ngrid = \"g\"\n");
-        if wanted {
-            t += "cluster = \"c0\"\n";
-        }
-        for (i, (arrival, vms, mem, dur, local)) in requests.iter().enumerate() {
-            if *local != wanted {
-                continue;
-            }
-            let mem_mb = 64 + u32::from(*mem) % 960;
-            let per_host = u32::from(cores0).min(u32::from(gb0) * 1024 / mem_mb);
-            let vms = u32::from(*vms) % (u32::from(n0) * per_host) + 1;
-            t += &format!("[[workload.request]]\nid = \"{origin}-{i}\"\narrival = {arrival}\nvms = {vms}\nmem_mb = {mem_mb}\nduration = {dur}\n");
+    let mut external = Users::external("external", "g");
+    let mut local = Users::local("local", "g", "c0");
+    for (i, &(arrival, vms, mem, dur, is_local)) in requests.iter().enumerate() {
+        let mem_mb = 64 + u32::from(mem) % 960;
+        let per_host = u32::from(cores0).min(u32::from(gb0) * 1024 / mem_mb);
+        let vms = u32::from(vms) % (u32::from(n0) * per_host) + 1;
+        let (arrival, dur) = (u64::from(arrival), u64::from(dur));
+        if is_local {
+            local = local.request(Request::new(
+                &format!("local-{i}"),
+                arrival,
+                vms,
+                mem_mb,
+                dur,
+            ));
+        } else {
+            let id = format!("external-{i}");
+            external = external.request(Request::new(&id, arrival, vms, mem_mb, dur));
         }
     }
-    t
+    Federation::new("random")
+        .seed(5)
+        .grid("g", &clusters)
+        .workload(external)
+        .workload(local)
 }
 
 proptest! {
@@ -277,9 +278,9 @@ proptest! {
         hosts in prop::collection::vec((1u8..5, 1u8..9, 1u16..9), 1..4),
         requests in prop::collection::vec((0u16..3600, any::<u8>(), any::<u16>(), 1u16..7200, any::<bool>()), 1..40),
     ) {
-        let text = random_topology(&hosts, &requests);
+        let topo = random_topology(&hosts, &requests).build().unwrap_or_else(|e| panic!("{e}"));
         let dir = tempfile::tempdir().expect("temp dir");
-        let result = run_traced(from_text(&text), dir.path());
+        let result = run_traced(topo, dir.path());
         let s = &result.summary;
         prop_assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
         // Until all done: nothing is left open, and each request has exactly one state.
