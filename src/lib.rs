@@ -470,6 +470,53 @@ fn start_cluster(
     Peer { id: lrms_id, addr }
 }
 
+/// The run's summary, per-request records and decisions, from what `emu` observed.
+fn summarize(
+    topo: &Topology,
+    emu: &Emu,
+    end: EmuTime,
+    wall_s: f64,
+) -> (Summary, Vec<RequestRecord>, Vec<DecisionRecord>) {
+    let mode = topo.emulation.mode;
+    let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
+    let metrics::Finished {
+        records,
+        clusters: counters,
+        grids,
+        violations,
+        decisions,
+    } = metrics.finish();
+    let figures = metrics::figures(topo, &records, &counters);
+    let grid_figures = metrics::grid_figures(topo, &records, &grids);
+    let fault_counts = emu.faults.borrow().counts.clone();
+    let summary = Summary {
+        topology: topo.name.clone(),
+        mode: match mode {
+            ClockMode::Virtual => "virtual",
+            ClockMode::Realtime { .. } => "realtime",
+        },
+        speedup: match mode {
+            ClockMode::Virtual => None,
+            ClockMode::Realtime { speedup } => Some(speedup),
+        },
+        seed: topo.emulation.seed,
+        emulated_end_s: end.as_secs_f64(),
+        wall_s,
+        messages: emu.tracer.messages(),
+        timed_events: emu.clock.fired(),
+        requests: figures.requests,
+        makespan_s: figures.makespan_s,
+        metrics: figures.all,
+        clusters: figures.clusters,
+        grids: grid_figures,
+        faults: fault_counts,
+        invariant_violations: violations.len() as u64,
+        violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
+        timer_lateness_ms: emu.clock.lateness(),
+    };
+    (summary, records, decisions)
+}
+
 /// Runs `topo` to its end and gathers the results.
 pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let topo = Rc::new(topo);
@@ -509,42 +556,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
     emu.tracer.finish().map_err(Error::Trace)?;
-    let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
-    let metrics::Finished {
-        records,
-        clusters: counters,
-        grids,
-        violations,
-        decisions,
-    } = metrics.finish();
-    let figures = metrics::figures(&topo, &records, &counters);
-    let grid_figures = metrics::grid_figures(&topo, &records, &grids);
-    let fault_counts = emu.faults.borrow().counts.clone();
-    let summary = Summary {
-        topology: topo.name.clone(),
-        mode: match mode {
-            ClockMode::Virtual => "virtual",
-            ClockMode::Realtime { .. } => "realtime",
-        },
-        speedup: match mode {
-            ClockMode::Virtual => None,
-            ClockMode::Realtime { speedup } => Some(speedup),
-        },
-        seed: topo.emulation.seed,
-        emulated_end_s: end.as_secs_f64(),
-        wall_s,
-        messages: emu.tracer.messages(),
-        timed_events: emu.clock.fired(),
-        requests: figures.requests,
-        makespan_s: figures.makespan_s,
-        metrics: figures.all,
-        clusters: figures.clusters,
-        grids: grid_figures,
-        faults: fault_counts,
-        invariant_violations: violations.len() as u64,
-        violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
-        timer_lateness_ms: emu.clock.lateness(),
-    };
+    let (summary, records, decisions) = summarize(&topo, &emu, end, wall_s);
     drop(emu);
     drop(system);
     Ok(RunResult {

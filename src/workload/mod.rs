@@ -312,80 +312,115 @@ pub fn generate(
     seed: u64,
 ) -> Vec<Job> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let span_s = span.as_secs_f64();
-    let cap = |v: f64| (v.round() as u32).clamp(1, max_vms.max(1));
+    let limits = Limits {
+        span_s: span.as_secs_f64(),
+        max_vms: max_vms.max(1),
+        max_jobs,
+    };
+    match model {
+        Model::Das2(m) => das2_jobs(m, &limits, &mut rng),
+        Model::Lublin99(m) => lublin_jobs(m, &limits, &mut rng),
+        Model::Gwa(m) => gwa_jobs(m, &limits, &mut rng),
+    }
+}
+
+/// What a generated trace may hold.
+struct Limits {
+    span_s: f64,
+    max_vms: u32,
+    max_jobs: usize,
+}
+
+impl Limits {
+    /// A job size, rounded and within [1, max_vms].
+    fn cap(&self, v: f64) -> u32 {
+        (v.round() as u32).clamp(1, self.max_vms)
+    }
+}
+
+fn das2_jobs(m: &Das2, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
+    let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
+    let cap = |v: f64| limits.cap(v);
     let mut jobs = Vec::new();
     let mut t = 0.0f64;
-    match model {
-        Model::Das2(m) => {
-            let gap = weibull(m.arrival_scale, m.arrival_shape);
-            let dur = LogNormal::new(m.duration_a, m.duration_b.max(1e-12))
-                .unwrap_or_else(|_| LogNormal::new(0.0, 1.0).expect("valid"));
-            while jobs.len() < max_jobs {
-                t += gap.sample(&mut rng);
-                if t >= span_s {
-                    break;
-                }
-                let vms = cap(m.size(&mut rng));
-                let d = loop {
-                    let d = dur.sample(&mut rng);
-                    if d <= m.duration_max_s {
-                        break d;
-                    }
-                };
-                jobs.push(Job {
-                    arrival: EmuDuration::from_secs_f64(t),
-                    vms,
-                    duration: EmuDuration::from_secs_f64(d.max(1.0)),
-                });
-            }
+    let gap = weibull(m.arrival_scale, m.arrival_shape);
+    let dur = LogNormal::new(m.duration_a, m.duration_b.max(1e-12))
+        .unwrap_or_else(|_| LogNormal::new(0.0, 1.0).expect("valid"));
+    while jobs.len() < max_jobs {
+        t += gap.sample(rng);
+        if t >= span_s {
+            break;
         }
-        Model::Lublin99(m) => {
-            let weights = m.bucket_weights();
-            let arr = gamma_dist(m.a_arr * m.arar, m.b_arr);
-            while jobs.len() < max_jobs {
-                let g = loop {
-                    let v = arr.sample(&mut rng);
-                    if v <= 13.0 {
-                        break v.exp();
-                    }
-                };
-                t = if m.daily_cycle {
-                    advance_cyclic(t, g, &weights)
-                } else {
-                    t + g
-                };
-                if t >= span_s {
-                    break;
-                }
-                let nodes = m.size(&mut rng);
-                let runtime = m.log_runtime(&mut rng, nodes).exp();
-                jobs.push(Job {
-                    arrival: EmuDuration::from_secs_f64(t),
-                    vms: cap(nodes),
-                    duration: EmuDuration::from_secs_f64(runtime.max(1.0)),
-                });
+        let vms = cap(m.size(rng));
+        let d = loop {
+            let d = dur.sample(rng);
+            if d <= m.duration_max_s {
+                break d;
             }
-        }
-        Model::Gwa(m) => {
-            let gap = weibull(m.arrival_scale, m.arrival_shape);
-            let tasks = weibull(m.tasks_scale, m.tasks_shape);
-            let dur = Normal::new(m.duration_mean, m.duration_sd.max(0.0))
-                .unwrap_or_else(|_| Normal::new(1.0, 0.0).expect("valid"));
-            while jobs.len() < max_jobs {
-                t += gap.sample(&mut rng);
-                if t >= span_s {
-                    break;
-                }
-                let vms = cap(tasks.sample(&mut rng).max(1.0));
-                let d = dur.sample(&mut rng).max(1.0);
-                jobs.push(Job {
-                    arrival: EmuDuration::from_secs_f64(t),
-                    vms,
-                    duration: EmuDuration::from_secs_f64(d),
-                });
+        };
+        jobs.push(Job {
+            arrival: EmuDuration::from_secs_f64(t),
+            vms,
+            duration: EmuDuration::from_secs_f64(d.max(1.0)),
+        });
+    }
+    jobs
+}
+
+fn lublin_jobs(m: &Lublin99, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
+    let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
+    let cap = |v: f64| limits.cap(v);
+    let mut jobs = Vec::new();
+    let mut t = 0.0f64;
+    let weights = m.bucket_weights();
+    let arr = gamma_dist(m.a_arr * m.arar, m.b_arr);
+    while jobs.len() < max_jobs {
+        let g = loop {
+            let v = arr.sample(rng);
+            if v <= 13.0 {
+                break v.exp();
             }
+        };
+        t = if m.daily_cycle {
+            advance_cyclic(t, g, &weights)
+        } else {
+            t + g
+        };
+        if t >= span_s {
+            break;
         }
+        let nodes = m.size(rng);
+        let runtime = m.log_runtime(rng, nodes).exp();
+        jobs.push(Job {
+            arrival: EmuDuration::from_secs_f64(t),
+            vms: cap(nodes),
+            duration: EmuDuration::from_secs_f64(runtime.max(1.0)),
+        });
+    }
+    jobs
+}
+
+fn gwa_jobs(m: &Gwa, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
+    let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
+    let cap = |v: f64| limits.cap(v);
+    let mut jobs = Vec::new();
+    let mut t = 0.0f64;
+    let gap = weibull(m.arrival_scale, m.arrival_shape);
+    let tasks = weibull(m.tasks_scale, m.tasks_shape);
+    let dur = Normal::new(m.duration_mean, m.duration_sd.max(0.0))
+        .unwrap_or_else(|_| Normal::new(1.0, 0.0).expect("valid"));
+    while jobs.len() < max_jobs {
+        t += gap.sample(rng);
+        if t >= span_s {
+            break;
+        }
+        let vms = cap(tasks.sample(rng).max(1.0));
+        let d = dur.sample(rng).max(1.0);
+        jobs.push(Job {
+            arrival: EmuDuration::from_secs_f64(t),
+            vms,
+            duration: EmuDuration::from_secs_f64(d),
+        });
     }
     jobs
 }
