@@ -880,42 +880,10 @@ impl Core {
         let mut steps: Option<UsageSteps> = None;
         let total = self.avail.total_cores();
         for (_, _, _, id) in waiting {
-            let l = &self.leases[&id];
-            if let Some(res) = &l.res {
-                let (promised, end) = (res.start, res.end);
-                let floor = now.max(l.not_before);
-                let skippable =
-                    l.images_ready.is_none() && self.cfg.backfilling != Backfilling::Fcfs;
-                if skippable
-                    && !self.could_start_earlier(
-                        l,
-                        (promised, end),
-                        floor,
-                        &freed,
-                        steps.get_or_insert_with(|| self.avail.usage_steps()),
-                        total,
-                    )
-                {
-                    debug_assert!(
-                        self.stays_put(id, promised, now),
-                        "compression skipped lease #{} that could move",
-                        id.0
-                    );
-                    continue;
-                }
-                let hosts = res.hosts.clone();
-                self.drop_reservation(id);
-                self.reserve_again(id, (promised, hosts.clone()), now, out);
-                // Placed again at the same start on other hosts (or, resuming, ending at
-                // another time), it still frees what it held.
-                let same = self.leases[&id]
-                    .res
-                    .as_ref()
-                    .is_some_and(|r| r.start == promised && r.end == end && r.hosts == hosts);
-                if !same {
-                    freed.add(promised, end);
-                    moved.push((promised, end));
-                    steps = None;
+            if self.leases[&id].res.is_some() {
+                let cluster = (&mut freed, &mut steps, total);
+                if let Some(interval) = self.compress_one(id, now, cluster, out) {
+                    moved.push(interval);
                 }
                 continue;
             }
@@ -937,6 +905,55 @@ impl Core {
                 self.avail.note_freed(start, end);
             }
         }
+    }
+
+    /// Compression of one reserved lease: placed again if it might start earlier (its old
+    /// slot given up first, so it is never promised a later start). Returns the interval it
+    /// left if it moved; records it in `freed` and forgets the usage `steps` then.
+    fn compress_one(
+        &mut self,
+        id: RequestId,
+        now: EmuTime,
+        (freed, steps, total): (&mut Freed, &mut Option<UsageSteps>, u64),
+        out: &mut Vec<Action>,
+    ) -> Option<(EmuTime, EmuTime)> {
+        let l = &self.leases[&id];
+        let res = l.res.as_ref()?;
+        let (promised, end) = (res.start, res.end);
+        let floor = now.max(l.not_before);
+        let skippable = l.images_ready.is_none() && self.cfg.backfilling != Backfilling::Fcfs;
+        if skippable
+            && !self.could_start_earlier(
+                l,
+                (promised, end),
+                floor,
+                freed,
+                steps.get_or_insert_with(|| self.avail.usage_steps()),
+                total,
+            )
+        {
+            debug_assert!(
+                self.stays_put(id, promised, now),
+                "compression skipped lease #{} that could move",
+                id.0
+            );
+            return None;
+        }
+        let hosts = res.hosts.clone();
+        self.drop_reservation(id);
+        self.reserve_again(id, (promised, hosts.clone()), now, out);
+        // Placed again at the same start on other hosts (or, resuming, ending at another
+        // time), it still frees what it held.
+        let same = self.leases[&id]
+            .res
+            .as_ref()
+            .is_some_and(|r| r.start == promised && r.end == end && r.hosts == hosts);
+        if same {
+            return None;
+        }
+        freed.add(promised, end);
+        *steps = None;
+        Some((promised, end))
     }
 
     /// Whether fresh lease `l`, reserved at `own`, might start earlier than `own.0` now:
