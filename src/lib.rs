@@ -5,6 +5,12 @@
 //! or in code with [`topology::Federation`]), run it ([`run`]), and read or write the results
 //! ([`RunResult`], [`RunResult::write_outputs`]). The `igemu` binary is a thin CLI over this.
 //!
+//! The modules: [`topology`] (reading and building federations), [`model`] (requests, lease
+//! types, VM states), [`lrms`] and [`igg`] (the pure cores of the LRMS and the gateway, usable
+//! on their own), [`metrics`] (records and the papers' figures), [`trace`] (records and their
+//! rendering), [`workload`] (workload models and SWF), [`sweep`] and [`stress`] (many runs),
+//! [`fault`] (link faults), [`time`] (emulated time and the clock).
+//!
 //! # Running a federation in code
 //!
 //! One Grid of two 4-core clusters; a cancellable external lease lands on the first cluster,
@@ -64,11 +70,14 @@ macro_rules! named_enum {
     };
 }
 
+// The actix shell. Public only so the runtime benchmark can build actors of its own on the
+// one send path; it is not part of the library's API.
+#[doc(hidden)]
 pub mod actors;
 mod error;
 pub mod fault;
 pub mod igg;
-pub mod input;
+mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
@@ -100,6 +109,7 @@ use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
 
 pub use error::Error;
+pub use input::{Diagnostic, Report};
 use trace::Tracer;
 
 /// How to run, beyond the topology.
