@@ -1557,15 +1557,7 @@ impl Core {
                 steps: vec![(stop, VmEvent::Stop)],
             });
         }
-        out.push(Action::CommandVms {
-            lease: id,
-            after: Some(p.from),
-            plans: vm_plans,
-        });
-        out.push(Action::Worked {
-            lease: id,
-            work: worked,
-        });
+        vacating_actions(id, p.from, vm_plans, worked, out);
         let l = self.leases.get_mut(&id).expect("known lease");
         l.phase = Phase::Cancelling;
         l.work_done = done;
@@ -1606,15 +1598,7 @@ impl Core {
                 ],
             });
         }
-        out.push(Action::CommandVms {
-            lease: id,
-            after: Some(p.from),
-            plans: vm_plans,
-        });
-        out.push(Action::Worked {
-            lease: id,
-            work: worked,
-        });
+        vacating_actions(id, p.from, vm_plans, worked, out);
         let last = images.iter().copied().max().unwrap_or(p.from);
         let migrate = p.op == Operation::Migrate;
         let (speed, reschedule) = (self.cfg.speed, self.cfg.overhead.reschedule);
@@ -1789,6 +1773,26 @@ impl Core {
         out.extend(self.tick(now));
         out
     }
+}
+
+/// What vacating a running lease tells the shell: the VMs' new plans (replacing their steps
+/// from `from` on) and the work the lease did until then.
+fn vacating_actions(
+    id: RequestId,
+    from: EmuTime,
+    plans: Vec<VmPlan>,
+    worked: EmuDuration,
+    out: &mut Vec<Action>,
+) {
+    out.push(Action::CommandVms {
+        lease: id,
+        after: Some(from),
+        plans,
+    });
+    out.push(Action::Worked {
+        lease: id,
+        work: worked,
+    });
 }
 
 #[cfg(test)]
