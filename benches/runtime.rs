@@ -13,17 +13,14 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use actix::{Actor, AsyncContext, Context, Handler, Message};
-use igemu::actors::host::Host;
-use igemu::actors::igg::{Igg, IggSpec};
-use igemu::actors::lrms::Lrms;
+use igemu::actors::graph::Graph;
 use igemu::actors::messages::VmRef;
 use igemu::actors::vm::{Vm, VmSpec};
 use igemu::actors::{Emu, Peer, Shell};
-use igemu::igg::Dispatcher;
 use igemu::metrics::Metrics;
-use igemu::model::{ClusterId, RequestId, VmState};
+use igemu::model::{RequestId, VmState};
 use igemu::time::{Clock, ClockMode, EmuDuration};
-use igemu::topology::{self, DispatchName, Overrides};
+use igemu::topology::{self, Overrides, Topology};
 use igemu::trace::{ActorId, Traced, Tracer};
 
 fn system() -> actix::SystemRunner {
@@ -36,16 +33,19 @@ fn system() -> actix::SystemRunner {
     })
 }
 
+fn quickstart() -> Topology {
+    topology::load_str(topology::QUICKSTART, "q", "q", None, &Overrides::default())
+        .expect("quickstart is valid")
+}
+
 fn emu(tracer: Tracer) -> Rc<Emu> {
-    let topo = topology::load_str(topology::QUICKSTART, "q", "q", None, &Overrides::default())
-        .expect("quickstart is valid");
+    let topo = quickstart();
     Rc::new(Emu {
         clock: Clock::new(ClockMode::Virtual),
         tracer,
         metrics: RefCell::new(Metrics::new(topo.requests.len())),
-        topo: Rc::new(topo),
+        requests: topo.requests.into(),
         faults: RefCell::new(igemu::fault::Faults::new(Default::default(), 1)),
-        broken_protocol: false,
     })
 }
 
@@ -273,41 +273,12 @@ fn vm_memory(n: u32) -> f64 {
     let sys = system();
     sys.block_on(async {
         let emu = emu(Tracer::counting(Vec::new()));
-        let igg_id = emu.tracer.register("igg".into());
-        let igg = Peer {
-            id: igg_id,
-            addr: Igg::new(
-                Rc::clone(&emu),
-                igg_id,
-                IggSpec {
-                    grid: igemu::model::GridId(0),
-                    clusters: Vec::new(),
-                    dve: None,
-                    dispatcher: Dispatcher::new(DispatchName::RoundRobin, &[], 0.0, 1),
-                    retry: true,
-                },
-            )
-            .start(),
-        };
-        let lrms_id = emu.tracer.register("lrms".into());
-        let lrms = Peer {
-            id: lrms_id,
-            addr: Lrms::new(
-                Rc::clone(&emu),
-                lrms_id,
-                ClusterId(0),
-                igg,
-                None,
-                Vec::new(),
-            )
-            .start(),
-        };
-        let host_id = emu.tracer.register("host".into());
-        let spec = emu.topo.clusters[0].hosts[0].clone();
-        let host = Peer {
-            id: host_id,
-            addr: Host::new(Rc::clone(&emu), host_id, spec, true).start(),
-        };
+        // The quickstart's actors, built as a run builds them (its clock is not driven, so
+        // nothing moves); the VMs are added on its first cluster's first host.
+        let (done, _) = tokio::sync::oneshot::channel();
+        let graph = Graph::build(&emu, &quickstart(), done, false);
+        let lrms = graph.lrms[0].1.clone();
+        let host = graph.hosts[0].1[0].clone();
         tokio::task::yield_now().await;
         let before = rss_bytes();
         let mut vms = Vec::with_capacity(n as usize);

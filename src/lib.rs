@@ -93,18 +93,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use actix::{Actor, AsyncContext};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use actors::director::Director;
-use actors::host::Host;
-use actors::igg::{Igg, IggSpec};
-use actors::lrms::Lrms;
-use actors::users::{Target, Users};
-use actors::{Emu, Peer};
+use actors::Emu;
 use metrics::{DecisionRecord, Metrics, PaperMetrics, RequestCounts, RequestRecord};
-use model::{ClusterId, GridId, Origin, RequestId};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
 
@@ -344,140 +337,14 @@ impl RunResult {
     }
 }
 
-/// The requests of the workloads `pick` selects, in arrival order.
-fn requests_where(topo: &Topology, pick: impl Fn(&topology::Workload) -> bool) -> Vec<RequestId> {
-    let mut ids: Vec<RequestId> = topo
-        .workloads
-        .iter()
-        .filter(|w| pick(w))
-        .flat_map(|w| w.requests.iter().copied())
-        .collect();
-    ids.sort_by_key(|id| (topo.requests[id.0 as usize].arrival, id.0));
-    ids
-}
-
 /// Builds the actor graph for `topo` and runs it to its end; returns the end time.
-async fn emulate(emu: Rc<Emu>) -> EmuTime {
-    let topo = Rc::clone(&emu.topo);
+async fn emulate(emu: Rc<Emu>, topo: &Topology, broken_protocol: bool) -> EmuTime {
     actix::spawn(emu.clock.clone().drive());
     let (done_tx, done_rx) = oneshot::channel();
-    let dir_id = emu.tracer.register("director".into());
-    let director = Peer {
-        id: dir_id,
-        addr: Director::new(
-            Rc::clone(&emu),
-            dir_id,
-            topo.requests.len(),
-            topo.emulation.end,
-            done_tx,
-        )
-        .start(),
-    };
-    let mut iggs: Vec<(GridId, Peer<Igg>)> = Vec::new();
-    for (gi, grid) in topo.grids.iter().enumerate() {
-        let gid = GridId(gi as u16);
-        let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
-        let external = requests_where(&topo, |w| w.origin == Origin::External && w.grid == gid);
-        let addr = Igg::create(|ctx| {
-            let igg = Peer {
-                id: igg_id,
-                addr: ctx.address(),
-            };
-            let dve = (!external.is_empty()).then(|| {
-                let id = emu.tracer.register(format!("dve:{}", grid.name));
-                let users = Users::new(
-                    Rc::clone(&emu),
-                    id,
-                    Target::Igg(igg.clone()),
-                    director.clone(),
-                    external.clone(),
-                );
-                Peer {
-                    id,
-                    addr: users.start(),
-                }
-            });
-            let (models, rate) = topo.grid_models(gi);
-            let lrmss = grid
-                .clusters
-                .iter()
-                .map(|&cid| (cid, start_cluster(&emu, cid, &igg, &director)))
-                .collect();
-            let seed = time::stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
-            let spec = IggSpec {
-                grid: gid,
-                clusters: lrmss,
-                dve,
-                dispatcher: igg::Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
-                retry: grid.igg.retry,
-            };
-            Igg::new(Rc::clone(&emu), igg_id, spec)
-        });
-        iggs.push((gid, Peer { id: igg_id, addr }));
-    }
-    // Every IGG learns the others before any request arrives (setup, not traced).
-    for (_, igg) in &iggs {
-        igg.addr
-            .do_send::<actors::messages::SetPeers>(actors::messages::SetPeers(iggs.clone()));
-    }
+    let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken_protocol);
     // Invariant: the director holds the sender until it fires; if it were dropped the run
     // is over anyway, so "now" is the end.
     done_rx.await.unwrap_or_else(|_| emu.now())
-}
-
-fn start_cluster(
-    emu: &Rc<Emu>,
-    cid: ClusterId,
-    igg: &Peer<Igg>,
-    director: &Peer<Director>,
-) -> Peer<Lrms> {
-    let topo = &emu.topo;
-    let cluster = topo.cluster(cid);
-    let qname = cluster.qualified_name(topo);
-    let lrms_id = emu.tracer.register(format!("lrms:{qname}"));
-    let local = requests_where(topo, |w| {
-        w.origin == Origin::Local && w.cluster == Some(cid)
-    });
-    let addr = Lrms::create(|ctx| {
-        let me = Peer {
-            id: lrms_id,
-            addr: ctx.address(),
-        };
-        let hosts = cluster
-            .hosts
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let id = emu.tracer.register(format!("host:{qname}/{i}"));
-                Peer {
-                    id,
-                    addr: Host::new(
-                        Rc::clone(emu),
-                        id,
-                        spec.clone(),
-                        cluster.lrms.enforce_memory,
-                    )
-                    .start(),
-                }
-            })
-            .collect();
-        let users = (!local.is_empty()).then(|| {
-            let id = emu.tracer.register(format!("users:{qname}"));
-            let u = Users::new(
-                Rc::clone(emu),
-                id,
-                Target::Lrms(me.clone()),
-                director.clone(),
-                local.clone(),
-            );
-            Peer {
-                id,
-                addr: u.start(),
-            }
-        });
-        Lrms::new(Rc::clone(emu), lrms_id, cid, igg.clone(), users, hosts)
-    });
-    Peer { id: lrms_id, addr }
 }
 
 /// The run's summary, per-request records and decisions, from what `emu` observed.
@@ -551,14 +418,13 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             clock: Clock::new(mode),
             tracer,
             metrics: RefCell::new(Metrics::new(topo.requests.len())),
-            topo: Rc::clone(&topo),
+            requests: topo.requests.clone().into(),
             faults: RefCell::new(fault::Faults::new(
                 topo.faults.clone(),
                 time::stream_seed(topo.emulation.seed, "faults"),
             )),
-            broken_protocol: options.broken_protocol,
         });
-        let end = emulate(Rc::clone(&emu)).await;
+        let end = emulate(Rc::clone(&emu), &topo, options.broken_protocol).await;
         (end, emu)
     });
     let wall_s = wall.elapsed_secs();

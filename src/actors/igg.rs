@@ -17,11 +17,10 @@ use super::messages::{
     RemoteLeaseTimeout, SetPeers, SubmitExternal,
 };
 use super::users::Users;
-use super::{cluster_unit_cost, Emu, Peer};
+use super::{Emu, Peer};
 use crate::igg::gateway::{
     DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Order, Timer,
 };
-use crate::igg::peering::CostModel;
 use crate::igg::{Dispatcher, Loads};
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest};
@@ -49,65 +48,30 @@ pub struct Igg {
 pub struct IggSpec {
     /// Its Grid.
     pub grid: GridId,
+    /// Its clusters: id, cores and cost of a resource unit (for eq. 2).
+    pub sizes: Vec<(ClusterId, u64, f64)>,
     /// Its clusters' LRMSs.
     pub clusters: Vec<(ClusterId, Peer<Lrms>)>,
     /// Its DVE manager, if the Grid has external users.
     pub dve: Option<Peer<Users>>,
     /// How it orders its clusters for a request.
     pub dispatcher: Dispatcher,
-    /// Whether a request refused by the chosen cluster is offered to the others.
-    pub retry: bool,
+    /// Its gateway's settings (retry, peering, contracts).
+    pub settings: GatewaySettings,
 }
 
 impl Igg {
     /// The IGG `spec` describes.
     pub fn new(emu: Rc<Emu>, id: ActorId, spec: IggSpec) -> Igg {
-        let IggSpec {
-            grid,
-            clusters,
-            dve,
-            dispatcher,
-            retry,
-        } = spec;
-        let p = &emu.topo.peering;
-        let settings = GatewaySettings {
-            retry,
-            horizon: p.horizon,
-            load_threshold: p.load_threshold,
-            interval: p.interval,
-            price_update: p.price_update,
-            offer_timeout: p.offer_timeout,
-            steepness: p.steepness,
-            retries: p.retries,
-            ticket_ttl: p.ticket_ttl,
-            contracts: emu
-                .topo
-                .contract_pairs()
-                .into_iter()
-                .filter(|(from, _, _)| *from == grid)
-                .map(|(_, to, c)| (to, c))
-                .collect(),
-            broken_protocol: emu.broken_protocol,
-        };
-        let sizes: Vec<(ClusterId, u64, f64)> = clusters
-            .iter()
-            .map(|(c, _)| {
-                (
-                    *c,
-                    emu.topo.cluster(*c).cores(),
-                    cluster_unit_cost(&emu, *c),
-                )
-            })
-            .collect();
-        let gateway = Gateway::new(grid, &sizes, dispatcher, settings);
+        let gateway = Gateway::new(spec.grid, &spec.sizes, spec.dispatcher, spec.settings);
         Igg {
             office: Rc::new(Office {
                 emu,
                 id,
-                grid,
+                grid: spec.grid,
                 me: RefCell::new(None),
-                clusters,
-                dve,
+                clusters: spec.clusters,
+                dve: spec.dve,
                 peers: RefCell::new(BTreeMap::new()),
             }),
             gateway: Rc::new(RefCell::new(gateway)),
@@ -313,33 +277,15 @@ impl Handler<SetPeers> for Igg {
         let office = &self.office;
         let emu = &office.emu;
         let peers: BTreeMap<GridId, Peer<Igg>> = msg
-            .0
+            .peers
             .into_iter()
             .filter(|(g, _)| *g != office.grid)
             .collect();
         let grids: Vec<GridId> = peers.keys().copied().collect();
         *office.peers.borrow_mut() = peers;
-        let providers: BTreeMap<GridId, CostModel> = (0..emu.topo.grids.len())
-            .map(|g| {
-                let clusters = &emu.topo.grids[g].clusters;
-                let mut m = CostModel::from_providers(
-                    &clusters
-                        .iter()
-                        .map(|c| {
-                            (
-                                cluster_unit_cost(emu, *c),
-                                emu.topo.cluster(*c).cores() as f64,
-                            )
-                        })
-                        .collect::<Vec<_>>(),
-                );
-                m.steepness = emu.topo.peering.steepness;
-                (GridId(g as u16), m)
-            })
-            .collect();
         self.on(Input::Peers {
             peers: grids,
-            providers,
+            providers: msg.providers,
         });
         let Some(me) = office.me.borrow().clone() else {
             return;
@@ -418,7 +364,7 @@ impl Handler<RemoteLeaseTimeout> for Igg {
 impl Handler<LeaseStarted> for Igg {
     type Result = ();
     fn handle(&mut self, msg: LeaseStarted, _: &mut Context<Self>) {
-        let cores = self.office.emu.topo.requests[msg.lease.0 as usize].cores();
+        let cores = self.office.emu.request(msg.lease).cores();
         self.on(Input::LeaseStarted {
             lease: msg.lease,
             cluster: msg.cluster,

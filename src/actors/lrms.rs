@@ -23,8 +23,8 @@ use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::metrics::Violation;
-use crate::model::{ClusterId, Origin, RequestId, RequestState};
-use crate::time::{stream_seed, EmuTime};
+use crate::model::{ClusterId, GridId, HostSpec, Origin, RequestId, RequestState};
+use crate::time::{EmuDuration, EmuTime};
 use crate::trace::ActorId;
 
 /// A cluster's local resource management system.
@@ -32,54 +32,67 @@ pub struct Lrms {
     emu: Rc<Emu>,
     id: ActorId,
     cluster: ClusterId,
+    grid: GridId,
     igg: Peer<Igg>,
     users: Option<Peer<Users>>,
     hosts: Vec<Peer<Host>>,
+    publishing: Option<Publishing>,
     core: Core,
     vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
 }
 
+/// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
+#[derive(Clone, Debug)]
+pub struct Publishing {
+    /// Time between publications.
+    pub interval: EmuDuration,
+    /// How far ahead the slots reach.
+    pub horizon: EmuDuration,
+    /// The cluster's cores.
+    pub cores: u64,
+    /// The cluster's cost of a resource unit (its price grows with load, eq. 1).
+    pub unit_cost: f64,
+}
+
+/// What an LRMS is built from.
+pub struct LrmsSpec {
+    /// Its cluster.
+    pub cluster: ClusterId,
+    /// The cluster's Grid.
+    pub grid: GridId,
+    /// Its Grid's IGG.
+    pub igg: Peer<Igg>,
+    /// Its local users, if any.
+    pub users: Option<Peer<Users>>,
+    /// Its hosts, and what each holds.
+    pub hosts: Vec<(Peer<Host>, HostSpec)>,
+    /// The core's configuration (scheduling, preemption, admission, timings).
+    pub config: Config,
+    /// Whether and how it publishes free slots.
+    pub publishing: Option<Publishing>,
+}
+
 impl Lrms {
-    /// The LRMS of `cluster`, with its hosts, its IGG and (if any) its local users.
-    pub fn new(
-        emu: Rc<Emu>,
-        id: ActorId,
-        cluster: ClusterId,
-        igg: Peer<Igg>,
-        users: Option<Peer<Users>>,
-        hosts: Vec<Peer<Host>>,
-    ) -> Lrms {
-        let spec = emu.topo.cluster(cluster);
-        let lrms = &spec.lrms;
-        let grid = &emu.topo.grids[usize::from(spec.grid.0)];
-        let cfg = Config {
-            backfilling: lrms.backfilling,
-            preemption: lrms.preemption,
-            overhead: crate::lrms::overhead::OverheadModel::new(&lrms.profile.timings),
-            boot: lrms.profile.timings.boot,
-            seed: stream_seed(emu.topo.emulation.seed, &emu.tracer.name(id)),
-            admission: lrms.admission,
-            can_migrate: grid.clusters.len() > 1,
-            enforce_memory: lrms.enforce_memory,
-            search_budget: lrms.search_budget,
-            speed: emu.topo.speed_of(cluster),
-            compress: lrms.compress,
-        };
-        let core = Core::new(&spec.hosts, cfg);
+    /// The LRMS `spec` describes.
+    pub fn new(emu: Rc<Emu>, id: ActorId, spec: LrmsSpec) -> Lrms {
+        let (hosts, host_specs): (Vec<Peer<Host>>, Vec<HostSpec>) = spec.hosts.into_iter().unzip();
+        let core = Core::new(&host_specs, spec.config);
         Lrms {
             emu,
             id,
-            cluster,
-            igg,
-            users,
+            cluster: spec.cluster,
+            grid: spec.grid,
+            igg: spec.igg,
+            users: spec.users,
             hosts,
+            publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
         }
     }
 
     fn origin(&self, lease: RequestId) -> Origin {
-        self.emu.topo.requests[lease.0 as usize].origin
+        self.emu.request(lease).origin
     }
 
     fn tell_requester<M>(&self, lease: RequestId, msg: M)
@@ -106,7 +119,7 @@ impl Lrms {
 
     /// Starts one VM actor per plan on its host and sends it its plan.
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
-        let req = &self.emu.topo.requests[lease.0 as usize];
+        let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
         let owner = Peer {
             id: self.id,
@@ -114,7 +127,7 @@ impl Lrms {
         };
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
-            let name = format!("vm:{}/{}", self.emu.topo.label(lease), plan.vm);
+            let name = format!("vm:{}/{}", self.emu.tracer.label(lease), plan.vm);
             let id = self.emu.tracer.register(name);
             let host = self.hosts[usize::from(plan.host)].clone();
             let vm = VmRef { lease, vm: plan.vm };
@@ -217,7 +230,7 @@ impl Lrms {
                     self.emu.metrics.borrow_mut().started(
                         lease,
                         self.cluster,
-                        self.emu.topo.cluster(self.cluster).grid,
+                        self.grid,
                         self.emu.now(),
                     );
                     self.tell_requester(
@@ -257,32 +270,14 @@ impl Lrms {
 }
 
 impl Lrms {
-    /// Whether this LRMS publishes free time slots: when its Grid peers or dispatches by them.
-    fn publishes(&self) -> bool {
-        use crate::topology::DispatchName;
-        let grid = self.emu.topo.cluster(self.cluster).grid;
-        let dispatch = self.emu.topo.grids[usize::from(grid.0)].igg.dispatch;
-        matches!(
-            dispatch,
-            DispatchName::LeastLoad | DispatchName::EarliestStart
-        ) || self
-            .emu
-            .topo
-            .contract_pairs()
-            .iter()
-            .any(|(a, b, _)| *a == grid || *b == grid)
-    }
-
-    fn publish(&self) {
-        let p = &self.emu.topo.peering;
+    fn publish(&self, p: &Publishing) {
         let now = self.emu.now();
         let (free, load) = self.core.free_slots(now, p.horizon);
-        let cost = super::cluster_unit_cost(&self.emu, self.cluster);
         let slots = Published {
             free,
             until: now + p.horizon,
-            cores: self.emu.topo.cluster(self.cluster).cores(),
-            price: CostModel::provider_price(cost, load),
+            cores: p.cores,
+            price: CostModel::provider_price(p.unit_cost, load),
         };
         self.emu.send(
             self.id,
@@ -317,7 +312,7 @@ impl Actor for Lrms {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.publishes() {
+        if self.publishing.is_some() {
             let me = Peer {
                 id: self.id,
                 addr: ctx.address(),
@@ -330,17 +325,16 @@ impl Actor for Lrms {
 impl Handler<PublishTick> for Lrms {
     type Result = ();
     fn handle(&mut self, _: PublishTick, ctx: &mut Context<Self>) {
-        self.publish();
+        let Some(p) = self.publishing.clone() else {
+            return;
+        };
+        self.publish(&p);
         let me = Peer {
             id: self.id,
             addr: ctx.address(),
         };
-        self.emu.send_at(
-            self.emu.now() + self.emu.topo.peering.publish_interval,
-            self.id,
-            &me,
-            PublishTick,
-        );
+        self.emu
+            .send_at(self.emu.now() + p.interval, self.id, &me, PublishTick);
     }
 }
 

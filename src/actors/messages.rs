@@ -370,4 +370,9 @@ impl Traced for CrashOrRestart {
 /// Setup: the other IGGs (sent once before the run starts).
 #[derive(Message, Clone)]
 #[rtype(result = "()")]
-pub struct SetPeers(pub Vec<(GridId, Peer<Igg>)>);
+pub struct SetPeers {
+    /// Every IGG (its own included).
+    pub peers: Vec<(GridId, Peer<Igg>)>,
+    /// Every Grid's cost model, which contracts with it are priced from.
+    pub providers: std::collections::BTreeMap<GridId, crate::igg::peering::CostModel>,
+}

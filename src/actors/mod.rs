@@ -96,6 +96,7 @@ impl<M> CausedCall<M> {
 }
 
 pub mod director;
+pub mod graph;
 pub mod host;
 pub mod igg;
 pub mod lrms;
@@ -105,12 +106,11 @@ pub mod vm;
 
 use crate::fault::Faults;
 use crate::metrics::Metrics;
-use crate::model::GridId;
+use crate::model::{GridId, LeaseRequest, RequestId};
 use crate::time::{Clock, EmuTime, TimerHandle};
-use crate::topology::Topology;
 use crate::trace::{ActorId, Traced, Tracer};
 
-/// The run's shared context: clock, tracer, observations and the topology.
+/// The run's shared context: clock, tracer, observations, faults and the requests.
 pub struct Emu {
     /// The one clock.
     pub clock: Clock,
@@ -118,22 +118,10 @@ pub struct Emu {
     pub tracer: Tracer,
     /// Observations (a side channel, not messages).
     pub metrics: RefCell<Metrics>,
-    /// The topology being emulated.
-    pub topo: Rc<Topology>,
+    /// Every request of the run, indexed by id.
+    pub requests: Rc<[LeaseRequest]>,
     /// Faults on the links between IGGs.
     pub faults: RefCell<Faults>,
-    /// Test-only: run a deliberately broken peering protocol (see `RunOptions`).
-    pub broken_protocol: bool,
-}
-
-/// A cluster's cost of a resource unit, drawn from `peering.unit_cost` (paper 004 Table 1)
-/// with the run's seed.
-pub fn cluster_unit_cost(emu: &Emu, c: crate::model::ClusterId) -> f64 {
-    let (lo, hi) = emu.topo.peering.unit_cost;
-    let u = (crate::time::stream_seed(emu.topo.emulation.seed, &format!("unit-cost:{}", c.0)) >> 11)
-        as f64
-        / (1u64 << 53) as f64;
-    lo + (hi - lo) * u
 }
 
 /// An actor's address together with its trace name.
@@ -154,6 +142,11 @@ impl<A: Actor> Clone for Peer<A> {
 }
 
 impl Emu {
+    /// Request `id`.
+    pub fn request(&self, id: RequestId) -> &LeaseRequest {
+        &self.requests[id.0 as usize]
+    }
+
     /// Emulated now.
     pub fn now(&self) -> EmuTime {
         self.clock.now()

@@ -67,7 +67,7 @@ impl Actor for Users {
             addr: ctx.address(),
         };
         for &r in &self.requests {
-            let due = self.emu.topo.requests[r.0 as usize].arrival;
+            let due = self.emu.request(r).arrival;
             self.emu.send_at(due, self.id, &me, Arrive(r));
         }
     }
@@ -76,7 +76,7 @@ impl Actor for Users {
 impl Handler<Arrive> for Users {
     type Result = ();
     fn handle(&mut self, msg: Arrive, _: &mut Context<Self>) {
-        let req = self.emu.topo.requests[msg.0 .0 as usize].clone();
+        let req = self.emu.request(msg.0).clone();
         match &self.target {
             Target::Igg(igg) => self.emu.send(self.id, igg, SubmitExternal(req)),
             Target::Lrms(lrms) => self.emu.send(self.id, lrms, SubmitLocal(req)),

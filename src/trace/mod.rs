@@ -125,6 +125,11 @@ impl Tracer {
         self.names.borrow()[id.0 as usize].clone()
     }
 
+    /// The label of request `id` (as in the topology and the outputs).
+    pub fn label(&self, id: RequestId) -> &str {
+        &self.labels[id.0 as usize]
+    }
+
     /// Whether events are written.
     pub fn enabled(&self) -> bool {
         self.sink.is_some()

@@ -1,0 +1,290 @@
+//! Building the actor graph of a topology: one director; per Grid an IGG (and a DVE manager
+//! when it has external users); per cluster an LRMS with its hosts (and local users). Every
+//! setting an actor needs is read from the topology here and handed over in its spec, so the
+//! run's context ([`Emu`]) holds the clock, the tracer, the observations, the faults and the
+//! requests — not the topology.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use actix::{Actor, AsyncContext};
+use tokio::sync::oneshot;
+
+use super::director::Director;
+use super::host::Host;
+use super::igg::{Igg, IggSpec};
+use super::lrms::{Lrms, LrmsSpec, Publishing};
+use super::messages::SetPeers;
+use super::users::{Target, Users};
+use super::{Emu, Peer};
+use crate::igg::gateway::GatewaySettings;
+use crate::igg::peering::CostModel;
+use crate::igg::Dispatcher;
+use crate::lrms::Config;
+use crate::model::{ClusterId, GridId, Origin, RequestId};
+use crate::time::{stream_seed, EmuTime};
+use crate::topology::{DispatchName, Topology, Workload};
+
+/// The actors of a running federation.
+pub struct Graph {
+    /// Ends the run.
+    pub director: Peer<Director>,
+    /// Each Grid's IGG.
+    pub iggs: Vec<(GridId, Peer<Igg>)>,
+    /// Each cluster's LRMS.
+    pub lrms: Vec<(ClusterId, Peer<Lrms>)>,
+    /// Each cluster's hosts.
+    pub hosts: Vec<(ClusterId, Vec<Peer<Host>>)>,
+}
+
+impl Graph {
+    /// Starts the actors of `topo` on the current actix system; `done` learns when the run
+    /// ends. With `broken_protocol` the IGGs run the deliberately broken peering variant.
+    pub fn build(
+        emu: &Rc<Emu>,
+        topo: &Topology,
+        done: oneshot::Sender<EmuTime>,
+        broken_protocol: bool,
+    ) -> Graph {
+        let dir_id = emu.tracer.register("director".into());
+        let director = Peer {
+            id: dir_id,
+            addr: Director::new(
+                Rc::clone(emu),
+                dir_id,
+                topo.requests.len(),
+                topo.emulation.end,
+                done,
+            )
+            .start(),
+        };
+        let mut graph = Graph {
+            director,
+            iggs: Vec::new(),
+            lrms: Vec::new(),
+            hosts: Vec::new(),
+        };
+        for gi in 0..topo.grids.len() {
+            graph.start_grid(emu, topo, GridId(gi as u16), broken_protocol);
+        }
+        // Every IGG learns the others before any request arrives (setup, not traced).
+        let providers = providers(topo);
+        for (_, igg) in &graph.iggs {
+            igg.addr.do_send::<SetPeers>(SetPeers {
+                peers: graph.iggs.clone(),
+                providers: providers.clone(),
+            });
+        }
+        graph
+    }
+
+    fn start_grid(&mut self, emu: &Rc<Emu>, topo: &Topology, gid: GridId, broken: bool) {
+        let grid = &topo.grids[usize::from(gid.0)];
+        let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
+        let external = requests_where(topo, |w| w.origin == Origin::External && w.grid == gid);
+        let addr = Igg::create(|ctx| {
+            let igg = Peer {
+                id: igg_id,
+                addr: ctx.address(),
+            };
+            let dve = (!external.is_empty()).then(|| {
+                let id = emu.tracer.register(format!("dve:{}", grid.name));
+                let target = Target::Igg(igg.clone());
+                let users = Users::new(Rc::clone(emu), id, target, self.director.clone(), external);
+                Peer {
+                    id,
+                    addr: users.start(),
+                }
+            });
+            let (models, rate) = topo.grid_models(usize::from(gid.0));
+            let clusters: Vec<(ClusterId, Peer<Lrms>)> = grid
+                .clusters
+                .iter()
+                .map(|&cid| (cid, self.start_cluster(emu, topo, cid, &igg)))
+                .collect();
+            let seed = stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
+            let spec = IggSpec {
+                grid: gid,
+                sizes: grid
+                    .clusters
+                    .iter()
+                    .map(|&c| (c, topo.cluster(c).cores(), unit_cost(topo, c)))
+                    .collect(),
+                clusters,
+                dve,
+                dispatcher: Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
+                settings: gateway_settings(topo, gid, broken),
+            };
+            Igg::new(Rc::clone(emu), igg_id, spec)
+        });
+        self.iggs.push((gid, Peer { id: igg_id, addr }));
+    }
+
+    fn start_cluster(
+        &mut self,
+        emu: &Rc<Emu>,
+        topo: &Topology,
+        cid: ClusterId,
+        igg: &Peer<Igg>,
+    ) -> Peer<Lrms> {
+        let cluster = topo.cluster(cid);
+        let qname = cluster.qualified_name(topo);
+        let lrms_id = emu.tracer.register(format!("lrms:{qname}"));
+        let local = requests_where(topo, |w| {
+            w.origin == Origin::Local && w.cluster == Some(cid)
+        });
+        let mut hosts = Vec::new();
+        let addr = Lrms::create(|ctx| {
+            let me = Peer {
+                id: lrms_id,
+                addr: ctx.address(),
+            };
+            hosts = cluster
+                .hosts
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    let id = emu.tracer.register(format!("host:{qname}/{i}"));
+                    let host = Host::new(
+                        Rc::clone(emu),
+                        id,
+                        spec.clone(),
+                        cluster.lrms.enforce_memory,
+                    );
+                    Peer {
+                        id,
+                        addr: host.start(),
+                    }
+                })
+                .collect();
+            let users = (!local.is_empty()).then(|| {
+                let id = emu.tracer.register(format!("users:{qname}"));
+                let target = Target::Lrms(me.clone());
+                let u = Users::new(Rc::clone(emu), id, target, self.director.clone(), local);
+                Peer {
+                    id,
+                    addr: u.start(),
+                }
+            });
+            let spec = LrmsSpec {
+                cluster: cid,
+                grid: cluster.grid,
+                igg: igg.clone(),
+                users,
+                hosts: hosts
+                    .iter()
+                    .cloned()
+                    .zip(cluster.hosts.iter().cloned())
+                    .collect(),
+                config: core_config(topo, cid, &emu.tracer.name(lrms_id)),
+                publishing: publishing(topo, cid),
+            };
+            Lrms::new(Rc::clone(emu), lrms_id, spec)
+        });
+        self.hosts.push((cid, hosts));
+        let lrms = Peer { id: lrms_id, addr };
+        self.lrms.push((cid, lrms.clone()));
+        lrms
+    }
+}
+
+/// The requests of the workloads `pick` selects, in arrival order.
+fn requests_where(topo: &Topology, pick: impl Fn(&Workload) -> bool) -> Vec<RequestId> {
+    let mut ids: Vec<RequestId> = topo
+        .workloads
+        .iter()
+        .filter(|w| pick(w))
+        .flat_map(|w| w.requests.iter().copied())
+        .collect();
+    ids.sort_by_key(|id| (topo.requests[id.0 as usize].arrival, id.0));
+    ids
+}
+
+/// A cluster's cost of a resource unit, drawn from `peering.unit_cost` (paper 004 Table 1)
+/// with the run's seed.
+pub fn unit_cost(topo: &Topology, c: ClusterId) -> f64 {
+    let (lo, hi) = topo.peering.unit_cost;
+    let draw = stream_seed(topo.emulation.seed, &format!("unit-cost:{}", c.0)) >> 11;
+    let u = draw as f64 / (1u64 << 53) as f64;
+    lo + (hi - lo) * u
+}
+
+/// Every Grid's cost model (eq. 2 over its clusters), which its peers price contracts from.
+fn providers(topo: &Topology) -> BTreeMap<GridId, CostModel> {
+    (0..topo.grids.len())
+        .map(|g| {
+            let clusters = &topo.grids[g].clusters;
+            let mut m = CostModel::from_providers(
+                &clusters
+                    .iter()
+                    .map(|c| (unit_cost(topo, *c), topo.cluster(*c).cores() as f64))
+                    .collect::<Vec<_>>(),
+            );
+            m.steepness = topo.peering.steepness;
+            (GridId(g as u16), m)
+        })
+        .collect()
+}
+
+fn gateway_settings(topo: &Topology, grid: GridId, broken_protocol: bool) -> GatewaySettings {
+    let p = &topo.peering;
+    GatewaySettings {
+        retry: topo.grids[usize::from(grid.0)].igg.retry,
+        horizon: p.horizon,
+        load_threshold: p.load_threshold,
+        interval: p.interval,
+        price_update: p.price_update,
+        offer_timeout: p.offer_timeout,
+        steepness: p.steepness,
+        retries: p.retries,
+        ticket_ttl: p.ticket_ttl,
+        contracts: topo
+            .contract_pairs()
+            .into_iter()
+            .filter(|(from, _, _)| *from == grid)
+            .map(|(_, to, c)| (to, c))
+            .collect(),
+        broken_protocol,
+    }
+}
+
+/// The LRMS core's configuration for cluster `cid` (`name` seeds its random choices).
+fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
+    let cluster = topo.cluster(cid);
+    let lrms = &cluster.lrms;
+    let grid = &topo.grids[usize::from(cluster.grid.0)];
+    Config {
+        backfilling: lrms.backfilling,
+        preemption: lrms.preemption,
+        overhead: crate::lrms::overhead::OverheadModel::new(&lrms.profile.timings),
+        boot: lrms.profile.timings.boot,
+        seed: stream_seed(topo.emulation.seed, name),
+        admission: lrms.admission,
+        can_migrate: grid.clusters.len() > 1,
+        enforce_memory: lrms.enforce_memory,
+        search_budget: lrms.search_budget,
+        speed: topo.speed_of(cid),
+        compress: lrms.compress,
+    }
+}
+
+/// How cluster `cid` publishes its free slots, if it does: when its Grid peers or dispatches
+/// by them.
+fn publishing(topo: &Topology, cid: ClusterId) -> Option<Publishing> {
+    let grid = topo.cluster(cid).grid;
+    let dispatch = topo.grids[usize::from(grid.0)].igg.dispatch;
+    let by_slots = matches!(
+        dispatch,
+        DispatchName::LeastLoad | DispatchName::EarliestStart
+    );
+    let peers = topo
+        .contract_pairs()
+        .iter()
+        .any(|(a, b, _)| *a == grid || *b == grid);
+    (by_slots || peers).then(|| Publishing {
+        interval: topo.peering.publish_interval,
+        horizon: topo.peering.horizon,
+        cores: topo.cluster(cid).cores(),
+        unit_cost: unit_cost(topo, cid),
+    })
+}
