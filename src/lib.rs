@@ -67,6 +67,13 @@ macro_rules! named_enum {
                 Self::ALL.iter().copied().find(|v| v.as_str() == name)
             }
         }
+
+        impl $crate::Named for $name {
+            const NAMES: &'static [&'static str] = $name::NAMES;
+            fn parse(name: &str) -> Option<Self> {
+                $name::parse(name)
+            }
+        }
     };
 }
 
@@ -102,6 +109,15 @@ use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
 
 pub use error::Error;
+
+/// A fixed choice of names, as topologies write them (`"mov"`, `"pap-rtdp"`, `"external"`):
+/// each is one enum, parsed in one place.
+pub trait Named: Sized + Copy {
+    /// Every accepted name.
+    const NAMES: &'static [&'static str];
+    /// The value a name stands for.
+    fn parse(name: &str) -> Option<Self>;
+}
 pub use input::{Diagnostic, Report};
 use trace::Tracer;
 

@@ -116,13 +116,14 @@ impl PriceRange {
     }
 }
 
-/// The kind of a peering contract (paper 004 §5.1).
-#[derive(Clone, Debug, PartialEq)]
-pub enum ContractKind {
-    /// One price per resource unit.
-    FixedPrice,
-    /// A range `[price_max - D, price_max]` negotiated at run time.
-    PriceRange,
+named_enum! {
+    /// The kind of a peering contract (paper 004 §5.1).
+    ContractKind {
+        /// One price per resource unit.
+        FixedPrice => "fixed-price",
+        /// A range `[price_max - D, price_max]` negotiated at run time.
+        PriceRange => "price-range",
+    }
 }
 
 /// A peering contract between two IGGs.

@@ -268,6 +268,12 @@ impl<'a> Table<'a> {
         }
     }
 
+    /// One of an enum's names ([`crate::Named`]).
+    pub fn named<E: crate::Named>(&self, key: &str) -> Option<(E, &'a Loc)> {
+        let (name, loc) = self.choice(key, E::NAMES)?;
+        E::parse(name).map(|v| (v, loc))
+    }
+
     /// An array of tables (`[[key]]`), or an empty list when absent.
     pub fn tables(&self, key: &str) -> Vec<&'a Node> {
         let Some(node) = self.get(key) else {

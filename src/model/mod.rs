@@ -42,6 +42,15 @@ impl Origin {
     }
 }
 
+impl crate::Named for Origin {
+    const NAMES: &'static [&'static str] = &["local", "external"];
+    fn parse(name: &str) -> Option<Origin> {
+        [Origin::Local, Origin::External]
+            .into_iter()
+            .find(|o| o.as_str() == name)
+    }
+}
+
 /// The lease types of paper 003 §4.2 (local requests are always deadline-constrained and
 /// non-preemptable).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -91,6 +100,18 @@ impl LeaseType {
             self,
             LeaseType::DeadlineMigratable | LeaseType::DeadlineNonPreemptable
         )
+    }
+}
+
+impl crate::Named for LeaseType {
+    const NAMES: &'static [&'static str] = &[
+        "cancellable",
+        "suspendable",
+        "migratable",
+        "non-preemptable",
+    ];
+    fn parse(name: &str) -> Option<LeaseType> {
+        LeaseType::parse(name)
     }
 }
 

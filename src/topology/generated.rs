@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::Cluster;
+use super::WorkloadModel;
 use crate::input::diag::Diags;
 use crate::input::table::Table;
 use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
@@ -204,7 +205,7 @@ fn read_deadlines(t: Option<Table<'_>>) -> (Deadlines, bool) {
 /// Reads the generator settings of `w` (model `model`) and appends its requests.
 pub fn read(
     w: &Table<'_>,
-    model: &str,
+    model: WorkloadModel,
     target: &Target<'_>,
     run_seed: u64,
     base_dir: Option<&Path>,
@@ -288,35 +289,36 @@ pub fn read(
 /// another model are a problem.
 fn read_jobs(
     w: &Table<'_>,
-    model: &str,
+    model: WorkloadModel,
     (model_span, max_vms, max_jobs): (EmuDuration, u32, usize),
     seed: u64,
     base_dir: Option<&Path>,
 ) -> Vec<workload::Job> {
     let jobs = match model {
-        "das2" => workload::generate(
+        WorkloadModel::Das2 => workload::generate(
             &Model::Das2(read_das2(w.table("das2"))),
             model_span,
             max_vms,
             max_jobs,
             seed,
         ),
-        "lublin99" => workload::generate(
+        WorkloadModel::Lublin99 => workload::generate(
             &Model::Lublin99(read_lublin(w.table("lublin99"))),
             model_span,
             max_vms,
             max_jobs,
             seed,
         ),
-        "gwa" => workload::generate(
+        WorkloadModel::Gwa => workload::generate(
             &Model::Gwa(read_gwa(w.table("gwa"))),
             model_span,
             max_vms,
             max_jobs,
             seed,
         ),
-        _ => read_swf(w, base_dir, max_vms, max_jobs),
+        WorkloadModel::Swf | WorkloadModel::Inline => read_swf(w, base_dir, max_vms, max_jobs),
     };
+    let model = model.as_str();
     for other in ["das2", "lublin99", "gwa", "swf"] {
         if other != model {
             if let Some(n) = w.get(other) {

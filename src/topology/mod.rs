@@ -62,6 +62,44 @@ pub struct Emulation {
 }
 
 named_enum! {
+    /// How emulated time runs (`[emulation] mode`).
+    ModeName {
+        /// Jump from event to event, deterministic.
+        Virtual => "virtual",
+        /// Accelerated wall-clock time.
+        Realtime => "realtime",
+    }
+}
+
+named_enum! {
+    /// Where a workload's requests come from (`model`).
+    WorkloadModel {
+        /// Listed in the topology.
+        Inline => "inline",
+        /// Generated: DAS-2 (paper 000).
+        Das2 => "das2",
+        /// Generated: Lublin & Feitelson 1999.
+        Lublin99 => "lublin99",
+        /// Generated: the GWA bag-of-tasks model (paper 002).
+        Gwa => "gwa",
+        /// Read from an SWF trace.
+        Swf => "swf",
+    }
+}
+
+named_enum! {
+    /// The distribution of an IGG link's delay (`[fault] delay.kind`).
+    DelayKind {
+        /// Always `value`.
+        Fixed => "fixed",
+        /// Uniform in `[min, max]`.
+        Uniform => "uniform",
+        /// Exponential with mean `mean`.
+        Exponential => "exponential",
+    }
+}
+
+named_enum! {
     /// The LRMS's scheduling policy for external leases.
     SchedulerKind {
         /// First-come-first-served, no backfilling.
@@ -308,8 +346,8 @@ impl Default for Peering {
 fn read_peering(t: Option<Table<'_>>) -> Peering {
     let mut p = Peering::default();
     let Some(t) = t else { return p };
-    if let Some((m, _)) = t.choice("contracts", ContractsMode::NAMES) {
-        p.contracts = ContractsMode::parse(m).unwrap_or(ContractsMode::AsWritten);
+    if let Some((m, _)) = t.named::<ContractsMode>("contracts") {
+        p.contracts = m;
     }
     if let Some((v, _)) = t.number_in("load_threshold", 0.0, 1.0) {
         p.load_threshold = v;
@@ -379,16 +417,18 @@ fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
             node::NodeKind::Table(_) => {
                 if let Some(d) = Table::of(n, format!("`delay` in {}", t.what), t.diags) {
                     let kind = d
-                        .choice("kind", &["fixed", "uniform", "exponential"])
-                        .map_or("fixed", |(k, _)| k);
+                        .named::<DelayKind>("kind")
+                        .map_or(DelayKind::Fixed, |(k, _)| k);
                     let get = |k: &str| d.duration(k).map(|(v, _)| v);
                     into.delay = match kind {
-                        "uniform" => Delay::Uniform(
+                        DelayKind::Uniform => Delay::Uniform(
                             get("min").unwrap_or_default(),
                             get("max").unwrap_or_default(),
                         ),
-                        "exponential" => Delay::Exponential(get("mean").unwrap_or_default()),
-                        _ => Delay::Fixed(get("value").unwrap_or_default()),
+                        DelayKind::Exponential => {
+                            Delay::Exponential(get("mean").unwrap_or_default())
+                        }
+                        DelayKind::Fixed => Delay::Fixed(get("value").unwrap_or_default()),
                     };
                     d.finish();
                 }
@@ -706,13 +746,11 @@ pub fn vm_capacity(cluster: &Cluster, cores_per_vm: u32, mem_mb: u32) -> u64 {
 }
 
 pub(crate) fn read_scheduler(t: &Table<'_>) -> Option<SchedulerKind> {
-    t.choice("scheduler", SchedulerKind::NAMES)
-        .and_then(|(s, _)| SchedulerKind::parse(s))
+    t.named::<SchedulerKind>("scheduler").map(|(v, _)| v)
 }
 
 pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
-    t.choice("preemption", PreemptionName::NAMES)
-        .and_then(|(s, _)| PreemptionName::parse(s))
+    t.named::<PreemptionName>("preemption").map(|(v, _)| v)
 }
 
 /// `[lrms]` keys as read from one table; unset keys inherit.
@@ -740,9 +778,7 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
         pivots: t.positive("pivots", 1_000_000).map(|(v, _)| v as u32),
         preemption: read_preemption(t),
         cp_alpha: t.number_in("cp_alpha", 0.0, 1.0).map(|(v, _)| v),
-        admission: t
-            .choice("admission", AdmissionName::NAMES)
-            .and_then(|(s, _)| AdmissionName::parse(s)),
+        admission: t.named::<AdmissionName>("admission").map(|(v, _)| v),
         pacp_low_urgency: t.number_in("pacp_low_urgency", 0.0, 1.0).map(|(v, _)| v),
         pacp_low_ratio: t.positive_number("pacp_low_ratio").map(|(v, _)| v),
         pacp_high_ratio: t.positive_number("pacp_high_ratio").map(|(v, _)| v),
@@ -767,9 +803,7 @@ struct IggOverrides {
 
 fn read_igg_table(t: &Table<'_>) -> IggOverrides {
     let o = IggOverrides {
-        dispatch: t
-            .choice("dispatch", DispatchName::NAMES)
-            .and_then(|(s, _)| DispatchName::parse(s)),
+        dispatch: t.named::<DispatchName>("dispatch").map(|(v, _)| v),
         retry: t.bool("retry").map(|(b, _)| b),
     };
     t.finish();
@@ -792,7 +826,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
             reference_mips: None,
         });
     };
-    let mode = t.choice("mode", &["virtual", "realtime"]).map(|(m, _)| m);
+    let mode = t.named::<ModeName>("mode").map(|(m, _)| m);
     let speedup = t.positive_number("speedup");
     let seed = t.uint("seed", u64::MAX).map_or(1, |(s, _)| s);
     let reference_mips = t.positive("reference_mips", 1 << 30).map(|(v, _)| v as u32);
@@ -832,8 +866,8 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
     }
     t.finish();
     let mode = match (mode, speedup) {
-        (Some("realtime"), Some((s, _))) => ClockMode::Realtime { speedup: s },
-        (Some("realtime"), None) => {
+        (Some(ModeName::Realtime), Some((s, _))) => ClockMode::Realtime { speedup: s },
+        (Some(ModeName::Realtime), None) => {
             if t.get("speedup").is_none() {
                 t.missing(
                     "speedup",
@@ -1193,17 +1227,16 @@ fn read_contracts(top: &Table<'_>, grids: &GridNames<'_>) -> Vec<Contract> {
         }
         let kind = c
             .req_str("kind", "kind = \"fixed-price\" or \"price-range\"")
-            .and_then(|(s, loc)| match s {
-                "fixed-price" => Some(ContractKind::FixedPrice),
-                "price-range" => Some(ContractKind::PriceRange),
-                other => {
+            .and_then(|(s, loc)| {
+                let kind = ContractKind::parse(s);
+                if kind.is_none() {
                     diags.error(
                         loc,
-                        format!("`{other}` is not a contract kind"),
-                        Some(suggest(other, &["fixed-price", "price-range"])),
+                        format!("`{s}` is not a contract kind"),
+                        Some(suggest(s, ContractKind::NAMES)),
                     );
-                    None
                 }
+                kind
             });
         let both_ways = c.bool("both_ways").is_none_or(|(b, _)| b);
         let price_max = c.positive_number("price_max").map(|(v, _)| v);

@@ -147,9 +147,8 @@ fn read_size<'a>(r: &Table<'a>, rwhat: &str) -> Size<'a> {
 
 /// The lease type: local requests are non-preemptable; external ones default to suspendable.
 fn read_lease_type(r: &Table<'_>, origin: Option<Origin>, rwhat: &str) -> Option<LeaseType> {
-    let type_names: Vec<&'static str> = LeaseType::ALL.iter().map(|t| t.as_str()).collect();
-    match (origin, r.choice("type", &type_names)) {
-        (Some(Origin::Local), Some((t, loc))) if t != "non-preemptable" => {
+    match (origin, r.named::<LeaseType>("type")) {
+        (Some(Origin::Local), Some((t, loc))) if t != LeaseType::DeadlineNonPreemptable => {
             r.diags.error(
                 loc,
                 format!("{rwhat} is local, and local requests are non-preemptable"),
@@ -160,7 +159,7 @@ fn read_lease_type(r: &Table<'_>, origin: Option<Origin>, rwhat: &str) -> Option
             );
             None
         }
-        (_, Some((t, _))) => LeaseType::parse(t),
+        (_, Some((t, _))) => Some(t),
         (Some(Origin::Local), None) => Some(LeaseType::DeadlineNonPreemptable),
         (_, None) if r.get("type").is_some() => None,
         (_, None) => Some(LeaseType::BestEffortSuspendable),

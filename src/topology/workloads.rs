@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::generated::{self, Sink, Target};
 use super::requests::{read_request, RequestScope};
-use super::{Cluster, GridNames, Workload};
+use super::{Cluster, GridNames, Workload, WorkloadModel};
 use crate::input::diag::suggest;
 use crate::input::node::Node;
 use crate::input::table::Table;
@@ -63,14 +63,14 @@ fn read_workload(
         .and_then(|(s, l)| grids.find(s, l, &what));
     let cluster = workload_cluster(&w, origin, grid, (grids, clusters), &what);
     let model = w
-        .choice("model", &["inline", "das2", "lublin99", "gwa", "swf"])
-        .map_or("inline", |(m, _)| m);
+        .named::<WorkloadModel>("model")
+        .map_or(WorkloadModel::Inline, |(m, _)| m);
     let mut ids = Vec::new();
     let mut sink = Sink {
         requests: &mut out.requests,
         labels: &mut out.labels,
     };
-    if model == "inline" {
+    if model == WorkloadModel::Inline {
         generated::reject_on_inline(&w);
         for (ri, rnode) in w.tables("request").into_iter().enumerate() {
             let scope = RequestScope {
@@ -95,7 +95,10 @@ fn read_workload(
         if let Some(n) = w.get("request") {
             diags.error(
                 &n.loc,
-                format!("{what} is generated (model = \"{model}\"), so it cannot list requests"),
+                format!(
+                    "{what} is generated (model = \"{}\"), so it cannot list requests",
+                    model.as_str()
+                ),
                 Some("use model = \"inline\" for a list of requests".into()),
             );
         }
@@ -115,13 +118,7 @@ fn read_workload(
 
 /// Who submits: `local` users of a cluster, or a grid's `external` users.
 fn read_origin(w: &Table<'_>) -> Option<Origin> {
-    let origin = w.choice("origin", &["local", "external"]).map(|(o, _)| {
-        if o == "local" {
-            Origin::Local
-        } else {
-            Origin::External
-        }
-    });
+    let origin = w.named::<Origin>("origin").map(|(o, _)| o);
     if w.get("origin").is_none() {
         w.missing(
             "origin",
