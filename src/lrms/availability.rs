@@ -273,14 +273,7 @@ impl Availability {
 
     /// Adds a slot to host `h`, keeping the indexes right.
     fn insert(&mut self, h: usize, slot: Slot) {
-        Self::count(
-            &mut self.deltas,
-            &mut self.ends,
-            slot.start,
-            slot.end,
-            slot.cores,
-            1,
-        );
+        self.count(&slot, 1);
         self.longest[h] = self.longest[h].max(slot.end.since(slot.start));
         self.owned
             .entry(slot.lease)
@@ -292,14 +285,7 @@ impl Availability {
     /// Removes host `h`'s slot `key`, keeping the indexes right.
     fn remove_key(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
         let slot = self.slots[h].remove(&key)?;
-        Self::count(
-            &mut self.deltas,
-            &mut self.ends,
-            slot.start,
-            slot.end,
-            slot.cores,
-            -1,
-        );
+        self.count(&slot, -1);
         if let Some(mine) = self.owned.get_mut(&slot.lease) {
             mine.remove(&(slot.start, h as u16, slot.vm));
             if mine.is_empty() {
@@ -324,14 +310,10 @@ impl Availability {
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) a slot from the cluster-wide indexes.
-    fn count(
-        deltas: &mut BTreeMap<EmuTime, i64>,
-        ends: &mut BTreeMap<EmuTime, u32>,
-        start: EmuTime,
-        end: EmuTime,
-        cores: u32,
-        sign: i64,
-    ) {
+    /// Adds (`sign` 1) or removes (-1) `slot` in the cluster-wide indexes.
+    fn count(&mut self, slot: &Slot, sign: i64) {
+        let (deltas, ends) = (&mut self.deltas, &mut self.ends);
+        let (start, end, cores) = (slot.start, slot.end, slot.cores);
         for (t, d) in [
             (start, sign * i64::from(cores)),
             (end, -sign * i64::from(cores)),

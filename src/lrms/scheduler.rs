@@ -792,15 +792,22 @@ impl Core {
         }
     }
 
+    /// A request as asked and as this cluster runs it (shaped to its speed and VMs), if it
+    /// could ever fit here.
+    fn taken_in(&self, req: LeaseRequest) -> Result<(LeaseRequest, LeaseRequest), Refusal> {
+        let asked = req.clone();
+        let req = self.shaped(req);
+        self.fits_ever(&req)?;
+        Ok((asked, req))
+    }
+
     /// An external lease assigned by the IGG: accepted (started or queued) or refused.
     pub fn submit_external(
         &mut self,
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        let asked = req.clone();
-        let req = self.shaped(req);
-        self.fits_ever(&req)?;
+        let (asked, req) = self.taken_in(req)?;
         self.monitor.offered(now);
         let (waiting, held) = self.external_counts();
         let limit = self.monitor.limit(now);
@@ -1054,9 +1061,7 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        let asked = req.clone();
-        let req = self.shaped(req);
-        self.fits_ever(&req)?;
+        let (asked, req) = self.taken_in(req)?;
         self.monitor.local(now, self.cluster_service(&req));
         let start = req.start.unwrap_or(req.arrival).max(now);
         let id = self.insert(req, now);
