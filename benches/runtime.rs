@@ -8,7 +8,7 @@
 //! Run with `cargo bench --bench runtime` (add `-- quick` for a smoke run). Each throughput
 //! figure is the median of several repetitions; results go to `docs/performance.md`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -17,7 +17,6 @@ use igemu::actors::graph::Graph;
 use igemu::actors::messages::VmRef;
 use igemu::actors::vm::{Vm, VmSpec};
 use igemu::actors::{Emu, Peer, Shell};
-use igemu::metrics::Metrics;
 use igemu::model::{RequestId, VmState};
 use igemu::time::{Clock, ClockMode, EmuDuration};
 use igemu::topology::{self, Overrides, Topology};
@@ -40,13 +39,12 @@ fn quickstart() -> Topology {
 
 fn emu(tracer: Tracer) -> Rc<Emu> {
     let topo = quickstart();
-    Rc::new(Emu {
-        clock: Clock::new(ClockMode::Virtual),
+    Rc::new(Emu::new(
+        Clock::new(ClockMode::Virtual),
         tracer,
-        metrics: RefCell::new(Metrics::new(topo.requests.len())),
-        requests: topo.requests.into(),
-        faults: RefCell::new(igemu::fault::Faults::new(Default::default(), 1)),
-    })
+        topo.requests.into(),
+        igemu::fault::Faults::new(Default::default(), 1),
+    ))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -123,7 +121,7 @@ fn ring(actors: usize, hops: u32, traced: bool) -> f64 {
         let done = Rc::new(tokio::sync::Notify::new());
         let peers: Vec<Peer<Relay>> = (0..actors)
             .map(|i| {
-                let id = emu.tracer.register(format!("relay:{i}"));
+                let id = emu.tracer().register(format!("relay:{i}"));
                 let r = Relay {
                     emu: Rc::clone(&emu),
                     id,
@@ -142,13 +140,13 @@ fn ring(actors: usize, hops: u32, traced: bool) -> f64 {
         }
         tokio::task::yield_now().await;
         let start = Instant::now();
-        let before = emu.tracer.messages();
+        let before = emu.tracer().messages();
         for p in &peers {
             emu.send(p.id, p, Token(hops));
         }
         done.notified().await;
-        let sent = emu.tracer.messages() - before;
-        emu.tracer.finish().expect("trace flushes");
+        let sent = emu.tracer().messages() - before;
+        emu.tracer().finish().expect("trace flushes");
         sent as f64 / start.elapsed().as_secs_f64()
     })
 }
@@ -222,7 +220,7 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
         let actors = pending.min(10_000);
         let peers: Vec<Peer<Sleeper>> = (0..actors)
             .map(|i| {
-                let id = emu.tracer.register(format!("sleeper:{i}"));
+                let id = emu.tracer().register(format!("sleeper:{i}"));
                 let s = Sleeper {
                     emu: Rc::clone(&emu),
                     id,
@@ -249,7 +247,7 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
                 Wake,
             );
         }
-        actix::spawn(emu.clock.clone().drive());
+        actix::spawn(emu.clock().clone().drive());
         let start = Instant::now();
         done.notified().await;
         deliveries as f64 / start.elapsed().as_secs_f64()

@@ -95,7 +95,6 @@ pub mod topology;
 pub mod trace;
 pub mod workload;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -104,7 +103,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use actors::Emu;
-use metrics::{DecisionRecord, Metrics, PaperMetrics, RequestCounts, RequestRecord};
+use metrics::{DecisionRecord, PaperMetrics, RequestCounts, RequestRecord};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
 
@@ -430,16 +429,16 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         .map_err(Error::Runtime)?;
     let system = actix::System::with_tokio_rt(|| rt);
     let (end, emu) = system.block_on(async {
-        let emu = Rc::new(Emu {
-            clock: Clock::new(mode),
+        let faults = fault::Faults::new(
+            topo.faults.clone(),
+            time::stream_seed(topo.emulation.seed, "faults"),
+        );
+        let emu = Rc::new(Emu::new(
+            Clock::new(mode),
             tracer,
-            metrics: RefCell::new(Metrics::new(topo.requests.len())),
-            requests: topo.requests.clone().into(),
-            faults: RefCell::new(fault::Faults::new(
-                topo.faults.clone(),
-                time::stream_seed(topo.emulation.seed, "faults"),
-            )),
-        });
+            topo.requests.clone().into(),
+            faults,
+        ));
         let end = emulate(Rc::clone(&emu), &topo, options.broken_protocol).await;
         (end, emu)
     });

@@ -55,9 +55,9 @@ macro_rules! handles_caused {
                     ctx: &mut <$actor as actix::Actor>::Context,
                 ) {
                     let (cause, msg) = c.into_parts();
-                    let before = $crate::actors::Shell::emu(self).tracer.enter(Some(cause));
+                    let before = $crate::actors::Shell::emu(self).tracer().enter(Some(cause));
                     <$actor as actix::Handler<$msg>>::handle(self, msg, ctx);
-                    $crate::actors::Shell::emu(self).tracer.enter(before);
+                    $crate::actors::Shell::emu(self).tracer().enter(before);
                 }
             }
         )*
@@ -70,10 +70,10 @@ macro_rules! handles_caused {
                     ctx: &mut <$actor as actix::Actor>::Context,
                 ) -> Self::Result {
                     let (cause, msg) = c.into_parts();
-                    let before = $crate::actors::Shell::emu(self).tracer.enter(Some(cause));
+                    let before = $crate::actors::Shell::emu(self).tracer().enter(Some(cause));
                     let actix::MessageResult(answer) =
                         <$actor as actix::Handler<$call>>::handle(self, msg, ctx);
-                    $crate::actors::Shell::emu(self).tracer.enter(before);
+                    $crate::actors::Shell::emu(self).tracer().enter(before);
                     actix::MessageResult(answer)
                 }
             }
@@ -110,18 +110,20 @@ use crate::model::{GridId, LeaseRequest, RequestId};
 use crate::time::{Clock, EmuTime, TimerHandle};
 use crate::trace::{ActorId, Traced, Tracer};
 
-/// The run's shared context: clock, tracer, observations, faults and the requests.
+/// The run's shared context: clock, tracer, observations, faults and the requests. Its parts
+/// are the crate's: outside, a context is made with [`Emu::new`] and read through its
+/// accessors.
 pub struct Emu {
     /// The one clock.
-    pub clock: Clock,
+    pub(crate) clock: Clock,
     /// The message path's recorder.
-    pub tracer: Tracer,
+    pub(crate) tracer: Tracer,
     /// Observations (a side channel, not messages).
-    pub metrics: RefCell<Metrics>,
+    pub(crate) metrics: RefCell<Metrics>,
     /// Every request of the run, indexed by id.
-    pub requests: Rc<[LeaseRequest]>,
+    pub(crate) requests: Rc<[LeaseRequest]>,
     /// Faults on the links between IGGs.
-    pub faults: RefCell<Faults>,
+    pub(crate) faults: RefCell<Faults>,
 }
 
 /// An actor's address together with its trace name.
@@ -142,12 +144,36 @@ impl<A: Actor> Clone for Peer<A> {
 }
 
 impl Emu {
+    /// A context for a run of `requests` with these clock, tracer and faults.
+    pub fn new(clock: Clock, tracer: Tracer, requests: Rc<[LeaseRequest]>, faults: Faults) -> Emu {
+        Emu {
+            clock,
+            tracer,
+            metrics: RefCell::new(Metrics::new(requests.len())),
+            requests,
+            faults: RefCell::new(faults),
+        }
+    }
+
+    /// The run's clock.
+    #[inline]
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The run's tracer.
+    #[inline]
+    pub fn tracer(&self) -> &Tracer {
+        &self.tracer
+    }
+
     /// Request `id`.
     pub fn request(&self, id: RequestId) -> &LeaseRequest {
         &self.requests[id.0 as usize]
     }
 
     /// Emulated now.
+    #[inline]
     pub fn now(&self) -> EmuTime {
         self.clock.now()
     }
@@ -169,10 +195,11 @@ impl Emu {
         A::Context: ToEnvelope<A, Caused<M>>,
         M: Message<Result = ()> + Traced + Send + 'static,
     {
-        let (kind, corr) = (msg.kind(), msg.correlation());
         let seq = self
             .tracer
-            .record(self.clock.now(), (from, to.id), kind, corr, cause);
+            .record_with(self.clock.now(), (from, to.id), cause, || {
+                (msg.kind(), msg.correlation())
+            });
         to.addr.do_send(Caused { cause: seq, msg });
     }
 

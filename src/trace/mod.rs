@@ -141,11 +141,13 @@ impl Tracer {
     }
 
     /// The record whose handling is under way, if any: the cause of what is sent now.
+    #[inline]
     pub fn current(&self) -> Option<u64> {
         self.current.get()
     }
 
     /// Makes `cause` the record under way; returns the one it replaces (to restore after).
+    #[inline]
     pub fn enter(&self, cause: Option<u64>) -> Option<u64> {
         self.current.replace(cause)
     }
@@ -155,14 +157,28 @@ impl Tracer {
     pub fn record(
         &self,
         t: EmuTime,
-        (from, to): (ActorId, ActorId),
+        ends: (ActorId, ActorId),
         kind: &'static str,
         corr: Correlation,
         cause: Option<u64>,
     ) -> u64 {
+        self.record_with(t, ends, cause, || (kind, corr))
+    }
+
+    /// Like [`Tracer::record`], computing the kind and correlation only when the record is
+    /// written (an untraced run only counts).
+    #[inline]
+    pub fn record_with(
+        &self,
+        t: EmuTime,
+        (from, to): (ActorId, ActorId),
+        cause: Option<u64>,
+        what: impl FnOnce() -> (&'static str, Correlation),
+    ) -> u64 {
         let seq = self.messages.get();
         self.messages.set(seq + 1);
         if let Some(sink) = &self.sink {
+            let (kind, corr) = what();
             self.write(sink, t, (from, to), kind, corr, cause);
         }
         seq
