@@ -41,6 +41,9 @@
 //! # Ok::<(), igemu::Error>(())
 //! ```
 
+// Items of private modules are `pub(crate)`: what is public is exported on purpose.
+#![warn(unreachable_pub)]
+
 /// Defines a policy-name enum: its variants, their names in topologies, parsing, and the
 /// list of names for "did you mean" hints. Adding a policy touches its module and one line.
 macro_rules! named_enum {

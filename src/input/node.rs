@@ -8,7 +8,7 @@ use super::diag::{Diags, Loc};
 
 /// A value with its place.
 #[derive(Clone, Debug)]
-pub struct Node {
+pub(crate) struct Node {
     /// The value.
     pub kind: NodeKind,
     /// Where it came from.
@@ -17,7 +17,7 @@ pub struct Node {
 
 /// A key with its place.
 #[derive(Clone, Debug)]
-pub struct Key {
+pub(crate) struct Key {
     /// The key's text.
     pub name: String,
     /// Where it came from.
@@ -26,7 +26,7 @@ pub struct Key {
 
 /// TOML value kinds.
 #[derive(Clone, Debug)]
-pub enum NodeKind {
+pub(crate) enum NodeKind {
     /// A string.
     Str(String),
     /// An integer.
@@ -45,7 +45,7 @@ pub enum NodeKind {
 
 impl NodeKind {
     /// The TOML name of this kind, for messages.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             NodeKind::Str(_) => "a string",
             NodeKind::Int(_) => "an integer",
@@ -61,7 +61,7 @@ impl NodeKind {
 impl Node {
     /// The value as TOML text, as a `--set` override takes it (`"rr"`, `3.8`, `[1, 2]`);
     /// `None` for a date-time, which igemu has no use for.
-    pub fn toml_text(&self) -> Option<String> {
+    pub(crate) fn toml_text(&self) -> Option<String> {
         Some(match &self.kind {
             NodeKind::Str(s) => format!("{s:?}"),
             NodeKind::Int(i) => i.to_string(),
@@ -93,7 +93,7 @@ impl Node {
 
 /// How a place is recorded for nodes converted from parsed text.
 #[derive(Clone, Copy)]
-pub enum Origin<'a> {
+pub(crate) enum Origin<'a> {
     /// The topology file.
     File,
     /// An LRMS profile with this name.
@@ -167,7 +167,7 @@ fn convert_table(table: &DeTable<'_>, origin: Origin<'_>, diags: &Diags) -> Vec<
 
 /// Parses a whole document. Syntax errors are recorded (every one the parser recovers from)
 /// and `None` is returned.
-pub fn parse_document(text: &str, origin: Origin<'_>, diags: &Diags) -> Option<Node> {
+pub(crate) fn parse_document(text: &str, origin: Origin<'_>, diags: &Diags) -> Option<Node> {
     let (table, errors) = DeTable::parse_recoverable(text);
     if !errors.is_empty() {
         for e in errors {
@@ -191,7 +191,7 @@ pub fn parse_document(text: &str, origin: Origin<'_>, diags: &Diags) -> Option<N
 /// when it parses as one (`3`, `true`, `"x"`, `[1, 2]`), otherwise as a bare string, so
 /// `--set lrms.preemption=mov` works without quotes. Numeric path segments index arrays
 /// (`grid.0.cluster.1.lrms.preemption=mov`).
-pub fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags) {
+pub(crate) fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: &Diags) {
     let loc = Loc::Set(index);
     let Some((path, raw)) = assignment.split_once('=') else {
         diags.error(

@@ -9,7 +9,7 @@ use crate::time::{parse_duration, EmuDuration};
 
 /// A table being read; remembers which keys were looked at so [`Table::finish`] can report
 /// the others as unknown, with a "did you mean" among the keys the reader asked for.
-pub struct Table<'a> {
+pub(crate) struct Table<'a> {
     /// The table node itself.
     pub node: &'a Node,
     entries: &'a [(Key, Node)],
@@ -24,7 +24,11 @@ pub struct Table<'a> {
 
 impl<'a> Table<'a> {
     /// Views `node` as a table, or records an error.
-    pub fn of(node: &'a Node, what: impl Into<String>, diags: &'a Diags) -> Option<Table<'a>> {
+    pub(crate) fn of(
+        node: &'a Node,
+        what: impl Into<String>,
+        diags: &'a Diags,
+    ) -> Option<Table<'a>> {
         let what = what.into();
         match &node.kind {
             NodeKind::Table(entries) => Some(Table {
@@ -47,7 +51,7 @@ impl<'a> Table<'a> {
     }
 
     /// The value under `key`, if present.
-    pub fn get(&self, key: &str) -> Option<&'a Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Node> {
         {
             let mut asked = self.asked.borrow_mut();
             if !asked.iter().any(|k| k == key) {
@@ -61,14 +65,14 @@ impl<'a> Table<'a> {
 
     /// Every entry, in file order, all counted as read (for tables whose keys are free-form,
     /// such as a sweep's `[set]`).
-    pub fn entries(&self) -> impl Iterator<Item = (&'a Key, &'a Node)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&'a Key, &'a Node)> {
         self.used.borrow_mut().iter_mut().for_each(|u| *u = true);
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
     /// Reports every key not looked at, with a "did you mean" among the keys asked for; call
     /// it after reading every key the table may hold.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let asked = self.asked.borrow();
         let known: Vec<&str> = asked.iter().map(String::as_str).collect();
         for (i, (k, _)) in self.entries.iter().enumerate() {
@@ -96,7 +100,7 @@ impl<'a> Table<'a> {
 
     /// Records that `key` is required but absent — unless an unknown key here looks like a
     /// typo of it, in which case the unknown-key error (with its "did you mean") says it all.
-    pub fn missing(&self, key: &str, hint: &str) {
+    pub(crate) fn missing(&self, key: &str, hint: &str) {
         let misspelled = self
             .entries
             .iter()
@@ -112,7 +116,7 @@ impl<'a> Table<'a> {
     }
 
     /// A string value.
-    pub fn str(&self, key: &str) -> Option<(&'a str, &'a Loc)> {
+    pub(crate) fn str(&self, key: &str) -> Option<(&'a str, &'a Loc)> {
         let node = self.get(key)?;
         match &node.kind {
             NodeKind::Str(s) => Some((s.as_str(), &node.loc)),
@@ -124,7 +128,7 @@ impl<'a> Table<'a> {
     }
 
     /// A required string value.
-    pub fn req_str(&self, key: &str, hint: &str) -> Option<(&'a str, &'a Loc)> {
+    pub(crate) fn req_str(&self, key: &str, hint: &str) -> Option<(&'a str, &'a Loc)> {
         if self.get(key).is_none() {
             self.missing(key, hint);
             return None;
@@ -133,7 +137,7 @@ impl<'a> Table<'a> {
     }
 
     /// A non-negative integer no larger than `max`.
-    pub fn uint(&self, key: &str, max: u64) -> Option<(u64, &'a Loc)> {
+    pub(crate) fn uint(&self, key: &str, max: u64) -> Option<(u64, &'a Loc)> {
         let node = self.get(key)?;
         match node.kind {
             NodeKind::Int(v) if v >= 0 && (v as u64) <= max => Some((v as u64, &node.loc)),
@@ -153,7 +157,7 @@ impl<'a> Table<'a> {
     }
 
     /// A positive integer no larger than `max`.
-    pub fn positive(&self, key: &str, max: u64) -> Option<(u64, &'a Loc)> {
+    pub(crate) fn positive(&self, key: &str, max: u64) -> Option<(u64, &'a Loc)> {
         let (v, loc) = self.uint(key, max)?;
         if v == 0 {
             self.diags.error(
@@ -167,7 +171,7 @@ impl<'a> Table<'a> {
     }
 
     /// A finite number (integers accepted).
-    pub fn number(&self, key: &str) -> Option<(f64, &'a Loc)> {
+    pub(crate) fn number(&self, key: &str) -> Option<(f64, &'a Loc)> {
         let node = self.get(key)?;
         let v = match node.kind {
             NodeKind::Int(v) => v as f64,
@@ -186,7 +190,7 @@ impl<'a> Table<'a> {
     }
 
     /// A number strictly above zero.
-    pub fn positive_number(&self, key: &str) -> Option<(f64, &'a Loc)> {
+    pub(crate) fn positive_number(&self, key: &str) -> Option<(f64, &'a Loc)> {
         let (v, loc) = self.number(key)?;
         if v <= 0.0 {
             self.diags
@@ -197,7 +201,7 @@ impl<'a> Table<'a> {
     }
 
     /// A number in `[lo, hi]`.
-    pub fn number_in(&self, key: &str, lo: f64, hi: f64) -> Option<(f64, &'a Loc)> {
+    pub(crate) fn number_in(&self, key: &str, lo: f64, hi: f64) -> Option<(f64, &'a Loc)> {
         let (v, loc) = self.number(key)?;
         if !(lo..=hi).contains(&v) {
             self.diags.error(
@@ -211,7 +215,7 @@ impl<'a> Table<'a> {
     }
 
     /// A boolean.
-    pub fn bool(&self, key: &str) -> Option<(bool, &'a Loc)> {
+    pub(crate) fn bool(&self, key: &str) -> Option<(bool, &'a Loc)> {
         let node = self.get(key)?;
         match node.kind {
             NodeKind::Bool(b) => Some((b, &node.loc)),
@@ -223,7 +227,7 @@ impl<'a> Table<'a> {
     }
 
     /// A duration: a human string (`"90s"`, `"2h"`, `"01:15:00"`) or a number of seconds.
-    pub fn duration(&self, key: &str) -> Option<(EmuDuration, &'a Loc)> {
+    pub(crate) fn duration(&self, key: &str) -> Option<(EmuDuration, &'a Loc)> {
         let node = self.get(key)?;
         match &node.kind {
             NodeKind::Str(s) => match parse_duration(s) {
@@ -253,7 +257,11 @@ impl<'a> Table<'a> {
     }
 
     /// One of a fixed set of names.
-    pub fn choice(&self, key: &str, choices: &[&'static str]) -> Option<(&'static str, &'a Loc)> {
+    pub(crate) fn choice(
+        &self,
+        key: &str,
+        choices: &[&'static str],
+    ) -> Option<(&'static str, &'a Loc)> {
         let (s, loc) = self.str(key)?;
         match choices.iter().find(|c| **c == s) {
             Some(c) => Some((c, loc)),
@@ -269,13 +277,13 @@ impl<'a> Table<'a> {
     }
 
     /// One of an enum's names ([`crate::Named`]).
-    pub fn named<E: crate::Named>(&self, key: &str) -> Option<(E, &'a Loc)> {
+    pub(crate) fn named<E: crate::Named>(&self, key: &str) -> Option<(E, &'a Loc)> {
         let (name, loc) = self.choice(key, E::NAMES)?;
         E::parse(name).map(|v| (v, loc))
     }
 
     /// An array of tables (`[[key]]`), or an empty list when absent.
-    pub fn tables(&self, key: &str) -> Vec<&'a Node> {
+    pub(crate) fn tables(&self, key: &str) -> Vec<&'a Node> {
         let Some(node) = self.get(key) else {
             return Vec::new();
         };
@@ -298,7 +306,7 @@ impl<'a> Table<'a> {
     }
 
     /// A sub-table, if present.
-    pub fn table(&self, key: &str) -> Option<Table<'a>> {
+    pub(crate) fn table(&self, key: &str) -> Option<Table<'a>> {
         let node = self.get(key)?;
         let what = if self.what == "the topology" {
             format!("[{key}]")

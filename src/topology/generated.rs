@@ -12,7 +12,7 @@ use crate::time::{stream_seed, EmuDuration, EmuTime};
 use crate::workload::{self, Das2, Deadlines, Gwa, Lublin99, Model, TypeMix};
 
 /// Keys a generated workload may have besides name, origin, grid and cluster.
-pub const KEYS: &[&str] = &[
+pub(super) const KEYS: &[&str] = &[
     "model",
     "span",
     "start",
@@ -31,7 +31,7 @@ pub const KEYS: &[&str] = &[
 ];
 
 /// Where generated requests go and how they are numbered.
-pub struct Sink<'a> {
+pub(super) struct Sink<'a> {
     /// The topology's requests.
     pub requests: &'a mut Vec<LeaseRequest>,
     /// Their labels.
@@ -39,7 +39,7 @@ pub struct Sink<'a> {
 }
 
 /// What the workload is attached to.
-pub struct Target<'a> {
+pub(super) struct Target<'a> {
     /// The workload's name (labels are `<name>-<n>`).
     pub name: &'a str,
     /// Local or external.
@@ -203,7 +203,7 @@ fn read_deadlines(t: Option<Table<'_>>) -> (Deadlines, bool) {
 }
 
 /// Reads the generator settings of `w` (model `model`) and appends its requests.
-pub fn read(
+pub(super) fn read(
     w: &Table<'_>,
     model: WorkloadModel,
     target: &Target<'_>,
@@ -437,7 +437,7 @@ fn read_swf(
 }
 
 /// Errors for generator keys on an inline workload.
-pub fn reject_on_inline(w: &Table<'_>) {
+pub(super) fn reject_on_inline(w: &Table<'_>) {
     for k in KEYS.iter().filter(|k| **k != "model") {
         if let Some(n) = w.get(k) {
             w.diags.error(

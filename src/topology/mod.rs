@@ -1036,7 +1036,7 @@ pub(super) struct GridNames<'a> {
 
 impl GridNames<'_> {
     /// The grid called `name`, or a problem at `loc` (`role` says who names it).
-    pub fn find(&self, name: &str, loc: &Loc, role: &str) -> Option<GridId> {
+    pub(crate) fn find(&self, name: &str, loc: &Loc, role: &str) -> Option<GridId> {
         match self.grids.iter().position(|g| g.name == name) {
             Some(i) => Some(GridId(i as u16)),
             None => {
