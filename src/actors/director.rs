@@ -47,11 +47,7 @@ impl Director {
     }
 }
 
-impl super::Shell for Director {
-    fn emu(&self) -> &super::Emu {
-        &self.emu
-    }
-}
+emu_shell!(Director);
 
 handles_caused!(Director; EndOfRun, RequestDone);
 

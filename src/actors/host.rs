@@ -44,11 +44,7 @@ impl Host {
     }
 }
 
-impl super::Shell for Host {
-    fn emu(&self) -> &super::Emu {
-        &self.emu
-    }
-}
+emu_shell!(Host);
 
 handles_caused!(Host; Occupy, Vacate);
 

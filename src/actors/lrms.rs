@@ -290,11 +290,7 @@ impl Lrms {
     }
 }
 
-impl super::Shell for Lrms {
-    fn emu(&self) -> &super::Emu {
-        &self.emu
-    }
-}
+emu_shell!(Lrms);
 
 handles_caused!(
     Lrms;

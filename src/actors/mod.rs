@@ -39,6 +39,17 @@ pub trait Shell {
     fn emu(&self) -> &Emu;
 }
 
+/// Makes an actor whose context is its `emu` field a [`Shell`].
+macro_rules! emu_shell {
+    ($actor:ty) => {
+        impl $crate::actors::Shell for $actor {
+            fn emu(&self) -> &$crate::actors::Emu {
+                &self.emu
+            }
+        }
+    };
+}
+
 /// Lets an actor (a [`Shell`]) take these messages wrapped as [`Caused`]
 /// (and, after `calls:`, these requests wrapped as [`CausedCall`]): the wrapped message's
 /// handler runs with the sending record as the tracer's current cause. (One impl per message,

@@ -50,11 +50,7 @@ impl Users {
     }
 }
 
-impl super::Shell for Users {
-    fn emu(&self) -> &super::Emu {
-        &self.emu
-    }
-}
+emu_shell!(Users);
 
 handles_caused!(Users; Arrive, LeaseEnded, LeaseStarted);
 

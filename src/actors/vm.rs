@@ -69,11 +69,7 @@ impl Vm {
     }
 }
 
-impl super::Shell for Vm {
-    fn emu(&self) -> &super::Emu {
-        &self.emu
-    }
-}
+emu_shell!(Vm);
 
 handles_caused!(Vm; Step, VmCommand);
 

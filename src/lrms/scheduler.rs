@@ -301,6 +301,24 @@ fn shape_of(req: &LeaseRequest) -> VmShape {
 }
 
 impl Lease {
+    /// A lease that has just arrived: waiting, nothing done, its duration at this cluster's
+    /// `speed`, `order`-th in the queue.
+    fn waiting(req: LeaseRequest, speed: Speed, order: u64, now: EmuTime) -> Lease {
+        Lease {
+            duration: speed.local(req.duration),
+            req,
+            phase: Phase::Waiting,
+            order,
+            res: None,
+            work_done: EmuDuration::ZERO,
+            images_ready: None,
+            migrated_in: false,
+            not_before: now,
+            reported: 0,
+            started_once: false,
+        }
+    }
+
     fn shape(&self) -> VmShape {
         shape_of(&self.req)
     }
@@ -479,23 +497,8 @@ impl Core {
         let id = req.id;
         let order = self.next_order;
         self.next_order += 1;
-        let duration = self.cfg.speed.local(req.duration);
-        self.leases.insert(
-            id,
-            Lease {
-                req,
-                duration,
-                phase: Phase::Waiting,
-                order,
-                res: None,
-                work_done: EmuDuration::ZERO,
-                images_ready: None,
-                migrated_in: false,
-                not_before: now,
-                reported: 0,
-                started_once: false,
-            },
-        );
+        let lease = Lease::waiting(req, self.cfg.speed, order, now);
+        self.leases.insert(id, lease);
         id
     }
 
@@ -724,19 +727,7 @@ impl Core {
     /// earliest-start dispatch); `None` if it would refuse it.
     pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
         let req = self.shaped(req.clone());
-        let l = Lease {
-            req: req.clone(),
-            duration: self.cfg.speed.local(req.duration),
-            phase: Phase::Waiting,
-            order: self.next_order,
-            res: None,
-            work_done: EmuDuration::ZERO,
-            images_ready: None,
-            migrated_in: false,
-            not_before: now,
-            reported: 0,
-            started_once: false,
-        };
+        let l = Lease::waiting(req, self.cfg.speed, self.next_order, now);
         let (start, plan, _) = self.find_slot_for(&l, now)?;
         l.deadline().is_none_or(|d| plan.end <= d).then_some(start)
     }
