@@ -98,8 +98,8 @@ impl Lrms {
     fn tell_requester<M>(&self, lease: RequestId, msg: M)
     where
         M: actix::Message<Result = ()> + crate::trace::Traced + Send + 'static,
-        Igg: actix::Handler<super::Caused<M>>,
-        Users: actix::Handler<super::Caused<M>>,
+        Peer<Igg>: super::Inbox<M>,
+        Peer<Users>: super::Inbox<M>,
     {
         match (self.origin(lease), &self.users) {
             (Origin::External, _) => self.emu.send(self.id, &self.igg, msg),

@@ -154,6 +154,32 @@ impl<A: Actor> Clone for Peer<A> {
     }
 }
 
+/// Where messages of type `M` can be delivered, each with the record that caused it: the
+/// [`Peer`] of an actor that handles them.
+pub trait Inbox<M>: Clone + 'static {
+    /// The receiver's trace handle.
+    fn id(&self) -> ActorId;
+    /// Puts `msg` in the receiver's mailbox.
+    fn deliver(&self, msg: Caused<M>);
+}
+
+impl<A, M> Inbox<M> for Peer<A>
+where
+    A: Actor + Handler<Caused<M>>,
+    A::Context: ToEnvelope<A, Caused<M>>,
+    M: Message<Result = ()> + Send + 'static,
+{
+    #[inline]
+    fn id(&self) -> ActorId {
+        self.id
+    }
+
+    #[inline]
+    fn deliver(&self, msg: Caused<M>) {
+        self.addr.do_send(msg);
+    }
+}
+
 impl Emu {
     /// A context for a run of `requests` with these clock, tracer and faults.
     pub fn new(clock: Clock, tracer: Tracer, requests: Rc<[LeaseRequest]>, faults: Faults) -> Emu {
@@ -191,36 +217,33 @@ impl Emu {
 
     /// Sends `msg` from `from` to `to` now, recording it as caused by the record under way.
     #[inline]
-    pub fn send<A, M>(&self, from: ActorId, to: &Peer<A>, msg: M)
+    pub fn send<M, P>(&self, from: ActorId, to: &P, msg: M)
     where
-        A: Actor + Handler<Caused<M>>,
-        A::Context: ToEnvelope<A, Caused<M>>,
         M: Message<Result = ()> + Traced + Send + 'static,
+        P: Inbox<M>,
     {
         self.send_caused(from, to, msg, self.tracer.current());
     }
 
-    fn send_caused<A, M>(&self, from: ActorId, to: &Peer<A>, msg: M, cause: Option<u64>)
+    fn send_caused<M, P>(&self, from: ActorId, to: &P, msg: M, cause: Option<u64>)
     where
-        A: Actor + Handler<Caused<M>>,
-        A::Context: ToEnvelope<A, Caused<M>>,
         M: Message<Result = ()> + Traced + Send + 'static,
+        P: Inbox<M>,
     {
         let seq = self
             .tracer
-            .record_with(self.clock.now(), (from, to.id), cause, || {
+            .record_with(self.clock.now(), (from, to.id()), cause, || {
                 (msg.kind(), msg.correlation())
             });
-        to.addr.do_send(Caused { cause: seq, msg });
+        to.deliver(Caused { cause: seq, msg });
     }
 
     /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered, as
     /// caused by the record under way now).
-    pub fn send_at<A, M>(self: &Rc<Self>, due: EmuTime, from: ActorId, to: &Peer<A>, msg: M)
+    pub fn send_at<M, P>(self: &Rc<Self>, due: EmuTime, from: ActorId, to: &P, msg: M)
     where
-        A: Actor + Handler<Caused<M>>,
-        A::Context: ToEnvelope<A, Caused<M>>,
         M: Message<Result = ()> + Traced + Send + 'static,
+        P: Inbox<M>,
     {
         let (emu, to, cause) = (Rc::clone(self), to.clone(), self.tracer.current());
         self.clock
@@ -228,17 +251,16 @@ impl Emu {
     }
 
     /// Like [`Emu::send_at`], but the delivery can be called off (and then is not recorded).
-    pub fn send_at_cancellable<A, M>(
+    pub fn send_at_cancellable<M, P>(
         self: &Rc<Self>,
         due: EmuTime,
         from: ActorId,
-        to: &Peer<A>,
+        to: &P,
         msg: M,
     ) -> TimerHandle
     where
-        A: Actor + Handler<Caused<M>>,
-        A::Context: ToEnvelope<A, Caused<M>>,
         M: Message<Result = ()> + Traced + Send + 'static,
+        P: Inbox<M>,
     {
         let (emu, to, cause) = (Rc::clone(self), to.clone(), self.tracer.current());
         self.clock
@@ -248,32 +270,31 @@ impl Emu {
     /// Sends `msg` over the link between the IGGs of Grids `from_grid` and `to_grid`: recorded
     /// now, then delivered (maybe late, twice, or never) as the fault injector decides, and
     /// lost if the receiving IGG is down when it arrives.
-    pub fn send_link<A, M>(
+    pub fn send_link<M, P>(
         self: &Rc<Self>,
         (from_grid, to_grid): (GridId, GridId),
         from: ActorId,
-        to: &Peer<A>,
+        to: &P,
         msg: M,
     ) where
-        A: Actor + Handler<Caused<M>>,
-        A::Context: ToEnvelope<A, Caused<M>>,
         M: Message<Result = ()> + Traced + Send + Clone + 'static,
+        P: Inbox<M>,
     {
         let now = self.clock.now();
         let (kind, corr) = (msg.kind(), msg.correlation());
         let seq = self
             .tracer
-            .record(now, (from, to.id), kind, corr, self.tracer.current());
+            .record(now, (from, to.id()), kind, corr, self.tracer.current());
         self.metrics.borrow_mut().peering_message(from_grid);
         let deliveries = self.faults.borrow_mut().deliveries(from_grid, to_grid, now);
         for delay in deliveries {
-            let (emu, addr, m) = (Rc::clone(self), to.addr.clone(), msg.clone());
+            let (emu, inbox, m) = (Rc::clone(self), to.clone(), msg.clone());
             self.clock.at(now + delay, move || {
                 let down = emu.faults.borrow().is_down(to_grid, emu.clock.now());
                 if down {
                     emu.faults.borrow_mut().counts.to_crashed += 1;
                 } else {
-                    addr.do_send(Caused { cause: seq, msg: m });
+                    inbox.deliver(Caused { cause: seq, msg: m });
                 }
             });
         }
