@@ -9,10 +9,10 @@
 
 use std::time::Instant;
 
-use igemu::lrms::availability::VmShape;
-use igemu::lrms::contention::{Candidate, Contention};
-use igemu::lrms::overhead::Operation;
-use igemu::lrms::policy::{choose, choose_additive, Item, PreemptionPolicy, SEARCH_BUDGET};
+use igemu::lrms::Operation;
+use igemu::lrms::VmShape;
+use igemu::lrms::{choose, choose_additive, Item, PreemptionPolicy, SEARCH_BUDGET};
+use igemu::lrms::{Candidate, Contention};
 use igemu::model::{LeaseType, RequestId};
 use igemu::time::{EmuDuration, EmuTime};
 use igemu::topology::{self, Overrides};

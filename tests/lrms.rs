@@ -9,10 +9,10 @@ use common::{capacity_breaches, load, run_traced, trace};
 
 use std::collections::{BTreeSet, HashMap};
 
-use igemu::lrms::admission::AdmissionPolicy;
-use igemu::lrms::overhead::OverheadModel;
-use igemu::lrms::policy::{PreemptionPolicy, SEARCH_BUDGET};
+use igemu::lrms::AdmissionPolicy;
+use igemu::lrms::OverheadModel;
 use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Speed};
+use igemu::lrms::{PreemptionPolicy, SEARCH_BUDGET};
 use igemu::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId, VmState};
 use igemu::time::{EmuDuration, EmuTime};
 use igemu::topology::{Federation, HostSpec, Hosts, Request, Users};

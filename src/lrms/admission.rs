@@ -50,9 +50,9 @@ pub enum AdmissionPolicy {
 }
 
 /// Observations before a model-based limit applies (external and local requests each).
-pub const WARM_UP: u64 = 10;
+pub(crate) const WARM_UP: u64 = 10;
 /// New observations between two computations of the limit.
-pub const RECOMPUTE_EVERY: u64 = 25;
+pub(crate) const RECOMPUTE_EVERY: u64 = 25;
 
 /// Count, mean and variance of a stream of service times (Welford's online update).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -203,12 +203,17 @@ pub struct QueueModel {
 }
 
 /// Eq. 13: D = rate_l·u_l·ω + (1 − rate_l)·u_h·ω.
-pub fn expected_deadline(low_urgency: f64, low_ratio: f64, high_ratio: f64, omega: f64) -> f64 {
+pub(crate) fn expected_deadline(
+    low_urgency: f64,
+    low_ratio: f64,
+    high_ratio: f64,
+    omega: f64,
+) -> f64 {
     low_urgency * low_ratio * omega + (1.0 - low_urgency) * high_ratio * omega
 }
 
 /// RACP's queue length N_q = μ_e / λ (at least 1).
-pub fn racp_queue_length(m: &QueueModel) -> usize {
+pub(crate) fn racp_queue_length(m: &QueueModel) -> usize {
     if m.local_rate <= 0.0 || m.external_service <= 0.0 {
         return usize::MAX;
     }
@@ -216,10 +221,10 @@ pub fn racp_queue_length(m: &QueueModel) -> usize {
 }
 
 /// The longest queue PACP considers.
-pub const MAX_QUEUE: usize = 2_000;
+pub(crate) const MAX_QUEUE: usize = 2_000;
 
 /// Expected service time (eq. 4) and its variance (eq. 5) of an external request.
-pub fn service_moments(m: &QueueModel) -> (f64, f64) {
+pub(crate) fn service_moments(m: &QueueModel) -> (f64, f64) {
     let rho_l = (m.local_rate * m.local_service).min(0.999_999);
     let omega = m.external_service;
     let mean = omega / (1.0 - rho_l);
@@ -250,7 +255,7 @@ fn arrivals_during_service(rate: f64, mean: f64, var: f64, n: usize) -> Vec<f64>
 }
 
 /// PACP (Algorithm 1): the queue length K for the cluster.
-pub fn pacp_queue_length(m: &QueueModel) -> usize {
+pub(crate) fn pacp_queue_length(m: &QueueModel) -> usize {
     if m.external_rate <= 0.0 {
         return MAX_QUEUE;
     }

@@ -47,7 +47,7 @@ pub struct Candidate {
 
 /// Resources one lease holds on one host during part of the window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Hold {
+pub(crate) struct Hold {
     /// From (clipped to the window).
     pub start: EmuTime,
     /// Until (clipped to the window).
@@ -460,7 +460,7 @@ type Memo = HashMap<(usize, u128), u64, BuildHasherDefault<FxHasher>>;
 
 /// Keeps the room of a changing set of removed candidates, one host at a time, with a memo of
 /// host rooms: what searches over many sets use.
-pub struct RoomTracker<'a> {
+pub(crate) struct RoomTracker<'a> {
     c: &'a Contention,
     masks: Vec<u128>,
     room: u64,
@@ -471,7 +471,7 @@ pub struct RoomTracker<'a> {
 
 impl<'a> RoomTracker<'a> {
     /// Tracks the room of the empty set (nothing removed).
-    pub fn new(c: &'a Contention) -> RoomTracker<'a> {
+    pub(crate) fn new(c: &'a Contention) -> RoomTracker<'a> {
         let mut t = RoomTracker {
             c,
             masks: vec![0; c.hosts.len()],
@@ -497,17 +497,17 @@ impl<'a> RoomTracker<'a> {
     }
 
     /// The room now.
-    pub fn room(&self) -> u64 {
+    pub(crate) fn room(&self) -> u64 {
         self.room
     }
 
     /// Whether candidate `i` is removed.
-    pub fn contains(&self, i: usize) -> bool {
+    pub(crate) fn contains(&self, i: usize) -> bool {
         self.removed[i]
     }
 
     /// Removes (`on`) or restores candidate `i`.
-    pub fn set(&mut self, i: usize, on: bool) {
+    pub(crate) fn set(&mut self, i: usize, on: bool) {
         if self.removed[i] == on {
             return;
         }
@@ -525,7 +525,7 @@ impl<'a> RoomTracker<'a> {
     }
 
     /// The room with candidate `i` toggled, leaving the set as it was.
-    pub fn room_if_toggled(&mut self, i: usize) -> u64 {
+    pub(crate) fn room_if_toggled(&mut self, i: usize) -> u64 {
         let on = self.removed[i];
         self.set(i, !on);
         let r = self.room;
@@ -534,7 +534,7 @@ impl<'a> RoomTracker<'a> {
     }
 
     /// Sets the tracked set to exactly `set`.
-    pub fn reset_to(&mut self, set: &[usize]) {
+    pub(crate) fn reset_to(&mut self, set: &[usize]) {
         for i in 0..self.removed.len() {
             if self.removed[i] {
                 self.set(i, false);
@@ -547,7 +547,7 @@ impl<'a> RoomTracker<'a> {
 
     /// For every host with candidates, the candidates holding something on it: the
     /// host-bundle moves of the greedy search.
-    pub fn bundles(&self) -> Vec<Vec<usize>> {
+    pub(crate) fn bundles(&self) -> Vec<Vec<usize>> {
         self.c
             .hosts
             .iter()
@@ -557,7 +557,7 @@ impl<'a> RoomTracker<'a> {
     }
 
     /// Upper bounds on each candidate's gain.
-    pub fn gain_bounds(&self) -> Vec<u64> {
+    pub(crate) fn gain_bounds(&self) -> Vec<u64> {
         (0..self.c.candidates.len())
             .map(|i| self.c.gain_bound(i))
             .collect()

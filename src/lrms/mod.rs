@@ -3,14 +3,19 @@
 //! policies, the overhead model (the one cost function) and the shared storage timeline. No actors, no clocks: the LRMS actor feeds the [`scheduler::Core`]
 //! requests, times and VM reports and carries out the [`scheduler::Action`]s it returns.
 
-pub mod admission;
-pub mod availability;
-pub mod contention;
-pub mod overhead;
-pub mod policy;
-pub mod scheduler;
-pub mod storage;
+pub(crate) mod admission;
+pub(crate) mod availability;
+pub(crate) mod contention;
+pub(crate) mod overhead;
+pub(crate) mod policy;
+pub(crate) mod scheduler;
+pub(crate) mod storage;
 
+pub use admission::{AdmissionPolicy, Monitor};
+pub use availability::VmShape;
+pub use contention::{Candidate, Contention};
+pub use overhead::{Operation, OverheadModel, Timings};
+pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
     Action, Backfilling, Config, Core, Decision, LeaseView, Refusal, Relocation, Speed, VmPlan,
 };

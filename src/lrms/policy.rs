@@ -59,13 +59,13 @@ use super::contention::{Contention, RoomTracker};
 use crate::model::LeaseType;
 
 /// With at most this many leases in play, MOML's median is taken over every minimal set.
-pub const EXACT_MEDIAN_LIMIT: usize = 16;
+pub(crate) const EXACT_MEDIAN_LIMIT: usize = 16;
 /// Search steps allowed to enumerate MOML's minimal sets before falling back to sampling.
-pub const ENUMERATION_BUDGET: usize = 50_000;
+pub(crate) const ENUMERATION_BUDGET: usize = 50_000;
 /// Random minimal sets MOML draws to estimate the median when it cannot enumerate them.
-pub const MEDIAN_SAMPLES: usize = 512;
+pub(crate) const MEDIAN_SAMPLES: usize = 512;
 /// Entries (leases × set sizes × VMs) MOML's count-layered DP may fill (≈ 100 MB of tables).
-pub const LAYERED_DP_LIMIT: usize = 12_000_000;
+pub(crate) const LAYERED_DP_LIMIT: usize = 12_000_000;
 /// Search steps the branch and bound may take for one decision (non-additive room).
 pub const SEARCH_BUDGET: usize = 20_000;
 
@@ -636,7 +636,12 @@ fn median_of(mut costs: Vec<u64>) -> Option<f64> {
 
 /// The median cost of the minimal covers on additive room: every one when few leases are in
 /// play, sampled otherwise.
-pub fn median_cover_cost(items: &[Item], need: u64, reschedule: u64, seed: u64) -> Option<f64> {
+pub(crate) fn median_cover_cost(
+    items: &[Item],
+    need: u64,
+    reschedule: u64,
+    seed: u64,
+) -> Option<f64> {
     let useful: Vec<usize> = (0..items.len()).filter(|&i| items[i].gain > 0).collect();
     let cost: Vec<u64> = items.iter().map(|x| x.cost).collect();
     let resched: Vec<bool> = items.iter().map(|x| x.reschedules).collect();

@@ -7,14 +7,19 @@ use crate::time::{EmuDuration, EmuTime};
 
 /// Bookings of the shared storage, kept sorted by start.
 #[derive(Clone, Debug, Default)]
-pub struct Storage {
+pub(crate) struct Storage {
     bookings: Vec<(EmuTime, EmuTime, RequestId)>,
 }
 
 impl Storage {
     /// Books `length` for `lease` at the earliest free time at or after `not_before`; returns
     /// the start.
-    pub fn book(&mut self, lease: RequestId, not_before: EmuTime, length: EmuDuration) -> EmuTime {
+    pub(crate) fn book(
+        &mut self,
+        lease: RequestId,
+        not_before: EmuTime,
+        length: EmuDuration,
+    ) -> EmuTime {
         let start = self.earliest(not_before, length);
         if length > EmuDuration::ZERO {
             let pos = self.bookings.partition_point(|b| b.0 <= start);
@@ -24,7 +29,7 @@ impl Storage {
     }
 
     /// The earliest free start at or after `not_before` for `length`, without booking.
-    pub fn earliest(&self, not_before: EmuTime, length: EmuDuration) -> EmuTime {
+    pub(crate) fn earliest(&self, not_before: EmuTime, length: EmuDuration) -> EmuTime {
         let mut t = not_before;
         for &(s, e, _) in &self.bookings {
             if e <= t {
@@ -39,12 +44,12 @@ impl Storage {
     }
 
     /// Cancels `lease`'s bookings that start at or after `from`.
-    pub fn cancel(&mut self, lease: RequestId, from: EmuTime) {
+    pub(crate) fn cancel(&mut self, lease: RequestId, from: EmuTime) {
         self.bookings.retain(|b| !(b.2 == lease && b.0 >= from));
     }
 
     /// Forgets bookings that ended by `now`.
-    pub fn forget_before(&mut self, now: EmuTime) {
+    pub(crate) fn forget_before(&mut self, now: EmuTime) {
         self.bookings.retain(|b| b.1 > now);
     }
 }
