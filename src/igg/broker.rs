@@ -16,14 +16,14 @@ use super::peering::{
     provider_answer, worth_offering, Answer, CostModel, NegotiationId, OfferState, PriceRange,
     Ticket, TicketError, Tickets,
 };
-pub use super::protocol::Item;
+pub(crate) use super::protocol::Item;
 use super::protocol::PeerMsg;
 use crate::model::{GridId, LeaseRequest, RequestId};
 use crate::time::{EmuDuration, EmuTime};
 
 /// A contract as the requester sees it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Contract {
+pub(crate) struct Contract {
     /// The provider.
     pub peer: GridId,
     /// Its current price range.
@@ -32,7 +32,7 @@ pub struct Contract {
 
 /// What the broker wants sent or done.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Out {
+pub(crate) enum Out {
     /// Send `msg` to the IGG of Grid `peer` (offers and redirections are timed out by the
     /// gateway after `offer_timeout`).
     Send {
@@ -93,7 +93,7 @@ pub struct Outcomes {
 
 /// An offer as the provider receives it.
 #[derive(Clone, Copy, Debug)]
-pub struct Offered<'a> {
+pub(crate) struct Offered<'a> {
     /// The requester.
     pub from: GridId,
     /// Negotiation id.
@@ -108,7 +108,7 @@ pub struct Offered<'a> {
 
 /// The provider's standing when it evaluates an offer.
 #[derive(Clone, Copy, Debug)]
-pub struct Standing<'a> {
+pub(crate) struct Standing<'a> {
     /// Its cost model.
     pub cost: &'a CostModel,
     /// Its load over the horizon (0–1), before tickets.
@@ -119,7 +119,7 @@ pub struct Standing<'a> {
 
 /// An IGG's peering state.
 #[derive(Clone, Debug)]
-pub struct Broker {
+pub(crate) struct Broker {
     me: GridId,
     next: u64,
     /// Contracts in ascending minimum price.
@@ -151,7 +151,7 @@ pub struct Broker {
 
 impl Broker {
     /// The broker of Grid `me` with contracts (any order), retry bound and ticket lifetime.
-    pub fn new(
+    pub(crate) fn new(
         me: GridId,
         mut contracts: Vec<Contract>,
         retries: u32,
@@ -184,12 +184,12 @@ impl Broker {
     }
 
     /// Whether this IGG has any contract as a requester.
-    pub fn has_contracts(&self) -> bool {
+    pub(crate) fn has_contracts(&self) -> bool {
         !self.contracts.is_empty()
     }
 
     /// Replaces the contracts' prices (periodic update).
-    pub fn update_prices(&mut self, mut contracts: Vec<Contract>) {
+    pub(crate) fn update_prices(&mut self, mut contracts: Vec<Contract>) {
         contracts.sort_by(|a, b| {
             a.range
                 .min
@@ -200,12 +200,12 @@ impl Broker {
     }
 
     /// Requests waiting to be offered.
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.queue.len()
     }
 
     /// Queues a request for offloading; `home_cost` is what serving it at home costs.
-    pub fn enqueue(&mut self, req: LeaseRequest, units: f64, home_cost: f64) {
+    pub(crate) fn enqueue(&mut self, req: LeaseRequest, units: f64, home_cost: f64) {
         self.queue.push_back(Queued {
             item: Item { req, units },
             home_cost,
@@ -221,7 +221,7 @@ impl Broker {
     /// A negotiation round: offers the queued requests under each contract in ascending
     /// price (one batch per contract); requests no contract is worth trying are served
     /// locally.
-    pub fn round(&mut self) -> Vec<Out> {
+    pub(crate) fn round(&mut self) -> Vec<Out> {
         let mut out = Vec::new();
         let mut waiting: Vec<Queued> = self.queue.drain(..).collect();
         let contracts = self.contracts.clone();
@@ -267,7 +267,12 @@ impl Broker {
     /// The provider's answers to an offer, from the cost of each request given the provider's
     /// load (`load` over `capacity` units, tickets included), issuing tickets for accepts and
     /// counter-offers. A duplicate offer gets the same answers again.
-    pub fn answer_offer(&mut self, offer: &Offered<'_>, own: &Standing<'_>, now: EmuTime) -> Out {
+    pub(crate) fn answer_offer(
+        &mut self,
+        offer: &Offered<'_>,
+        own: &Standing<'_>,
+        now: EmuTime,
+    ) -> Out {
         let Offered {
             from,
             negotiation,
@@ -325,7 +330,7 @@ impl Broker {
 
     /// The requester receives answers: redirect what was accepted (or counter-offered and
     /// worth taking), decline the rest, and put declined requests back in the queue.
-    pub fn on_answers(
+    pub(crate) fn on_answers(
         &mut self,
         negotiation: NegotiationId,
         answers: &[(RequestId, Answer)],
@@ -391,7 +396,7 @@ impl Broker {
     }
 
     /// An offer's answer did not come in time: resend it, or give this peer up.
-    pub fn offer_timed_out(&mut self, negotiation: NegotiationId) -> Vec<Out> {
+    pub(crate) fn offer_timed_out(&mut self, negotiation: NegotiationId) -> Vec<Out> {
         let Some(mut ob) = self.outbound.remove(&negotiation) else {
             return Vec::new();
         };
@@ -420,7 +425,7 @@ impl Broker {
     }
 
     /// The provider receives a redirection: confirm the ticket (idempotently) and serve it.
-    pub fn on_redirect(
+    pub(crate) fn on_redirect(
         &mut self,
         from: GridId,
         negotiation: NegotiationId,
@@ -455,7 +460,7 @@ impl Broker {
     }
 
     /// A counter-offer was declined: release the ticket.
-    pub fn on_decline(&mut self, negotiation: NegotiationId, lease: RequestId) {
+    pub(crate) fn on_decline(&mut self, negotiation: NegotiationId, lease: RequestId) {
         if self
             .tickets
             .get(negotiation, lease)
@@ -466,7 +471,7 @@ impl Broker {
     }
 
     /// The requester learns how its redirection went. Refused: serve it here.
-    pub fn on_redirect_ack(&mut self, lease: RequestId, accepted: bool) -> Vec<Out> {
+    pub(crate) fn on_redirect_ack(&mut self, lease: RequestId, accepted: bool) -> Vec<Out> {
         let Some(r) = self.redirecting.remove(&lease) else {
             return Vec::new(); // duplicate acknowledgement
         };
@@ -482,7 +487,7 @@ impl Broker {
 
     /// No acknowledgement in time: resend the redirection (never serve it here without an
     /// explicit refusal: the provider may already be running it).
-    pub fn redirect_timed_out(&mut self, lease: RequestId) -> Vec<Out> {
+    pub(crate) fn redirect_timed_out(&mut self, lease: RequestId) -> Vec<Out> {
         let Some(r) = self.redirecting.get_mut(&lease) else {
             return Vec::new();
         };
@@ -498,39 +503,39 @@ impl Broker {
     }
 
     /// The Grid that redirected `lease` here, while this Grid serves it.
-    pub fn origin_of(&self, lease: RequestId) -> Option<GridId> {
+    pub(crate) fn origin_of(&self, lease: RequestId) -> Option<GridId> {
         self.foreign.get(&lease).map(|f| f.0)
     }
 
     /// The units of `lease`'s ticket in `negotiation` (0 if there is none).
-    pub fn ticket_units(&self, negotiation: NegotiationId, lease: RequestId) -> f64 {
+    pub(crate) fn ticket_units(&self, negotiation: NegotiationId, lease: RequestId) -> f64 {
         self.tickets
             .get(negotiation, lease)
             .map_or(0.0, |t| t.units)
     }
 
     /// The units of `lease` while its redirection waits for an acknowledgement.
-    pub fn redirect_units(&self, lease: RequestId) -> Option<f64> {
+    pub(crate) fn redirect_units(&self, lease: RequestId) -> Option<f64> {
         self.redirecting.get(&lease).map(|r| r.queued.item.units)
     }
 
     /// Money paid to every peer so far.
-    pub fn paid_total(&self) -> f64 {
+    pub(crate) fn paid_total(&self) -> f64 {
         self.paid.values().sum()
     }
 
     /// Negotiation outcomes so far.
-    pub fn outcomes(&self) -> &Outcomes {
+    pub(crate) fn outcomes(&self) -> &Outcomes {
         &self.outcomes
     }
 
     /// Whether a redirection of `lease` is still waiting for its acknowledgement.
-    pub fn awaiting_ack(&self, lease: RequestId) -> bool {
+    pub(crate) fn awaiting_ack(&self, lease: RequestId) -> bool {
         self.redirecting.contains_key(&lease)
     }
 
     /// A request this Grid serves for a peer ended: release its ticket; returns its origin.
-    pub fn foreign_ended(&mut self, lease: RequestId) -> Option<GridId> {
+    pub(crate) fn foreign_ended(&mut self, lease: RequestId) -> Option<GridId> {
         let (origin, negotiation, _) = self.foreign.remove(&lease)?;
         self.tickets.release(negotiation, lease);
         Some(origin)
@@ -539,7 +544,7 @@ impl Broker {
     /// Drops volatile state on a crash: unanswered offers are forgotten (they will time out
     /// at the requester), unconfirmed tickets lapse. Confirmed tickets, the requests served
     /// for peers and the ledger are kept (the Java IGG persists them in its database).
-    pub fn crash(&mut self, now: EmuTime) {
+    pub(crate) fn crash(&mut self, now: EmuTime) {
         self.answered.clear();
         let expired: Vec<(NegotiationId, RequestId)> = self
             .tickets

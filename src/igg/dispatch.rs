@@ -96,9 +96,9 @@ impl ClusterModel {
 }
 
 /// Coefficients of variation of service times used for second moments (paper 000 §5.2).
-pub const CV_EXTERNAL: f64 = 0.5;
+pub(crate) const CV_EXTERNAL: f64 = 0.5;
 /// See [`CV_EXTERNAL`].
-pub const CV_LOCAL: f64 = 0.1;
+pub(crate) const CV_LOCAL: f64 = 0.1;
 
 /// Algorithm 1 (PAP): the arrival rate Λ̂_j for each cluster, given the total Λ, bisecting z
 /// to precision `eps`. Heavily loaded clusters (largest ψ) may get zero.
@@ -147,7 +147,7 @@ pub fn pap_rates(clusters: &[ClusterModel], total: f64, eps: f64) -> Vec<f64> {
 
 /// Algorithm 2 (RTDP): a billiard sequence per request type over the routing fractions.
 #[derive(Clone, Debug)]
-pub struct Billiard {
+pub(crate) struct Billiard {
     fractions: Vec<f64>,
     fastest: usize,
     sent: Vec<[u64; 4]>,
@@ -155,7 +155,7 @@ pub struct Billiard {
 
 impl Billiard {
     /// A sequence over `fractions` (P_j), with X = 1 on cluster `fastest` (smallest θ).
-    pub fn new(fractions: Vec<f64>, fastest: usize) -> Billiard {
+    pub(crate) fn new(fractions: Vec<f64>, fastest: usize) -> Billiard {
         let n = fractions.len();
         Billiard {
             fractions,
@@ -165,7 +165,7 @@ impl Billiard {
     }
 
     /// The cluster for the next request of type `t`: argmin_j (X_j + Y_jᵗ) / P_jᵗ.
-    pub fn next(&mut self, t: LeaseType) -> Option<usize> {
+    pub(crate) fn next(&mut self, t: LeaseType) -> Option<usize> {
         let ti = LeaseType::ALL.iter().position(|x| *x == t).unwrap_or(0);
         let mut best: Option<(f64, usize)> = None;
         for (j, &p) in self.fractions.iter().enumerate() {

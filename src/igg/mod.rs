@@ -2,11 +2,16 @@
 //! over its clusters (`dispatch`), peering (cost functions and contracts in `peering`, the
 //! negotiation state in `broker`, the messages in `protocol`) and published slots (`slots`).
 
-pub mod broker;
-pub mod dispatch;
-pub mod gateway;
-pub mod peering;
-pub mod protocol;
-pub mod slots;
+pub(crate) mod broker;
+pub(crate) mod dispatch;
+pub(crate) mod gateway;
+pub(crate) mod peering;
+pub(crate) mod protocol;
+pub(crate) mod slots;
 
-pub use dispatch::{Dispatcher, Loads};
+pub use broker::Outcomes;
+pub use dispatch::{pap_rates, ClusterModel, DispatchName, Dispatcher, Loads};
+pub use gateway::{DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Order, Timer};
+pub use peering::{Answer, Contract, ContractKind, CostModel, NegotiationId, PriceRange};
+pub use protocol::{Item, PeerMsg};
+pub use slots::Published;

@@ -148,15 +148,6 @@ pub struct Contract {
 /// Negotiation ids: unique per run (requester IGG index × 2^32 + counter).
 pub type NegotiationId = u64;
 
-/// One request in an offer, with what it costs the requester to serve it at home.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OfferedRequest {
-    /// The request.
-    pub lease: RequestId,
-    /// Resource units it needs (cores × seconds).
-    pub units: f64,
-}
-
 /// The provider's answer for one offered request.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Answer {
@@ -176,7 +167,7 @@ pub enum Answer {
 
 /// Fig. 3 step 2: the provider's answer to one request offered at `offer` per unit under a
 /// contract whose maximum is `max`, given what serving it would cost the provider.
-pub fn provider_answer(request_cost: f64, units: f64, offer: f64, max: f64) -> Answer {
+pub(crate) fn provider_answer(request_cost: f64, units: f64, offer: f64, max: f64) -> Answer {
     if request_cost <= offer * units {
         Answer::Accept { price: offer }
     } else if request_cost <= max * units {
@@ -190,19 +181,19 @@ pub fn provider_answer(request_cost: f64, units: f64, offer: f64, max: f64) -> A
 
 /// Fig. 3 step 3: the requester takes a counter-offer only if serving the request at home
 /// still costs more than the counter-offer asks.
-pub fn requester_takes_counter(home_cost: f64, units: f64, counter: f64) -> bool {
+pub(crate) fn requester_takes_counter(home_cost: f64, units: f64, counter: f64) -> bool {
     home_cost > counter * units
 }
 
 /// Fig. 3 step 1: the requester offers a request under a contract only if its own unit cost
 /// for it is above the contract's minimum price.
-pub fn worth_offering(home_cost: f64, units: f64, contract_min: f64) -> bool {
+pub(crate) fn worth_offering(home_cost: f64, units: f64, contract_min: f64) -> bool {
     units > 0.0 && home_cost / units > contract_min
 }
 
 /// A provider's tentative hold on capacity for a request under negotiation.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     /// The negotiation.
     pub negotiation: NegotiationId,
     /// The request.
@@ -219,7 +210,7 @@ pub struct Ticket {
 
 /// Why a ticket operation was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TicketError {
+pub(crate) enum TicketError {
     /// No such ticket (expired, released, or never issued).
     Unknown,
     /// Already confirmed once (a duplicate confirmation is answered idempotently by the
@@ -229,13 +220,13 @@ pub enum TicketError {
 
 /// The provider's ledger of tickets: the units it has promised.
 #[derive(Clone, Debug, Default)]
-pub struct Tickets {
+pub(crate) struct Tickets {
     held: BTreeMap<(NegotiationId, RequestId), Ticket>,
 }
 
 impl Tickets {
     /// Units held by unexpired tickets at `now` (confirmed tickets count until released).
-    pub fn held_units(&self, now: EmuTime) -> f64 {
+    pub(crate) fn held_units(&self, now: EmuTime) -> f64 {
         self.held
             .values()
             .filter(|t| t.confirmed || t.expires > now)
@@ -245,17 +236,17 @@ impl Tickets {
 
     /// Issues a ticket; re-issuing the same (negotiation, request) returns the existing one
     /// (duplicate offers are idempotent).
-    pub fn issue(&mut self, t: Ticket) -> &Ticket {
+    pub(crate) fn issue(&mut self, t: Ticket) -> &Ticket {
         self.held.entry((t.negotiation, t.lease)).or_insert(t)
     }
 
     /// Looks a ticket up.
-    pub fn get(&self, negotiation: NegotiationId, lease: RequestId) -> Option<&Ticket> {
+    pub(crate) fn get(&self, negotiation: NegotiationId, lease: RequestId) -> Option<&Ticket> {
         self.held.get(&(negotiation, lease))
     }
 
     /// Confirms a ticket (the request is being redirected here).
-    pub fn confirm(
+    pub(crate) fn confirm(
         &mut self,
         negotiation: NegotiationId,
         lease: RequestId,
@@ -277,26 +268,30 @@ impl Tickets {
     }
 
     /// Releases a ticket (declined, or the redirected lease ended).
-    pub fn release(&mut self, negotiation: NegotiationId, lease: RequestId) -> Option<Ticket> {
+    pub(crate) fn release(
+        &mut self,
+        negotiation: NegotiationId,
+        lease: RequestId,
+    ) -> Option<Ticket> {
         self.held.remove(&(negotiation, lease))
     }
 
     /// Drops unconfirmed tickets that expired by `now`; returns how many.
-    pub fn expire(&mut self, now: EmuTime) -> usize {
+    pub(crate) fn expire(&mut self, now: EmuTime) -> usize {
         let before = self.held.len();
         self.held.retain(|_, t| t.confirmed || t.expires > now);
         before - self.held.len()
     }
 
     /// Every ticket (for invariant checks).
-    pub fn all(&self) -> impl Iterator<Item = &Ticket> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Ticket> {
         self.held.values()
     }
 }
 
 /// Where one offered request stands on the requester's side.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum OfferState {
+pub(crate) enum OfferState {
     /// Offered, no answer yet.
     Offered,
     /// Accepted by the provider (at its price): redirect it.
@@ -305,14 +300,12 @@ pub enum OfferState {
     CounterTaken(f64),
     /// Counter-offered and declined, or rejected: try the next contract.
     Declined,
-    /// No answer in time: try again or move on.
-    Expired,
 }
 
 impl OfferState {
     /// The requester's next state on the provider's `answer`, given its home cost. Answers
     /// to a settled request (duplicates, late replies) change nothing.
-    pub fn on_answer(self, answer: Answer, home_cost: f64, units: f64) -> OfferState {
+    pub(crate) fn on_answer(self, answer: Answer, home_cost: f64, units: f64) -> OfferState {
         match (self, answer) {
             (OfferState::Offered, Answer::Accept { price }) => OfferState::Accepted(price),
             (OfferState::Offered, Answer::Counter { price })
@@ -326,7 +319,7 @@ impl OfferState {
     }
 
     /// Whether the request is to be redirected to the provider.
-    pub fn redirects(self) -> Option<f64> {
+    pub(crate) fn redirects(self) -> Option<f64> {
         match self {
             OfferState::Accepted(p) | OfferState::CounterTaken(p) => Some(p),
             _ => None,
@@ -457,8 +450,8 @@ mod tests {
         let accepted = OfferState::Accepted(1.0);
         assert_eq!(accepted.on_answer(Answer::Reject, 1.0, 1.0), accepted);
         assert_eq!(
-            OfferState::Expired.on_answer(Answer::Accept { price: 1.0 }, 1.0, 1.0),
-            OfferState::Expired
+            OfferState::Declined.on_answer(Answer::Accept { price: 1.0 }, 1.0, 1.0),
+            OfferState::Declined
         );
         assert_eq!(OfferState::Declined.redirects(), None);
     }

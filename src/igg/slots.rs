@@ -73,31 +73,24 @@ impl Published {
 
 /// The IGG's store of its clusters' free time slots, by cluster index within the Grid.
 #[derive(Clone, Debug, Default)]
-pub struct SlotStore {
+pub(crate) struct SlotStore {
     clusters: BTreeMap<usize, Published>,
 }
 
 impl SlotStore {
     /// Replaces cluster `j`'s publication.
-    pub fn publish(&mut self, j: usize, p: Published) {
+    pub(crate) fn publish(&mut self, j: usize, p: Published) {
         self.clusters.insert(j, p);
     }
 
     /// Whether cluster `j` has published.
-    pub fn knows(&self, j: usize) -> bool {
+    pub(crate) fn knows(&self, j: usize) -> bool {
         self.clusters.contains_key(&j)
-    }
-
-    /// Cluster `j`'s load (used / capacity) over `[now, now + horizon)`.
-    pub fn load(&self, j: usize, now: EmuTime, horizon: EmuDuration) -> Option<f64> {
-        let p = self.clusters.get(&j)?;
-        let cap = p.cores as f64 * horizon.as_secs_f64();
-        (cap > 0.0).then(|| p.used_units(now, now + horizon) / cap)
     }
 
     /// The clusters `0..n` as least-load sees them: for each, the cores busy on average over
     /// `[now, now + horizon)` (rounded up) and its cores; `None` unless all have published.
-    pub fn loads(&self, n: usize, now: EmuTime, horizon: EmuDuration) -> Option<Loads> {
+    pub(crate) fn loads(&self, n: usize, now: EmuTime, horizon: EmuDuration) -> Option<Loads> {
         let mut loads = Loads {
             busy: Vec::with_capacity(n),
             cores: Vec::with_capacity(n),
@@ -112,7 +105,7 @@ impl SlotStore {
     }
 
     /// The Grid's load over the horizon, weighted by cluster size, and its capacity in units.
-    pub fn grid_load(&self, now: EmuTime, horizon: EmuDuration) -> (f64, f64) {
+    pub(crate) fn grid_load(&self, now: EmuTime, horizon: EmuDuration) -> (f64, f64) {
         let (mut used, mut cap) = (0.0, 0.0);
         for p in self.clusters.values() {
             used += p.used_units(now, now + horizon);
@@ -121,21 +114,8 @@ impl SlotStore {
         (if cap > 0.0 { used / cap } else { 0.0 }, cap)
     }
 
-    /// The cluster with the earliest start for `cores` cores over `length` (ties: lower index).
-    pub fn earliest(
-        &self,
-        now: EmuTime,
-        cores: u64,
-        length: EmuDuration,
-    ) -> Option<(usize, EmuTime)> {
-        self.clusters
-            .iter()
-            .filter_map(|(j, p)| p.earliest(now, cores, length).map(|t| (*j, t)))
-            .min_by_key(|(j, t)| (*t, *j))
-    }
-
     /// The earliest start on cluster `j` (see [`Published::earliest`]).
-    pub fn earliest_on(
+    pub(crate) fn earliest_on(
         &self,
         j: usize,
         now: EmuTime,
@@ -146,7 +126,7 @@ impl SlotStore {
     }
 
     /// The average price per unit over the clusters, weighted by cores (eq. 2's inputs).
-    pub fn prices(&self) -> Vec<(f64, f64)> {
+    pub(crate) fn prices(&self) -> Vec<(f64, f64)> {
         self.clusters
             .values()
             .map(|p| (p.price, p.cores as f64))
@@ -202,11 +182,9 @@ mod tests {
         assert!((p.used_units(t(0), t(200)) - 800.0).abs() < 1e-9);
         let mut s = SlotStore::default();
         s.publish(0, p);
-        let l = s.load(0, t(0), EmuDuration::from_secs(200)).expect("known");
-        assert!((l - 800.0 / 1600.0).abs() < 1e-9);
         assert_eq!(
-            s.earliest(t(0), 4, EmuDuration::from_secs(10)),
-            Some((0, t(100)))
+            s.earliest_on(0, t(0), 4, EmuDuration::from_secs(10)),
+            Some(t(100))
         );
         // Least-load's view: 800 core-seconds over 200 s is 4 cores busy of 8; a cluster that
         // has not published leaves the view unknown.
