@@ -4,7 +4,7 @@
 
 mod build;
 mod generated;
-pub mod profile;
+pub(crate) mod profile;
 mod requests;
 mod workloads;
 

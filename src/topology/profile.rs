@@ -11,7 +11,7 @@ use crate::input::node::{parse_document, Origin};
 use crate::input::table::Table;
 
 /// The profiles shipped in `emulated-lrms/`, by name.
-pub const BUILTIN: &[(&str, &str)] = &[
+pub(crate) const BUILTIN: &[(&str, &str)] = &[
     (
         "opennebula-gluster",
         include_str!("../../emulated-lrms/opennebula-gluster.toml"),
@@ -48,7 +48,7 @@ pub struct LrmsProfile {
 /// Loads profile `name` (a built-in name, or a `.toml` path relative to `base_dir`).
 /// Problems are recorded at `at` (where the topology names the profile) or inside the
 /// profile. The second value is the profile's path and source, for printing places.
-pub fn load(
+pub(crate) fn load(
     name: &str,
     at: &Loc,
     base_dir: Option<&Path>,

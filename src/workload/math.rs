@@ -1,9 +1,9 @@
 //! Special functions the workload models and admission control need and `rand_distr` does not
 //! provide: the gamma function (Lanczos), the regularised lower incomplete gamma function
-//! (series and continued fraction, Numerical Recipes §6.2), and the normal CDF.
+//! (series and continued fraction, Numerical Recipes §6.2).
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; relative error below 1e-13).
-pub fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const C: [f64; 9] = [
         0.999_999_999_999_809_9,
@@ -30,12 +30,12 @@ pub fn ln_gamma(x: f64) -> f64 {
 }
 
 /// Γ(x) for x > 0.
-pub fn gamma(x: f64) -> f64 {
+pub(crate) fn gamma(x: f64) -> f64 {
     ln_gamma(x).exp()
 }
 
 /// The regularised lower incomplete gamma function P(a, x) = γ(a, x) / Γ(a), a > 0, x ≥ 0.
-pub fn gamma_p(a: f64, x: f64) -> f64 {
+pub(crate) fn gamma_p(a: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
@@ -81,26 +81,6 @@ pub fn gamma_p(a: f64, x: f64) -> f64 {
     }
 }
 
-/// The standard normal CDF Φ(x) (via erfc, Numerical Recipes' Chebyshev fit, |error| < 1.2e-7).
-pub fn normal_cdf(x: f64) -> f64 {
-    let z = x.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let erfc = t * poly.exp();
-    if x >= 0.0 {
-        1.0 - 0.5 * erfc
-    } else {
-        0.5 * erfc
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,12 +101,5 @@ mod tests {
         assert!((gamma_p(5.0, 100.0) - 1.0).abs() < 1e-12);
         // P(2, 2) = 1 − 3e^{−2}.
         assert!((gamma_p(2.0, 2.0) - (1.0 - 3.0 * (-2.0f64).exp())).abs() < 1e-12);
-    }
-
-    #[test]
-    fn normal_cdf_is_symmetric_and_right_at_known_points() {
-        assert!((normal_cdf(0.0) - 0.5).abs() < 1e-7);
-        assert!((normal_cdf(1.96) - 0.975).abs() < 1e-4);
-        assert!((normal_cdf(-1.0) + normal_cdf(1.0) - 1.0).abs() < 1e-7);
     }
 }

@@ -4,7 +4,7 @@
 //! Archive. Everything here is pure and seeded: the same parameters and seed give the same
 //! jobs. Turning jobs into lease requests (types, deadlines, memory) is [`assign`]'s work.
 
-pub mod math;
+pub(crate) mod math;
 pub mod swf;
 
 use rand::rngs::StdRng;
