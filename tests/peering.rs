@@ -202,3 +202,35 @@ fn stress_and_trace_commands_work_end_to_end() {
         .count();
     assert_eq!(instants, trace.lines().count(), "one event per message");
 }
+
+#[test]
+fn offer_timeouts_in_the_trace_are_the_ones_the_summary_counts() {
+    // With lossy links some answers never come: those offers time out (traced, counted); an
+    // offer whose answer came has its timeout called off, so it is neither traced nor counted.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lossy = [
+        "fault.drop=0.1",
+        "fault.duplicate=0.1",
+        "fault.reorder=0.2",
+        "fault.reorder_window=\"20s\"",
+    ];
+    let r = common::run_traced(small(&lossy), dir.path());
+    assert_eq!(r.summary.invariant_violations, 0);
+    let counted: u64 = r
+        .summary
+        .grids
+        .values()
+        .map(|g| g.negotiations.timeouts)
+        .sum();
+    let events = common::trace(dir.path());
+    let traced = events
+        .iter()
+        .filter(|e| e["kind"] == "OfferTimeout")
+        .count() as u64;
+    assert!(counted > 0, "lossy links make some offers time out");
+    assert_eq!(traced, counted);
+    // A redirection's timeout fires only while it waits for its acknowledgement: never more
+    // than the redirections sent.
+    let count = |kind: &str| events.iter().filter(|e| e["kind"] == kind).count();
+    assert!(count("RedirectTimeout") <= count("PeerRedirect"));
+}

@@ -24,6 +24,7 @@ use crate::igg::gateway::{
 use crate::igg::{Dispatcher, Loads};
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest};
+use crate::time::TimerHandle;
 use crate::trace::ActorId;
 
 /// What the post office's tasks need: the run, this IGG's name and address, its clusters'
@@ -36,6 +37,8 @@ struct Office {
     clusters: Vec<(ClusterId, Peer<Lrms>)>,
     dve: Option<Peer<Users>>,
     peers: RefCell<BTreeMap<GridId, Peer<Igg>>>,
+    /// Timeouts pending, so that an answer can call its timeout off.
+    timers: RefCell<BTreeMap<Timer, TimerHandle>>,
 }
 
 /// A Grid's InterGrid Gateway.
@@ -73,9 +76,15 @@ impl Igg {
                 clusters: spec.clusters,
                 dve: spec.dve,
                 peers: RefCell::new(BTreeMap::new()),
+                timers: RefCell::new(BTreeMap::new()),
             }),
             gateway: Rc::new(RefCell::new(gateway)),
         }
+    }
+
+    /// Forgets a timeout that fired (before the gateway may set the same one again).
+    fn fired(&self, timer: Timer) {
+        self.office.timers.borrow_mut().remove(&timer);
     }
 
     /// Feeds `input` to the gateway and carries out its effects.
@@ -108,14 +117,31 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
                 emu.send_link((office.grid, to), office.id, peer, msg);
             }
         }
-        Effect::Timer { at, timer } => match timer {
-            Timer::Tick => emu.send_at(at, office.id, &me, NegotiationTick),
-            Timer::Offer(n) => emu.send_at(at, office.id, &me, OfferTimeout(n)),
-            Timer::Redirect(negotiation, lease) => {
-                emu.send_at(at, office.id, &me, RedirectTimeout { negotiation, lease })
+        Effect::Timer { at, timer } => {
+            let id = office.id;
+            let handle = match timer {
+                Timer::Tick => {
+                    emu.send_at(at, id, &me, NegotiationTick);
+                    return;
+                }
+                Timer::Offer(n) => emu.send_at_cancellable(at, id, &me, OfferTimeout(n)),
+                Timer::Redirect(negotiation, lease) => {
+                    let msg = RedirectTimeout { negotiation, lease };
+                    emu.send_at_cancellable(at, id, &me, msg)
+                }
+                Timer::Report(lease) => {
+                    emu.send_at_cancellable(at, id, &me, RemoteLeaseTimeout(lease))
+                }
+            };
+            if let Some(old) = office.timers.borrow_mut().insert(timer, handle) {
+                old.cancel();
             }
-            Timer::Report(lease) => emu.send_at(at, office.id, &me, RemoteLeaseTimeout(lease)),
-        },
+        }
+        Effect::Cancel(timer) => {
+            if let Some(handle) = office.timers.borrow_mut().remove(&timer) {
+                handle.cancel();
+            }
+        }
         Effect::Place {
             req,
             order,
@@ -343,6 +369,7 @@ impl Handler<FromPeer> for Igg {
 impl Handler<OfferTimeout> for Igg {
     type Result = ();
     fn handle(&mut self, msg: OfferTimeout, _: &mut Context<Self>) {
+        self.fired(Timer::Offer(msg.0));
         self.on(Input::OfferTimeout(msg.0));
     }
 }
@@ -350,6 +377,7 @@ impl Handler<OfferTimeout> for Igg {
 impl Handler<RedirectTimeout> for Igg {
     type Result = ();
     fn handle(&mut self, msg: RedirectTimeout, _: &mut Context<Self>) {
+        self.fired(Timer::Redirect(msg.negotiation, msg.lease));
         self.on(Input::RedirectTimeout(msg.lease));
     }
 }
@@ -357,6 +385,7 @@ impl Handler<RedirectTimeout> for Igg {
 impl Handler<RemoteLeaseTimeout> for Igg {
     type Result = ();
     fn handle(&mut self, msg: RemoteLeaseTimeout, _: &mut Context<Self>) {
+        self.fired(Timer::Report(msg.0));
         self.on(Input::ReportTimeout(msg.0));
     }
 }

@@ -139,8 +139,8 @@ pub enum DveNote {
     Ended(RequestId, RequestState),
 }
 
-/// A timer the gateway sets; it comes back as the matching input.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A timer the gateway sets; it comes back as the matching input, unless called off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Timer {
     /// [`Input::Tick`].
     Tick,
@@ -195,6 +195,8 @@ pub enum Effect {
         /// The message.
         msg: PeerMsg,
     },
+    /// Call off the pending timer (its answer came): it neither fires nor shows in the trace.
+    Cancel(Timer),
     /// Come back with this timer's input at `at`.
     Timer {
         /// When.
@@ -559,6 +561,7 @@ impl Gateway {
                 negotiation,
                 answers,
             } => {
+                out.push(Effect::Cancel(Timer::Offer(negotiation)));
                 out.push(Effect::Observe(Observation::OfferSettled(negotiation)));
                 let outs = self.broker.on_answers(negotiation, &answers);
                 self.carry(outs, now, out);
@@ -569,8 +572,13 @@ impl Gateway {
                 price,
             } => self.redirected_here(from, (negotiation, price), req, now, out),
             PeerMsg::RedirectAck {
-                lease, accepted, ..
-            } => self.redirect_acknowledged(from, lease, accepted, now, out),
+                negotiation,
+                lease,
+                accepted,
+            } => {
+                out.push(Effect::Cancel(Timer::Redirect(negotiation, lease)));
+                self.redirect_acknowledged(from, lease, accepted, now, out);
+            }
             PeerMsg::Decline {
                 negotiation, lease, ..
             } => self.broker.on_decline(negotiation, lease),
@@ -590,6 +598,7 @@ impl Gateway {
                 }
             }
             PeerMsg::LeaseReportAck { lease } => {
+                out.push(Effect::Cancel(Timer::Report(lease)));
                 self.reports_pending.remove(&lease);
             }
             PeerMsg::Price { unit_cost } => {
@@ -1047,7 +1056,11 @@ mod tests {
                 lease: RequestId(1),
             },
         };
-        assert!(provider.on(ack, EmuTime::from_secs(531)).is_empty());
+        // The acknowledgement calls the pending report timeout off; a stale one does nothing.
+        assert!(matches!(
+            &provider.on(ack, EmuTime::from_secs(531))[..],
+            [Effect::Cancel(Timer::Report(RequestId(1)))]
+        ));
         assert!(provider
             .on(Input::ReportTimeout(RequestId(1)), EmuTime::from_secs(560))
             .is_empty());
