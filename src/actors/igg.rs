@@ -227,8 +227,7 @@ fn place(
                 return;
             }
         }
-        let lease = req.id;
-        on(&office, &gateway, Input::Unplaced { lease, foreign });
+        on(&office, &gateway, Input::Unplaced { req, foreign });
     });
 }
 

@@ -99,7 +99,7 @@ pub enum Input {
     /// A placement found no cluster (`foreign`: the request was redirected here).
     Unplaced {
         /// The request.
-        lease: RequestId,
+        req: LeaseRequest,
         /// Whether a peer redirected it here.
         foreign: bool,
     },
@@ -261,6 +261,8 @@ pub struct Gateway {
     reports_done: BTreeSet<RequestId>,
     down: bool,
     next_price_update: EmuTime,
+    /// Requests every cluster refused once, now offered to the peers (never twice).
+    refused_here: BTreeSet<RequestId>,
 }
 
 impl Gateway {
@@ -297,6 +299,7 @@ impl Gateway {
             reports_done: BTreeSet::new(),
             down: false,
             next_price_update: EmuTime::ZERO,
+            refused_here: BTreeSet::new(),
             settings,
         }
     }
@@ -341,7 +344,17 @@ impl Gateway {
                 cores,
             } => self.lease_started(lease, cluster, cores, &mut out),
             Input::LeaseEnded { lease, state } => self.lease_ended(lease, state, now, &mut out),
-            Input::Unplaced { lease, foreign } => {
+            Input::Unplaced { req, foreign } => {
+                // Paper 001 §4.1, external workflow: a request every cluster refuses is offered
+                // to the peers (once) before it is rejected. Home cannot serve it, so its home
+                // cost is unbounded: any contract is worth trying, any counter-offer worth
+                // taking.
+                let lease = req.id;
+                if !foreign && self.broker.has_contracts() && self.refused_here.insert(lease) {
+                    let units = req.cores() as f64 * req.duration.as_secs_f64();
+                    self.broker.enqueue(req, units, f64::INFINITY);
+                    return out;
+                }
                 out.push(Effect::Observe(Observation::Rejected(lease)));
                 if foreign {
                     out.push(Effect::EndedHere(lease, RequestState::Rejected));
@@ -872,7 +885,7 @@ mod tests {
             [Effect::Place { order: Order::Decided(o), tries: 1, foreign: false, .. }] if o == &vec![0]
         ));
         let unplaced = Input::Unplaced {
-            lease: RequestId(1),
+            req: req(1),
             foreign: false,
         };
         assert!(matches!(
@@ -884,6 +897,37 @@ mod tests {
                     posted: false
                 }
             ]
+        ));
+    }
+
+    #[test]
+    fn a_request_every_cluster_refuses_is_offered_to_peers_before_it_is_rejected() {
+        // Paper 001 §4.1: Grid 0 has a contract; its cluster refuses request 1.
+        let mut gw = gateway(0);
+        let placed = gw.on(Input::Submit(req(1)), EmuTime::ZERO);
+        assert!(matches!(
+            &placed[..],
+            [Effect::Place { foreign: false, .. }]
+        ));
+        let refused = Input::Unplaced {
+            req: req(1),
+            foreign: false,
+        };
+        assert!(
+            gw.on(refused.clone(), EmuTime::ZERO).is_empty(),
+            "not rejected yet"
+        );
+        let round = gw.on(Input::Tick, EmuTime::from_secs(60));
+        let offered = round.iter().any(|e| {
+            matches!(e, Effect::Send { msg: PeerMsg::Offer { items, .. }, .. }
+                if items.iter().any(|i| i.req.id == RequestId(1)))
+        });
+        assert!(offered, "{round:?}");
+        // Refused again (after no peer took it): now it is rejected, once and for all.
+        let again = gw.on(refused, EmuTime::from_secs(120));
+        assert!(matches!(
+            &again[..],
+            [Effect::Observe(Observation::Rejected(RequestId(1))), ..]
         ));
     }
 
