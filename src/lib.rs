@@ -112,6 +112,15 @@ use topology::Topology;
 
 pub use error::Error;
 
+/// Cases a property test runs: `PROPTEST_CASES` when set, else `default` (what CI runs).
+#[cfg(test)]
+pub(crate) fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A fixed choice of names, as topologies write them (`"mov"`, `"pap-rtdp"`, `"external"`):
 /// each is one enum, parsed in one place.
 pub trait Named: Sized + Copy {

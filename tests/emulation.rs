@@ -271,7 +271,7 @@ fn random_topology(hosts: &[(u8, u8, u16)], requests: &[(u16, u8, u16, u16, bool
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(24), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn random_topologies_end_every_request_once_and_never_overfill_a_host(

@@ -401,7 +401,7 @@ fn work_done(events: &[serde_json::Value]) -> HashMap<String, u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(120), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn invariants_hold_on_random_workloads_and_policies(
@@ -814,7 +814,7 @@ fn decision_of(actions: &[Action]) -> Option<&Decision> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(2000), failure_persistence: None, ..ProptestConfig::default() })]
 
     /// On random testbeds, every policy's decision for a local request is the reference's:
     /// the same minimal set, the same cost, charged exactly; the local lease starts at its

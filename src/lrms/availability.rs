@@ -712,7 +712,7 @@ pub(crate) mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, failure_persistence: None, ..Default::default() })]
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..Default::default() })]
 
         /// The indexed profile answers every room question as a full scan of its slots does,
         /// through reservations, cuts, releases and forgetting.

@@ -1290,7 +1290,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
         fn additive_policies_agree_with_brute_force(c in arb_items(), need in 1u64..12) {
@@ -1467,7 +1467,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..ProptestConfig::default() })]
 
         #[test]
         fn general_policies_agree_with_brute_force((leases, need) in general_case()) {

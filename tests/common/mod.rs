@@ -120,3 +120,12 @@ pub fn capacity_breaches(result: &RunResult, events: &[serde_json::Value]) -> Ve
     }
     breaches
 }
+
+/// Cases a property test runs: `PROPTEST_CASES` when set (to run many more once), else
+/// `default` (what CI runs).
+pub fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
