@@ -180,9 +180,27 @@ where
     }
 }
 
+thread_local! {
+    /// Run contexts alive on this thread (each run lives on one thread).
+    static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many run contexts are alive on this thread: a finished run must leave none behind
+/// (pending timers once held theirs, and a sweep of thousands of runs grew without bound).
+pub fn live_contexts() -> usize {
+    LIVE.with(|n| n.get())
+}
+
+impl Drop for Emu {
+    fn drop(&mut self) {
+        LIVE.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
 impl Emu {
     /// A context for a run of `requests` with these clock, tracer and faults.
     pub fn new(clock: Clock, tracer: Tracer, requests: Rc<[LeaseRequest]>, faults: Faults) -> Emu {
+        LIVE.with(|n| n.set(n.get() + 1));
         Emu {
             clock,
             tracer,

@@ -918,13 +918,25 @@ mod tests {
             "not rejected yet"
         );
         let round = gw.on(Input::Tick, EmuTime::from_secs(60));
-        let offered = round.iter().any(|e| {
-            matches!(e, Effect::Send { msg: PeerMsg::Offer { items, .. }, .. }
-                if items.iter().any(|i| i.req.id == RequestId(1)))
+        let offer = round.iter().find_map(|e| match e {
+            Effect::Send {
+                msg: PeerMsg::Offer {
+                    negotiation, items, ..
+                },
+                ..
+            } if items.iter().any(|i| i.req.id == RequestId(1)) => Some(*negotiation),
+            _ => None,
         });
-        assert!(offered, "{round:?}");
-        // Refused again (after no peer took it): now it is rejected, once and for all.
-        let again = gw.on(refused, EmuTime::from_secs(120));
+        let n = offer.expect("request 1 is offered to the peer");
+        // No answer comes (sent again once, then given up): the next round serves it at home.
+        gw.on(Input::OfferTimeout(n), EmuTime::from_secs(90));
+        gw.on(Input::OfferTimeout(n), EmuTime::from_secs(120));
+        let next = gw.on(Input::Tick, EmuTime::from_secs(120));
+        assert!(next
+            .iter()
+            .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
+        // Refused there again: now it is rejected, once and for all.
+        let again = gw.on(refused, EmuTime::from_secs(121));
         assert!(matches!(
             &again[..],
             [Effect::Observe(Observation::Rejected(RequestId(1))), ..]

@@ -149,11 +149,7 @@ mod tests {
         };
         assert_eq!(
             ended.to_string(),
-            format!(
-                "request #4 ended twice ({} then {})",
-                RequestState::Completed.as_str(),
-                RequestState::Rejected.as_str()
-            )
+            "request #4 ended twice (completed then rejected)"
         );
         let confirmed = Violation::ConfirmedTwice {
             request: RequestId(1),
