@@ -18,10 +18,8 @@ use super::messages::{
 };
 use super::users::Users;
 use super::{Emu, Peer};
-use crate::igg::gateway::{
-    DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Order, Timer,
-};
-use crate::igg::{Dispatcher, Loads};
+use crate::igg::gateway::{DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Timer};
+use crate::igg::Dispatcher;
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest};
 use crate::time::TimerHandle;
@@ -142,12 +140,11 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
                 handle.cancel();
             }
         }
-        Effect::Place {
-            req,
-            order,
-            tries,
-            foreign,
-        } => place(office, gateway, req, order, tries, foreign),
+        Effect::Probe(req) => probe_then_place(office, gateway, req),
+        Effect::Place { req, order, tries } => {
+            let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
+            emu.spawn(async move { assign(&office, &gateway, req, &order, tries).await });
+        }
         Effect::Relocate {
             relocation,
             to_try,
@@ -194,41 +191,51 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
     }
 }
 
-/// The post office's placement task: probe the clusters if the order needs it, then offer
-/// the request to them in turn; if none takes it, tell the gateway.
-fn place(
-    office: &Rc<Office>,
-    gateway: &Rc<RefCell<Gateway>>,
-    req: LeaseRequest,
-    order: Order,
-    tries: usize,
-    foreign: bool,
-) {
+/// The post office's probing task: ask every cluster for its earliest start, let the gateway
+/// order them, and place the request in the same task.
+fn probe_then_place(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, req: LeaseRequest) {
     let emu = Rc::clone(&office.emu);
     let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
     emu.spawn(async move {
         let (emu, me) = (&office.emu, office.id);
-        let order = match order {
-            Order::Decided(order) => order,
-            Order::AfterProbing(mut dispatcher) => {
-                let mut offers = Vec::with_capacity(office.clusters.len());
-                for (_, lrms) in &office.clusters {
-                    let offer = emu.call(me, lrms, ProbeStart(req.clone())).await;
-                    offers.push(offer.and_then(|o| o.start).map(|t| t.as_micros()));
+        let mut offers = Vec::with_capacity(office.clusters.len());
+        for (_, lrms) in &office.clusters {
+            let offer = emu.call(me, lrms, ProbeStart(req.clone())).await;
+            offers.push(offer.and_then(|o| o.start).map(|t| t.as_micros()));
+        }
+        let effects = gateway
+            .borrow_mut()
+            .on(Input::Probed { req, offers }, emu.now());
+        for effect in effects {
+            match effect {
+                Effect::Place { req, order, tries } => {
+                    assign(&office, &gateway, req, &order, tries).await
                 }
-                dispatcher.order(&req, &Loads::default(), &offers)
-            }
-        };
-        for &j in order.iter().take(tries) {
-            let answer = emu
-                .call(me, &office.clusters[j].1, AssignLease(req.clone()))
-                .await;
-            if answer.is_some_and(|a| a.accepted) {
-                return;
+                other => carry_out(&office, &gateway, other),
             }
         }
-        on(&office, &gateway, Input::Unplaced { req, foreign });
     });
+}
+
+/// Offers the request to the clusters in `order` (at most `tries`); if none takes it, tells
+/// the gateway.
+async fn assign(
+    office: &Rc<Office>,
+    gateway: &Rc<RefCell<Gateway>>,
+    req: LeaseRequest,
+    order: &[usize],
+    tries: usize,
+) {
+    let (emu, me) = (&office.emu, office.id);
+    for &j in order.iter().take(tries) {
+        let answer = emu
+            .call(me, &office.clusters[j].1, AssignLease(req.clone()))
+            .await;
+        if answer.is_some_and(|a| a.accepted) {
+            return;
+        }
+    }
+    on(office, gateway, Input::Unplaced(req));
 }
 
 /// The post office's relocation task: offer the lease to `to_try` in turn; the first that

@@ -96,13 +96,16 @@ pub enum Input {
         /// How.
         state: RequestState,
     },
-    /// A placement found no cluster (`foreign`: the request was redirected here).
-    Unplaced {
+    /// Every cluster's earliest start for a request (earliest-start dispatch before the
+    /// clusters have published): `None` where a cluster would refuse it.
+    Probed {
         /// The request.
         req: LeaseRequest,
-        /// Whether a peer redirected it here.
-        foreign: bool,
+        /// Per cluster, its earliest start (µs).
+        offers: Vec<Option<u64>>,
     },
+    /// A placement found no cluster.
+    Unplaced(LeaseRequest),
     /// A cluster asks to move a suspended migratable lease elsewhere in the Grid.
     Relocate {
         /// The lease and its state (passed on to the clusters that may adopt it).
@@ -119,15 +122,6 @@ pub enum Input {
     },
     /// The IGG crashes (volatile state lost) or restarts.
     Crash(bool),
-}
-
-/// How a placement orders the Grid's clusters.
-#[derive(Clone, Debug)]
-pub enum Order {
-    /// Try them in this order (indices into the Grid's clusters).
-    Decided(Vec<usize>),
-    /// Ask every cluster for its earliest start first, then order with this dispatcher.
-    AfterProbing(Box<Dispatcher>),
 }
 
 /// What the DVE manager is told.
@@ -204,16 +198,17 @@ pub enum Effect {
         /// Which.
         timer: Timer,
     },
+    /// Ask every cluster for its earliest start for `req`, then come back with
+    /// [`Input::Probed`] (its placement follows in the same task).
+    Probe(LeaseRequest),
     /// Place a request on the Grid's clusters (through the post office).
     Place {
         /// The request.
         req: LeaseRequest,
-        /// In which order.
-        order: Order,
+        /// The clusters to try, in order (indices into the Grid's clusters).
+        order: Vec<usize>,
         /// How many clusters to try at most.
         tries: usize,
-        /// Whether a peer redirected it here.
-        foreign: bool,
     },
     /// Offer a lease to these clusters in turn, then tell `source` where it went.
     Relocate {
@@ -344,7 +339,12 @@ impl Gateway {
                 cores,
             } => self.lease_started(lease, cluster, cores, &mut out),
             Input::LeaseEnded { lease, state } => self.lease_ended(lease, state, now, &mut out),
-            Input::Unplaced { req, foreign } => {
+            Input::Probed { req, offers } => {
+                let order = self.dispatcher.order(&req, &Loads::default(), &offers);
+                out.push(self.place_in(req, order));
+            }
+            Input::Unplaced(req) => {
+                let foreign = self.broker.origin_of(req.id).is_some();
                 // Paper 001 §4.1, external workflow: a request every cluster refuses is offered
                 // to the peers (once) before it is rejected. Home cannot serve it, so its home
                 // cost is unbounded: any contract is worth trying, any counter-offer worth
@@ -504,7 +504,7 @@ impl Gateway {
                 .slots
                 .loads(n, now, self.settings.horizon)
                 .unwrap_or_else(|| self.loads.clone());
-            Order::Decided(self.dispatcher.order(&req, &loads, &[]))
+            self.dispatcher.order(&req, &loads, &[])
         } else if (0..n).all(|j| self.slots.knows(j)) {
             // Earliest-start uses the published free slots when every cluster has published;
             // until then it asks the LRMSs.
@@ -515,17 +515,17 @@ impl Gateway {
                         .map(|t| t.as_micros())
                 })
                 .collect();
-            Order::Decided(self.dispatcher.order(&req, &Loads::default(), &offers))
+            self.dispatcher.order(&req, &Loads::default(), &offers)
         } else {
-            Order::AfterProbing(Box::new(self.dispatcher.clone()))
+            return Effect::Probe(req);
         };
-        let foreign = self.broker.origin_of(req.id).is_some();
-        Effect::Place {
-            req,
-            order,
-            tries: if self.settings.retry { n } else { 1 },
-            foreign,
-        }
+        self.place_in(req, order)
+    }
+
+    /// Try the clusters in `order`: all of them, or only the first without `retry`.
+    fn place_in(&self, req: LeaseRequest, order: Vec<usize>) -> Effect {
+        let tries = if self.settings.retry { order.len() } else { 1 };
+        Effect::Place { req, order, tries }
     }
 
     fn tick(&mut self, now: EmuTime, out: &mut Vec<Effect>) {
@@ -866,11 +866,11 @@ mod tests {
             .collect()
     }
 
-    fn places(effects: &[(usize, Effect)]) -> Vec<(usize, RequestId, bool)> {
+    fn places(effects: &[(usize, Effect)]) -> Vec<(usize, RequestId)> {
         effects
             .iter()
             .filter_map(|(g, e)| match e {
-                Effect::Place { req, foreign, .. } => Some((*g, req.id, *foreign)),
+                Effect::Place { req, .. } => Some((*g, req.id)),
                 _ => None,
             })
             .collect()
@@ -882,12 +882,9 @@ mod tests {
         let placed = gw.on(Input::Submit(req(1)), EmuTime::ZERO);
         assert!(matches!(
             &placed[..],
-            [Effect::Place { order: Order::Decided(o), tries: 1, foreign: false, .. }] if o == &vec![0]
+            [Effect::Place { order, tries: 1, .. }] if order == &vec![0]
         ));
-        let unplaced = Input::Unplaced {
-            req: req(1),
-            foreign: false,
-        };
+        let unplaced = Input::Unplaced(req(1));
         assert!(matches!(
             &gw.on(unplaced, EmuTime::ZERO)[..],
             [
@@ -905,14 +902,8 @@ mod tests {
         // Paper 001 §4.1: Grid 0 has a contract; its cluster refuses request 1.
         let mut gw = gateway(0);
         let placed = gw.on(Input::Submit(req(1)), EmuTime::ZERO);
-        assert!(matches!(
-            &placed[..],
-            [Effect::Place { foreign: false, .. }]
-        ));
-        let refused = Input::Unplaced {
-            req: req(1),
-            foreign: false,
-        };
+        assert!(matches!(&placed[..], [Effect::Place { .. }]));
+        let refused = Input::Unplaced(req(1));
         assert!(
             gw.on(refused.clone(), EmuTime::ZERO).is_empty(),
             "not rejected yet"
@@ -976,9 +967,22 @@ mod tests {
         let mut placed: Vec<RequestId> = places(&rest).iter().map(|p| p.1).collect();
         placed.sort();
         assert_eq!(placed, vec![RequestId(1), RequestId(2), RequestId(3)]);
-        assert!(places(&rest)
+        // What Grid 1 places are exactly the requests it was paid to take over.
+        let mut served_for_peer: Vec<RequestId> = places(&rest)
             .iter()
-            .all(|&(g, _, foreign)| foreign == (g == 1)));
+            .filter(|p| p.0 == 1)
+            .map(|p| p.1)
+            .collect();
+        let mut taken: Vec<RequestId> = observed(&rest)
+            .iter()
+            .filter_map(|(g, o)| match o {
+                Observation::Received { lease, .. } if *g == 1 => Some(*lease),
+                _ => None,
+            })
+            .collect();
+        served_for_peer.sort();
+        taken.sort();
+        assert_eq!(served_for_peer, taken);
     }
 
     #[test]
@@ -1032,7 +1036,7 @@ mod tests {
         let serves = |effects: &[Effect]| {
             effects
                 .iter()
-                .filter(|e| matches!(e, Effect::Place { foreign: true, .. }))
+                .filter(|e| matches!(e, Effect::Place { .. }))
                 .count()
         };
         assert_eq!((acks(&first), serves(&first)), (1, 1));
@@ -1071,9 +1075,9 @@ mod tests {
             .iter()
             .any(|e| matches!(e, Effect::Observe(Observation::OfferSettled(m)) if *m == n)));
         let next = gw.on(Input::Tick, EmuTime::from_secs(120));
-        assert!(next.iter().any(
-            |e| matches!(e, Effect::Place { req, foreign: false, .. } if req.id == RequestId(1))
-        ));
+        assert!(next
+            .iter()
+            .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
     }
 
     #[test]
@@ -1084,7 +1088,7 @@ mod tests {
         gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
         let round = gws[0].on(Input::Tick, EmuTime::from_secs(60));
         let rest = settle(&mut gws, round.into_iter().map(|e| (0, e)).collect());
-        assert_eq!(places(&rest), vec![(1, RequestId(1), true)]);
+        assert_eq!(places(&rest), vec![(1, RequestId(1))]);
         let provider = &mut gws[1];
         let ended = Input::LeaseEnded {
             lease: RequestId(1),

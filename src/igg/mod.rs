@@ -11,7 +11,7 @@ pub(crate) mod slots;
 
 pub use broker::Outcomes;
 pub use dispatch::{pap_rates, ClusterModel, DispatchName, Dispatcher, Loads};
-pub use gateway::{DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Order, Timer};
+pub use gateway::{DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Timer};
 pub use peering::{Answer, Contract, ContractKind, CostModel, NegotiationId, PriceRange};
 pub use protocol::{Item, PeerMsg};
 pub use slots::Published;
