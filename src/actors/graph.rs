@@ -17,7 +17,7 @@ use super::lrms::{Lrms, LrmsSpec, Publishing};
 use super::messages::SetPeers;
 use super::users::{Target, Users};
 use super::{Emu, Peer};
-use crate::igg::gateway::GatewaySettings;
+use crate::igg::gateway::{Gateway, GatewaySettings};
 use crate::igg::peering::CostModel;
 use crate::igg::Dispatcher;
 use crate::lrms::Config;
@@ -68,7 +68,9 @@ impl Graph {
             graph.start_grid(emu, topo, GridId(gi as u16), broken_protocol);
         }
         // Every IGG learns the others before any request arrives (setup, not traced).
-        let providers = providers(topo);
+        let providers: BTreeMap<GridId, CostModel> = (0..topo.grids.len())
+            .map(|g| (GridId(g as u16), topo.cost_model(GridId(g as u16))))
+            .collect();
         for (_, igg) in &graph.iggs {
             igg.addr.do_send::<SetPeers>(SetPeers {
                 peers: graph.iggs.clone(),
@@ -103,19 +105,25 @@ impl Graph {
                 .map(|&cid| (cid, self.start_cluster(emu, topo, cid, &igg)))
                 .collect();
             let seed = stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
+            let sizes: Vec<(ClusterId, u64)> = grid
+                .clusters
+                .iter()
+                .map(|&c| (c, topo.cluster(c).cores()))
+                .collect();
+            let gateway = Gateway::new(
+                gid,
+                &sizes,
+                topo.cost_model(gid),
+                Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
+                gateway_settings(topo, gid, broken),
+            );
             let spec = IggSpec {
-                grid: gid,
-                sizes: grid
-                    .clusters
-                    .iter()
-                    .map(|&c| (c, topo.cluster(c).cores(), unit_cost(topo, c)))
-                    .collect(),
+                me: igg,
                 clusters,
                 dve,
-                dispatcher: Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
-                settings: gateway_settings(topo, gid, broken),
+                gateway,
             };
-            Igg::new(Rc::clone(emu), igg_id, spec)
+            Igg::new(Rc::clone(emu), spec)
         });
         self.iggs.push((gid, Peer { id: igg_id, addr }));
     }
@@ -200,32 +208,6 @@ fn requests_where(topo: &Topology, pick: impl Fn(&Workload) -> bool) -> Vec<Requ
     ids
 }
 
-/// A cluster's cost of a resource unit, drawn from `peering.unit_cost` (paper 004 Table 1)
-/// with the run's seed.
-pub fn unit_cost(topo: &Topology, c: ClusterId) -> f64 {
-    let (lo, hi) = topo.peering.unit_cost;
-    let draw = stream_seed(topo.emulation.seed, &format!("unit-cost:{}", c.0)) >> 11;
-    let u = draw as f64 / (1u64 << 53) as f64;
-    lo + (hi - lo) * u
-}
-
-/// Every Grid's cost model (eq. 2 over its clusters), which its peers price contracts from.
-fn providers(topo: &Topology) -> BTreeMap<GridId, CostModel> {
-    (0..topo.grids.len())
-        .map(|g| {
-            let clusters = &topo.grids[g].clusters;
-            let mut m = CostModel::from_providers(
-                &clusters
-                    .iter()
-                    .map(|c| (unit_cost(topo, *c), topo.cluster(*c).cores() as f64))
-                    .collect::<Vec<_>>(),
-            );
-            m.steepness = topo.peering.steepness;
-            (GridId(g as u16), m)
-        })
-        .collect()
-}
-
 fn gateway_settings(topo: &Topology, grid: GridId, broken_protocol: bool) -> GatewaySettings {
     let p = &topo.peering;
     GatewaySettings {
@@ -285,6 +267,6 @@ fn publishing(topo: &Topology, cid: ClusterId) -> Option<Publishing> {
         interval: topo.peering.publish_interval,
         horizon: topo.peering.horizon,
         cores: topo.cluster(cid).cores(),
-        unit_cost: unit_cost(topo, cid),
+        unit_cost: topo.unit_cost(cid),
     })
 }

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use actix::{Actor, AsyncContext, Context, Handler};
+use actix::{Actor, Context, Handler};
 
 use super::lrms::Lrms;
 use super::messages::{
@@ -18,8 +18,7 @@ use super::messages::{
 };
 use super::users::Users;
 use super::{Emu, Peer};
-use crate::igg::gateway::{DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Timer};
-use crate::igg::Dispatcher;
+use crate::igg::gateway::{DveNote, Effect, Gateway, Input, Observation, Timer};
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest};
 use crate::time::TimerHandle;
@@ -31,7 +30,7 @@ struct Office {
     emu: Rc<Emu>,
     id: ActorId,
     grid: GridId,
-    me: RefCell<Option<Peer<Igg>>>,
+    me: Peer<Igg>,
     clusters: Vec<(ClusterId, Peer<Lrms>)>,
     dve: Option<Peer<Users>>,
     peers: RefCell<BTreeMap<GridId, Peer<Igg>>>,
@@ -47,36 +46,31 @@ pub struct Igg {
 
 /// What an IGG is built from.
 pub struct IggSpec {
-    /// Its Grid.
-    pub grid: GridId,
-    /// Its clusters: id, cores and cost of a resource unit (for eq. 2).
-    pub sizes: Vec<(ClusterId, u64, f64)>,
+    /// Its own address.
+    pub me: Peer<Igg>,
     /// Its clusters' LRMSs.
     pub clusters: Vec<(ClusterId, Peer<Lrms>)>,
     /// Its DVE manager, if the Grid has external users.
     pub dve: Option<Peer<Users>>,
-    /// How it orders its clusters for a request.
-    pub dispatcher: Dispatcher,
-    /// Its gateway's settings (retry, peering, contracts).
-    pub settings: GatewaySettings,
+    /// Its decisions.
+    pub gateway: Gateway,
 }
 
 impl Igg {
     /// The IGG `spec` describes.
-    pub fn new(emu: Rc<Emu>, id: ActorId, spec: IggSpec) -> Igg {
-        let gateway = Gateway::new(spec.grid, &spec.sizes, spec.dispatcher, spec.settings);
+    pub fn new(emu: Rc<Emu>, spec: IggSpec) -> Igg {
         Igg {
             office: Rc::new(Office {
                 emu,
-                id,
-                grid: spec.grid,
-                me: RefCell::new(None),
+                id: spec.me.id,
+                grid: spec.gateway.grid(),
+                me: spec.me,
                 clusters: spec.clusters,
                 dve: spec.dve,
                 peers: RefCell::new(BTreeMap::new()),
                 timers: RefCell::new(BTreeMap::new()),
             }),
-            gateway: Rc::new(RefCell::new(gateway)),
+            gateway: Rc::new(RefCell::new(spec.gateway)),
         }
     }
 
@@ -102,9 +96,7 @@ fn on(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, input: Input) {
 
 fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect) {
     let emu = &office.emu;
-    let Some(me) = office.me.borrow().clone() else {
-        return; // not started yet: nothing can reach it before it is
-    };
+    let me = &office.me;
     match effect {
         Effect::Send { to, msg } => {
             if let Some(peer) = office.peers.borrow().get(&to) {
@@ -119,16 +111,16 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
             let id = office.id;
             let handle = match timer {
                 Timer::Tick => {
-                    emu.send_at(at, id, &me, NegotiationTick);
+                    emu.send_at(at, id, me, NegotiationTick);
                     return;
                 }
-                Timer::Offer(n) => emu.send_at_cancellable(at, id, &me, OfferTimeout(n)),
+                Timer::Offer(n) => emu.send_at_cancellable(at, id, me, OfferTimeout(n)),
                 Timer::Redirect(negotiation, lease) => {
                     let msg = RedirectTimeout { negotiation, lease };
-                    emu.send_at_cancellable(at, id, &me, msg)
+                    emu.send_at_cancellable(at, id, me, msg)
                 }
                 Timer::Report(lease) => {
-                    emu.send_at_cancellable(at, id, &me, RemoteLeaseTimeout(lease))
+                    emu.send_at_cancellable(at, id, me, RemoteLeaseTimeout(lease))
                 }
             };
             if let Some(old) = office.timers.borrow_mut().insert(timer, handle) {
@@ -166,9 +158,6 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
             } else {
                 tell();
             }
-        }
-        Effect::EndedHere(lease, state) => {
-            emu.send(office.id, &me, LeaseEnded { lease, state });
         }
         Effect::Observe(o) => {
             let mut m = emu.metrics.borrow_mut();
@@ -245,7 +234,7 @@ fn relocate(
     gateway: &Rc<RefCell<Gateway>>,
     relocation: Relocation,
     to_try: Vec<ClusterId>,
-    source: Option<ClusterId>,
+    source: ClusterId,
 ) {
     let emu = Rc::clone(&office.emu);
     let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
@@ -264,7 +253,7 @@ fn relocate(
             }
         }
         on(&office, &gateway, Input::Relocated { lease, to });
-        let source = source.and_then(|s| office.clusters.iter().find(|(c, _)| *c == s));
+        let source = office.clusters.iter().find(|(c, _)| *c == source);
         if let Some((_, source)) = source {
             emu.send(me, source, RelocationOutcome { lease, to });
         }
@@ -294,13 +283,6 @@ handles_caused!(
 
 impl Actor for Igg {
     type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        *self.office.me.borrow_mut() = Some(Peer {
-            id: self.office.id,
-            addr: ctx.address(),
-        });
-    }
 }
 
 impl Handler<SetPeers> for Igg {
@@ -319,9 +301,7 @@ impl Handler<SetPeers> for Igg {
             peers: grids,
             providers: msg.providers,
         });
-        let Some(me) = office.me.borrow().clone() else {
-            return;
-        };
+        let me = &office.me;
         for crash in emu
             .faults
             .borrow()
@@ -330,11 +310,11 @@ impl Handler<SetPeers> for Igg {
             .iter()
             .filter(|c| c.grid == office.grid)
         {
-            emu.send_at(crash.at, office.id, &me, CrashOrRestart { crash: true });
+            emu.send_at(crash.at, office.id, me, CrashOrRestart { crash: true });
             emu.send_at(
                 crash.at + crash.down_for,
                 office.id,
-                &me,
+                me,
                 CrashOrRestart { crash: false },
             );
         }

@@ -19,7 +19,6 @@ use super::messages::{FreeSlots, PublishTick};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
 use super::{Emu, Peer};
-use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::metrics::Violation;
@@ -272,13 +271,8 @@ impl Lrms {
 impl Lrms {
     fn publish(&self, p: &Publishing) {
         let now = self.emu.now();
-        let (free, load) = self.core.free_slots(now, p.horizon);
-        let slots = Published {
-            free,
-            until: now + p.horizon,
-            cores: p.cores,
-            price: CostModel::provider_price(p.unit_cost, load),
-        };
+        let free = self.core.free_slots(now, p.horizon);
+        let slots = Published::new(now, p.horizon, free, p.cores, p.unit_cost);
         self.emu.send(
             self.id,
             &self.igg,

@@ -1,7 +1,7 @@
 //! An IGG's peering state, pure: as a *requester*, the queue of requests it wants to offload,
 //! its contracts (tried in ascending price), its outstanding offers and redirections with
 //! their timeouts and retries; as a *provider*, its tickets and the requests it serves for
-//! peers; and the money it paid and received. Every input is a method returning the messages
+//! peers; and what each redirection costs. Every input is a method returning the messages
 //! to send ([`Out`]); the IGG actor carries them and sets the timers.
 //!
 //! Robustness under faults: offers and redirections time out and are retried a bounded number
@@ -28,6 +28,15 @@ pub(crate) struct Contract {
     pub peer: GridId,
     /// Its current price range.
     pub range: PriceRange,
+}
+
+/// What a redirection taken by the provider costs the requester.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Payment {
+    /// Resource units redirected.
+    pub units: f64,
+    /// Money paid for them.
+    pub amount: f64,
 }
 
 /// What the broker wants sent or done.
@@ -132,13 +141,7 @@ pub(crate) struct Broker {
     /// Tickets issued as a provider.
     tickets: Tickets,
     /// Requests served for peers: origin and price.
-    foreign: BTreeMap<RequestId, (GridId, NegotiationId, f64)>,
-    /// Money paid to each peer.
-    paid: BTreeMap<GridId, f64>,
-    /// Money received from each peer.
-    received: BTreeMap<GridId, f64>,
-    /// Units redirected to each peer.
-    redirected_units: BTreeMap<GridId, f64>,
+    foreign: BTreeMap<RequestId, (GridId, NegotiationId)>,
     /// Negotiation outcomes.
     outcomes: Outcomes,
     /// Answers already given, by (requester, negotiation), for duplicate offers.
@@ -174,9 +177,6 @@ impl Broker {
             ticket_ttl,
             tickets: Tickets::default(),
             foreign: BTreeMap::new(),
-            paid: BTreeMap::new(),
-            received: BTreeMap::new(),
-            redirected_units: BTreeMap::new(),
             outcomes: Outcomes::default(),
             answered: BTreeMap::new(),
             taken: BTreeSet::new(),
@@ -424,7 +424,8 @@ impl Broker {
         Vec::new()
     }
 
-    /// The provider receives a redirection: confirm the ticket (idempotently) and serve it.
+    /// The provider receives a redirection: confirm the ticket (idempotently) and serve it;
+    /// the second value is what the requester pays, the first time the request is taken.
     pub(crate) fn on_redirect(
         &mut self,
         from: GridId,
@@ -432,7 +433,7 @@ impl Broker {
         req: &LeaseRequest,
         price: f64,
         now: EmuTime,
-    ) -> Vec<Out> {
+    ) -> (Vec<Out>, Option<f64>) {
         let ack = |accepted| Out::Send {
             peer: from,
             msg: PeerMsg::RedirectAck {
@@ -443,19 +444,21 @@ impl Broker {
         };
         if self.taken.contains(&(negotiation, req.id)) {
             // A duplicate of a redirection taken earlier (maybe already ended): ack again.
-            return vec![ack(true)];
+            return (vec![ack(true)], None);
         }
         match self.tickets.confirm(negotiation, req.id, now) {
             Ok(t) => {
-                let units = t.units;
-                *self.received.entry(from).or_default() += price * units;
-                self.foreign.insert(req.id, (from, negotiation, price));
+                let received = price * t.units;
+                self.foreign.insert(req.id, (from, negotiation));
                 self.taken.insert((negotiation, req.id));
-                vec![ack(true), Out::ServeForPeer(req.clone())]
+                (
+                    vec![ack(true), Out::ServeForPeer(req.clone())],
+                    Some(received),
+                )
             }
             // A duplicate: the request is already ours; acknowledge again.
-            Err(TicketError::AlreadyConfirmed) => vec![ack(true)],
-            Err(TicketError::Unknown) => vec![ack(false)],
+            Err(TicketError::AlreadyConfirmed) => (vec![ack(true)], None),
+            Err(TicketError::Unknown) => (vec![ack(false)], None),
         }
     }
 
@@ -470,18 +473,26 @@ impl Broker {
         }
     }
 
-    /// The requester learns how its redirection went. Refused: serve it here.
-    pub(crate) fn on_redirect_ack(&mut self, lease: RequestId, accepted: bool) -> Vec<Out> {
+    /// The requester learns how its redirection went: taken, it pays (the second value);
+    /// refused, it serves the request here.
+    pub(crate) fn on_redirect_ack(
+        &mut self,
+        lease: RequestId,
+        accepted: bool,
+    ) -> (Vec<Out>, Option<Payment>) {
         let Some(r) = self.redirecting.remove(&lease) else {
-            return Vec::new(); // duplicate acknowledgement
+            return (Vec::new(), None); // duplicate acknowledgement
         };
         if accepted {
-            *self.paid.entry(r.peer).or_default() += r.price * r.queued.item.units;
-            *self.redirected_units.entry(r.peer).or_default() += r.queued.item.units;
             self.outcomes.redirected += 1;
-            Vec::new()
+            let units = r.queued.item.units;
+            let payment = Payment {
+                units,
+                amount: r.price * units,
+            };
+            (Vec::new(), Some(payment))
         } else {
-            vec![Out::ServeLocally(r.queued.item.req)]
+            (vec![Out::ServeLocally(r.queued.item.req)], None)
         }
     }
 
@@ -507,23 +518,6 @@ impl Broker {
         self.foreign.get(&lease).map(|f| f.0)
     }
 
-    /// The units of `lease`'s ticket in `negotiation` (0 if there is none).
-    pub(crate) fn ticket_units(&self, negotiation: NegotiationId, lease: RequestId) -> f64 {
-        self.tickets
-            .get(negotiation, lease)
-            .map_or(0.0, |t| t.units)
-    }
-
-    /// The units of `lease` while its redirection waits for an acknowledgement.
-    pub(crate) fn redirect_units(&self, lease: RequestId) -> Option<f64> {
-        self.redirecting.get(&lease).map(|r| r.queued.item.units)
-    }
-
-    /// Money paid to every peer so far.
-    pub(crate) fn paid_total(&self) -> f64 {
-        self.paid.values().sum()
-    }
-
     /// Negotiation outcomes so far.
     pub(crate) fn outcomes(&self) -> &Outcomes {
         &self.outcomes
@@ -536,7 +530,7 @@ impl Broker {
 
     /// A request this Grid serves for a peer ended: release its ticket; returns its origin.
     pub(crate) fn foreign_ended(&mut self, lease: RequestId) -> Option<GridId> {
-        let (origin, negotiation, _) = self.foreign.remove(&lease)?;
+        let (origin, negotiation) = self.foreign.remove(&lease)?;
         self.tickets.release(negotiation, lease);
         Some(origin)
     }
@@ -644,8 +638,9 @@ pub(crate) mod tests {
             .is_empty());
         // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
         assert_eq!(b.round(), vec![Out::ServeLocally(req(2))]);
-        assert!(b.on_redirect_ack(RequestId(1), true).is_empty());
-        assert_eq!(b.paid[&GridId(1)], 100.0);
+        let (outs, payment) = b.on_redirect_ack(RequestId(1), true);
+        assert!(outs.is_empty());
+        assert_eq!(payment.map(|p| p.amount), Some(100.0));
         assert_eq!(b.outcomes.redirected, 1);
     }
 
@@ -725,14 +720,20 @@ pub(crate) mod tests {
             }
         );
         assert_eq!(p.tickets.held_units(now), 200.0);
-        let first = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
+        let (first, received) = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
         assert_eq!(first.len(), 2, "ack and serve");
-        let dup = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
+        assert_eq!(
+            received,
+            Some(100.0),
+            "1.0 per unit for its ticket's 100 units"
+        );
+        let (dup, again) = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
         assert_eq!(dup.len(), 1, "a duplicate is only acknowledged");
+        assert_eq!(again, None, "and not paid for twice");
         p.on_decline(7, RequestId(2));
         assert_eq!(p.tickets.held_units(now), 100.0);
         // After the ticket lapsed, a redirection is refused.
-        let late = p.on_redirect(GridId(0), 7, &req(2), 1.0, now);
+        let (late, _) = p.on_redirect(GridId(0), 7, &req(2), 1.0, now);
         assert_eq!(
             late,
             vec![Out::Send {
@@ -747,7 +748,7 @@ pub(crate) mod tests {
         assert_eq!(p.foreign_ended(RequestId(1)), Some(GridId(0)));
         assert_eq!(p.tickets.held_units(now), 0.0);
         // A very late duplicate of a redirection taken and finished is still acknowledged.
-        let later = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
+        let (later, _) = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
         assert_eq!(
             later,
             vec![Out::Send {
@@ -789,7 +790,7 @@ pub(crate) mod tests {
         assert!(b.awaiting_ack(RequestId(1)));
         // Only an explicit refusal brings it home.
         assert_eq!(
-            b.on_redirect_ack(RequestId(1), false),
+            b.on_redirect_ack(RequestId(1), false).0,
             vec![Out::ServeLocally(req(1))]
         );
     }

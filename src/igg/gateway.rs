@@ -217,7 +217,7 @@ pub enum Effect {
         /// The clusters to try, in order.
         to_try: Vec<ClusterId>,
         /// The cluster it leaves.
-        source: Option<ClusterId>,
+        source: ClusterId,
     },
     /// Tell the DVE manager, through the post office (`posted`) or at once.
     Dve {
@@ -226,9 +226,6 @@ pub enum Effect {
         /// Whether the note goes out from its own task.
         posted: bool,
     },
-    /// Tell this IGG a lease ended (a redirected request no cluster took: its origin learns
-    /// of it through the same path as of one an LRMS ended).
-    EndedHere(RequestId, RequestState),
     /// For the metrics.
     Observe(Observation),
 }
@@ -261,20 +258,15 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// The gateway of Grid `grid` over `clusters` (id, cores, unit cost).
+    /// The gateway of Grid `grid` over `clusters` (id, cores), whose own cost model (eq. 2
+    /// over its clusters) is `cost`.
     pub fn new(
         grid: GridId,
-        clusters: &[(ClusterId, u64, f64)],
+        clusters: &[(ClusterId, u64)],
+        cost: CostModel,
         dispatcher: Dispatcher,
         settings: GatewaySettings,
     ) -> Gateway {
-        let mut cost = CostModel::from_providers(
-            &clusters
-                .iter()
-                .map(|&(_, cores, unit)| (unit, cores as f64))
-                .collect::<Vec<_>>(),
-        );
-        cost.steepness = settings.steepness;
         let broker = Broker::new(grid, Vec::new(), settings.retries, settings.ticket_ttl);
         Gateway {
             grid,
@@ -299,9 +291,9 @@ impl Gateway {
         }
     }
 
-    /// Whether the IGG is down.
-    pub fn is_down(&self) -> bool {
-        self.down
+    /// Its Grid.
+    pub fn grid(&self) -> GridId {
+        self.grid
     }
 
     /// Handles one input at `now`.
@@ -313,7 +305,7 @@ impl Gateway {
                 self.providers = providers;
                 self.reprice();
                 if self.broker.has_contracts() {
-                    out.push(self.timer(now + self.settings.interval, Timer::Tick));
+                    out.push(timer(now + self.settings.interval, Timer::Tick));
                 }
             }
             Input::Submit(req) => self.submit(req, now, &mut out),
@@ -351,13 +343,14 @@ impl Gateway {
                 // taking.
                 let lease = req.id;
                 if !foreign && self.broker.has_contracts() && self.refused_here.insert(lease) {
-                    let units = req.cores() as f64 * req.duration.as_secs_f64();
+                    let units = req.units();
                     self.broker.enqueue(req, units, f64::INFINITY);
                     return out;
                 }
                 out.push(Effect::Observe(Observation::Rejected(lease)));
                 if foreign {
-                    out.push(Effect::EndedHere(lease, RequestState::Rejected));
+                    // Its origin learns of it as of one an LRMS ended.
+                    self.lease_ended(lease, RequestState::Rejected, now, &mut out);
                 } else {
                     out.push(Effect::Dve {
                         note: DveNote::Ended(lease, RequestState::Rejected),
@@ -382,7 +375,10 @@ impl Gateway {
             self.reports_pending
                 .insert(lease, (origin, state, attempt + 1));
             out.push(report(origin, lease, Some(state), attempt + 1));
-            out.push(self.timer(now + self.settings.offer_timeout, Timer::Report(lease)));
+            out.push(timer(
+                now + self.settings.offer_timeout,
+                Timer::Report(lease),
+            ));
         }
     }
 
@@ -420,7 +416,10 @@ impl Gateway {
             Some(origin) => {
                 self.reports_pending.insert(lease, (origin, state, 0));
                 out.push(report(origin, lease, Some(state), 0));
-                out.push(self.timer(now + self.settings.offer_timeout, Timer::Report(lease)));
+                out.push(timer(
+                    now + self.settings.offer_timeout,
+                    Timer::Report(lease),
+                ));
             }
             None => out.push(Effect::Dve {
                 note: DveNote::Ended(lease, state),
@@ -437,7 +436,7 @@ impl Gateway {
         Effect::Relocate {
             relocation,
             to_try: (1..n).map(|k| self.clusters[(first + k) % n]).collect(),
-            source: self.clusters.get(first).copied(),
+            source: from,
         }
     }
 
@@ -454,10 +453,6 @@ impl Gateway {
 
     fn index_of(&self, cluster: ClusterId) -> Option<usize> {
         self.clusters.iter().position(|c| *c == cluster)
-    }
-
-    fn timer(&self, at: EmuTime, timer: Timer) -> Effect {
-        Effect::Timer { at, timer }
     }
 
     /// Reprices this Grid's contracts from the providers' current cost models.
@@ -485,7 +480,7 @@ impl Gateway {
                 "IGG load at submission"
             );
             if load >= self.settings.load_threshold && capacity > 0.0 {
-                let units = req.cores() as f64 * req.duration.as_secs_f64();
+                let units = req.units();
                 let home = self.cost.marginal(units, load, capacity);
                 self.broker.enqueue(req, units, home);
                 return;
@@ -529,7 +524,7 @@ impl Gateway {
     }
 
     fn tick(&mut self, now: EmuTime, out: &mut Vec<Effect>) {
-        out.push(self.timer(now + self.settings.interval, Timer::Tick));
+        out.push(timer(now + self.settings.interval, Timer::Tick));
         if self.down {
             return;
         }
@@ -644,15 +639,13 @@ impl Gateway {
         now: EmuTime,
         out: &mut Vec<Effect>,
     ) {
-        let before = self.broker.origin_of(req.id).is_some();
-        let outs = self.broker.on_redirect(from, negotiation, &req, price, now);
-        if !before && self.broker.origin_of(req.id).is_some() {
-            let units = self.broker.ticket_units(negotiation, req.id);
+        let (outs, received) = self.broker.on_redirect(from, negotiation, &req, price, now);
+        if let Some(amount) = received {
             out.push(Effect::Observe(Observation::Received {
                 from,
                 lease: req.id,
                 negotiation,
-                amount: price * units,
+                amount,
             }));
         }
         self.carry(outs, now, out);
@@ -667,15 +660,12 @@ impl Gateway {
         now: EmuTime,
         out: &mut Vec<Effect>,
     ) {
-        let units = self.broker.redirect_units(lease);
-        let paid_before = self.broker.paid_total();
-        let outs = self.broker.on_redirect_ack(lease, accepted);
-        let paid_after = self.broker.paid_total();
-        if let (Some(units), true) = (units, accepted) {
+        let (outs, payment) = self.broker.on_redirect_ack(lease, accepted);
+        if let Some(p) = payment {
             out.push(Effect::Observe(Observation::Paid {
                 to: from,
-                units,
-                amount: paid_after - paid_before,
+                units: p.units,
+                amount: p.amount,
             }));
         }
         self.carry(outs, now, out);
@@ -723,8 +713,11 @@ impl Gateway {
                         _ => None,
                     };
                     out.push(Effect::Send { to: peer, msg });
-                    if let Some(timer) = timer {
-                        out.push(self.timer(timeout, timer));
+                    if let Some(t) = timer {
+                        out.push(Effect::Timer {
+                            at: timeout,
+                            timer: t,
+                        });
                     }
                 }
                 Out::ServeLocally(req) | Out::ServeForPeer(req) => {
@@ -737,6 +730,10 @@ impl Gateway {
             self.broker.outcomes().clone(),
         )));
     }
+}
+
+fn timer(at: EmuTime, timer: Timer) -> Effect {
+    Effect::Timer { at, timer }
 }
 
 fn report(origin: GridId, lease: RequestId, ended: Option<RequestState>, attempt: u32) -> Effect {
@@ -800,9 +797,11 @@ mod tests {
             Vec::new()
         };
         let dispatcher = Dispatcher::new(DispatchName::RoundRobin, &[model], 0.0, 1);
+        let cost = CostModel::from_providers(&[(1.0, 4.0)]);
         let mut gw = Gateway::new(
             GridId(g),
-            &[(ClusterId(g), 4, 1.0)],
+            &[(ClusterId(g), 4)],
+            cost,
             dispatcher,
             settings(contracts),
         );

@@ -22,6 +22,23 @@ pub struct Published {
 }
 
 impl Published {
+    /// What a cluster of `cores` publishes at `now`: its free cores until `now + horizon`, and
+    /// its price for a resource unit at its `load` (eq. 1, from its `unit_cost`).
+    pub fn new(
+        now: EmuTime,
+        horizon: EmuDuration,
+        (free, load): (BTreeMap<EmuTime, u64>, f64),
+        cores: u64,
+        unit_cost: f64,
+    ) -> Published {
+        Published {
+            free,
+            until: now + horizon,
+            cores,
+            price: super::peering::CostModel::provider_price(unit_cost, load),
+        }
+    }
+
     /// Free cores at instant `t` (0 past the horizon: unknown is not free).
     pub fn free_at(&self, t: EmuTime) -> u64 {
         if t >= self.until {

@@ -161,6 +161,11 @@ impl LeaseRequest {
     pub fn cores(&self) -> u64 {
         u64::from(self.vms) * u64::from(self.cores_per_vm)
     }
+
+    /// Resource units it asks for: cores × seconds (paper 004's unit is one CPU for a second).
+    pub fn units(&self) -> f64 {
+        self.cores() as f64 * self.duration.as_secs_f64()
+    }
 }
 
 /// Terminal (and not yet terminal) states of a request, as written to `requests.csv`.

@@ -1261,6 +1261,30 @@ fn read_contracts(top: &Table<'_>, grids: &GridNames<'_>) -> Vec<Contract> {
 }
 
 impl Topology {
+    /// A cluster's cost of a resource unit, drawn from `peering.unit_cost` (paper 004 Table 1)
+    /// with the run's seed.
+    pub fn unit_cost(&self, c: ClusterId) -> f64 {
+        let (lo, hi) = self.peering.unit_cost;
+        let draw =
+            crate::time::stream_seed(self.emulation.seed, &format!("unit-cost:{}", c.0)) >> 11;
+        let u = draw as f64 / (1u64 << 53) as f64;
+        lo + (hi - lo) * u
+    }
+
+    /// Grid `grid`'s cost model: eq. 2's average unit cost over its clusters, weighted by
+    /// their cores, with the topology's steepness.
+    pub fn cost_model(&self, grid: GridId) -> crate::igg::CostModel {
+        let clusters = &self.grids[usize::from(grid.0)].clusters;
+        let mut m = crate::igg::CostModel::from_providers(
+            &clusters
+                .iter()
+                .map(|&c| (self.unit_cost(c), self.cluster(c).cores() as f64))
+                .collect::<Vec<_>>(),
+        );
+        m.steepness = self.peering.steepness;
+        m
+    }
+
     /// The models of a Grid's clusters and its external arrival rate Λ, from the topology's
     /// workloads — what a real IGG would learn by analysing its clusters' workloads.
     pub fn grid_models(&self, grid: usize) -> (Vec<ClusterModel>, f64) {
