@@ -16,7 +16,7 @@ use actix::{Actor, AsyncContext, Context, Handler, Message};
 use igemu::actors::graph::Graph;
 use igemu::actors::messages::VmRef;
 use igemu::actors::vm::{Vm, VmSpec};
-use igemu::actors::{Emu, Peer, Shell};
+use igemu::actors::{Emu, Peer};
 use igemu::model::{RequestId, VmState};
 use igemu::time::{Clock, ClockMode, EmuDuration};
 use igemu::topology::{self, Overrides, Topology};
@@ -77,11 +77,7 @@ impl Actor for Relay {
     type Context = Context<Self>;
 }
 
-impl Shell for Relay {
-    fn emu(&self) -> &Emu {
-        &self.emu
-    }
-}
+igemu::emu_shell!(Relay);
 igemu::handles_caused!(Relay; Token);
 
 impl Handler<SetNext> for Relay {
@@ -182,11 +178,7 @@ impl Actor for Sleeper {
     type Context = Context<Self>;
 }
 
-impl Shell for Sleeper {
-    fn emu(&self) -> &Emu {
-        &self.emu
-    }
-}
+igemu::emu_shell!(Sleeper);
 igemu::handles_caused!(Sleeper; Wake);
 
 impl Handler<Wake> for Sleeper {

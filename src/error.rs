@@ -18,7 +18,7 @@ pub enum Error {
     /// A flag or argument is wrong; the text says what to write instead.
     #[error("igemu: {0}")]
     Usage(String),
-    /// A file or directory could not be read or written.
+    /// A file or directory could not be written (unreadable input is [`Error::Input`]).
     #[error("igemu: cannot write to {path}: {source}")]
     Output {
         /// The file or directory.

@@ -579,7 +579,7 @@ struct TraceArgs {
     #[arg(long)]
     chrome: Option<PathBuf>,
     /// Print the chain of messages that caused message SEQ (by the trace's `cause` links).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", conflicts_with_all = ["request", "negotiation"])]
     why: Option<u64>,
 }
 

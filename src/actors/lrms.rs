@@ -90,6 +90,14 @@ impl Lrms {
         }
     }
 
+    /// This LRMS's own address.
+    fn me(&self, ctx: &Context<Self>) -> Peer<Lrms> {
+        Peer {
+            id: self.id,
+            addr: ctx.address(),
+        }
+    }
+
     fn origin(&self, lease: RequestId) -> Origin {
         self.emu.request(lease).origin
     }
@@ -120,10 +128,7 @@ impl Lrms {
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
-        let owner = Peer {
-            id: self.id,
-            addr: ctx.address(),
-        };
+        let owner = self.me(ctx);
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
             let name = format!("vm:{}/{}", self.emu.tracer.label(lease), plan.vm);
@@ -249,10 +254,7 @@ impl Lrms {
                     self.tell_requester(lease, LeaseEnded { lease, state });
                 }
                 Action::Wake(at) => {
-                    let me = Peer {
-                        id: self.id,
-                        addr: ctx.address(),
-                    };
+                    let me = self.me(ctx);
                     self.emu.send_at(at, self.id, &me, Tick);
                 }
                 Action::Relocate(relocation) => {
@@ -303,10 +305,7 @@ impl Actor for Lrms {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         if self.publishing.is_some() {
-            let me = Peer {
-                id: self.id,
-                addr: ctx.address(),
-            };
+            let me = self.me(ctx);
             self.emu.send_at(self.emu.now(), self.id, &me, PublishTick);
         }
     }
@@ -319,10 +318,7 @@ impl Handler<PublishTick> for Lrms {
             return;
         };
         self.publish(&p);
-        let me = Peer {
-            id: self.id,
-            addr: ctx.address(),
-        };
+        let me = self.me(ctx);
         self.emu
             .send_at(self.emu.now() + p.interval, self.id, &me, PublishTick);
     }

@@ -367,7 +367,7 @@ impl Traced for CrashOrRestart {
     }
 }
 
-/// Setup: the other IGGs (sent once before the run starts).
+/// Setup: every IGG, and every Grid's cost model (sent once before the run starts).
 #[derive(Message, Clone)]
 #[rtype(result = "()")]
 pub struct SetPeers {

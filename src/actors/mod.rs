@@ -12,24 +12,14 @@ use std::task::{Context, Poll};
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, Message};
 
-/// A message with the trace record that sent it: its handler runs with that record as the
-/// cause of whatever it sends.
+/// A message (or a request answered through [`Emu::call`]) with the trace record that sent
+/// it: its handler runs with that record as the cause of whatever it sends.
 pub struct Caused<M> {
     cause: u64,
     msg: M,
 }
 
-impl<M: Message<Result = ()>> Message for Caused<M> {
-    type Result = ();
-}
-
-/// A request (answered through [`Emu::call`]) with the trace record that sent it.
-pub struct CausedCall<M> {
-    cause: u64,
-    msg: M,
-}
-
-impl<M: Message> Message for CausedCall<M> {
+impl<M: Message> Message for Caused<M> {
     type Result = M::Result;
 }
 
@@ -40,6 +30,7 @@ pub trait Shell {
 }
 
 /// Makes an actor whose context is its `emu` field a [`Shell`].
+#[macro_export]
 macro_rules! emu_shell {
     ($actor:ty) => {
         impl $crate::actors::Shell for $actor {
@@ -51,7 +42,7 @@ macro_rules! emu_shell {
 }
 
 /// Lets an actor (a [`Shell`]) take these messages wrapped as [`Caused`]
-/// (and, after `calls:`, these requests wrapped as [`CausedCall`]): the wrapped message's
+/// (and, after `calls:`, these requests): the wrapped message's
 /// handler runs with the sending record as the tracer's current cause. (One impl per message,
 /// not a blanket one, so that type inference never recurses through wrappers.)
 #[macro_export]
@@ -73,11 +64,11 @@ macro_rules! handles_caused {
             }
         )*
         $($(
-            impl actix::Handler<$crate::actors::CausedCall<$call>> for $actor {
-                type Result = actix::MessageResult<$crate::actors::CausedCall<$call>>;
+            impl actix::Handler<$crate::actors::Caused<$call>> for $actor {
+                type Result = actix::MessageResult<$crate::actors::Caused<$call>>;
                 fn handle(
                     &mut self,
-                    c: $crate::actors::CausedCall<$call>,
+                    c: $crate::actors::Caused<$call>,
                     ctx: &mut <$actor as actix::Actor>::Context,
                 ) -> Self::Result {
                     let (cause, msg) = c.into_parts();
@@ -94,13 +85,6 @@ macro_rules! handles_caused {
 
 impl<M> Caused<M> {
     /// The sending record and the message.
-    pub fn into_parts(self) -> (u64, M) {
-        (self.cause, self.msg)
-    }
-}
-
-impl<M> CausedCall<M> {
-    /// The sending record and the request.
     pub fn into_parts(self) -> (u64, M) {
         (self.cause, self.msg)
     }
@@ -327,8 +311,8 @@ impl Emu {
         msg: M,
     ) -> impl Future<Output = Option<M::Result>> + 'static
     where
-        A: Actor + Handler<CausedCall<M>>,
-        A::Context: ToEnvelope<A, CausedCall<M>>,
+        A: Actor + Handler<Caused<M>>,
+        A::Context: ToEnvelope<A, Caused<M>>,
         M: Message + Traced + Send + 'static,
         M::Result: Traced + Send,
     {
@@ -342,7 +326,7 @@ impl Emu {
             corr,
             self.tracer.current(),
         );
-        let reply = to.addr.send(CausedCall { cause: seq, msg });
+        let reply = to.addr.send(Caused { cause: seq, msg });
         async move {
             let answer = reply.await.ok()?;
             let (kind, corr) = (answer.kind(), answer.correlation());

@@ -2,7 +2,7 @@
 //! its contracts (tried in ascending price), its outstanding offers and redirections with
 //! their timeouts and retries; as a *provider*, its tickets and the requests it serves for
 //! peers; and what each redirection costs. Every input is a method returning the messages
-//! to send ([`Out`]); the IGG actor carries them and sets the timers.
+//! to send ([`Out`]); the gateway (`igg::gateway`) turns them into effects and timeouts.
 //!
 //! Robustness under faults: offers and redirections time out and are retried a bounded number
 //! of times; answers and redirections are idempotent (duplicates are answered again, never

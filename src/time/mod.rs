@@ -6,7 +6,7 @@ mod clock;
 mod text;
 
 pub use clock::{Clock, ClockMode, Lateness, Stopwatch, TimerHandle};
-pub use text::{format_secs, parse_duration};
+pub use text::{format_secs, parse_duration, write_secs};
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Mul, Sub};
@@ -194,6 +194,7 @@ mod tests {
     fn stream_seeds_differ_by_name_and_seed() {
         assert_ne!(stream_seed(1, "a"), stream_seed(1, "b"));
         assert_ne!(stream_seed(1, "a"), stream_seed(2, "a"));
-        assert_eq!(stream_seed(7, "lrms:c1"), stream_seed(7, "lrms:c1"));
+        // Pinned: every run's random streams, hence every shipped output, hang on this value.
+        assert_eq!(stream_seed(7, "lrms:c1"), 17_672_108_269_843_145_878);
     }
 }

@@ -5,14 +5,39 @@ use super::{EmuDuration, MICROS_PER_SEC};
 
 /// Seconds with up to six decimals and no trailing zeros: `90`, `2.3`, `0.005`.
 pub fn format_secs(micros: u64) -> String {
-    let whole = micros / MICROS_PER_SEC;
-    let frac = micros % MICROS_PER_SEC;
-    if frac == 0 {
-        whole.to_string()
-    } else {
-        let digits = format!("{frac:06}");
-        format!("{whole}.{}", digits.trim_end_matches('0'))
+    write_secs(micros, &mut [0u8; 32]).to_string()
+}
+
+/// `micros` as [`format_secs`] writes it, into `buf`, without allocating (every traced
+/// message writes its time).
+pub fn write_secs(micros: u64, buf: &mut [u8; 32]) -> &str {
+    let (whole, mut frac) = (micros / MICROS_PER_SEC, micros % MICROS_PER_SEC);
+    let mut end = buf.len();
+    if frac != 0 {
+        let mut digits = 6;
+        while frac % 10 == 0 {
+            frac /= 10;
+            digits -= 1;
+        }
+        for _ in 0..digits {
+            end -= 1;
+            buf[end] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        end -= 1;
+        buf[end] = b'.';
     }
+    let mut w = whole;
+    loop {
+        end -= 1;
+        buf[end] = b'0' + (w % 10) as u8;
+        w /= 10;
+        if w == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits and a dot were written.
+    std::str::from_utf8(&buf[end..]).unwrap_or("")
 }
 
 /// Parses a human duration: `"90s"`, `"2h"`, `"1d"`, `"1h30m"`, `"500ms"`, `"250us"`,
@@ -157,6 +182,9 @@ mod tests {
         assert_eq!(format_secs(0), "0");
         assert_eq!(format_secs(2_300_000), "2.3");
         assert_eq!(format_secs(5_000), "0.005");
+        assert_eq!(format_secs(530_000_000), "530");
+        assert_eq!(format_secs(1_000_001), "1.000001");
+        assert_eq!(format_secs(u64::MAX), "18446744073709.551615");
         assert_eq!(EmuDuration::from_secs(90).to_string(), "90s");
     }
 }

@@ -179,7 +179,7 @@ impl Tracer {
         self.messages.set(seq + 1);
         if let Some(sink) = &self.sink {
             let (kind, corr) = what();
-            self.write(sink, t, (from, to), kind, corr, cause);
+            self.write(sink, (seq, t), (from, to), (kind, corr), cause);
         }
         seq
     }
@@ -188,17 +188,16 @@ impl Tracer {
     fn write(
         &self,
         sink: &RefCell<BufWriter<File>>,
-        t: EmuTime,
+        (seq, t): (u64, EmuTime),
         (from, to): (ActorId, ActorId),
-        kind: &str,
-        corr: Correlation,
+        (kind, corr): (&str, Correlation),
         cause: Option<u64>,
     ) {
         let names = self.names.borrow();
         let mut buf = [0u8; 32];
-        let ts = secs_text(t.as_micros(), &mut buf);
+        let ts = crate::time::write_secs(t.as_micros(), &mut buf);
         let line = Line {
-            seq: self.messages.get() - 1,
+            seq,
             t_us: t.as_micros(),
             t: ts,
             from: &names[from.0 as usize],
@@ -232,62 +231,6 @@ impl Tracer {
         match self.failed.borrow().clone() {
             Some(e) => Err(e),
             None => Ok(()),
-        }
-    }
-}
-
-/// `micros` as seconds with up to six decimals and no trailing zeros (as
-/// [`crate::time::format_secs`] writes them), into `buf`, without allocating: this runs for
-/// every traced message.
-fn secs_text(micros: u64, buf: &mut [u8; 32]) -> &str {
-    let (whole, mut frac) = (micros / 1_000_000, micros % 1_000_000);
-    let mut end = buf.len();
-    if frac != 0 {
-        let mut digits = 6;
-        while frac % 10 == 0 {
-            frac /= 10;
-            digits -= 1;
-        }
-        for _ in 0..digits {
-            end -= 1;
-            buf[end] = b'0' + (frac % 10) as u8;
-            frac /= 10;
-        }
-        end -= 1;
-        buf[end] = b'.';
-    }
-    let mut w = whole;
-    loop {
-        end -= 1;
-        buf[end] = b'0' + (w % 10) as u8;
-        w /= 10;
-        if w == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits and a dot were written.
-    std::str::from_utf8(&buf[end..]).unwrap_or("")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::time::format_secs;
-
-    #[test]
-    fn seconds_are_written_as_format_secs_writes_them() {
-        let mut buf = [0u8; 32];
-        for us in [
-            0,
-            1,
-            5_000,
-            2_300_000,
-            530_000_000,
-            1_000_001,
-            999_999,
-            u64::MAX,
-        ] {
-            assert_eq!(secs_text(us, &mut buf), format_secs(us), "{us}");
         }
     }
 }
