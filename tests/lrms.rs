@@ -15,7 +15,7 @@ use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Speed};
 use igemu::lrms::{PreemptionPolicy, SEARCH_BUDGET};
 use igemu::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId, VmState};
 use igemu::time::{EmuDuration, EmuTime};
-use igemu::topology::{Federation, HostSpec, Hosts, Request, Users};
+use igemu::topology::{Federation, HostSpec, Hosts, PreemptionName, Request, Users};
 
 use igemu::model::RequestState;
 use igemu::{run, RunOptions, RunResult};
@@ -411,7 +411,7 @@ proptest! {
         requests in prop::collection::vec((0u16..7200, any::<u8>(), any::<u8>(), any::<u16>(), any::<u8>()), 1..30),
     ) {
         let federation = random_topology(seed, policy, scheduler, &requests);
-        let text = format!("{federation:?}");
+        let text = federation.to_string();
         let dir = tempfile::tempdir().expect("temp dir");
         let r = run_traced(federation.build().unwrap_or_else(|e| panic!("{e}")), dir.path());
         let s = &r.summary;
@@ -489,7 +489,7 @@ proptest! {
             .grid("g", &[("c", Hosts::new(3, 4, 4096))])
             .workload(ext)
             .workload(loc);
-        let t = format!("{federation:?}");
+        let t = federation.to_string();
         let topo = federation.build().unwrap_or_else(|e| panic!("{e}"));
         let r = run(topo, &RunOptions::default()).expect("runs");
         prop_assert_eq!(r.summary.requests.local.rejected, 0, "{}", t);
@@ -509,16 +509,11 @@ const POLICIES: [&str; 7] = [
     "cp",
 ];
 
+/// The policy a topology names `name` (CP with paper 001's α = 0.31).
 fn policy_of(name: &str) -> PreemptionPolicy {
-    match name {
-        "mlip" => PreemptionPolicy::Mlip,
-        "mov" => PreemptionPolicy::Mov,
-        "moml" => PreemptionPolicy::Moml,
-        "least-valuable" => PreemptionPolicy::LeastValuable,
-        "mwt" => PreemptionPolicy::Mwt,
-        "mov-score" => PreemptionPolicy::MovScore,
-        _ => PreemptionPolicy::Cp { alpha: 0.31 },
-    }
+    PreemptionName::parse(name)
+        .expect("a policy name")
+        .policy(0.31)
 }
 
 const KINDS: [(LeaseType, &str); 4] = [

@@ -63,6 +63,14 @@ impl<'a> Table<'a> {
         Some(&self.entries[i].1)
     }
 
+    /// Counts `keys` as read where present: settings a reader skips because an error already
+    /// reported keeps it from using them (they are not unknown, only unused).
+    pub(crate) fn skip(&self, keys: &[&str]) {
+        for k in keys {
+            self.get(k);
+        }
+    }
+
     /// Every entry, in file order, all counted as read (for tables whose keys are free-form,
     /// such as a sweep's `[set]`).
     pub(crate) fn entries(&self) -> impl Iterator<Item = (&'a Key, &'a Node)> {

@@ -497,14 +497,7 @@ impl Availability {
     pub fn capacity_for(&self, shape: VmShape) -> u64 {
         self.capacity
             .iter()
-            .map(|&(c, m)| {
-                if shape.cores > c || u64::from(shape.mem_mb) > m {
-                    0
-                } else {
-                    (u64::from(c) / u64::from(shape.cores.max(1)))
-                        .min(m / u64::from(shape.mem_mb.max(1)))
-                }
-            })
+            .map(|&(c, m)| crate::model::vms_fitting(c, m, shape.cores, shape.mem_mb))
             .sum()
     }
 

@@ -228,3 +228,12 @@ pub struct HostSpec {
     /// Speed of one core, MIPS.
     pub mips: u32,
 }
+
+/// How many VMs of `vm_cores` cores and `vm_mem_mb` MB one empty host of `cores` cores and
+/// `memory_mb` MB holds (`u64::MAX` memory where it is not enforced).
+pub fn vms_fitting(cores: u32, memory_mb: u64, vm_cores: u32, vm_mem_mb: u32) -> u64 {
+    if vm_cores > cores || u64::from(vm_mem_mb) > memory_mb {
+        return 0;
+    }
+    (u64::from(cores) / u64::from(vm_cores.max(1))).min(memory_mb / u64::from(vm_mem_mb.max(1)))
+}

@@ -233,6 +233,17 @@ impl Federation {
     }
 }
 
+/// The topology file this describes (what a failing test prints, to run it by hand).
+impl std::fmt::Display for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.doc)?;
+        for set in &self.sets {
+            writeln!(f, "# --set {set}")?;
+        }
+        Ok(())
+    }
+}
+
 fn seconds(s: u64) -> Value {
     format!("{s}s").into()
 }
@@ -285,6 +296,21 @@ mod tests {
             .expect("valid");
         assert_eq!(ok.emulation.seed, 7);
         assert_eq!(ok.requests[0].vms, 8);
+        // Host speeds and any other workload key, as a file would set them.
+        let generated = Federation::new("g")
+            .grid("g", &[("c", Hosts::new(2, 4, 4096).mips(3000))])
+            .workload(
+                Users::external("e", "g")
+                    .set("model", "das2")
+                    .set("span", "1h"),
+            )
+            .build()
+            .expect("valid");
+        assert_eq!(generated.clusters[0].hosts[0].mips, 3000);
+        assert!(
+            !generated.requests.is_empty(),
+            "a DAS-2 hour generates requests"
+        );
         // 9 VMs do not fit on two 4-core hosts: the reader says so, as for a file.
         let too_big = Federation::new("f")
             .grid("g", &[("c", Hosts::new(2, 4, 4096))])

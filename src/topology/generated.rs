@@ -250,6 +250,7 @@ pub(super) fn read(
     } as u32;
     if capacity == 0 {
         diags.error(&w.node.loc, format!("no cluster workload `{}` may use can hold a VM of {mem_mb} MB and {cores_per_vm} core(s)", target.name), Some("lower mem_mb or cores_per_vm".into()));
+        w.skip(KEYS);
         return Vec::new();
     }
     let seed = stream_seed(run_seed, &format!("workload:{}", target.name));

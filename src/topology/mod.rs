@@ -87,6 +87,17 @@ named_enum! {
     }
 }
 
+impl DelayKind {
+    /// Whether a delay of this kind is set by `key`.
+    fn takes(self, key: &str) -> bool {
+        match self {
+            DelayKind::Fixed => key == "value",
+            DelayKind::Uniform => key == "min" || key == "max",
+            DelayKind::Exponential => key == "mean",
+        }
+    }
+}
+
 named_enum! {
     /// The distribution of an IGG link's delay (`[fault] delay.kind`).
     DelayKind {
@@ -430,6 +441,15 @@ fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
                         }
                         DelayKind::Fixed => Delay::Fixed(get("value").unwrap_or_default()),
                     };
+                    for other in ["value", "min", "max", "mean"] {
+                        if let Some(n) = d.get(other).filter(|_| !kind.takes(other)) {
+                            d.diags.error(
+                                &n.loc,
+                                format!("`{other}` does not apply to a {} delay", kind.as_str()),
+                                Some("fixed takes `value`, uniform `min` and `max`, exponential `mean`".into()),
+                            );
+                        }
+                    }
                     d.finish();
                 }
             }
@@ -672,20 +692,10 @@ pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Rep
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
-            return Err(Box::new(Report {
-                path: shown,
-                text: String::new(),
-                sets: overrides.sets.clone(),
-                profiles: Vec::new(),
-                diagnostics: vec![diag::Diagnostic {
-                    loc: Loc::Builtin,
-                    message: format!("cannot read the file: {e}"),
-                    hint: Some(
-                        "check the path; `igemu run` with no file runs the embedded quickstart"
-                            .into(),
-                    ),
-                }],
-            }))
+            let hint = "check the path; `igemu run` with no file runs the embedded quickstart";
+            let mut report = Report::unreadable(&shown, &e, hint);
+            report.sets = overrides.sets.clone();
+            return Err(Box::new(report));
         }
     };
     let stem = path
@@ -732,15 +742,16 @@ pub fn load_str(
     }
 }
 
-/// How many VMs of `cores_per_vm` cores and `mem_mb` MB the empty cluster can hold.
+/// How many VMs of `cores_per_vm` cores and `mem_mb` MB the empty cluster can hold (memory
+/// counts only where its LRMS enforces it, as the LRMS will place them).
 pub fn vm_capacity(cluster: &Cluster, cores_per_vm: u32, mem_mb: u32) -> u64 {
+    let enforce = cluster.lrms.enforce_memory;
     cluster
         .hosts
         .iter()
         .map(|h| {
-            let by_cores = u64::from(h.cores) / u64::from(cores_per_vm.max(1));
-            let by_mem = h.memory_mb / u64::from(mem_mb.max(1));
-            by_cores.min(by_mem)
+            let memory = if enforce { h.memory_mb } else { u64::MAX };
+            crate::model::vms_fitting(h.cores, memory, cores_per_vm, mem_mb)
         })
         .sum()
 }
@@ -1225,19 +1236,10 @@ fn read_contracts(top: &Table<'_>, grids: &GridNames<'_>) -> Vec<Contract> {
                 }
             }
         }
-        let kind = c
-            .req_str("kind", "kind = \"fixed-price\" or \"price-range\"")
-            .and_then(|(s, loc)| {
-                let kind = ContractKind::parse(s);
-                if kind.is_none() {
-                    diags.error(
-                        loc,
-                        format!("`{s}` is not a contract kind"),
-                        Some(suggest(s, ContractKind::NAMES)),
-                    );
-                }
-                kind
-            });
+        if c.get("kind").is_none() {
+            c.missing("kind", "kind = \"fixed-price\" or \"price-range\"");
+        }
+        let kind = c.named::<ContractKind>("kind").map(|(k, _)| k);
         let both_ways = c.bool("both_ways").is_none_or(|(b, _)| b);
         let price_max = c.positive_number("price_max").map(|(v, _)| v);
         let load_threshold = c

@@ -102,6 +102,9 @@ fn read_workload(
                 Some("use model = \"inline\" for a list of requests".into()),
             );
         }
+    } else {
+        // Origin or grid is wrong (reported): the generator's settings are not read.
+        w.skip(generated::KEYS);
     }
     w.finish();
     if let (Some(origin), Some(grid)) = (origin, grid) {
