@@ -362,7 +362,7 @@ fn validate(files: &[PathBuf], sets: Vec<String>) -> Result<(), Error> {
 struct RunArgs {
     /// Topology file (TOML).
     topology: Option<PathBuf>,
-    /// Directory for requests.csv, summary.json and trace.jsonl.
+    /// Directory for requests.csv, decisions.csv, summary.json and trace.jsonl.
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Seed of every random stream (overrides emulation.seed).

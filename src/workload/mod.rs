@@ -55,7 +55,7 @@ pub struct Das2 {
 }
 
 impl Default for Das2 {
-    /// The commonly used DAS-2 parameters (see `shared/workload-models.md`).
+    /// Paper 000 Table 2's DAS-2 parameters (Li, Groep & Wolters 2005).
     fn default() -> Self {
         Das2 {
             p_one: 0.024,
