@@ -763,9 +763,10 @@ impl Core {
         EmuDuration::from_secs_f64(run.as_secs_f64() * f64::from(req.vms) / cap as f64)
     }
 
-    fn terms(&self, id: RequestId, before: &LeaseRequest, out: &mut Vec<Action>) {
+    /// Reports the VMs and deadline a reshaped (moldable or ratio-deadline) lease got here.
+    fn terms(&self, id: RequestId, reshaped: bool, out: &mut Vec<Action>) {
         let l = &self.leases[&id];
-        if before.moldable || before.deadline_ratio.is_some() {
+        if reshaped {
             out.push(Action::Terms {
                 lease: id,
                 vms: l.req.vms,
@@ -783,13 +784,13 @@ impl Core {
         }
     }
 
-    /// A request as asked and as this cluster runs it (shaped to its speed and VMs), if it
-    /// could ever fit here.
-    fn taken_in(&self, req: LeaseRequest) -> Result<(LeaseRequest, LeaseRequest), Refusal> {
-        let asked = req.clone();
+    /// A request as this cluster runs it (shaped to its VMs and deadline ratio), and whether
+    /// that reshaped it, if it could ever fit here.
+    fn taken_in(&self, req: LeaseRequest) -> Result<(bool, LeaseRequest), Refusal> {
+        let reshaped = req.moldable || req.deadline_ratio.is_some();
         let req = self.shaped(req);
         self.fits_ever(&req)?;
-        Ok((asked, req))
+        Ok((reshaped, req))
     }
 
     /// An external lease assigned by the IGG: accepted (started or queued) or refused.
@@ -798,7 +799,7 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        let (asked, req) = self.taken_in(req)?;
+        let (reshaped, req) = self.taken_in(req)?;
         self.monitor.offered(now);
         let (waiting, held) = self.external_counts();
         let limit = self.monitor.limit(now);
@@ -831,7 +832,7 @@ impl Core {
             }
         }
         self.monitor.admitted(service);
-        self.terms(id, &asked, &mut out);
+        self.terms(id, reshaped, &mut out);
         out.extend(self.tick(now));
         Ok(out)
     }
@@ -1052,20 +1053,20 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        let (asked, req) = self.taken_in(req)?;
+        let (reshaped, req) = self.taken_in(req)?;
         self.monitor.local(now, self.cluster_service(&req));
         let start = req.start.unwrap_or(req.arrival).max(now);
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if let Some((plan, hosts)) = self.fits_at(id, start) {
             self.commit(id, start, plan, hosts, &mut out);
-            self.terms(id, &asked, &mut out);
+            self.terms(id, reshaped, &mut out);
             out.extend(self.tick(now));
             return Ok(out);
         }
         match self.preempt_for(id, start, now, &mut out) {
             Ok(()) => {
-                self.terms(id, &asked, &mut out);
+                self.terms(id, reshaped, &mut out);
                 out.extend(self.tick(now));
                 Ok(out)
             }
