@@ -638,6 +638,7 @@ impl Replay {
             search_budget: SEARCH_BUDGET,
             speed: Speed::default(),
             compress: false,
+            locals: igemu::lrms::LocalRequests::Reserved,
         };
         let mut reqs: Vec<LeaseRequest> = bed
             .externals

@@ -247,6 +247,7 @@ fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
         search_budget: lrms.search_budget,
         speed: topo.speed_of(cid),
         compress: lrms.compress,
+        locals: lrms.locals,
     }
 }
 

@@ -17,5 +17,6 @@ pub use contention::{Candidate, Contention};
 pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
-    Action, Backfilling, Config, Core, Decision, LeaseView, Refusal, Relocation, Speed, VmPlan,
+    Action, Backfilling, Config, Core, Decision, LeaseView, LocalRequests, Refusal, Relocation,
+    Speed, VmPlan,
 };

@@ -66,6 +66,18 @@ pub enum Backfilling {
     },
 }
 
+named_enum! {
+    /// How a cluster treats its local users' requests (`lrms.locals`).
+    LocalRequests {
+        /// Decided on arrival: reserved in their interval, preempting external leases if the
+        /// policy allows, or rejected (papers 001 §4.1 and 003).
+        Reserved => "reserved",
+        /// Queued with the external leases and scheduled by the same backfilling, without
+        /// priority and without preemption (paper 004's resource providers).
+        Queued => "queued",
+    }
+}
+
 /// How fast a cluster runs work stated at the reference speed: a lease of duration `d` takes
 /// `d · reference / cluster` here (paper 000 §5.2: clusters of 2000, 3000 and 2100 MIPS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +144,8 @@ pub struct Config {
     /// Whether waiting reservations are moved forward whenever leases are placed again
     /// after capacity was freed early (schedule compression).
     pub compress: bool,
+    /// How local requests are treated.
+    pub locals: LocalRequests,
 }
 
 /// The timed steps one VM instance must take.
@@ -290,6 +304,9 @@ struct Lease {
     not_before: EmuTime,
     reported: u32,
     started_once: bool,
+    /// Whether it waits in the backfilling queue (external leases, and local ones where
+    /// locals are queued); a local lease that is not was reserved on arrival.
+    queued: bool,
 }
 
 /// What one VM of `req` needs.
@@ -316,6 +333,7 @@ impl Lease {
             not_before: now,
             reported: 0,
             started_once: false,
+            queued: true,
         }
     }
 
@@ -497,7 +515,8 @@ impl Core {
         let id = req.id;
         let order = self.next_order;
         self.next_order += 1;
-        let lease = Lease::waiting(req, self.cfg.speed, order, now);
+        let mut lease = Lease::waiting(req, self.cfg.speed, order, now);
+        lease.queued = !lease.is_local() || self.cfg.locals == LocalRequests::Queued;
         self.leases.insert(id, lease);
         id
     }
@@ -664,7 +683,7 @@ impl Core {
     fn fcfs_floor(&self, order: u64) -> EmuTime {
         self.leases
             .values()
-            .filter(|l| l.order < order && l.phase == Phase::Waiting && !l.is_local())
+            .filter(|l| l.order < order && l.phase == Phase::Waiting && l.queued)
             .filter_map(|l| l.res.as_ref().map(|r| r.start))
             .max()
             .unwrap_or(EmuTime::ZERO)
@@ -673,13 +692,13 @@ impl Core {
     fn reserved_waiting(&self) -> usize {
         self.leases
             .values()
-            .filter(|l| l.phase == Phase::Waiting && !l.is_local() && l.res.is_some())
+            .filter(|l| l.phase == Phase::Waiting && l.queued && l.res.is_some())
             .count()
     }
 
-    /// Schedules one waiting external lease by the backfilling policy. Returns false only
+    /// Schedules one waiting lease of the queue by the backfilling policy. Returns false only
     /// for a deadline lease that cannot meet its deadline.
-    fn schedule_external(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
+    fn schedule_waiting(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
         let l = &self.leases[&id];
         let not_before = now.max(l.not_before);
         let deadline = l.deadline();
@@ -809,7 +828,7 @@ impl Core {
         let service = self.cluster_service(&req);
         let id = self.insert(req, now);
         let mut out = Vec::new();
-        if !self.schedule_external(id, now, &mut out) {
+        if !self.schedule_waiting(id, now, &mut out) {
             self.leases.remove(&id);
             return Err(Refusal::Deadline);
         }
@@ -857,7 +876,7 @@ impl Core {
         let mut waiting: Vec<(u8, EmuTime, u64, RequestId)> = self
             .leases
             .iter()
-            .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local())
+            .filter(|(_, l)| l.phase == Phase::Waiting && l.queued)
             .filter(|(_, l)| match &l.res {
                 None => true,
                 Some(r) => compress && r.start > now,
@@ -889,7 +908,7 @@ impl Core {
             steps = None;
             // A deadline lease that can no longer meet its deadline still gets the earliest
             // slot; its lateness shows in the outputs.
-            if !self.schedule_external(id, now, out) {
+            if !self.schedule_waiting(id, now, out) {
                 let floor = now.max(self.leases[&id].not_before);
                 if let Some((start, plan, hosts)) = self.find_slot(id, floor) {
                     self.commit(id, start, plan, hosts, out);
@@ -1040,14 +1059,15 @@ impl Core {
         } else if let Some((plan, hosts)) = self.fits_at(id, promised) {
             self.commit(id, promised, plan, hosts, out);
         } else {
-            self.schedule_external(id, now, out);
+            self.schedule_waiting(id, now, out);
         }
     }
 
     // ---- local requests ----
 
     /// A local request, decided now: reserved in its interval, or after preempting external
-    /// leases, or refused.
+    /// leases, or refused — or, where locals are queued, scheduled like any waiting lease
+    /// (not before its requested start).
     pub fn submit_local(
         &mut self,
         req: LeaseRequest,
@@ -1058,6 +1078,18 @@ impl Core {
         let start = req.start.unwrap_or(req.arrival).max(now);
         let id = self.insert(req, now);
         let mut out = Vec::new();
+        if self.cfg.locals == LocalRequests::Queued {
+            if let Some(l) = self.leases.get_mut(&id) {
+                l.not_before = start;
+            }
+            if !self.schedule_waiting(id, now, &mut out) {
+                self.leases.remove(&id);
+                return Err(Refusal::Deadline);
+            }
+            self.terms(id, reshaped, &mut out);
+            out.extend(self.tick(now));
+            return Ok(out);
+        }
         if let Some((plan, hosts)) = self.fits_at(id, start) {
             self.commit(id, start, plan, hosts, &mut out);
             self.terms(id, reshaped, &mut out);
@@ -1811,6 +1843,7 @@ mod tests {
             search_budget: policy::SEARCH_BUDGET,
             speed: Speed::default(),
             compress: false,
+            locals: LocalRequests::Reserved,
         }
     }
 
@@ -1889,6 +1922,43 @@ mod tests {
             .unwrap();
         assert!(started(&a).is_empty());
         assert!(a.contains(&Action::Wake(EmuTime::from_secs(200))), "{a:?}");
+        assert!(c.availability().within_capacity());
+    }
+
+    #[test]
+    fn queued_locals_wait_in_the_backfilling_queue_without_priority_or_preemption() {
+        // Paper 004's providers: 1 host, 4 cores, conservative backfilling, MOV preemption
+        // configured but locals queued. A suspendable external lease takes 3 cores for 100 s;
+        // a 4-VM local request arriving at t = 10 waits for it (nothing is preempted, nothing
+        // is rejected); a later 1-core external lease still backfills the hole before it.
+        let mut cfg = config(Backfilling::Conservative, PreemptionPolicy::Mov);
+        cfg.locals = LocalRequests::Queued;
+        let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+        c.submit_external(req(0, Origin::External, 0, 3, 100, 100), EmuTime::ZERO)
+            .unwrap();
+        let t10 = EmuTime::from_secs(10);
+        let a = c
+            .submit_local(req(1, Origin::Local, 10, 4, 100, 100), t10)
+            .expect("a queued local is never refused for room");
+        assert!(decision(&a).is_none(), "no preemption decision: {a:?}");
+        assert!(started(&a).is_empty());
+        let slot = |c: &Core, id: u32| {
+            c.leases()
+                .into_iter()
+                .find(|l| l.id == RequestId(id))
+                .and_then(|l| l.slot)
+                .map(|s| s.0)
+        };
+        assert_eq!(slot(&c, 1), Some(EmuTime::from_secs(100)), "reserved after lease 0");
+        let b = c
+            .submit_external(req(2, Origin::External, 10, 1, 100, 50), t10)
+            .unwrap();
+        assert_eq!(started(&b), vec![2], "backfilled ahead of the local lease");
+        // A 1-core external lease of 150 s would delay the local lease: it goes after it,
+        // exactly as behind an external one (no priority either way).
+        c.submit_external(req(3, Origin::External, 10, 1, 100, 150), t10)
+            .unwrap();
+        assert_eq!(slot(&c, 3), Some(EmuTime::from_secs(200)));
         assert!(c.availability().within_capacity());
     }
 

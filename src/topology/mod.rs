@@ -183,6 +183,8 @@ pub struct LrmsSettings {
     /// Whether waiting reservations move forward when capacity is freed early (schedule
     /// compression, as in conservative backfilling on cancellation).
     pub compress: bool,
+    /// How local requests are treated: reserved on arrival (preempting) or queued.
+    pub locals: crate::lrms::LocalRequests,
 }
 
 impl SchedulerKind {
@@ -780,6 +782,7 @@ struct LrmsOverrides<'a> {
     enforce_memory: Option<bool>,
     search_budget: Option<usize>,
     compress: Option<bool>,
+    locals: Option<crate::lrms::LocalRequests>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
@@ -801,6 +804,7 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
             .positive("search_budget", 100_000_000)
             .map(|(v, _)| v as usize),
         compress: t.bool("compress").map(|(v, _)| v),
+        locals: t.named::<crate::lrms::LocalRequests>("locals").map(|(v, _)| v),
     };
     t.finish();
     o
@@ -1211,6 +1215,7 @@ fn merge_lrms(
         enforce_memory: pick!(enforce_memory, true),
         search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
         compress: pick!(compress, false),
+        locals: pick!(locals, crate::lrms::LocalRequests::Reserved),
         profile,
     }
 }
