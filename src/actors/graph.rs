@@ -217,6 +217,11 @@ fn gateway_settings(topo: &Topology, grid: GridId, broken_protocol: bool) -> Gat
         interval: p.interval,
         price_update: p.price_update,
         offer_timeout: p.offer_timeout,
+        provides: topo.contract_pairs().iter().any(|(_, to, _)| *to == grid),
+        seed: stream_seed(
+            topo.emulation.seed,
+            &format!("igg:{}:rounds", topo.grids[usize::from(grid.0)].name),
+        ),
         steepness: p.steepness,
         retries: p.retries,
         ticket_ttl: p.ticket_ttl,

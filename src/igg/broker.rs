@@ -59,8 +59,22 @@ pub(crate) enum Out {
 #[derive(Clone, Debug)]
 struct Queued {
     item: Item,
+    /// What serving it at home costs, as evaluated at the last round (unbounded for a
+    /// request no cluster of this Grid would take).
     home_cost: f64,
+    /// Every cluster of this Grid refused it: home cannot serve it at any cost.
+    unservable: bool,
     tried: BTreeSet<GridId>,
+}
+
+/// An offer a provider holds until its next evaluation (paper 004 §5.2).
+#[derive(Clone, Debug)]
+struct Pending {
+    from: GridId,
+    negotiation: NegotiationId,
+    items: Vec<Item>,
+    price: f64,
+    max: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -115,15 +129,14 @@ pub(crate) struct Offered<'a> {
     pub max: f64,
 }
 
-/// The provider's standing when it evaluates an offer.
-#[derive(Clone, Copy, Debug)]
+/// The provider's standing when it evaluates offers: its cost model and, per request, its
+/// load (0–1, before tickets) and capacity in resource units over the request's cost window
+/// (paper 004 §5.2: up to the request's deadline or virtual deadline).
 pub(crate) struct Standing<'a> {
     /// Its cost model.
     pub cost: &'a CostModel,
-    /// Its load over the horizon (0–1), before tickets.
-    pub load: f64,
-    /// Its capacity over the horizon, in resource units.
-    pub capacity: f64,
+    /// Load and capacity over the window of a request.
+    pub window: &'a dyn Fn(&LeaseRequest) -> (f64, f64),
 }
 
 /// An IGG's peering state.
@@ -146,6 +159,8 @@ pub(crate) struct Broker {
     outcomes: Outcomes,
     /// Answers already given, by (requester, negotiation), for duplicate offers.
     answered: BTreeMap<(GridId, NegotiationId), Vec<(RequestId, Answer)>>,
+    /// Offers received and not yet evaluated, in arrival order.
+    pending: Vec<Pending>,
     /// Redirections taken over, kept after the request ends (persistent, like `foreign`), so
     /// that a late duplicate is acknowledged again rather than refused — a refusal would make
     /// the requester serve the request a second time.
@@ -179,6 +194,7 @@ impl Broker {
             foreign: BTreeMap::new(),
             outcomes: Outcomes::default(),
             answered: BTreeMap::new(),
+            pending: Vec::new(),
             taken: BTreeSet::new(),
         }
     }
@@ -204,11 +220,23 @@ impl Broker {
         self.queue.len()
     }
 
-    /// Queues a request for offloading; `home_cost` is what serving it at home costs.
-    pub(crate) fn enqueue(&mut self, req: LeaseRequest, units: f64, home_cost: f64) {
+    /// Queues a request until the next round, which offers it to peers or serves it here.
+    pub(crate) fn enqueue(&mut self, req: LeaseRequest, units: f64) {
         self.queue.push_back(Queued {
             item: Item { req, units },
-            home_cost,
+            home_cost: 0.0,
+            unservable: false,
+            tried: BTreeSet::new(),
+        });
+    }
+
+    /// Queues a request every cluster of this Grid refused: it is offered to every peer
+    /// (any contract is worth trying, any counter-offer worth taking) before it is rejected.
+    pub(crate) fn enqueue_unservable(&mut self, req: LeaseRequest, units: f64) {
+        self.queue.push_back(Queued {
+            item: Item { req, units },
+            home_cost: f64::INFINITY,
+            unservable: true,
             tried: BTreeSet::new(),
         });
     }
@@ -218,12 +246,28 @@ impl Broker {
         (u64::from(self.me.0) << 32) | self.next
     }
 
-    /// A negotiation round: offers the queued requests under each contract in ascending
-    /// price (one batch per contract); requests no contract is worth trying are served
-    /// locally.
-    pub(crate) fn round(&mut self) -> Vec<Out> {
+    /// A negotiation round (paper 004 §5.2): each queued request's home cost is evaluated
+    /// now by `home_cost` — `None` when this Grid is not overloaded for it, and it is served
+    /// here — then the requests are offered under each contract in ascending price (one batch
+    /// per contract) where their unit cost exceeds the contract's minimum; the requests no
+    /// remaining contract is worth trying are served locally.
+    pub(crate) fn round(&mut self, mut home_cost: impl FnMut(&Item) -> Option<f64>) -> Vec<Out> {
         let mut out = Vec::new();
-        let mut waiting: Vec<Queued> = self.queue.drain(..).collect();
+        let mut waiting = Vec::with_capacity(self.queue.len());
+        for mut q in self.queue.drain(..) {
+            let cost = if q.unservable {
+                Some(f64::INFINITY)
+            } else {
+                home_cost(&q.item)
+            };
+            match cost {
+                Some(c) => {
+                    q.home_cost = c;
+                    waiting.push(q);
+                }
+                None => out.push(Out::ServeLocally(q.item.req)),
+            }
+        }
         let contracts = self.contracts.clone();
         for c in &contracts {
             let (offer, keep): (Vec<Queued>, Vec<Queued>) = waiting.into_iter().partition(|q| {
@@ -264,9 +308,77 @@ impl Broker {
         out
     }
 
-    /// The provider's answers to an offer, from the cost of each request given the provider's
-    /// load (`load` over `capacity` units, tickets included), issuing tickets for accepts and
-    /// counter-offers. A duplicate offer gets the same answers again.
+    /// The provider receives an offer: held until the next evaluation. A duplicate of an
+    /// offer already answered gets the same answers again at once; a duplicate of one still
+    /// held is dropped.
+    pub(crate) fn receive_offer(&mut self, offer: &Offered<'_>) -> Option<Out> {
+        let (from, negotiation) = (offer.from, offer.negotiation);
+        if let Some(prev) = self.answered.get(&(from, negotiation)) {
+            return Some(Out::Send {
+                peer: from,
+                msg: PeerMsg::Answer {
+                    negotiation,
+                    answers: prev.clone(),
+                },
+            });
+        }
+        let held = self
+            .pending
+            .iter()
+            .any(|p| p.from == from && p.negotiation == negotiation);
+        if !held {
+            self.pending.push(Pending {
+                from,
+                negotiation,
+                items: offer.items.to_vec(),
+                price: offer.price,
+                max: offer.max,
+            });
+        }
+        None
+    }
+
+    /// The requests queued for the next round.
+    pub(crate) fn queued_items(&self) -> impl Iterator<Item = &Item> {
+        self.queue.iter().map(|q| &q.item)
+    }
+
+    /// The requests of the offers held for evaluation.
+    pub(crate) fn pending_requests(&self) -> impl Iterator<Item = &LeaseRequest> {
+        self.pending
+            .iter()
+            .flat_map(|p| p.items.iter().map(|it| &it.req))
+    }
+
+    /// Offers held for evaluation.
+    pub(crate) fn pending_offers(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The provider's evaluation (paper 004 §5.2): the offers held since the last one, in
+    /// decreasing order of offered price (the earliest first among equals), each request
+    /// answered from its cost at the provider's load over its window plus the units of the
+    /// tickets already held — tickets issued earlier in this evaluation included.
+    pub(crate) fn evaluate_offers(&mut self, own: &Standing<'_>, now: EmuTime) -> Vec<Out> {
+        let mut offers = std::mem::take(&mut self.pending);
+        offers.sort_by(|a, b| b.price.total_cmp(&a.price));
+        offers
+            .iter()
+            .map(|p| {
+                let offered = Offered {
+                    from: p.from,
+                    negotiation: p.negotiation,
+                    items: &p.items,
+                    price: p.price,
+                    max: p.max,
+                };
+                self.answer_offer(&offered, own, now)
+            })
+            .collect()
+    }
+
+    /// The provider's answers to one offer, issuing tickets for accepts and counter-offers;
+    /// the requests are taken in the order offered. A duplicate gets the same answers again.
     pub(crate) fn answer_offer(
         &mut self,
         offer: &Offered<'_>,
@@ -280,11 +392,6 @@ impl Broker {
             price,
             max,
         } = *offer;
-        let Standing {
-            cost,
-            load,
-            capacity,
-        } = *own;
         if let Some(prev) = self.answered.get(&(from, negotiation)) {
             return Out::Send {
                 peer: from,
@@ -296,14 +403,11 @@ impl Broker {
         }
         self.tickets.expire(now);
         let mut held = self.tickets.held_units(now);
-        // Evaluate the most valuable requests first (paper 004: offers sorted by price; within
-        // a batch, by size).
-        let mut order: Vec<&Item> = items.iter().collect();
-        order.sort_by(|a, b| b.units.total_cmp(&a.units).then(a.req.id.cmp(&b.req.id)));
         let mut answers = Vec::with_capacity(items.len());
-        for it in order {
+        for it in items {
+            let (load, capacity) = (own.window)(&it.req);
             let l = (load + held / capacity.max(1.0)).min(1.0);
-            let c = cost.marginal(it.units, l, capacity);
+            let c = own.cost.marginal(it.units, l, capacity);
             let a = provider_answer(c, it.units, price, max);
             if let Answer::Accept { price: p } | Answer::Counter { price: p } = a {
                 self.tickets.issue(Ticket {
@@ -535,11 +639,12 @@ impl Broker {
         Some(origin)
     }
 
-    /// Drops volatile state on a crash: unanswered offers are forgotten (they will time out
+    /// Drops volatile state on a crash: unanswered and held offers are forgotten (they will time out
     /// at the requester), unconfirmed tickets lapse. Confirmed tickets, the requests served
     /// for peers and the ledger are kept (the Java IGG persists them in its database).
     pub(crate) fn crash(&mut self, now: EmuTime) {
         self.answered.clear();
+        self.pending.clear();
         let expired: Vec<(NegotiationId, RequestId)> = self
             .tickets
             .all()
@@ -577,6 +682,11 @@ pub(crate) mod tests {
         }
     }
 
+    /// Home costs by request id (a request not listed is not overloaded: served here).
+    fn at(costs: &[(u32, f64)]) -> impl Fn(&Item) -> Option<f64> + '_ {
+        |it| costs.iter().find(|c| c.0 == it.req.id.0).map(|c| c.1)
+    }
+
     fn requester() -> Broker {
         let c = |peer, min: f64| Contract {
             peer: GridId(peer),
@@ -596,10 +706,10 @@ pub(crate) mod tests {
     #[test]
     fn rounds_offer_in_ascending_price_and_fall_back_to_local_service() {
         let mut b = requester();
-        b.enqueue(req(1), 100.0, 200.0); // unit cost 2.0: worth offering to both
-        b.enqueue(req(2), 100.0, 120.0); // unit cost 1.2: only to the 1.0 contract
-        b.enqueue(req(3), 100.0, 50.0); // unit cost 0.5: to neither
-        let out = b.round();
+        b.enqueue(req(1), 100.0); // unit cost 2.0: worth offering to both
+        b.enqueue(req(2), 100.0); // unit cost 1.2: only to the 1.0 contract
+        b.enqueue(req(3), 100.0); // unit cost 0.5: to neither
+        let out = b.round(at(&[(1, 200.0), (2, 120.0), (3, 50.0)]));
         assert!(
             matches!(&out[0], Out::Send { peer, msg: PeerMsg::Offer { items, price, .. } } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0)
         );
@@ -609,12 +719,12 @@ pub(crate) mod tests {
     #[test]
     fn answers_redirect_accepted_decline_dear_counters_and_requeue() {
         let mut b = requester();
-        b.enqueue(req(1), 100.0, 200.0);
-        b.enqueue(req(2), 100.0, 120.0);
+        b.enqueue(req(1), 100.0);
+        b.enqueue(req(2), 100.0);
         let Out::Send {
             msg: PeerMsg::Offer { negotiation, .. },
             ..
-        } = b.round()[0].clone()
+        } = b.round(at(&[(1, 200.0), (2, 120.0)]))[0].clone()
         else {
             panic!("an offer")
         };
@@ -637,7 +747,10 @@ pub(crate) mod tests {
             .on_answers(negotiation, &[(RequestId(1), Answer::Reject)])
             .is_empty());
         // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
-        assert_eq!(b.round(), vec![Out::ServeLocally(req(2))]);
+        assert_eq!(
+            b.round(at(&[(1, 200.0), (2, 120.0)])),
+            vec![Out::ServeLocally(req(2))]
+        );
         let (outs, payment) = b.on_redirect_ack(RequestId(1), true);
         assert!(outs.is_empty());
         assert_eq!(payment.map(|p| p.amount), Some(100.0));
@@ -647,11 +760,11 @@ pub(crate) mod tests {
     #[test]
     fn offers_time_out_retry_then_give_the_peer_up() {
         let mut b = requester();
-        b.enqueue(req(1), 100.0, 120.0);
+        b.enqueue(req(1), 100.0);
         let Out::Send {
             msg: PeerMsg::Offer { negotiation, .. },
             ..
-        } = b.round()[0].clone()
+        } = b.round(at(&[(1, 120.0)]))[0].clone()
         else {
             panic!()
         };
@@ -661,7 +774,7 @@ pub(crate) mod tests {
             b.offer_timed_out(negotiation).is_empty(),
             "retries exhausted"
         );
-        assert_eq!(b.round(), vec![Out::ServeLocally(req(1))]);
+        assert_eq!(b.round(at(&[(1, 120.0)])), vec![Out::ServeLocally(req(1))]);
     }
 
     #[test]
@@ -689,10 +802,10 @@ pub(crate) mod tests {
             price: 1.0,
             max: 3.0,
         };
+        let empty = |_: &LeaseRequest| (0.0, 1000.0);
         let idle = Standing {
             cost: &cost,
-            load: 0.0,
-            capacity: 1000.0,
+            window: &empty,
         };
         let Out::Send {
             msg: PeerMsg::Answer { answers, .. },
@@ -765,11 +878,11 @@ pub(crate) mod tests {
     #[test]
     fn a_redirection_without_an_answer_is_resent_never_served_here() {
         let mut b = requester();
-        b.enqueue(req(1), 100.0, 200.0);
+        b.enqueue(req(1), 100.0);
         let Out::Send {
             msg: PeerMsg::Offer { negotiation, .. },
             ..
-        } = b.round()[0].clone()
+        } = b.round(at(&[(1, 200.0)]))[0].clone()
         else {
             panic!()
         };

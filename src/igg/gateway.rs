@@ -9,7 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::broker::{Broker, Contract, Offered, Out, Outcomes, Standing};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::broker::{Broker, Contract, Item, Offered, Out, Outcomes, Standing};
 use super::peering::{CostModel, NegotiationId, PriceRange};
 use super::protocol::PeerMsg;
 use super::slots::{Published, SlotStore};
@@ -25,14 +28,22 @@ pub struct GatewaySettings {
     pub retry: bool,
     /// How far ahead loads are read from published slots.
     pub horizon: EmuDuration,
-    /// The Grid load from which external requests are queued for peering.
+    /// The Grid load (over a request's cost window) from which its requests are offered to
+    /// peers.
     pub load_threshold: f64,
-    /// Time between negotiation rounds.
-    pub interval: EmuDuration,
-    /// Time between updates of this Grid's unit cost.
-    pub price_update: EmuDuration,
-    /// How long an offer, a redirection or a lease report waits for its answer.
+    /// Time between negotiation rounds, drawn uniformly from this range at each round (paper
+    /// 004 §6.4: 1–5 min).
+    pub interval: (EmuDuration, EmuDuration),
+    /// Time between updates of this Grid's unit cost, drawn uniformly from this range at each
+    /// update (paper 004 §6.4: 1–6 h).
+    pub price_update: (EmuDuration, EmuDuration),
+    /// How long an offer (beyond the provider's longest evaluation interval), a redirection
+    /// or a lease report waits for its answer.
     pub offer_timeout: EmuDuration,
+    /// Whether another Grid holds a contract with this one (it then evaluates offers).
+    pub provides: bool,
+    /// Seed of the interval draws.
+    pub seed: u64,
     /// Steepness of the cost functions (eq. 1).
     pub steepness: f64,
     /// Retries of an offer or a redirection.
@@ -255,6 +266,8 @@ pub struct Gateway {
     next_price_update: EmuTime,
     /// Requests every cluster refused once, now offered to the peers (never twice).
     refused_here: BTreeSet<RequestId>,
+    /// Draws of round and price-update intervals.
+    rng: StdRng,
 }
 
 impl Gateway {
@@ -287,6 +300,7 @@ impl Gateway {
             down: false,
             next_price_update: EmuTime::ZERO,
             refused_here: BTreeSet::new(),
+            rng: StdRng::seed_from_u64(settings.seed),
             settings,
         }
     }
@@ -304,8 +318,9 @@ impl Gateway {
                 self.peers = peers;
                 self.providers = providers;
                 self.reprice();
-                if self.broker.has_contracts() {
-                    out.push(timer(now + self.settings.interval, Timer::Tick));
+                if self.broker.has_contracts() || self.settings.provides {
+                    let first = now + self.draw(self.settings.interval);
+                    out.push(timer(first, Timer::Tick));
                 }
             }
             Input::Submit(req) => self.submit(req, now, &mut out),
@@ -344,7 +359,7 @@ impl Gateway {
                 let lease = req.id;
                 if !foreign && self.broker.has_contracts() && self.refused_here.insert(lease) {
                     let units = req.units();
-                    self.broker.enqueue(req, units, f64::INFINITY);
+                    self.broker.enqueue_unservable(req, units);
                     return out;
                 }
                 out.push(Effect::Observe(Observation::Rejected(lease)));
@@ -469,24 +484,54 @@ impl Gateway {
         self.broker.update_prices(contracts);
     }
 
+    /// An external request: with contracts, it waits for the next round (paper 004 §5.2:
+    /// "during a time interval, IGG_i stores the requests in the waiting queue"), which
+    /// offers it to peers if this Grid is overloaded for it; without, it is placed now.
     fn submit(&mut self, req: LeaseRequest, now: EmuTime, out: &mut Vec<Effect>) {
         if self.broker.has_contracts() {
-            let (load, capacity) = self.slots.grid_load(now, self.settings.horizon);
-            tracing::debug!(
-                grid = self.grid.0,
-                load,
-                capacity,
-                queued = self.broker.queued(),
-                "IGG load at submission"
-            );
-            if load >= self.settings.load_threshold && capacity > 0.0 {
-                let units = req.units();
-                let home = self.cost.marginal(units, load, capacity);
-                self.broker.enqueue(req, units, home);
-                return;
-            }
+            let units = req.units();
+            self.broker.enqueue(req, units);
+            return;
         }
         out.push(self.place(req, now));
+    }
+
+    /// A uniform draw from `range`, to the microsecond.
+    fn draw(&mut self, (lo, hi): (EmuDuration, EmuDuration)) -> EmuDuration {
+        if hi <= lo {
+            return lo;
+        }
+        EmuDuration::from_micros(self.rng.random_range(lo.as_micros()..=hi.as_micros()))
+    }
+
+    /// The end of `req`'s cost window (paper 004 §5.2): its deadline, or for a best-effort
+    /// request its virtual deadline — the start the Grid's free slots give it plus its run
+    /// time. Where no cluster has published, or none can start it within what it published,
+    /// the window reaches past the published horizon, where nothing is known to be free.
+    fn cost_horizon(&self, req: &LeaseRequest, now: EmuTime) -> EmuTime {
+        let run = req.duration;
+        if req.lease_type.deadline_constrained() {
+            let deadline = req.deadline.or_else(|| {
+                req.deadline_ratio
+                    .map(|r| req.arrival + EmuDuration::from_secs_f64(run.as_secs_f64() * r))
+            });
+            if let Some(d) = deadline.filter(|d| *d > now) {
+                return d;
+            }
+        }
+        let start = (0..self.clusters.len())
+            .filter_map(|j| self.slots.earliest_on(j, now, req.cores(), run))
+            .min()
+            .or_else(|| self.slots.until())
+            .unwrap_or(now + self.settings.horizon);
+        start.max(now) + run
+    }
+
+    /// This Grid's load (0–1) and capacity in resource units over `req`'s cost window.
+    fn window(&self, req: &LeaseRequest, now: EmuTime) -> (f64, f64) {
+        let end = self.cost_horizon(req, now);
+        let span = end.since(now).max(EmuDuration::from_secs(1));
+        self.slots.grid_load(now, span)
     }
 
     /// Where to try a request (its own, or one redirected here).
@@ -523,13 +568,16 @@ impl Gateway {
         Effect::Place { req, order, tries }
     }
 
+    /// A round (paper 004 §5.2): update this Grid's unit cost if due, evaluate the offers
+    /// peers made since the last round, then offer this Grid's queued requests.
     fn tick(&mut self, now: EmuTime, out: &mut Vec<Effect>) {
-        out.push(timer(now + self.settings.interval, Timer::Tick));
+        let next = now + self.draw(self.settings.interval);
+        out.push(timer(next, Timer::Tick));
         if self.down {
             return;
         }
         if now >= self.next_price_update {
-            self.next_price_update = now + self.settings.price_update;
+            self.next_price_update = now + self.draw(self.settings.price_update);
             // Eq. 2 over the clusters' current prices (eq. 1, load-dependent).
             let prices = self.slots.prices();
             if !prices.is_empty() {
@@ -544,7 +592,50 @@ impl Gateway {
                 });
             }
         }
-        let outs = self.broker.round();
+        if self.broker.pending_offers() > 0 {
+            // Windows read from this Grid's slots, computed before the broker evaluates.
+            let windows: BTreeMap<RequestId, (f64, f64)> = self
+                .broker
+                .pending_requests()
+                .map(|req| (req.id, self.window(req, now)))
+                .collect();
+            let window = |req: &LeaseRequest| windows.get(&req.id).copied().unwrap_or((1.0, 0.0));
+            let standing = Standing {
+                cost: &self.cost,
+                window: &window,
+            };
+            let answers = self.broker.evaluate_offers(&standing, now);
+            self.carry(answers, now, out);
+        }
+        // Home costs of the queued requests over their windows; below the threshold, a
+        // request is served here.
+        let threshold = self.settings.load_threshold;
+        let homes: BTreeMap<RequestId, Option<f64>> = self
+            .broker
+            .queued_items()
+            .map(|it| {
+                let (load, capacity) = self.window(&it.req, now);
+                let over = load >= threshold && capacity > 0.0;
+                tracing::debug!(
+                    grid = self.grid.0,
+                    load,
+                    capacity,
+                    over,
+                    "IGG load over a request's window"
+                );
+                (
+                    it.req.id,
+                    over.then(|| self.cost.marginal(it.units, load, capacity)),
+                )
+            })
+            .collect();
+        tracing::debug!(
+            grid = self.grid.0,
+            queued = self.broker.queued(),
+            "IGG round"
+        );
+        let home = |it: &Item| homes.get(&it.req.id).copied().flatten();
+        let outs = self.broker.round(home);
         self.carry(outs, now, out);
     }
 
@@ -563,7 +654,7 @@ impl Gateway {
                     price,
                     max,
                 };
-                self.answer_offer(&offered, now, out);
+                self.receive_offer(&offered, now, out);
             }
             PeerMsg::Answer {
                 negotiation,
@@ -618,15 +709,12 @@ impl Gateway {
         }
     }
 
-    fn answer_offer(&mut self, offered: &Offered<'_>, now: EmuTime, out: &mut Vec<Effect>) {
-        let (load, capacity) = self.slots.grid_load(now, self.settings.horizon);
-        let standing = Standing {
-            cost: &self.cost,
-            load,
-            capacity,
-        };
-        let answer = self.broker.answer_offer(offered, &standing, now);
-        self.carry(vec![answer], now, out);
+    /// An offer is held until this IGG's next round; a duplicate of one answered is answered
+    /// again at once.
+    fn receive_offer(&mut self, offered: &Offered<'_>, now: EmuTime, out: &mut Vec<Effect>) {
+        if let Some(again) = self.broker.receive_offer(offered) {
+            self.carry(vec![again], now, out);
+        }
     }
 
     /// A requester redirects `req` here at unit `price`: observe what it will pay the first
@@ -695,7 +783,9 @@ impl Gateway {
     /// Turns the broker's outputs into effects (with their timeouts), then observes the
     /// negotiation outcomes.
     fn carry(&mut self, outs: Vec<Out>, now: EmuTime, out: &mut Vec<Effect>) {
+        // An offer waits for the provider's next round as well as for the network.
         let timeout = now + self.settings.offer_timeout;
+        let offer_timeout = timeout + self.settings.interval.1;
         for o in outs {
             match o {
                 Out::Send { peer, msg } => {
@@ -714,10 +804,11 @@ impl Gateway {
                     };
                     out.push(Effect::Send { to: peer, msg });
                     if let Some(t) = timer {
-                        out.push(Effect::Timer {
-                            at: timeout,
-                            timer: t,
-                        });
+                        let at = match t {
+                            Timer::Offer(_) => offer_timeout,
+                            _ => timeout,
+                        };
+                        out.push(Effect::Timer { at, timer: t });
                     }
                 }
                 Out::ServeLocally(req) | Out::ServeForPeer(req) => {
@@ -760,8 +851,10 @@ mod tests {
             retry: true,
             horizon: EmuDuration::from_secs(3600),
             load_threshold: 0.5,
-            interval: EmuDuration::from_secs(60),
-            price_update: EmuDuration::from_secs(3600),
+            interval: (EmuDuration::from_secs(60), EmuDuration::from_secs(60)),
+            price_update: (EmuDuration::from_secs(3600), EmuDuration::from_secs(3600)),
+            provides: true,
+            seed: 1,
             offer_timeout: EmuDuration::from_secs(30),
             steepness: 1.0,
             retries: 1,
@@ -833,8 +926,9 @@ mod tests {
         assert!(gw.on(input, EmuTime::ZERO).is_empty());
     }
 
-    /// Delivers every peer message between the two gateways until none is left; returns
-    /// every other effect, by Grid.
+    /// Delivers every peer message between the two gateways until none is left — an offer
+    /// followed by its provider's round, which evaluates it; returns every other effect, by
+    /// Grid.
     fn settle(gws: &mut [Gateway; 2], first: Vec<(usize, Effect)>) -> Vec<(usize, Effect)> {
         let mut queue: std::collections::VecDeque<(usize, Effect)> = first.into();
         let mut rest = Vec::new();
@@ -842,17 +936,142 @@ mod tests {
             match effect {
                 Effect::Send { to, msg } => {
                     let at = usize::from(to.0);
+                    let offer = matches!(msg, PeerMsg::Offer { .. });
                     let input = Input::Peer {
                         from: GridId(g as u16),
                         msg,
                     };
-                    let more = gws[at].on(input, EmuTime::from_secs(1));
+                    let mut more = gws[at].on(input, EmuTime::from_secs(1));
+                    if offer {
+                        more.extend(gws[at].on(Input::Tick, EmuTime::from_secs(1)));
+                    }
                     queue.extend(more.into_iter().map(|e| (at, e)));
                 }
                 other => rest.push((g, other)),
             }
         }
         rest
+    }
+
+    #[test]
+    fn with_contracts_requests_wait_for_the_round_and_only_an_overloaded_grid_offers_them() {
+        // Paper 004 §5.2: requests are stored during an interval and handled at the round.
+        let mut gw = gateway(0);
+        publish(&mut gw, 0, 4); // idle: every request's window is free
+        assert!(gw.on(Input::Submit(req(1)), EmuTime::ZERO).is_empty());
+        let round = gw.on(Input::Tick, EmuTime::from_secs(60));
+        assert!(round
+            .iter()
+            .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
+        assert!(!round.iter().any(|e| matches!(
+            e,
+            Effect::Send {
+                msg: PeerMsg::Offer { .. },
+                ..
+            }
+        )));
+        // Full until the horizon: the same request is over the threshold and offered.
+        publish(&mut gw, 0, 0);
+        gw.on(Input::Submit(req(2)), EmuTime::from_secs(61));
+        let round = gw.on(Input::Tick, EmuTime::from_secs(120));
+        assert!(round.iter().any(|e| matches!(
+            e,
+            Effect::Send { msg: PeerMsg::Offer { items, .. }, .. } if items[0].req.id == RequestId(2)
+        )));
+    }
+
+    #[test]
+    fn a_requests_cost_window_ends_at_its_deadline_or_virtual_deadline() {
+        // Paper 004 §5.2: the horizon of a request's cost is its deadline; for a best-effort
+        // request, the start the gateway's slots give it plus its run time.
+        let mut gw = gateway(0);
+        let mut free = BTreeMap::new();
+        free.insert(EmuTime::ZERO, 0);
+        free.insert(EmuTime::from_secs(1000), 4);
+        let slots = Published {
+            free,
+            until: EmuTime::from_secs(36_000),
+            cores: 4,
+            price: 1.0,
+        };
+        gw.on(
+            Input::FreeSlots {
+                cluster: ClusterId(0),
+                slots,
+            },
+            EmuTime::ZERO,
+        );
+        let best_effort = req(1); // 1 core, 100 s
+        assert_eq!(
+            gw.cost_horizon(&best_effort, EmuTime::ZERO),
+            EmuTime::from_secs(1100)
+        );
+        // Busy for 1000 of its 1100 s: load 10/11.
+        let (load, capacity) = gw.window(&best_effort, EmuTime::ZERO);
+        assert!((load - 1000.0 / 1100.0).abs() < 1e-9, "{load}");
+        assert!((capacity - 4.0 * 1100.0).abs() < 1e-9);
+        let mut deadline = req(2);
+        deadline.lease_type = crate::model::LeaseType::DeadlineMigratable;
+        deadline.deadline = Some(EmuTime::from_secs(5000));
+        assert_eq!(
+            gw.cost_horizon(&deadline, EmuTime::ZERO),
+            EmuTime::from_secs(5000)
+        );
+        // A deadline already passed falls back to the virtual deadline.
+        assert_eq!(
+            gw.cost_horizon(&deadline, EmuTime::from_secs(6000)),
+            EmuTime::from_secs(6100)
+        );
+    }
+
+    #[test]
+    fn a_provider_answers_offers_at_its_round_dearest_first() {
+        // Two offers from Grid 0 wait at Grid 1 until its round; they are answered in
+        // decreasing order of price, whatever order they came in.
+        let mut provider = gateway(1);
+        publish(&mut provider, 1, 4);
+        let offer = |negotiation, price| Input::Peer {
+            from: GridId(0),
+            msg: PeerMsg::Offer {
+                negotiation,
+                items: vec![Item {
+                    req: req(negotiation as u32),
+                    units: 100.0,
+                }],
+                price,
+                max: 10.0,
+            },
+        };
+        assert!(provider.on(offer(1, 1.0), EmuTime::ZERO).is_empty(), "held");
+        assert!(provider.on(offer(2, 2.0), EmuTime::ZERO).is_empty(), "held");
+        assert!(
+            provider.on(offer(2, 2.0), EmuTime::ZERO).is_empty(),
+            "a duplicate held once"
+        );
+        let answered: Vec<NegotiationId> = provider
+            .on(Input::Tick, EmuTime::from_secs(60))
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send {
+                    msg: PeerMsg::Answer { negotiation, .. },
+                    ..
+                } => Some(negotiation),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answered, vec![2, 1]);
+        // A duplicate of an answered offer is answered again at once.
+        let again = provider.on(offer(1, 1.0), EmuTime::from_secs(61));
+        assert!(matches!(
+            &again[..],
+            [
+                Effect::Send {
+                    msg: PeerMsg::Answer { negotiation: 1, .. },
+                    ..
+                },
+                ..
+            ]
+        ));
     }
 
     fn observed(effects: &[(usize, Effect)]) -> Vec<(usize, &Observation)> {
@@ -900,8 +1119,9 @@ mod tests {
     fn a_request_every_cluster_refuses_is_offered_to_peers_before_it_is_rejected() {
         // Paper 001 §4.1: Grid 0 has a contract; its cluster refuses request 1.
         let mut gw = gateway(0);
-        let placed = gw.on(Input::Submit(req(1)), EmuTime::ZERO);
-        assert!(matches!(&placed[..], [Effect::Place { .. }]));
+        assert!(gw.on(Input::Submit(req(1)), EmuTime::ZERO).is_empty());
+        let placed = gw.on(Input::Tick, EmuTime::from_secs(1));
+        assert!(placed.iter().any(|e| matches!(e, Effect::Place { .. })));
         let refused = Input::Unplaced(req(1));
         assert!(
             gw.on(refused.clone(), EmuTime::ZERO).is_empty(),
@@ -1002,7 +1222,11 @@ mod tests {
             from: GridId(0),
             msg: offer,
         };
-        let answer = sent(gws[1].on(offered, EmuTime::ZERO)).expect("an answer");
+        assert!(
+            gws[1].on(offered, EmuTime::ZERO).is_empty(),
+            "held for the round"
+        );
+        let answer = sent(gws[1].on(Input::Tick, EmuTime::from_secs(1))).expect("an answer");
         let answered = Input::Peer {
             from: GridId(1),
             msg: answer,
@@ -1063,17 +1287,18 @@ mod tests {
         let n = offers(&round)[0];
         assert!(round.iter().any(|e| matches!(
             e,
-            Effect::Timer { at, timer: Timer::Offer(m) } if *at == EmuTime::from_secs(90) && *m == n
+            // The provider's longest round (60 s) plus the offer timeout (30 s).
+            Effect::Timer { at, timer: Timer::Offer(m) } if *at == EmuTime::from_secs(150) && *m == n
         )));
         // One retry (`retries = 1`), then the peer is given up and the offer settled.
-        let retry = gw.on(Input::OfferTimeout(n), EmuTime::from_secs(90));
+        let retry = gw.on(Input::OfferTimeout(n), EmuTime::from_secs(150));
         assert_eq!(offers(&retry), vec![n]);
-        let given_up = gw.on(Input::OfferTimeout(n), EmuTime::from_secs(120));
+        let given_up = gw.on(Input::OfferTimeout(n), EmuTime::from_secs(240));
         assert!(offers(&given_up).is_empty());
         assert!(given_up
             .iter()
             .any(|e| matches!(e, Effect::Observe(Observation::OfferSettled(m)) if *m == n)));
-        let next = gw.on(Input::Tick, EmuTime::from_secs(120));
+        let next = gw.on(Input::Tick, EmuTime::from_secs(240));
         assert!(next
             .iter()
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));

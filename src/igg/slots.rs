@@ -131,6 +131,11 @@ impl SlotStore {
         (if cap > 0.0 { used / cap } else { 0.0 }, cap)
     }
 
+    /// The end of the furthest published horizon, if any cluster has published.
+    pub(crate) fn until(&self) -> Option<EmuTime> {
+        self.clusters.values().map(|p| p.until).max()
+    }
+
     /// The earliest start on cluster `j` (see [`Published::earliest`]).
     pub(crate) fn earliest_on(
         &self,

@@ -237,9 +237,49 @@ impl<'a> Table<'a> {
     /// A duration: a human string (`"90s"`, `"2h"`, `"01:15:00"`) or a number of seconds.
     pub(crate) fn duration(&self, key: &str) -> Option<(EmuDuration, &'a Loc)> {
         let node = self.get(key)?;
+        self.duration_in(key, node).map(|d| (d, &node.loc))
+    }
+
+    /// A duration, or a range `[low, high]` of two (low ≤ high) to draw from; a single
+    /// duration is the range of one value.
+    pub(crate) fn duration_range(
+        &self,
+        key: &str,
+    ) -> Option<((EmuDuration, EmuDuration), &'a Loc)> {
+        let node = self.get(key)?;
+        match &node.kind {
+            NodeKind::Array(a) if a.len() == 2 => {
+                let (lo, hi) = (self.duration_in(key, &a[0])?, self.duration_in(key, &a[1])?);
+                if lo > hi {
+                    self.diags.error(
+                        &node.loc,
+                        format!(
+                            "`{key}` in {}: the range's low end is above its high end",
+                            self.what
+                        ),
+                        Some(format!("write {key} = [low, high], e.g. [\"1m\", \"5m\"]")),
+                    );
+                    return None;
+                }
+                Some(((lo, hi), &node.loc))
+            }
+            NodeKind::Array(_) => {
+                self.wrong_type(
+                    key,
+                    node,
+                    "a duration or a range [low, high] of two durations",
+                );
+                None
+            }
+            _ => self.duration_in(key, node).map(|d| ((d, d), &node.loc)),
+        }
+    }
+
+    /// `node`, the value of `key` or an element of it, as a duration.
+    fn duration_in(&self, key: &str, node: &'a Node) -> Option<EmuDuration> {
         match &node.kind {
             NodeKind::Str(s) => match parse_duration(s) {
-                Ok(d) => Some((d, &node.loc)),
+                Ok(d) => Some(d),
                 Err(e) => {
                     self.diags.error(
                         &node.loc,
@@ -249,9 +289,9 @@ impl<'a> Table<'a> {
                     None
                 }
             },
-            NodeKind::Int(v) if *v >= 0 => Some((EmuDuration::from_secs(*v as u64), &node.loc)),
+            NodeKind::Int(v) if *v >= 0 => Some(EmuDuration::from_secs(*v as u64)),
             NodeKind::Float(v) if *v >= 0.0 && v.is_finite() && *v < 1e12 => {
-                Some((EmuDuration::from_secs_f64(*v), &node.loc))
+                Some(EmuDuration::from_secs_f64(*v))
             }
             _ => {
                 self.wrong_type(

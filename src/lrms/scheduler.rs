@@ -1949,7 +1949,11 @@ mod tests {
                 .and_then(|l| l.slot)
                 .map(|s| s.0)
         };
-        assert_eq!(slot(&c, 1), Some(EmuTime::from_secs(100)), "reserved after lease 0");
+        assert_eq!(
+            slot(&c, 1),
+            Some(EmuTime::from_secs(100)),
+            "reserved after lease 0"
+        );
         let b = c
             .submit_external(req(2, Origin::External, 10, 1, 100, 50), t10)
             .unwrap();

@@ -316,12 +316,14 @@ named_enum! {
 pub struct Peering {
     /// Which contracts hold.
     pub contracts: ContractsMode,
-    /// An IGG above this load (0–1, over the horizon) offloads requests to peers.
+    /// An IGG whose load over a request's cost window (up to its deadline or virtual
+    /// deadline) reaches this (0–1) offers the request to peers.
     pub load_threshold: f64,
-    /// Interval between negotiation rounds (queued requests are offered, offers evaluated).
-    pub interval: EmuDuration,
-    /// Interval between updates of contract prices.
-    pub price_update: EmuDuration,
+    /// Interval between negotiation rounds (queued requests are offered, offers evaluated),
+    /// drawn uniformly from `[low, high]` at each round.
+    pub interval: (EmuDuration, EmuDuration),
+    /// Interval between updates of contract prices, drawn uniformly from `[low, high]`.
+    pub price_update: (EmuDuration, EmuDuration),
     /// Interval between free-time-slot publications of each LRMS.
     pub publish_interval: EmuDuration,
     /// How far ahead loads and free slots look.
@@ -343,8 +345,8 @@ impl Default for Peering {
         Peering {
             contracts: ContractsMode::AsWritten,
             load_threshold: 0.95,
-            interval: EmuDuration::from_secs(300),
-            price_update: EmuDuration::from_secs(3600),
+            interval: (EmuDuration::from_secs(300), EmuDuration::from_secs(300)),
+            price_update: (EmuDuration::from_secs(3600), EmuDuration::from_secs(3600)),
             publish_interval: EmuDuration::from_secs(600),
             horizon: EmuDuration::from_secs(86_400),
             offer_timeout: EmuDuration::from_secs(60),
@@ -368,6 +370,17 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     for (k, f) in [
         ("interval", &mut p.interval),
         ("price_update", &mut p.price_update),
+    ] {
+        if let Some(((lo, hi), loc)) = t.duration_range(k) {
+            if lo == EmuDuration::ZERO {
+                t.diags
+                    .error(loc, format!("`{k}` in [peering] must be positive"), None);
+            } else {
+                *f = (lo, hi);
+            }
+        }
+    }
+    for (k, f) in [
         ("publish_interval", &mut p.publish_interval),
         ("horizon", &mut p.horizon),
         ("offer_timeout", &mut p.offer_timeout),
@@ -804,7 +817,9 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
             .positive("search_budget", 100_000_000)
             .map(|(v, _)| v as usize),
         compress: t.bool("compress").map(|(v, _)| v),
-        locals: t.named::<crate::lrms::LocalRequests>("locals").map(|(v, _)| v),
+        locals: t
+            .named::<crate::lrms::LocalRequests>("locals")
+            .map(|(v, _)| v),
     };
     t.finish();
     o
