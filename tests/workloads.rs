@@ -158,6 +158,165 @@ fn an_swf_trace_replays_and_inspect_summarises_it() {
     );
 }
 
+/// The usable jobs of a GWF file as (arrival s, VMs, duration s, OrigSiteID), in arrival
+/// order — read here independently of igemu's reader: tab-separated fields, arrivals from the
+/// file's first submission, NProcs else ReqNProcs, RunTime else ReqTime.
+fn gwf_jobs(file: &str) -> Vec<(f64, u32, f64, String)> {
+    let text = std::fs::read_to_string(common::path(file)).expect("readable");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let num = |r: &[&str], i: usize| -> f64 { r[i - 1].parse().expect("a number") };
+    let first = rows.iter().map(|r| num(r, 2)).fold(f64::INFINITY, f64::min);
+    let mut jobs: Vec<_> = rows
+        .iter()
+        .filter_map(|r| {
+            let procs = if num(r, 5) > 0.0 {
+                num(r, 5)
+            } else {
+                num(r, 8)
+            };
+            let run = if num(r, 4) > 0.0 {
+                num(r, 4)
+            } else {
+                num(r, 9)
+            };
+            (procs > 0.0 && run > 0.0)
+                .then(|| (num(r, 2) - first, procs as u32, run, r[16].to_string()))
+        })
+        .collect();
+    jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    jobs
+}
+
+/// The external requests of Grid `grid` as (arrival s, VMs, duration s), in arrival order.
+fn external_jobs(t: &igemu::topology::Topology, grid: &str) -> Vec<(f64, u32, f64)> {
+    let g = t.grids.iter().position(|g| g.name == grid).expect("grid");
+    let mut jobs: Vec<_> = t
+        .requests
+        .iter()
+        .filter(|r| r.origin == Origin::External && usize::from(r.grid.0) == g)
+        .map(|r| (r.arrival.as_secs_f64(), r.vms, r.duration.as_secs_f64()))
+        .collect();
+    jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    jobs
+}
+
+const SAMPLE_GWF: &str = "topologies/traces/synthetic-grid.gwf";
+
+#[test]
+fn a_gwf_trace_replays_as_its_jobs_and_a_site_filter_keeps_its_own() {
+    let expected = gwf_jobs(SAMPLE_GWF);
+    assert_eq!(
+        expected.len(),
+        19,
+        "20 jobs, one of which cannot be a lease"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(common::path(SAMPLE_GWF), dir.path().join("trace.gwf")).expect("copied");
+    let topo_file = dir.path().join("gwf.toml");
+    std::fs::write(
+        &topo_file,
+        r#"
+[[grid]]
+name = "g"
+[[grid.cluster]]
+name = "c"
+hosts = { count = 16, cores = 4, memory_mb = 8192 }
+[[workload]]
+name = "grid-jobs"
+origin = "external"
+grid = "g"
+model = "gwf"
+mem_mb = 1024
+[workload.gwf]
+path = "trace.gwf"
+"#,
+    )
+    .expect("written");
+    let file = topo_file.to_str().expect("utf-8");
+    let strip = |jobs: &[(f64, u32, f64, String)]| -> Vec<(f64, u32, f64)> {
+        jobs.iter().map(|(a, v, d, _)| (*a, *v, *d)).collect()
+    };
+    let topo = load(file, &[]);
+    assert_eq!(external_jobs(&topo, "g"), strip(&expected));
+    let r = run(topo, &RunOptions::default()).expect("runs");
+    assert_eq!(r.summary.invariant_violations, 0);
+    assert_eq!(r.summary.requests.total, 19);
+    assert_eq!(r.summary.requests.external.unfinished, 0);
+    // Only site-b's jobs, on the trace's clock.
+    let site_b: Vec<_> = expected
+        .iter()
+        .filter(|j| j.3 == "site-b")
+        .cloned()
+        .collect();
+    assert!(!site_b.is_empty() && site_b.len() < expected.len());
+    let topo = load(file, &["workload.0.gwf.site=\"site-b\""]);
+    assert_eq!(external_jobs(&topo, "g"), strip(&site_b));
+}
+
+#[test]
+fn a_paper_004_grid_replays_a_gwf_trace_as_the_docs_say() {
+    // docs/topology.md: in the Grid's `[[workload]]`, model = "gwf" and [workload.gwf]
+    // instead of the DAS-2 settings; its type mix still applies.
+    let text = std::fs::read_to_string(common::path("topologies/paper004-three-grids.toml"))
+        .expect("readable");
+    let at = text
+        .find("name = \"auvergrid-grid-jobs\"")
+        .expect("the workload");
+    let from = at + text[at..].find("model = \"das2\"").expect("its model");
+    let to = at + text[at..].find("[workload.mix]").expect("its mix");
+    let edited = format!(
+        "{}model = \"gwf\"\nmem_mb = 1024\n[workload.gwf]\npath = \"traces/synthetic-grid.gwf\"\n{}",
+        &text[..from],
+        &text[to..]
+    );
+    let topo = igemu::topology::load_str(
+        &edited,
+        "paper004-gwf.toml",
+        "paper004-gwf",
+        Some(&common::path("topologies")),
+        &igemu::topology::Overrides::default(),
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+    let expected: Vec<_> = gwf_jobs(SAMPLE_GWF)
+        .into_iter()
+        .map(|(a, v, d, _)| (a, v, d))
+        .collect();
+    assert_eq!(external_jobs(&topo, "auvergrid"), expected);
+    let auvergrid = topo.grids.iter().position(|g| g.name == "auvergrid");
+    assert!(topo
+        .requests
+        .iter()
+        .filter(|r| r.origin == Origin::External && Some(usize::from(r.grid.0)) == auvergrid)
+        .all(|r| r.lease_type.preemptable()));
+}
+
+#[test]
+fn inspect_summarises_a_gwf_trace_and_names_its_bad_lines() {
+    let out = igemu(&["workload", "inspect", SAMPLE_GWF]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("jobs            20 (19 usable as leases, 1 skipped"),
+        "{text}"
+    );
+    assert!(text.contains("site-a: 14 jobs, site-b: 6 jobs"), "{text}");
+    let out = igemu(&["workload", "inspect", "tests/malformed/gwf-bad-line.gwf"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gwf-bad-line.gwf:3: error: field 4 (RunTime) is `1h`, not a number"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gwf-bad-line.gwf:4: error: expected 29 fields, found 19"),
+        "{err}"
+    );
+}
+
 fn read(path: &Path) -> Vec<Vec<String>> {
     let mut r = csv::Reader::from_path(path).expect("csv");
     let mut rows = vec![r

@@ -135,6 +135,19 @@ impl<'a> Table<'a> {
         }
     }
 
+    /// A string or an integer value, as text (for names that are often numbers, such as ids).
+    pub(crate) fn str_or_int(&self, key: &str) -> Option<(String, &'a Loc)> {
+        let node = self.get(key)?;
+        match &node.kind {
+            NodeKind::Str(s) => Some((s.clone(), &node.loc)),
+            NodeKind::Int(i) => Some((i.to_string(), &node.loc)),
+            _ => {
+                self.wrong_type(key, node, "a string or a whole number");
+                None
+            }
+        }
+    }
+
     /// A required string value.
     pub(crate) fn req_str(&self, key: &str, hint: &str) -> Option<(&'a str, &'a Loc)> {
         if self.get(key).is_none() {

@@ -1,11 +1,11 @@
-//! Reading a generated workload (`model = "das2" | "lublin99" | "gwa" | "swf"`) from its
-//! `[[workload]]` table and turning its jobs into lease requests.
+//! Reading a generated workload (`model = "das2" | "lublin99" | "gwa" | "swf" | "gwf"`) from
+//! its `[[workload]]` table and turning its jobs into lease requests.
 
 use std::path::Path;
 
 use super::Cluster;
 use super::WorkloadModel;
-use crate::input::diag::Diags;
+use crate::input::diag::{did_you_mean, Diags, Loc};
 use crate::input::table::Table;
 use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
@@ -26,6 +26,7 @@ pub(super) const KEYS: &[&str] = &[
     "lublin99",
     "gwa",
     "swf",
+    "gwf",
     "mix",
     "deadlines",
 ];
@@ -317,10 +318,13 @@ fn read_jobs(
             max_jobs,
             seed,
         ),
-        WorkloadModel::Swf | WorkloadModel::Inline => read_swf(w, base_dir, max_vms, max_jobs),
+        WorkloadModel::Swf | WorkloadModel::Inline => {
+            read_trace(w, TraceFormat::Swf, base_dir, max_vms, max_jobs)
+        }
+        WorkloadModel::Gwf => read_trace(w, TraceFormat::Gwf, base_dir, max_vms, max_jobs),
     };
     let model = model.as_str();
-    for other in ["das2", "lublin99", "gwa", "swf"] {
+    for other in generated_models() {
         if other != model {
             if let Some(n) = w.get(other) {
                 w.diags.error(
@@ -389,23 +393,66 @@ fn push_requests(
     ids
 }
 
-fn read_swf(
+/// A trace format a workload replays; its settings table has the format's name.
+#[derive(Clone, Copy, PartialEq)]
+enum TraceFormat {
+    /// Standard Workload Format (Parallel Workloads Archive).
+    Swf,
+    /// Grid Workload Format (Grid Workloads Archive).
+    Gwf,
+}
+
+impl TraceFormat {
+    /// The settings table's key, also the files' usual extension.
+    fn key(self) -> &'static str {
+        match self {
+            TraceFormat::Swf => "swf",
+            TraceFormat::Gwf => "gwf",
+        }
+    }
+
+    /// The format's name in messages.
+    fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Swf => "SWF",
+            TraceFormat::Gwf => "GWF",
+        }
+    }
+}
+
+/// The jobs of the trace `[workload.<format>]` names, or none (with the problems recorded).
+fn read_trace(
     w: &Table<'_>,
+    format: TraceFormat,
     base_dir: Option<&Path>,
     max_vms: u32,
     max_jobs: usize,
 ) -> Vec<workload::Job> {
-    let Some(t) = w.table("swf") else {
+    let (key, name) = (format.key(), format.name());
+    let Some(t) = w.table(key) else {
+        let article = if format == TraceFormat::Swf {
+            "an"
+        } else {
+            "a"
+        };
         w.missing(
-            "swf",
-            "an SWF workload needs [workload.swf] with path = \"trace.swf\"",
+            key,
+            &format!(
+                "{article} {name} workload needs [workload.{key}] with path = \"trace.{key}\""
+            ),
         );
         return Vec::new();
     };
-    let path = t.req_str("path", "path = \"file.swf\", relative to the topology file");
+    let path = t.req_str(
+        "path",
+        &format!("path = \"file.{key}\", relative to the topology file"),
+    );
     let procs_per_vm = t
         .positive("procs_per_vm", 1 << 20)
         .map_or(1, |(v, _)| v as u32);
+    let site = (format == TraceFormat::Gwf)
+        .then(|| t.str_or_int("site"))
+        .flatten();
     t.finish();
     let Some((path, loc)) = path else {
         return Vec::new();
@@ -416,25 +463,69 @@ fn read_swf(
         Err(e) => {
             w.diags.error(
                 loc,
-                format!("cannot read SWF trace {}: {e}", full.display()),
+                format!("cannot read {name} trace {}: {e}", full.display()),
                 Some("paths are relative to the topology file".into()),
             );
             return Vec::new();
         }
     };
-    match workload::swf::parse(&text) {
-        Ok(trace) => workload::swf::to_jobs(&trace, max_vms, max_jobs, procs_per_vm).0,
-        Err(errors) => {
-            for e in errors {
-                w.diags.error(
-                    loc,
-                    format!("{}: {e}", full.display()),
-                    Some("each job line needs 18 numeric fields (SWF v2.2)".into()),
-                );
-            }
-            Vec::new()
+    let jobs = match format {
+        TraceFormat::Swf => workload::swf::parse(&text)
+            .map(|trace| workload::swf::to_jobs(&trace, max_vms, max_jobs, procs_per_vm).0),
+        TraceFormat::Gwf => workload::gwf::parse(&text).map(|trace| {
+            let site = site.map(|(s, site_loc)| {
+                check_site(w, &trace, &s, site_loc, &full);
+                s
+            });
+            workload::gwf::to_jobs(&trace, site.as_deref(), max_vms, max_jobs, procs_per_vm).0
+        }),
+    };
+    jobs.unwrap_or_else(|errors| {
+        for e in errors {
+            w.diags
+                .error(loc, format!("{}: {e}", full.display()), Some(e.fix));
         }
+        Vec::new()
+    })
+}
+
+/// An error if no job of `trace` was submitted at `site`: most likely a typo.
+fn check_site(w: &Table<'_>, trace: &workload::gwf::GwfTrace, site: &str, loc: &Loc, file: &Path) {
+    let sites = trace.sites();
+    if sites.iter().any(|(s, _)| *s == site) {
+        return;
     }
+    let hint = if sites.is_empty() {
+        "the trace gives no OrigSiteID (field 17): remove `site`".to_string()
+    } else {
+        let names = sites.iter().map(|(s, _)| *s);
+        let mut shown: Vec<&str> = names.clone().take(20).collect();
+        if sites.len() > shown.len() {
+            shown.push("...");
+        }
+        let shown = shown.join(", ");
+        match did_you_mean(site, names) {
+            Some(c) => format!("did you mean `{c}`? (the trace's sites, OrigSiteID: {shown})"),
+            None => format!("the trace's sites (OrigSiteID, field 17) are {shown}"),
+        }
+    };
+    w.diags.error(
+        loc,
+        format!(
+            "no job of {} was submitted at site `{site}`",
+            file.display()
+        ),
+        Some(hint),
+    );
+}
+
+/// The models that generate or read requests (every model but `inline`): the names of their
+/// settings tables.
+fn generated_models() -> impl Iterator<Item = &'static str> {
+    WorkloadModel::ALL
+        .iter()
+        .filter(|m| **m != WorkloadModel::Inline)
+        .map(|m| m.as_str())
 }
 
 /// Errors for generator keys on an inline workload.
@@ -444,8 +535,33 @@ pub(super) fn reject_on_inline(w: &Table<'_>) {
             w.diags.error(
                 &n.loc,
                 format!("`{k}` only applies to generated workloads"),
-                Some("set model = \"das2\", \"lublin99\", \"gwa\" or \"swf\", or remove it".into()),
+                Some(format!("set model = {}, or remove it", quoted_models())),
             );
         }
+    }
+}
+
+/// The generated models, quoted, as a hint lists them: `"das2", ... or "gwf"`.
+fn quoted_models() -> String {
+    let quoted: Vec<String> = generated_models().map(|m| format!("\"{m}\"")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.join(""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generated_model_has_its_settings_key_and_is_named_in_hints() {
+        for m in generated_models() {
+            assert!(KEYS.contains(&m), "`{m}` is missing from KEYS");
+        }
+        assert_eq!(
+            quoted_models(),
+            "\"das2\", \"lublin99\", \"gwa\", \"swf\" or \"gwf\""
+        );
     }
 }

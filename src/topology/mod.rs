@@ -82,8 +82,10 @@ named_enum! {
         Lublin99 => "lublin99",
         /// Generated: the GWA bag-of-tasks model (paper 002).
         Gwa => "gwa",
-        /// Read from an SWF trace.
+        /// Read from an SWF trace (Parallel Workloads Archive).
         Swf => "swf",
+        /// Read from a GWF trace (Grid Workloads Archive).
+        Gwf => "gwf",
     }
 }
 

@@ -4,7 +4,7 @@
 use super::generated::Sink;
 use super::{vm_capacity, Cluster};
 use crate::input::diag::{Diags, Loc};
-use crate::input::node::{Node, NodeKind};
+use crate::input::node::Node;
 use crate::input::table::Table;
 use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
 use crate::time::{EmuDuration, EmuTime};
@@ -76,13 +76,8 @@ pub(super) fn read_request(
 
 /// The request's id: given (a string or a number) or `workload-N`; unique in the topology.
 fn read_label(r: &Table<'_>, ri: usize, workload: &str, labels: &[String]) -> Option<String> {
-    let label = match r.get("id").map(|n| &n.kind) {
-        Some(NodeKind::Str(s)) => Some(s.clone()),
-        Some(NodeKind::Int(i)) => Some(i.to_string()),
-        Some(_) => {
-            r.str("id");
-            None
-        }
+    let label = match r.get("id") {
+        Some(_) => r.str_or_int("id").map(|(l, _)| l),
         None => Some(format!("{workload}-{}", ri + 1)),
     };
     if let (Some(l), Some(node)) = (&label, r.get("id")) {

@@ -1,11 +1,15 @@
 //! Workloads: the published models the papers used to generate requests — DAS-2 (paper 000
 //! Table 2), Lublin & Feitelson 1999 (papers 003 §7.2, 004 §6.1), the GWA-based model (paper
-//! 002 Table II) — and a reader for the Standard Workload Format of the Parallel Workloads
-//! Archive. Everything here is pure and seeded: the same parameters and seed give the same
-//! jobs. Turning jobs into lease requests (types, deadlines, memory) is [`assign`]'s work.
+//! 002 Table II) — and readers for the Standard Workload Format of the Parallel Workloads
+//! Archive ([`swf`]) and the Grid Workload Format of the Grid Workloads Archive ([`gwf`]),
+//! which share one mapping of jobs to leases. Everything here is pure and seeded: the same
+//! parameters and seed give the same jobs. Turning jobs into lease requests (types,
+//! deadlines, memory) is [`assign`]'s work.
 
+pub mod gwf;
 pub(crate) mod math;
 pub mod swf;
+pub mod tracefile;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

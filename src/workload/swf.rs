@@ -5,10 +5,10 @@
 //! Mapping to lease requests (documented in `docs/topology.md`): arrival = submit time minus
 //! the first job's submit time; VMs = allocated processors, or requested processors if
 //! missing; duration = run time, or requested time if missing. Jobs with neither a positive
-//! size nor a positive duration cannot be leases and are skipped (and counted).
+//! size nor a positive duration cannot be leases and are skipped (and counted). The GWF
+//! reader ([`super::gwf`]) maps its jobs through the same [`leases`].
 
-use std::fmt;
-
+use super::tracefile::{self, LineError, Parsed, TraceFile};
 use super::Job;
 use crate::time::EmuDuration;
 
@@ -34,96 +34,58 @@ pub struct SwfJob {
 }
 
 /// A parsed trace.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SwfTrace {
-    /// `; Key: value` header lines.
-    pub header: Vec<(String, String)>,
-    /// Job lines in file order.
-    pub jobs: Vec<SwfJob>,
-}
+pub type SwfTrace = TraceFile<SwfJob>;
 
 /// A malformed line.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SwfError {
-    /// Line number (1-based).
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
+pub type SwfError = LineError;
 
-impl fmt::Display for SwfError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.message)
+/// What to do about any malformed SWF line.
+const FIX: &str = "each job line needs 18 numeric fields (SWF v2.2)";
+
+/// One job line.
+fn job(fields: &[&str], line: usize) -> Parsed<SwfJob> {
+    if fields.len() != 18 {
+        let fix = if fields.len() == super::gwf::FIELDS.len() {
+            "the line has the 29 fields of a GWF trace (Grid Workloads Archive): read it with \
+             model = \"gwf\""
+        } else {
+            FIX
+        };
+        return Err((
+            format!("expected 18 fields, found {}", fields.len()),
+            fix.into(),
+        ));
     }
+    let mut nums = [0f64; 18];
+    for (k, f) in fields.iter().enumerate() {
+        match f.parse::<f64>() {
+            Ok(v) if v.is_finite() => nums[k] = v,
+            _ => {
+                return Err((
+                    format!("field {} (`{f}`) is not a number", k + 1),
+                    FIX.into(),
+                ))
+            }
+        }
+    }
+    if nums[1] < 0.0 {
+        return Err(("submit time (field 2) is negative".into(), FIX.into()));
+    }
+    Ok(Some(SwfJob {
+        line,
+        number: nums[0] as i64,
+        submit: nums[1],
+        run: nums[3],
+        alloc_procs: nums[4] as i64,
+        req_procs: nums[7] as i64,
+        req_time: nums[8],
+        status: nums[10] as i64,
+    }))
 }
 
 /// Parses a whole trace; returns every malformed line (at most 20) if any.
 pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
-    let mut trace = SwfTrace::default();
-    let mut errors = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let l = raw.trim();
-        if l.is_empty() {
-            continue;
-        }
-        if let Some(comment) = l.strip_prefix(';') {
-            if let Some((k, v)) = comment.split_once(':') {
-                trace
-                    .header
-                    .push((k.trim().to_string(), v.trim().to_string()));
-            }
-            continue;
-        }
-        let fields: Vec<&str> = l.split_whitespace().collect();
-        if fields.len() != 18 {
-            errors.push(SwfError {
-                line,
-                message: format!("expected 18 fields, found {}", fields.len()),
-            });
-            continue;
-        }
-        let mut nums = [0f64; 18];
-        let mut bad = None;
-        for (k, f) in fields.iter().enumerate() {
-            match f.parse::<f64>() {
-                Ok(v) if v.is_finite() => nums[k] = v,
-                _ => {
-                    bad = Some(format!("field {} (`{f}`) is not a number", k + 1));
-                    break;
-                }
-            }
-        }
-        if let Some(message) = bad {
-            errors.push(SwfError { line, message });
-            continue;
-        }
-        if nums[1] < 0.0 {
-            errors.push(SwfError {
-                line,
-                message: "submit time (field 2) is negative".into(),
-            });
-            continue;
-        }
-        trace.jobs.push(SwfJob {
-            line,
-            number: nums[0] as i64,
-            submit: nums[1],
-            run: nums[3],
-            alloc_procs: nums[4] as i64,
-            req_procs: nums[7] as i64,
-            req_time: nums[8],
-            status: nums[10] as i64,
-        });
-        if errors.len() >= 20 {
-            break;
-        }
-    }
-    if errors.is_empty() {
-        Ok(trace)
-    } else {
-        Err(errors)
-    }
+    tracefile::read(text, ';', job)
 }
 
 impl SwfJob {
@@ -156,15 +118,32 @@ pub fn to_jobs(
     max_jobs: usize,
     procs_per_vm: u32,
 ) -> (Vec<Job>, usize) {
-    let first = trace
-        .jobs
-        .iter()
+    let first = first_submit(&trace.jobs);
+    leases(&trace.jobs, first, max_vms, max_jobs, procs_per_vm)
+}
+
+/// The earliest submit time of `jobs`: the zero of their arrivals (infinite if there are
+/// none).
+pub fn first_submit<'a>(jobs: impl IntoIterator<Item = &'a SwfJob>) -> f64 {
+    jobs.into_iter()
         .map(|j| j.submit)
-        .fold(f64::INFINITY, f64::min);
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The mapping every trace format shares: `jobs` as generated jobs in arrival order, each
+/// arriving at its submit time minus `first`, with one VM per `procs_per_vm` processors
+/// (rounded up) and sizes capped at `max_vms`; at most `max_jobs` of them, in trace order.
+/// Also the number skipped because they cannot be leases ([`SwfJob::as_lease`]).
+pub fn leases<'a>(
+    jobs: impl IntoIterator<Item = &'a SwfJob>,
+    first: f64,
+    max_vms: u32,
+    max_jobs: usize,
+    procs_per_vm: u32,
+) -> (Vec<Job>, usize) {
     let mut skipped = 0;
-    let mut jobs: Vec<Job> = trace
-        .jobs
-        .iter()
+    let mut jobs: Vec<Job> = jobs
+        .into_iter()
         .filter_map(|j| match j.as_lease() {
             Some((procs, duration)) => Some(Job {
                 arrival: EmuDuration::from_secs_f64(j.submit - first),
@@ -234,38 +213,46 @@ pub struct Summary {
 /// Summarises a trace.
 pub fn summarize(trace: &SwfTrace) -> Summary {
     let (jobs, _) = to_jobs(trace, u32::MAX, usize::MAX, 1);
-    let n = jobs.len().max(1) as f64;
-    let span = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64());
-    let sizes: Vec<u32> = jobs.iter().map(|j| j.vms).collect();
-    let runs: Vec<f64> = jobs.iter().map(|j| j.duration.as_secs_f64()).collect();
-    Summary {
-        jobs: trace.jobs.len(),
-        usable: jobs.len(),
-        span_s: span,
-        arrivals_per_hour: if span > 0.0 {
-            jobs.len() as f64 / (span / 3600.0)
-        } else {
-            0.0
-        },
-        size: (
-            sizes.iter().copied().min().unwrap_or(0),
-            sizes.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
-            sizes.iter().copied().max().unwrap_or(0),
-        ),
-        runtime: (
-            runs.iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min)
-                .min(if runs.is_empty() { 0.0 } else { f64::INFINITY }),
-            runs.iter().sum::<f64>() / n,
-            runs.iter().copied().fold(0.0, f64::max),
-        ),
-        serial_share: sizes.iter().filter(|&&v| v == 1).count() as f64 / n,
-        pow2_share: sizes
-            .iter()
-            .filter(|&&v| v > 1 && v.is_power_of_two())
-            .count() as f64
-            / n,
+    Summary::of(&jobs, trace.jobs.len())
+}
+
+impl Summary {
+    /// The summary of `jobs` (in arrival order, as [`leases`] returns them) read from
+    /// `lines` job lines.
+    pub fn of(jobs: &[Job], lines: usize) -> Summary {
+        let n = jobs.len().max(1) as f64;
+        let span = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64());
+        let sizes: Vec<u32> = jobs.iter().map(|j| j.vms).collect();
+        let runs: Vec<f64> = jobs.iter().map(|j| j.duration.as_secs_f64()).collect();
+        Summary {
+            jobs: lines,
+            usable: jobs.len(),
+            span_s: span,
+            arrivals_per_hour: if span > 0.0 {
+                jobs.len() as f64 / (span / 3600.0)
+            } else {
+                0.0
+            },
+            size: (
+                sizes.iter().copied().min().unwrap_or(0),
+                sizes.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
+                sizes.iter().copied().max().unwrap_or(0),
+            ),
+            runtime: (
+                runs.iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+                    .min(if runs.is_empty() { 0.0 } else { f64::INFINITY }),
+                runs.iter().sum::<f64>() / n,
+                runs.iter().copied().fold(0.0, f64::max),
+            ),
+            serial_share: sizes.iter().filter(|&&v| v == 1).count() as f64 / n,
+            pow2_share: sizes
+                .iter()
+                .filter(|&&v| v > 1 && v.is_power_of_two())
+                .count() as f64
+                / n,
+        }
     }
 }
 
@@ -321,6 +308,11 @@ mod tests {
         assert_eq!(errs[0].line, 3);
         assert!(errs[0].message.contains("field 2"), "{}", errs[0]);
         assert_eq!(errs[1].to_string(), "line 4: expected 18 fields, found 3");
+        assert_eq!(errs[1].fix, FIX);
+        // A GWF line: the fix names the other format.
+        let gwf_line = ["1"; 29].join(" ");
+        let errs = parse(&gwf_line).expect_err("a GWF line");
+        assert!(errs[0].fix.contains("model = \"gwf\""), "{}", errs[0].fix);
     }
 
     #[test]
