@@ -23,7 +23,7 @@ use crate::igg::Dispatcher;
 use crate::lrms::Config;
 use crate::model::{ClusterId, GridId, Origin, RequestId};
 use crate::time::{stream_seed, EmuTime};
-use crate::topology::{DispatchName, Topology, Workload};
+use crate::topology::{DispatchName, PublicationMode, Topology, Workload};
 
 /// The actors of a running federation.
 pub struct Graph {
@@ -217,6 +217,7 @@ fn gateway_settings(topo: &Topology, grid: GridId, broken_protocol: bool) -> Gat
         interval: p.interval,
         price_update: p.price_update,
         offer_timeout: p.offer_timeout,
+        on_request: p.publication == PublicationMode::OnRequest,
         provides: topo.contract_pairs().iter().any(|(_, to, _)| *to == grid),
         seed: stream_seed(
             topo.emulation.seed,
@@ -270,7 +271,8 @@ fn publishing(topo: &Topology, cid: ClusterId) -> Option<Publishing> {
         .iter()
         .any(|(a, b, _)| *a == grid || *b == grid);
     (by_slots || peers).then(|| Publishing {
-        interval: topo.peering.publish_interval,
+        interval: (topo.peering.publication == PublicationMode::Periodic)
+            .then_some(topo.peering.publish_interval),
         horizon: topo.peering.horizon,
         cores: topo.cluster(cid).cores(),
         unit_cost: topo.unit_cost(cid),

@@ -14,7 +14,7 @@ use super::lrms::Lrms;
 use super::messages::{
     AdoptLease, AssignLease, CrashOrRestart, FreeSlots, FromPeer, LeaseEnded, LeaseStarted,
     NegotiationTick, OfferTimeout, ProbeStart, RedirectTimeout, RelocateLease, RelocationOutcome,
-    RemoteLeaseTimeout, SetPeers, SubmitExternal,
+    RemoteLeaseTimeout, SetPeers, SlotsRequest, SubmitExternal,
 };
 use super::users::Users;
 use super::{Emu, Peer};
@@ -133,6 +133,7 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
             }
         }
         Effect::Probe(req) => probe_then_place(office, gateway, req),
+        Effect::Refresh => refresh_then_round(office, gateway),
         Effect::Place { req, order, tries } => {
             let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
             emu.spawn(async move { assign(&office, &gateway, req, &order, tries).await });
@@ -178,6 +179,26 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
             }
         }
     }
+}
+
+/// The post office's task for a round where clusters publish on request: ask each for its
+/// slots, hand them to the gateway, then let the round go on.
+fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
+    let emu = Rc::clone(&office.emu);
+    let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
+    emu.spawn(async move {
+        let (emu, me) = (&office.emu, office.id);
+        for (_, lrms) in &office.clusters {
+            if let Some(FreeSlots { cluster, slots }) = emu.call(me, lrms, SlotsRequest).await {
+                let published = Input::FreeSlots { cluster, slots };
+                gateway.borrow_mut().on(published, emu.now());
+            }
+        }
+        let effects = gateway.borrow_mut().on(Input::Refreshed, emu.now());
+        for effect in effects {
+            carry_out(&office, &gateway, effect);
+        }
+    });
 }
 
 /// The post office's probing task: ask every cluster for its earliest start, let the gateway

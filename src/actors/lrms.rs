@@ -15,7 +15,7 @@ use super::messages::{
     AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, ProbeStart,
     RelocateLease, RelocationOutcome, StartOffer, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
-use super::messages::{FreeSlots, PublishTick};
+use super::messages::{FreeSlots, PublishTick, SlotsRequest};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
 use super::{Emu, Peer};
@@ -43,8 +43,8 @@ pub struct Lrms {
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
 #[derive(Clone, Debug)]
 pub struct Publishing {
-    /// Time between publications.
-    pub interval: EmuDuration,
+    /// Time between publications; `None`: only when the IGG asks ([`SlotsRequest`]).
+    pub interval: Option<EmuDuration>,
     /// How far ahead the slots reach.
     pub horizon: EmuDuration,
     /// The cluster's cores.
@@ -271,18 +271,14 @@ impl Lrms {
 }
 
 impl Lrms {
-    fn publish(&self, p: &Publishing) {
+    /// The cluster's free time slots now, as `p` says to publish them.
+    fn slots(&self, p: &Publishing) -> FreeSlots {
         let now = self.emu.now();
         let free = self.core.free_slots(now, p.horizon);
-        let slots = Published::new(now, p.horizon, free, p.cores, p.unit_cost);
-        self.emu.send(
-            self.id,
-            &self.igg,
-            FreeSlots {
-                cluster: self.cluster,
-                slots,
-            },
-        );
+        FreeSlots {
+            cluster: self.cluster,
+            slots: Published::new(now, p.horizon, free, p.cores, p.unit_cost),
+        }
     }
 }
 
@@ -297,14 +293,19 @@ handles_caused!(
     VmReport;
     calls: AdoptLease,
     AssignLease,
-    ProbeStart
+    ProbeStart,
+    SlotsRequest
 );
 
 impl Actor for Lrms {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.publishing.is_some() {
+        if self
+            .publishing
+            .as_ref()
+            .is_some_and(|p| p.interval.is_some())
+        {
             let me = self.me(ctx);
             self.emu.send_at(self.emu.now(), self.id, &me, PublishTick);
         }
@@ -314,13 +315,32 @@ impl Actor for Lrms {
 impl Handler<PublishTick> for Lrms {
     type Result = ();
     fn handle(&mut self, _: PublishTick, ctx: &mut Context<Self>) {
-        let Some(p) = self.publishing.clone() else {
+        let Some((p, interval)) = self
+            .publishing
+            .as_ref()
+            .and_then(|p| Some((p, p.interval?)))
+        else {
             return;
         };
-        self.publish(&p);
+        let slots = self.slots(p);
+        self.emu.send(self.id, &self.igg, slots);
         let me = self.me(ctx);
         self.emu
-            .send_at(self.emu.now() + p.interval, self.id, &me, PublishTick);
+            .send_at(self.emu.now() + interval, self.id, &me, PublishTick);
+    }
+}
+
+impl Handler<SlotsRequest> for Lrms {
+    type Result = MessageResult<SlotsRequest>;
+    fn handle(&mut self, _: SlotsRequest, _: &mut Context<Self>) -> Self::Result {
+        // An IGG asks only where its clusters publish; without settings, nothing is free.
+        let fallback = Publishing {
+            interval: None,
+            horizon: EmuDuration::ZERO,
+            cores: 0,
+            unit_cost: 0.0,
+        };
+        MessageResult(self.slots(self.publishing.as_ref().unwrap_or(&fallback)))
     }
 }
 

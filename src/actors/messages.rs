@@ -282,6 +282,15 @@ impl Traced for FreeSlots {
     const KIND: &'static str = "FreeSlots";
 }
 
+/// IGG → LRMS: your free time slots now, please (publication on request, paper 004 §4.1);
+/// answered with [`FreeSlots`].
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "FreeSlots")]
+pub struct SlotsRequest;
+impl Traced for SlotsRequest {
+    const KIND: &'static str = "SlotsRequest";
+}
+
 /// LRMS → itself: time to publish free slots.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]

@@ -40,6 +40,9 @@ pub struct GatewaySettings {
     /// How long an offer (beyond the provider's longest evaluation interval), a redirection
     /// or a lease report waits for its answer.
     pub offer_timeout: EmuDuration,
+    /// Whether the clusters publish their free slots only when asked: at each round, and
+    /// for each request placed (otherwise periodically).
+    pub on_request: bool,
     /// Whether another Grid holds a contract with this one (it then evaluates offers).
     pub provides: bool,
     /// Seed of the interval draws.
@@ -78,6 +81,9 @@ pub enum Input {
     },
     /// The negotiation timer.
     Tick,
+    /// Every cluster has answered the slot request a round made (publication on request):
+    /// the round goes on.
+    Refreshed,
     /// A peer IGG's message.
     Peer {
         /// Its Grid.
@@ -209,6 +215,9 @@ pub enum Effect {
         /// Which.
         timer: Timer,
     },
+    /// Ask every cluster for its free slots now (each answer comes back as
+    /// [`Input::FreeSlots`]), then come back with [`Input::Refreshed`].
+    Refresh,
     /// Ask every cluster for its earliest start for `req`, then come back with
     /// [`Input::Probed`] (its placement follows in the same task).
     Probe(LeaseRequest),
@@ -330,6 +339,7 @@ impl Gateway {
                 }
             }
             Input::Tick => self.tick(now, &mut out),
+            Input::Refreshed => self.round(now, &mut out),
             Input::Peer { from, msg } => self.on_peer(from, msg, now, &mut out),
             Input::OfferTimeout(negotiation) => {
                 let outs = self.broker.offer_timed_out(negotiation);
@@ -545,9 +555,9 @@ impl Gateway {
                 .loads(n, now, self.settings.horizon)
                 .unwrap_or_else(|| self.loads.clone());
             self.dispatcher.order(&req, &loads, &[])
-        } else if (0..n).all(|j| self.slots.knows(j)) {
+        } else if !self.settings.on_request && (0..n).all(|j| self.slots.knows(j)) {
             // Earliest-start uses the published free slots when every cluster has published;
-            // until then it asks the LRMSs.
+            // until then, or where clusters publish on request, it asks the LRMSs.
             let offers: Vec<Option<u64>> = (0..n)
                 .map(|j| {
                     self.slots
@@ -555,7 +565,16 @@ impl Gateway {
                         .map(|t| t.as_micros())
                 })
                 .collect();
-            self.dispatcher.order(&req, &Loads::default(), &offers)
+            let order = self.dispatcher.order(&req, &Loads::default(), &offers);
+            // The chosen slot is the gateway's now (paper 004 §5.3): later requests see it
+            // taken until the cluster publishes again.
+            if let Some(&j) = order.first() {
+                if let Some(start) = offers[j] {
+                    let start = EmuTime::from_micros(start);
+                    self.slots.book(j, start, req.cores(), req.duration);
+                }
+            }
+            order
         } else {
             return Effect::Probe(req);
         };
@@ -569,10 +588,23 @@ impl Gateway {
     }
 
     /// A round (paper 004 §5.2): update this Grid's unit cost if due, evaluate the offers
-    /// peers made since the last round, then offer this Grid's queued requests.
+    /// peers made since the last round, then offer this Grid's queued requests — after
+    /// asking the clusters for their slots where they publish on request.
     fn tick(&mut self, now: EmuTime, out: &mut Vec<Effect>) {
         let next = now + self.draw(self.settings.interval);
         out.push(timer(next, Timer::Tick));
+        if self.down {
+            return;
+        }
+        if self.settings.on_request {
+            out.push(Effect::Refresh);
+        } else {
+            self.round(now, out);
+        }
+    }
+
+    /// The round's work, on this IGG's current knowledge of its clusters' slots.
+    fn round(&mut self, now: EmuTime, out: &mut Vec<Effect>) {
         if self.down {
             return;
         }
@@ -853,6 +885,7 @@ mod tests {
             load_threshold: 0.5,
             interval: (EmuDuration::from_secs(60), EmuDuration::from_secs(60)),
             price_update: (EmuDuration::from_secs(3600), EmuDuration::from_secs(3600)),
+            on_request: false,
             provides: true,
             seed: 1,
             offer_timeout: EmuDuration::from_secs(30),
@@ -1022,6 +1055,52 @@ mod tests {
             gw.cost_horizon(&deadline, EmuTime::from_secs(6000)),
             EmuTime::from_secs(6100)
         );
+    }
+
+    #[test]
+    fn publication_on_request_asks_the_clusters_before_the_round_and_each_placement() {
+        let mut gw = gateway(0);
+        gw.settings.on_request = true;
+        publish(&mut gw, 0, 0);
+        gw.on(Input::Submit(req(1)), EmuTime::ZERO);
+        let tick = gw.on(Input::Tick, EmuTime::from_secs(60));
+        assert!(matches!(
+            &tick[..],
+            [
+                Effect::Timer {
+                    timer: Timer::Tick,
+                    ..
+                },
+                Effect::Refresh
+            ]
+        ));
+        // The fresh slots show an idle cluster: request 1 is served at home.
+        publish(&mut gw, 0, 4);
+        let round = gw.on(Input::Refreshed, EmuTime::from_secs(60));
+        assert!(round
+            .iter()
+            .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
+        // Earliest-start dispatch asks the clusters for each request rather than reading
+        // slots that may be hours old.
+        let model = ClusterModel {
+            cores: 4.0,
+            speed: 1.0,
+            local_rate: 0.0,
+            tau: 0.0,
+            mu: 0.0,
+            theta: 1.0,
+            omega: 1.0,
+        };
+        gw.dispatcher = Dispatcher::new(DispatchName::EarliestStart, &[model], 0.0, 1);
+        assert!(matches!(
+            gw.place(req(2), EmuTime::from_secs(61)),
+            Effect::Probe(r) if r.id == RequestId(2)
+        ));
+        gw.settings.on_request = false;
+        assert!(matches!(
+            gw.place(req(3), EmuTime::from_secs(61)),
+            Effect::Place { .. }
+        ));
     }
 
     #[test]

@@ -70,6 +70,23 @@ impl Published {
         used
     }
 
+    /// Takes `cores` for `[start, start + length)` (a slot the gateway allocated), within
+    /// the published horizon.
+    pub fn book(&mut self, start: EmuTime, cores: u64, length: EmuDuration) {
+        let end = (start + length).min(self.until);
+        if end <= start {
+            return;
+        }
+        let (at_start, at_end) = (self.free_at(start), self.free_at(end));
+        self.free.insert(start, at_start);
+        if end < self.until {
+            self.free.insert(end, at_end);
+        }
+        for (_, f) in self.free.range_mut(start..end) {
+            *f = f.saturating_sub(cores);
+        }
+    }
+
     /// The earliest start at or after `now` with `cores` free for `length`, if within the
     /// published horizon.
     pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
@@ -98,6 +115,13 @@ impl SlotStore {
     /// Replaces cluster `j`'s publication.
     pub(crate) fn publish(&mut self, j: usize, p: Published) {
         self.clusters.insert(j, p);
+    }
+
+    /// Takes `cores` on cluster `j` for `[start, start + length)`.
+    pub(crate) fn book(&mut self, j: usize, start: EmuTime, cores: u64, length: EmuDuration) {
+        if let Some(p) = self.clusters.get_mut(&j) {
+            p.book(start, cores, length);
+        }
     }
 
     /// Whether cluster `j` has published.
@@ -194,6 +218,32 @@ mod tests {
             p.earliest(t(0), 8, EmuDuration::from_secs(900)),
             None,
             "past the horizon"
+        );
+    }
+
+    #[test]
+    fn a_booked_slot_is_taken_until_the_next_publication() {
+        let mut p = published();
+        // 4 cores from 100 for 50 s: 2 left there, the step after 150 untouched.
+        p.book(t(100), 4, EmuDuration::from_secs(50));
+        assert_eq!(
+            (
+                p.free_at(t(99)),
+                p.free_at(t(100)),
+                p.free_at(t(150)),
+                p.free_at(t(200))
+            ),
+            (2, 2, 6, 8)
+        );
+        assert_eq!(
+            p.earliest(t(0), 4, EmuDuration::from_secs(10)),
+            Some(t(150))
+        );
+        // Past the horizon nothing is booked, and nothing is free.
+        p.book(t(990), 8, EmuDuration::from_secs(100));
+        assert_eq!(
+            (p.free_at(t(989)), p.free_at(t(995)), p.free_at(t(1000))),
+            (8, 0, 0)
         );
     }
 

@@ -313,6 +313,17 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// When LRMSs tell their IGG their free time slots (`peering.publication`, paper 004
+    /// §4.1).
+    PublicationMode {
+        /// Every `publish_interval`.
+        Periodic => "periodic",
+        /// When the IGG asks: at each of its rounds, and for each request it places.
+        OnRequest => "on-request",
+    }
+}
+
 /// `[peering]`: how IGGs share load under their contracts (paper 004 §5).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Peering {
@@ -326,7 +337,9 @@ pub struct Peering {
     pub interval: (EmuDuration, EmuDuration),
     /// Interval between updates of contract prices, drawn uniformly from `[low, high]`.
     pub price_update: (EmuDuration, EmuDuration),
-    /// Interval between free-time-slot publications of each LRMS.
+    /// When LRMSs publish their free time slots.
+    pub publication: PublicationMode,
+    /// Interval between free-time-slot publications of each LRMS (periodic publication).
     pub publish_interval: EmuDuration,
     /// How far ahead loads and free slots look.
     pub horizon: EmuDuration,
@@ -349,6 +362,7 @@ impl Default for Peering {
             load_threshold: 0.95,
             interval: (EmuDuration::from_secs(300), EmuDuration::from_secs(300)),
             price_update: (EmuDuration::from_secs(3600), EmuDuration::from_secs(3600)),
+            publication: PublicationMode::Periodic,
             publish_interval: EmuDuration::from_secs(600),
             horizon: EmuDuration::from_secs(86_400),
             offer_timeout: EmuDuration::from_secs(60),
@@ -368,6 +382,9 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     }
     if let Some((v, _)) = t.number_in("load_threshold", 0.0, 1.0) {
         p.load_threshold = v;
+    }
+    if let Some((m, _)) = t.named::<PublicationMode>("publication") {
+        p.publication = m;
     }
     for (k, f) in [
         ("interval", &mut p.interval),
