@@ -639,6 +639,7 @@ impl Replay {
             speed: Speed::default(),
             compress: false,
             locals: igemu::lrms::LocalRequests::Reserved,
+            partitions: false,
         };
         let mut reqs: Vec<LeaseRequest> = bed
             .externals

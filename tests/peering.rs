@@ -59,6 +59,35 @@ fn contracts_move_work_off_the_busy_grid_and_money_balances() {
 }
 
 #[test]
+fn provider_policies_queue_locals_give_them_priority_and_keep_every_request() {
+    // Paper 004's providers: locals queued with Grid jobs (none rejected); with partitions
+    // (CbM) they go ahead of waiting Grid jobs, so they wait no longer than under Cb; the
+    // load-forecast policy (EbMf, publishing every hour) runs its reallocation events and
+    // loses nothing either.
+    let base = ["lrms.locals=queued", "lrms.preemption=nop"];
+    let with = |extra: &[&str]| {
+        let sets: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let r = run(small(&sets), &RunOptions::default()).expect("runs");
+        assert_eq!(
+            r.summary.invariant_violations, 0,
+            "{extra:?}: {:?}",
+            r.summary.violation_examples
+        );
+        let req = &r.summary.requests;
+        assert_eq!(req.local.unfinished + req.external.unfinished, 0, "{extra:?}");
+        assert_eq!(r.summary.local_rejection_rate, 0.0, "{extra:?}");
+        r
+    };
+    let cb = with(&["igg.provider=cb"]);
+    let cbm = with(&["igg.provider=cbm"]);
+    let ebmf = with(&["igg.provider=ebmf", "peering.publish_interval=1h"]);
+    let local = |r: &igemu::RunResult| r.summary.grids["busy"].awrt_local_s;
+    assert!(local(&cbm) <= local(&cb), "{} vs {}", local(&cbm), local(&cb));
+    assert!(local(&cb) > 0.0, "the busy Grid's locals wait under Cb");
+    assert!(ebmf.summary.grids["busy"].negotiations.offers > 0);
+}
+
+#[test]
 fn runs_with_faults_are_reproducible_byte_for_byte() {
     let topo = small(&[]);
     let chaos = presets(&topo)

@@ -20,6 +20,7 @@ use super::{Emu, Peer};
 use crate::igg::gateway::{Gateway, GatewaySettings};
 use crate::igg::peering::CostModel;
 use crate::igg::Dispatcher;
+use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
 use crate::model::{ClusterId, GridId, Origin, RequestId};
 use crate::time::{stream_seed, EmuTime};
@@ -254,6 +255,7 @@ fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
         speed: topo.speed_of(cid),
         compress: lrms.compress,
         locals: lrms.locals,
+        partitions: lrms.partitions != Partitions::Single,
     }
 }
 
@@ -276,5 +278,6 @@ fn publishing(topo: &Topology, cid: ClusterId) -> Option<Publishing> {
         horizon: topo.peering.horizon,
         cores: topo.cluster(cid).cores(),
         unit_cost: topo.unit_cost(cid),
+        forecast: topo.cluster(cid).lrms.partitions == Partitions::Forecast,
     })
 }

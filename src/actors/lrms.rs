@@ -15,11 +15,13 @@ use super::messages::{
     AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, ProbeStart,
     RelocateLease, RelocationOutcome, StartOffer, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
-use super::messages::{FreeSlots, PublishTick, SlotsRequest};
+use super::messages::{FreeSlots, PublishTick, Reallocate, SlotsRequest};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
 use super::{Emu, Peer};
+use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
+use crate::lrms::provider::{grid_share, Forecast, FORECAST_WINDOW};
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::metrics::Violation;
 use crate::model::{ClusterId, GridId, HostSpec, Origin, RequestId, RequestState};
@@ -36,6 +38,8 @@ pub struct Lrms {
     users: Option<Peer<Users>>,
     hosts: Vec<Peer<Host>>,
     publishing: Option<Publishing>,
+    /// The local-load forecast of an `Mf` provider, and the local partition it sizes (cores).
+    forecast: Option<(Forecast, u64)>,
     core: Core,
     vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
 }
@@ -51,6 +55,9 @@ pub struct Publishing {
     pub cores: u64,
     /// The cluster's cost of a resource unit (its price grows with load, eq. 1).
     pub unit_cost: f64,
+    /// Whether a load forecast sizes the local partition kept from the published slots
+    /// (paper 004's `Mf` policies).
+    pub forecast: bool,
 }
 
 /// What an LRMS is built from.
@@ -84,6 +91,11 @@ impl Lrms {
             igg: spec.igg,
             users: spec.users,
             hosts,
+            forecast: spec
+                .publishing
+                .as_ref()
+                .filter(|p| p.forecast)
+                .map(|_| (Forecast::new(FORECAST_WINDOW, EmuTime::ZERO), 0)),
             publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
@@ -271,14 +283,38 @@ impl Lrms {
 }
 
 impl Lrms {
-    /// The cluster's free time slots now, as `p` says to publish them.
+    /// The cluster's free time slots now, as `p` says to publish them: with a forecast, the
+    /// Grid partition's (the forecast local load its local jobs do not hold is kept back),
+    /// priced at the load that leaves (eq. 1 on the load estimate).
     fn slots(&self, p: &Publishing) -> FreeSlots {
         let now = self.emu.now();
-        let free = self.core.free_slots(now, p.horizon);
+        let (free, load) = self.core.free_slots(now, p.horizon);
+        let mut slots = Published::new(now, p.horizon, (free, load), p.cores, p.unit_cost);
+        if let Some((_, reserve)) = &self.forecast {
+            let local = self.core.local_usage(now, slots.until);
+            slots.free = grid_share(&slots.free, &local, *reserve);
+            let cap = p.cores as f64 * p.horizon.as_secs_f64();
+            if cap > 0.0 {
+                let load = slots.used_units(now, slots.until) / cap;
+                slots.price = CostModel::provider_price(p.unit_cost, load);
+            }
+        }
         FreeSlots {
             cluster: self.cluster,
-            slots: Published::new(now, p.horizon, free, p.cores, p.unit_cost),
+            slots,
         }
+    }
+
+    /// An `Mf` provider before it publishes (Algorithm 1): its queue scheduled
+    /// conservatively, the forecast for the next interval sized.
+    fn forecast_for_publication(&mut self, ctx: &mut Context<Self>) {
+        let now = self.emu.now();
+        let Some((f, reserve)) = &mut self.forecast else {
+            return;
+        };
+        *reserve = f.publish(now).round() as u64;
+        let actions = self.core.reserve_all(now);
+        self.apply(actions, ctx);
     }
 }
 
@@ -287,6 +323,7 @@ emu_shell!(Lrms);
 handles_caused!(
     Lrms;
     PublishTick,
+    Reallocate,
     RelocationOutcome,
     SubmitLocal,
     Tick,
@@ -315,18 +352,43 @@ impl Actor for Lrms {
 impl Handler<PublishTick> for Lrms {
     type Result = ();
     fn handle(&mut self, _: PublishTick, ctx: &mut Context<Self>) {
-        let Some((p, interval)) = self
-            .publishing
-            .as_ref()
-            .and_then(|p| Some((p, p.interval?)))
-        else {
+        let Some(interval) = self.publishing.as_ref().and_then(|p| p.interval) else {
             return;
         };
-        let slots = self.slots(p);
-        self.emu.send(self.id, &self.igg, slots);
+        self.forecast_for_publication(ctx);
+        if let Some(p) = &self.publishing {
+            let slots = self.slots(p);
+            self.emu.send(self.id, &self.igg, slots);
+        }
         let me = self.me(ctx);
-        self.emu
-            .send_at(self.emu.now() + interval, self.id, &me, PublishTick);
+        let now = self.emu.now();
+        self.emu.send_at(now + interval, self.id, &me, PublishTick);
+        if self.forecast.is_some() {
+            let half = EmuDuration::from_micros(interval.as_micros() / 2);
+            self.emu.send_at(now + half, self.id, &me, Reallocate);
+        }
+    }
+}
+
+impl Handler<Reallocate> for Lrms {
+    type Result = ();
+    fn handle(&mut self, _: Reallocate, ctx: &mut Context<Self>) {
+        let now = self.emu.now();
+        let Some((f, reserve)) = &mut self.forecast else {
+            return;
+        };
+        // An underestimate: the partition is resized to the load seen, the queue backfilled
+        // (locals first) and the gateway told.
+        let Some(seen) = f.reallocation(now) else {
+            return;
+        };
+        *reserve = seen.round() as u64;
+        let actions = self.core.reserve_all(now);
+        self.apply(actions, ctx);
+        if let Some(p) = &self.publishing {
+            let slots = self.slots(p);
+            self.emu.send(self.id, &self.igg, slots);
+        }
     }
 }
 
@@ -339,6 +401,7 @@ impl Handler<SlotsRequest> for Lrms {
             horizon: EmuDuration::ZERO,
             cores: 0,
             unit_cost: 0.0,
+            forecast: false,
         };
         MessageResult(self.slots(self.publishing.as_ref().unwrap_or(&fallback)))
     }
@@ -368,6 +431,9 @@ impl Handler<SubmitLocal> for Lrms {
     type Result = ();
     fn handle(&mut self, msg: SubmitLocal, ctx: &mut Context<Self>) {
         let lease = msg.0.id;
+        if let Some((f, _)) = &mut self.forecast {
+            f.local_submitted(msg.0.cores(), msg.0.duration);
+        }
         match self.core.submit_local(msg.0, self.emu.now()) {
             Ok(actions) => self.apply(actions, ctx),
             Err(why) => {

@@ -291,6 +291,15 @@ impl Traced for SlotsRequest {
     const KIND: &'static str = "SlotsRequest";
 }
 
+/// LRMS → itself: a load-forecast provider checks its forecast half an interval after a
+/// publication (paper 004 Algorithm 1, reallocation event).
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Reallocate;
+impl Traced for Reallocate {
+    const KIND: &'static str = "Reallocate";
+}
+
 /// LRMS → itself: time to publish free slots.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]

@@ -8,6 +8,7 @@ pub(crate) mod availability;
 pub(crate) mod contention;
 pub(crate) mod overhead;
 pub(crate) mod policy;
+pub mod provider;
 pub(crate) mod scheduler;
 pub(crate) mod storage;
 

@@ -146,6 +146,10 @@ pub struct Config {
     pub compress: bool,
     /// How local requests are treated.
     pub locals: LocalRequests,
+    /// Multiple resource partitions (paper 004 §4.2): queued local requests go ahead of
+    /// waiting Grid leases (priority scheduling); the local partition's share of the free
+    /// slots is kept from the IGG by the actor's publication.
+    pub partitions: bool,
 }
 
 /// The timed steps one VM instance must take.
@@ -872,8 +876,8 @@ impl Core {
     /// Leases resuming from images (their plan depends on the storage) and FCFS queues (the
     /// floor depends on other leases) are always placed again.
     fn place_waiting(&mut self, now: EmuTime, out: &mut Vec<Action>) {
-        let compress = self.cfg.compress;
-        let mut waiting: Vec<(u8, EmuTime, u64, RequestId)> = self
+        let (compress, partitions) = (self.cfg.compress, self.cfg.partitions);
+        let mut waiting: Vec<((u8, u8), EmuTime, u64, RequestId)> = self
             .leases
             .iter()
             .filter(|(_, l)| l.phase == Phase::Waiting && l.queued)
@@ -883,8 +887,9 @@ impl Core {
             })
             .map(|(id, l)| {
                 let deadline = l.deadline();
+                let grid_after_locals = u8::from(partitions && !l.is_local());
                 (
-                    u8::from(deadline.is_none()),
+                    (grid_after_locals, u8::from(deadline.is_none())),
                     deadline.unwrap_or(EmuTime::NEVER),
                     l.order,
                     *id,
@@ -1063,6 +1068,55 @@ impl Core {
         }
     }
 
+    /// Grid (external) leases waiting with a reservation that has not begun, in queue order.
+    fn waiting_grid_reservations(&self, now: EmuTime) -> Vec<RequestId> {
+        let mut ids: Vec<(u64, RequestId)> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local() && !l.started_once)
+            .filter(|(_, l)| l.images_ready.is_none())
+            .filter(|(_, l)| l.res.as_ref().is_some_and(|r| r.start > now))
+            .map(|(id, l)| (l.order, *id))
+            .collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Cores local leases hold (running or reserved) from each change point on, over
+    /// `[now, until)`: the local partition's actual use.
+    pub fn local_usage(&self, now: EmuTime, until: EmuTime) -> BTreeMap<EmuTime, u64> {
+        let mut deltas: BTreeMap<EmuTime, i64> = BTreeMap::new();
+        for l in self.leases.values().filter(|l| l.is_local()) {
+            if let Some(r) = &l.res {
+                let (s, e) = (r.start.max(now), r.end.min(until));
+                if s < e {
+                    *deltas.entry(s).or_default() += l.req.cores() as i64;
+                    *deltas.entry(e).or_default() -= l.req.cores() as i64;
+                }
+            }
+        }
+        let mut used = 0i64;
+        let mut steps = BTreeMap::new();
+        steps.insert(now, 0);
+        for (t, d) in deltas {
+            used += d;
+            steps.insert(t, used.max(0) as u64);
+        }
+        steps
+    }
+
+    /// Gives every waiting lease a reservation, as conservative backfilling would (paper
+    /// 004 Algorithm 1, lines 3–5: the load-forecast policy schedules its queue with an
+    /// unbounded number of pivots before it publishes, then returns to EASY).
+    pub fn reserve_all(&mut self, now: EmuTime) -> Vec<Action> {
+        let easy = self.cfg.backfilling;
+        self.cfg.backfilling = Backfilling::Conservative;
+        let mut out = Vec::new();
+        self.place_waiting(now, &mut out);
+        self.cfg.backfilling = easy;
+        out
+    }
+
     // ---- local requests ----
 
     /// A local request, decided now: reserved in its interval, or after preempting external
@@ -1082,9 +1136,31 @@ impl Core {
             if let Some(l) = self.leases.get_mut(&id) {
                 l.not_before = start;
             }
+            // With partitions, the local lease goes ahead of the Grid leases waiting: their
+            // reservations are taken out and placed again after it, in their order.
+            let behind = if self.cfg.partitions {
+                self.waiting_grid_reservations(now)
+            } else {
+                Vec::new()
+            };
+            for &g in &behind {
+                self.drop_reservation(g);
+            }
             if !self.schedule_waiting(id, now, &mut out) {
                 self.leases.remove(&id);
+                for &g in &behind {
+                    self.schedule_waiting(g, now, &mut out);
+                }
                 return Err(Refusal::Deadline);
+            }
+            for &g in &behind {
+                if !self.schedule_waiting(g, now, &mut out) {
+                    // A deadline lease keeps the earliest slot it can get.
+                    let floor = now.max(self.leases[&g].not_before);
+                    if let Some((st, plan, hosts)) = self.find_slot(g, floor) {
+                        self.commit(g, st, plan, hosts, &mut out);
+                    }
+                }
             }
             self.terms(id, reshaped, &mut out);
             out.extend(self.tick(now));
@@ -1844,6 +1920,7 @@ mod tests {
             speed: Speed::default(),
             compress: false,
             locals: LocalRequests::Reserved,
+            partitions: false,
         }
     }
 

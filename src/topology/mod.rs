@@ -187,6 +187,8 @@ pub struct LrmsSettings {
     pub compress: bool,
     /// How local requests are treated: reserved on arrival (preempting) or queued.
     pub locals: crate::lrms::LocalRequests,
+    /// Local and Grid partitions (from the Grid's provider policy).
+    pub partitions: crate::lrms::provider::Partitions,
 }
 
 impl SchedulerKind {
@@ -284,6 +286,9 @@ pub struct IggSettings {
     pub dispatch: DispatchName,
     /// Whether a request refused by the chosen cluster is offered to the others.
     pub retry: bool,
+    /// Paper 004's resource provider policy of the Grid's clusters, if one is chosen: it sets
+    /// their backfilling and partitions.
+    pub provider: Option<ProviderPolicy>,
 }
 
 /// A Grid with its gateway.
@@ -298,6 +303,7 @@ pub struct Grid {
 }
 
 pub use crate::igg::peering::{Contract, ContractKind};
+pub use crate::lrms::provider::ProviderPolicy;
 
 named_enum! {
     /// Which contracts hold (`peering.contracts`).
@@ -848,12 +854,14 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
 struct IggOverrides {
     dispatch: Option<DispatchName>,
     retry: Option<bool>,
+    provider: Option<ProviderPolicy>,
 }
 
 fn read_igg_table(t: &Table<'_>) -> IggOverrides {
     let o = IggOverrides {
         dispatch: t.named::<DispatchName>("dispatch").map(|(v, _)| v),
         retry: t.bool("retry").map(|(b, _)| b),
+        provider: t.named::<ProviderPolicy>("provider").map(|(v, _)| v),
     };
     t.finish();
     o
@@ -1142,6 +1150,7 @@ fn read_grids(
                 .or(igg_defaults.dispatch)
                 .unwrap_or(DispatchName::RoundRobin),
             retry: igg_own.retry.or(igg_defaults.retry).unwrap_or(true),
+            provider: igg_own.provider.or(igg_defaults.provider),
         };
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
@@ -1155,7 +1164,7 @@ fn read_grids(
                 .map(|id: &ClusterId| &clusters[usize::from(id.0)])
                 .collect();
             if let Some(cluster) =
-                read_cluster(cnode, ci, (gid, &what), &siblings, lrms_defaults, cx)
+                read_cluster(cnode, ci, (gid, &what, igg.provider), &siblings, lrms_defaults, cx)
             {
                 ids.push(ClusterId(clusters.len() as u16));
                 clusters.push(cluster);
@@ -1178,7 +1187,7 @@ fn read_grids(
 fn read_cluster(
     cnode: &Node,
     ci: usize,
-    (gid, what): (GridId, &str),
+    (gid, what, provider): (GridId, &str, Option<ProviderPolicy>),
     siblings: &[&Cluster],
     lrms_defaults: &LrmsOverrides<'_>,
     cx: &mut ReadCx<'_>,
@@ -1199,10 +1208,32 @@ fn read_cluster(
         });
     let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
     let hosts = read_hosts(&c, &cwhat);
-    let own = c
-        .table("lrms")
-        .map(|t| read_lrms_table(&t))
+    let own_table = c.table("lrms");
+    let own = own_table
+        .as_ref()
+        .map(|t| read_lrms_table(t))
         .unwrap_or_default();
+    if let (Some(p), Some(s), Some(t)) = (provider, own.scheduler, own_table.as_ref()) {
+        let wanted = if p.easy() {
+            SchedulerKind::Easy
+        } else {
+            SchedulerKind::Conservative
+        };
+        if s != wanted {
+            if let Some(n) = t.get("scheduler") {
+                diags.error(
+                    &n.loc,
+                    format!(
+                        "{cwhat} sets scheduler = \"{}\" but its grid's provider policy \"{}\" backfills with \"{}\"",
+                        s.as_str(),
+                        p.as_str(),
+                        wanted.as_str()
+                    ),
+                    Some("remove the cluster's scheduler, or choose the grid's [igg] provider that matches it".into()),
+                );
+            }
+        }
+    }
     c.finish();
     let profile_name = own.profile.or(lrms_defaults.profile);
     let profile = match profile_name {
@@ -1213,7 +1244,16 @@ fn read_cluster(
     if hosts.is_empty() {
         return None;
     }
-    let lrms = merge_lrms(&own, lrms_defaults, profile);
+    let mut lrms = merge_lrms(&own, lrms_defaults, profile);
+    if let Some(p) = provider {
+        // §6.3: EASY with one pivot, or conservative; partitions give locals priority.
+        lrms.backfilling = if p.easy() {
+            crate::lrms::Backfilling::Easy { pivots: 1 }
+        } else {
+            crate::lrms::Backfilling::Conservative
+        };
+        lrms.partitions = p.partitions();
+    }
     Some(Cluster {
         name,
         grid: gid,
@@ -1250,6 +1290,7 @@ fn merge_lrms(
         search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
         compress: pick!(compress, false),
         locals: pick!(locals, crate::lrms::LocalRequests::Reserved),
+        partitions: crate::lrms::provider::Partitions::Single,
         profile,
     }
 }
