@@ -66,8 +66,8 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
-    /// Filter a trace.jsonl to one request or negotiation; render it as a Mermaid sequence
-    /// diagram or in the Chrome trace-event format (for Perfetto).
+    /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
+    /// render it as text, a Mermaid sequence diagram or Chrome trace-event JSON (Perfetto).
     Trace(TraceArgs),
     /// Work with workload traces.
     Workload {
@@ -258,14 +258,7 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
         ),
     ];
     let text = igemu::workload::swf::write(&jobs, &header);
-    // Write to a temporary file first so a failure never leaves half a trace behind.
-    let tmp = out.with_extension("swf.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, out))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::output(out)(e)
-        })?;
+    write_atomically(out, text.as_bytes())?;
     println!("{} jobs written to {}", jobs.len(), out.display());
     Ok(())
 }
@@ -607,12 +600,17 @@ fn stress(
 struct TraceArgs {
     /// The trace (trace.jsonl from `run --trace`).
     file: PathBuf,
-    /// Keep the messages about this request id.
-    #[arg(long)]
+    /// Keep the messages about this request id (the offers and answers it was part of too).
+    #[arg(long, conflicts_with = "negotiation")]
     request: Option<String>,
-    /// Keep the messages of this negotiation (and of the requests it redirected).
+    /// Keep the messages of this negotiation between IGGs and, for each request it
+    /// redirected, one line for what followed (where the lease ran and how it ended).
     #[arg(long)]
     negotiation: Option<u64>,
+    /// With --negotiation: every message that followed a redirection instead of one line
+    /// per lease (the LRMS's and the VMs' steps).
+    #[arg(long, requires = "negotiation")]
+    vm_steps: bool,
     /// Write a Mermaid sequence diagram here.
     #[arg(long)]
     mermaid: Option<PathBuf>,
@@ -625,70 +623,119 @@ struct TraceArgs {
     /// Print the chain of messages that caused message SEQ (by the trace's `cause` links).
     #[arg(long, value_name = "SEQ", conflicts_with_all = ["request", "negotiation"])]
     why: Option<u64>,
+    /// List every negotiation as CSV, one row per offered request: negotiation, requester,
+    /// provider, request, outcome, redirect, price, contract, messages, duration.
+    #[arg(long, conflicts_with_all = ["request", "negotiation", "why", "mermaid", "chrome"])]
+    negotiations: bool,
+    /// With --negotiations: write the CSV to this file instead of standard output.
+    #[arg(long, requires = "negotiations")]
+    out: Option<PathBuf>,
 }
 
 fn trace(args: TraceArgs) -> Result<(), Error> {
-    use igemu::trace::render;
+    use igemu::trace::render::{self, Line};
     let file = &args.file;
     let text = read_input(file)?;
     let events =
-        render::parse(&text).map_err(|e| Error::Input(format!("{}:{e}", file.display())))?;
-    let (request, negotiation) = (args.request.as_deref(), args.negotiation);
-    let picked = match args.why {
-        Some(seq) => {
-            let chain = render::causes(&events, seq);
+        render::parse(&text).map_err(|e| Error::Input(format!("{}: {e}", file.display())))?;
+    if args.negotiations {
+        let rows = render::negotiations(&events);
+        let csv = render::negotiations_csv(&rows).map_err(|e| Error::Failed(e.to_string()))?;
+        match &args.out {
+            Some(path) => write_atomically(path, &csv)?,
+            None => write_stdout(&csv)?,
+        }
+        eprintln!("{} offered request(s) in negotiations", rows.len());
+        return Ok(());
+    }
+    let chain;
+    let lines: Vec<Line<'_>> = match (args.why, args.negotiation, args.request.as_deref()) {
+        (Some(seq), _, _) => {
+            chain = render::causes(&events, seq);
             if chain.is_empty() {
                 return Err(Error::Usage(format!(
                     "{} has no message {seq} (messages are numbered by `seq`)",
                     file.display()
                 )));
             }
-            chain
+            chain.into_iter().map(Line::Message).collect()
         }
-        None if request.is_some() || negotiation.is_some() => {
-            render::filter(&events, request, negotiation)
+        (None, Some(n), _) => {
+            let lines = render::negotiation(&events, n, args.vm_steps);
+            if lines.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{} has no negotiation {n} (`igemu trace {} --negotiations` lists them)",
+                    file.display(),
+                    file.display()
+                )));
+            }
+            lines
         }
-        None => events,
+        (None, None, Some(r)) => render::filter(&events, r)
+            .into_iter()
+            .map(Line::Message)
+            .collect(),
+        (None, None, None) => events.iter().map(Line::Message).collect(),
     };
-    let write =
-        |path: &PathBuf, text: String| std::fs::write(path, text).map_err(Error::output(path));
     if let Some(p) = &args.mermaid {
-        write(p, render::mermaid(&picked, args.vm_lanes))?;
+        write_atomically(p, render::mermaid(&lines, args.vm_lanes).as_bytes())?;
     }
     if let Some(p) = &args.chrome {
-        write(p, render::chrome(&picked).to_string())?;
+        write_atomically(p, render::chrome(&lines).to_string().as_bytes())?;
     }
     if args.mermaid.is_none() && args.chrome.is_none() {
-        print_events(&picked);
+        print_lines(&lines);
     }
-    eprintln!("{} message(s)", picked.len());
+    let (mut messages, mut leases, mut collapsed) = (0, 0, 0);
+    for line in &lines {
+        match line {
+            Line::Message(_) => messages += 1,
+            Line::Lease(l) => (leases, collapsed) = (leases + 1, collapsed + l.messages),
+        }
+    }
+    if leases > 0 {
+        eprintln!(
+            "{messages} message(s) and {leases} lease line(s) standing for {collapsed} more (--vm-steps shows them)"
+        );
+    } else {
+        eprintln!("{messages} message(s)");
+    }
     Ok(())
 }
 
-/// One line per message: number, time, sender, receiver, kind, ids and cause.
-fn print_events(events: &[igemu::trace::render::Event]) {
+/// Writes `bytes` to `path` through a temporary file beside it, so that a failure never
+/// leaves half a file behind.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::output(path)(e)
+        })
+}
+
+/// Writes `bytes` to standard output; a reader that went away (`| head`) is not an error.
+fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    for e in events {
-        let mut extra = String::new();
-        if let Some(r) = &e.request {
-            extra += &format!(" request={r}");
+    match stdout.write_all(bytes).and_then(|_| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::output("standard output")(e))
         }
-        if let Some(n) = e.negotiation {
-            extra += &format!(" negotiation={n}");
-        }
-        if let Some(c) = e.cause {
-            extra += &format!(" cause=#{c}");
-        }
-        let line = format!(
-            "#{:<8} {:>14}s  {:<28} -> {:<28} {}{extra}",
-            e.seq,
-            igemu::time::format_secs(e.t_us),
-            e.from,
-            e.to,
-            e.kind
-        );
-        if writeln!(stdout, "{line}").is_err() {
+        _ => Ok(()),
+    }
+}
+
+/// One line per message or collapsed lease (see [`igemu::trace::render::text_line`]).
+fn print_lines(lines: &[igemu::trace::render::Line<'_>]) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    for line in lines {
+        let text = igemu::trace::render::text_line(line);
+        if writeln!(stdout, "{text}").is_err() {
             break; // the reader went away (e.g. `| head`)
         }
     }

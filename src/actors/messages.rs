@@ -5,13 +5,13 @@ use actix::Message;
 
 use super::igg::Igg;
 use super::Peer;
-use crate::igg::peering::NegotiationId;
+use crate::igg::peering::{Answer, NegotiationId};
 use crate::igg::protocol::PeerMsg;
 use crate::igg::slots::Published;
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState, VmEvent, VmState};
 use crate::time::EmuTime;
-use crate::trace::{Correlation, Traced};
+use crate::trace::{Correlation, PeerDetail, PeerItem, Terms, Traced};
 
 macro_rules! traced {
     ($t:ty, $kind:literal, |$m:ident| $corr:expr) => {
@@ -337,6 +337,72 @@ impl Traced for FromPeer {
             negotiation: self.msg.negotiation(),
         }
     }
+    fn peer(&self) -> Option<PeerDetail> {
+        Some(peer_detail(&self.msg))
+    }
+}
+
+/// What a peer message says about its negotiation, for its trace record: an offer's
+/// contract, price and requests; an answer's verdict and price per request; the price of a
+/// redirection, a declined counter-offer or a price update; an acknowledgement's verdict; a
+/// lease report's state.
+fn peer_detail(msg: &PeerMsg) -> PeerDetail {
+    let item = |request| PeerItem {
+        request,
+        units: None,
+        verdict: None,
+        price: None,
+    };
+    let mut d = PeerDetail::default();
+    match msg {
+        PeerMsg::Offer {
+            items, price, max, ..
+        } => {
+            d.price = Some(*price);
+            d.contract = Some(Terms {
+                min: *price,
+                max: *max,
+            });
+            d.items = items
+                .iter()
+                .map(|i| PeerItem {
+                    units: Some(i.units),
+                    ..item(i.req.id)
+                })
+                .collect();
+        }
+        PeerMsg::Answer { answers, .. } => {
+            d.items = answers
+                .iter()
+                .map(|(lease, a)| {
+                    let (verdict, price) = match *a {
+                        Answer::Accept { price } => ("accept", Some(price)),
+                        Answer::Counter { price } => ("counter", Some(price)),
+                        Answer::Reject => ("reject", None),
+                    };
+                    PeerItem {
+                        verdict: Some(verdict),
+                        price,
+                        ..item(*lease)
+                    }
+                })
+                .collect();
+        }
+        PeerMsg::Redirect { price, .. } => d.price = Some(*price),
+        PeerMsg::RedirectAck { accepted, .. } => {
+            d.verdict = Some(if *accepted { "redirected" } else { "refused" });
+        }
+        PeerMsg::Decline { price, .. } => {
+            d.verdict = Some("decline");
+            d.price = Some(*price);
+        }
+        PeerMsg::LeaseReport { ended, .. } => {
+            d.verdict = Some(ended.map_or("started", RequestState::as_str));
+        }
+        PeerMsg::LeaseReportAck { .. } => {}
+        PeerMsg::Price { unit_cost } => d.price = Some(*unit_cost),
+    }
+    d
 }
 
 /// IGG → itself: an offer's answer is overdue.

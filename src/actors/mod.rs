@@ -235,7 +235,7 @@ impl Emu {
         let seq = self
             .tracer
             .record_with(self.clock.now(), (from, to.id()), cause, || {
-                (msg.kind(), msg.correlation())
+                (msg.kind(), msg.correlation(), msg.peer())
             });
         to.deliver(Caused { cause: seq, msg });
     }
@@ -283,10 +283,11 @@ impl Emu {
         P: Inbox<M>,
     {
         let now = self.clock.now();
-        let (kind, corr) = (msg.kind(), msg.correlation());
         let seq = self
             .tracer
-            .record(now, (from, to.id()), kind, corr, self.tracer.current());
+            .record_with(now, (from, to.id()), self.tracer.current(), || {
+                (msg.kind(), msg.correlation(), msg.peer())
+            });
         self.metrics.borrow_mut().peering_message(from_grid);
         let deliveries = self.faults.borrow_mut().deliveries(from_grid, to_grid, now);
         for delay in deliveries {

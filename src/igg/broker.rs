@@ -477,12 +477,13 @@ impl Broker {
                     );
                 }
                 None => {
-                    if matches!(a, Answer::Counter { .. }) {
+                    if let Answer::Counter { price } = *a {
                         out.push(Out::Send {
                             peer: ob.peer,
                             msg: PeerMsg::Decline {
                                 negotiation,
                                 lease: *lease,
+                                price,
                             },
                         });
                     }
@@ -739,7 +740,7 @@ pub(crate) mod tests {
             matches!(&out[0], Out::Send { msg: PeerMsg::Redirect { req, price, .. }, .. } if req.id == RequestId(1) && *price == 1.0)
         );
         assert!(
-            matches!(&out[1], Out::Send { msg: PeerMsg::Decline { lease, .. }, .. } if *lease == RequestId(2))
+            matches!(&out[1], Out::Send { msg: PeerMsg::Decline { lease, price, .. }, .. } if *lease == RequestId(2) && *price == 1.5)
         );
         assert_eq!(b.queued(), 1);
         // A late duplicate answer does nothing.

@@ -58,6 +58,8 @@ pub enum PeerMsg {
         negotiation: NegotiationId,
         /// The request.
         lease: RequestId,
+        /// The unit price of the counter-offer declined.
+        price: f64,
     },
     /// Provider → origin: a redirected request started or ended.
     LeaseReport {

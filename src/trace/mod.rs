@@ -6,11 +6,12 @@
 pub mod render;
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::RequestId;
 use crate::time::EmuTime;
@@ -48,6 +49,43 @@ impl Correlation {
     }
 }
 
+/// A contract's price range per resource unit, as traces write it.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Terms {
+    /// The least the requester pays (its opening offer).
+    pub min: f64,
+    /// The most it pays.
+    pub max: f64,
+}
+
+/// One request of a batch (an offer or an answer) in a trace record.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct PeerItem {
+    /// The request.
+    pub request: RequestId,
+    /// Its resource units (in an offer).
+    pub units: Option<f64>,
+    /// The provider's verdict (in an answer): `accept`, `counter` or `reject`.
+    pub verdict: Option<&'static str>,
+    /// The unit price of that verdict (accepted or counter-offered).
+    pub price: Option<f64>,
+}
+
+/// What a message between IGGs says about its negotiation, written only in its trace record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PeerDetail {
+    /// The unit price it carries.
+    pub price: Option<f64>,
+    /// The contract's price range (an offer carries it; the tracer writes it on every later
+    /// message of the same negotiation).
+    pub contract: Option<Terms>,
+    /// What it says of its one request: `decline`, `redirected`, `refused`, a lease report's
+    /// `started` or end state.
+    pub verdict: Option<&'static str>,
+    /// Per request, for a batch (offer, answer).
+    pub items: Vec<PeerItem>,
+}
+
 /// A message that can be traced: its kind and correlation ids.
 pub trait Traced {
     /// The message kind as written in traces.
@@ -60,6 +98,24 @@ pub trait Traced {
     fn correlation(&self) -> Correlation {
         Correlation::default()
     }
+    /// Peering detail (messages between IGGs only); computed only when the record is written.
+    fn peer(&self) -> Option<PeerDetail> {
+        None
+    }
+}
+
+/// What a record says beyond its ends and cause: kind, correlation ids and peering detail.
+pub type About = (&'static str, Correlation, Option<PeerDetail>);
+
+#[derive(Serialize)]
+struct ItemLine<'a> {
+    request: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    units: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verdict: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    price: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -79,6 +135,14 @@ struct Line<'a> {
     /// The record whose handling sent this message (or set its timer).
     #[serde(skip_serializing_if = "Option::is_none")]
     cause: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    price: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contract: Option<Terms>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verdict: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    items: Vec<ItemLine<'a>>,
 }
 
 /// Counts messages and, when enabled, writes them to `trace.jsonl`.
@@ -90,6 +154,8 @@ pub struct Tracer {
     labels: Vec<String>,
     /// The record being handled right now (every actor runs on one thread).
     current: Cell<Option<u64>>,
+    /// Each negotiation's contract, from its offer, for the later messages of it.
+    contracts: RefCell<BTreeMap<u64, Terms>>,
 }
 
 impl Tracer {
@@ -102,6 +168,7 @@ impl Tracer {
             names: RefCell::new(Vec::new()),
             labels,
             current: Cell::new(None),
+            contracts: RefCell::new(BTreeMap::new()),
         }
     }
 
@@ -162,26 +229,39 @@ impl Tracer {
         corr: Correlation,
         cause: Option<u64>,
     ) -> u64 {
-        self.record_with(t, ends, cause, || (kind, corr))
+        self.record_with(t, ends, cause, || (kind, corr, None))
     }
 
-    /// Like [`Tracer::record`], computing the kind and correlation only when the record is
-    /// written (an untraced run only counts).
+    /// Like [`Tracer::record`], computing what the record says (kind, correlation, peering
+    /// detail) only when it is written (an untraced run only counts).
     #[inline]
     pub fn record_with(
         &self,
         t: EmuTime,
         (from, to): (ActorId, ActorId),
         cause: Option<u64>,
-        what: impl FnOnce() -> (&'static str, Correlation),
+        what: impl FnOnce() -> About,
     ) -> u64 {
         let seq = self.messages.get();
         self.messages.set(seq + 1);
         if let Some(sink) = &self.sink {
-            let (kind, corr) = what();
-            self.write(sink, (seq, t), (from, to), (kind, corr), cause);
+            self.write(sink, (seq, t), (from, to), what(), cause);
         }
         seq
+    }
+
+    /// The contract of `peer`'s negotiation: the one it carries (remembered for the later
+    /// messages of the negotiation), or the one its offer carried.
+    fn contract(&self, negotiation: Option<u64>, peer: &PeerDetail) -> Option<Terms> {
+        let n = negotiation?;
+        let mut known = self.contracts.borrow_mut();
+        match peer.contract {
+            Some(terms) => {
+                known.insert(n, terms);
+                Some(terms)
+            }
+            None => known.get(&n).copied(),
+        }
     }
 
     #[cold]
@@ -190,9 +270,24 @@ impl Tracer {
         sink: &RefCell<BufWriter<File>>,
         (seq, t): (u64, EmuTime),
         (from, to): (ActorId, ActorId),
-        (kind, corr): (&str, Correlation),
+        (kind, corr, peer): About,
         cause: Option<u64>,
     ) {
+        // Only messages between IGGs have a contract (timers of a negotiation do not).
+        let contract = peer
+            .as_ref()
+            .and_then(|p| self.contract(corr.negotiation, p));
+        let peer = peer.unwrap_or_default();
+        let items = peer
+            .items
+            .iter()
+            .map(|i| ItemLine {
+                request: self.label(i.request),
+                units: i.units,
+                verdict: i.verdict,
+                price: i.price,
+            })
+            .collect();
         let names = self.names.borrow();
         let mut buf = [0u8; 32];
         let ts = crate::time::write_secs(t.as_micros(), &mut buf);
@@ -207,6 +302,10 @@ impl Tracer {
             vm: corr.vm,
             negotiation: corr.negotiation,
             cause,
+            price: peer.price,
+            contract,
+            verdict: peer.verdict,
+            items,
         };
         let mut w = sink.borrow_mut();
         let res = serde_json::to_writer(&mut *w, &line)

@@ -1,10 +1,14 @@
-//! Reading a `trace.jsonl` back, filtering it to one request or one negotiation, and
-//! rendering it as a Mermaid sequence diagram or in the Chrome trace-event format (which
-//! Perfetto and `chrome://tracing` open: one track per actor, an arrow per message).
+//! Reading a `trace.jsonl` back, selecting from it (one request, one negotiation, the causes
+//! of one message), listing its negotiations, and rendering a selection as text, as a
+//! Mermaid sequence diagram or in the Chrome trace-event format (which Perfetto and
+//! `chrome://tracing` open: one track per actor, an arrow per message). Everything here is
+//! pure: the command line reads the file and writes what these functions return.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use super::Terms;
 
 /// One line of `trace.jsonl` (see `docs/trace-format.md`).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -31,6 +35,47 @@ pub struct Event {
     /// The record whose handling sent this one.
     #[serde(default)]
     pub cause: Option<u64>,
+    /// Unit price carried (peer messages).
+    #[serde(default)]
+    pub price: Option<f64>,
+    /// The negotiation's contract (peer messages of a negotiation).
+    #[serde(default)]
+    pub contract: Option<Terms>,
+    /// What the message says of its request (peer messages).
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// Per request, for a batch (an offer, an answer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Item>,
+}
+
+/// One request of a batch message.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct Item {
+    /// Request id.
+    pub request: String,
+    /// Resource units offered (in an offer).
+    #[serde(default)]
+    pub units: Option<f64>,
+    /// The provider's verdict (in an answer): `accept`, `counter` or `reject`.
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// The verdict's unit price.
+    #[serde(default)]
+    pub price: Option<f64>,
+}
+
+impl Event {
+    /// Whether the record is about request `r`: by its own id or as one of its batch.
+    pub fn mentions(&self, r: &str) -> bool {
+        self.request.as_deref() == Some(r) || self.items.iter().any(|i| i.request == r)
+    }
+
+    /// Whether the record names no request, VM or negotiation of its own (a timer, a
+    /// publication, a price update).
+    fn anonymous(&self) -> bool {
+        self.request.is_none() && self.negotiation.is_none() && self.items.is_empty()
+    }
 }
 
 /// Parses a trace; a malformed line is reported with its number.
@@ -42,47 +87,44 @@ pub fn parse(text: &str) -> Result<Vec<Event>, String> {
         .collect()
 }
 
-/// Keeps the events about request `request` (by its id) and/or negotiation `negotiation`.
-/// For a negotiation, the messages about the requests it redirected follow too. Then, by
-/// causes: every message that names no request or negotiation of its own (a timer, a
-/// publication, a price update) and was sent while handling a kept one is kept as well.
-pub fn filter(events: &[Event], request: Option<&str>, negotiation: Option<u64>) -> Vec<Event> {
-    let mut requests: Vec<String> = request.map(str::to_string).into_iter().collect();
-    if let Some(n) = negotiation {
-        for e in events.iter().filter(|e| e.negotiation == Some(n)) {
-            if let Some(r) = &e.request {
-                if !requests.contains(r) {
-                    requests.push(r.clone());
-                }
-            }
-        }
-    }
-    let about = |e: &Event| {
-        negotiation.is_some_and(|n| e.negotiation == Some(n))
-            || e.request.as_ref().is_some_and(|r| requests.contains(r))
-    };
-    // Causes come before their effects, so one pass in order sees every kept cause first.
-    let mut kept = std::collections::BTreeSet::new();
+/// Walks the trace in order and keeps what `owner` assigns an owner to; a record that names
+/// nothing of its own and was sent while handling a kept one follows it (same owner). Causes
+/// come before their effects, so one pass sees every kept cause first.
+fn select<O: Copy>(
+    events: &[Event],
+    mut owner: impl FnMut(&Event) -> Option<O>,
+) -> Vec<(O, &Event)> {
+    let mut kept: BTreeMap<u64, O> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
-        let anonymous = e.request.is_none() && e.negotiation.is_none();
-        let follows = anonymous && e.cause.is_some_and(|c| kept.contains(&c));
-        if about(e) || follows {
-            kept.insert(e.seq);
-            out.push(e.clone());
+        let follows = || e.cause.and_then(|c| kept.get(&c).copied());
+        let o = owner(e).or_else(|| e.anonymous().then(follows).flatten());
+        if let Some(o) = o {
+            kept.insert(e.seq, o);
+            out.push((o, e));
         }
     }
     out
 }
 
+/// Keeps the events about request `request` — its own messages and the batches (offers,
+/// answers) it is part of — and, by causes, every message that names nothing of its own and
+/// was sent while handling a kept one.
+pub fn filter<'a>(events: &'a [Event], request: &str) -> Vec<&'a Event> {
+    select(events, |e| e.mentions(request).then_some(()))
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect()
+}
+
 /// The chain of causes that led to event `seq`, oldest first, ending with it.
-pub fn causes(events: &[Event], seq: u64) -> Vec<Event> {
+pub fn causes(events: &[Event], seq: u64) -> Vec<&Event> {
     let by_seq: BTreeMap<u64, &Event> = events.iter().map(|e| (e.seq, e)).collect();
     let mut chain = Vec::new();
     let mut next = Some(seq);
     while let Some(s) = next {
         let Some(e) = by_seq.get(&s) else { break };
-        chain.push((*e).clone());
+        chain.push(*e);
         // A cause precedes its effect, so the walk ends.
         next = e.cause.filter(|c| *c < s);
     }
@@ -90,8 +132,260 @@ pub fn causes(events: &[Event], seq: u64) -> Vec<Event> {
     chain
 }
 
+/// A line of a rendered selection: a message, or one line standing for every message about
+/// a lease after its redirection.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line<'a> {
+    /// A message as recorded.
+    Message(&'a Event),
+    /// A redirected lease's placement and end, collapsed.
+    Lease(Lease),
+}
+
+/// What became of a lease after its redirection, from the messages about it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lease {
+    /// The request.
+    pub request: String,
+    /// The first message it stands for.
+    pub seq: u64,
+    /// Its time, µs.
+    pub t_us: u64,
+    /// The IGG that placed it (or, if none asked a cluster, the one it was redirected to).
+    pub by: String,
+    /// The LRMSs asked to take it, in order.
+    pub tried: Vec<String>,
+    /// The LRMS it started on.
+    pub lrms: Option<String>,
+    /// When that LRMS was asked to take it, µs.
+    pub placed_us: Option<u64>,
+    /// When it started, µs.
+    pub started_us: Option<u64>,
+    /// When it ended, µs.
+    pub ended_us: Option<u64>,
+    /// How it ended, as its provider reported it (`completed`, `rejected`, ...).
+    pub state: Option<String>,
+    /// How many messages the line stands for.
+    pub messages: usize,
+}
+
+impl Lease {
+    fn add(&mut self, e: &Event) {
+        if self.messages == 0 {
+            self.seq = e.seq;
+            self.t_us = e.t_us;
+        }
+        self.messages += 1;
+        let from_lrms = e.from.starts_with("lrms:");
+        match e.kind.as_str() {
+            "AssignLease" if e.to.starts_with("lrms:") => {
+                if self.tried.is_empty() {
+                    self.by.clone_from(&e.from);
+                }
+                if !self.tried.contains(&e.to) {
+                    self.tried.push(e.to.clone());
+                }
+                if self.lrms.is_none() {
+                    self.placed_us = Some(e.t_us);
+                }
+            }
+            "LeaseStarted" if from_lrms && self.lrms.is_none() => {
+                self.lrms = Some(e.from.clone());
+                self.started_us = Some(e.t_us);
+            }
+            "LeaseEnded" if self.ended_us.is_none() => self.ended_us = Some(e.t_us),
+            "RemoteLease" => {
+                if let Some(v) = e.verdict.as_deref().filter(|v| *v != "started") {
+                    self.state.get_or_insert_with(|| v.to_string());
+                    self.ended_us.get_or_insert(e.t_us);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The line's text, e.g. `lease ext-3 placed on lrms:b/c1 at 600s, ended at 4200s
+    /// (completed)`.
+    pub fn text(&self) -> String {
+        let at = |us: u64| format!("{}s", secs(us));
+        let mut s = format!("lease {}", self.request);
+        match (&self.lrms, self.placed_us) {
+            (Some(lrms), placed) => {
+                let started = self.started_us.unwrap_or_default();
+                let placed = placed.unwrap_or(started);
+                s += &format!(" placed on {lrms} at {}", at(placed));
+                if started != placed {
+                    s += &format!(", started at {}", at(started));
+                }
+            }
+            (None, _) if self.tried.is_empty() => s += " not placed",
+            (None, _) => s += &format!(" not placed (asked {})", self.tried.join(", ")),
+        }
+        match self.ended_us {
+            Some(t) => s += &format!(", ended at {}", at(t)),
+            None => s += ", not ended in the trace",
+        }
+        if let Some(state) = &self.state {
+            s += &format!(" ({state})");
+        }
+        s
+    }
+}
+
+/// Negotiation `n`: the messages between its IGGs (offer, answers, redirections,
+/// acknowledgements, declines, their timers) and, for each request it redirected, what
+/// followed the redirection — every message about the request from then on and, by causes,
+/// the messages naming nothing of their own they led to. Unless `vm_steps`, what followed
+/// one redirection is collapsed into one [`Lease`] line, placed where its first message was.
+pub fn negotiation(events: &[Event], n: u64, vm_steps: bool) -> Vec<Line<'_>> {
+    // Each redirected request, from its first redirection on, and where it went.
+    let mut redirected: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.negotiation == Some(n)) {
+        if let (Some(r), "PeerRedirect") = (&e.request, e.kind.as_str()) {
+            redirected.entry(r.as_str()).or_insert((e.seq, &e.to));
+        }
+    }
+    // Owners: `None` for the conversation, `Some(request)` for what followed a redirection.
+    let picked = select(events, |e| {
+        if e.negotiation == Some(n) {
+            return Some(None);
+        }
+        let r = e.request.as_deref()?;
+        let (&r, &(from, _)) = redirected.get_key_value(r)?;
+        (e.seq > from).then_some(Some(r))
+    });
+    let mut lines = Vec::new();
+    let mut lease_at: BTreeMap<&str, usize> = BTreeMap::new();
+    for (owner, e) in picked {
+        match owner {
+            Some(r) if !vm_steps => {
+                let i = *lease_at.entry(r).or_insert_with(|| {
+                    let provider = redirected.get(r).map_or("", |(_, to)| to);
+                    lines.push(Line::Lease(Lease {
+                        request: r.to_string(),
+                        by: provider.to_string(),
+                        ..Lease::default()
+                    }));
+                    lines.len() - 1
+                });
+                if let Line::Lease(lease) = &mut lines[i] {
+                    lease.add(e);
+                }
+            }
+            _ => lines.push(Line::Message(e)),
+        }
+    }
+    lines
+}
+
 fn secs(us: u64) -> String {
     crate::time::format_secs(us)
+}
+
+/// A unit price for people: three decimals, trailing zeros dropped (`3.227`, `1.5`).
+pub fn price(p: f64) -> String {
+    let s = format!("{p:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// One request of a batch in a label: `ext-3`, `ext-3 accept 0.93`, `ext-7 reject`.
+fn item_text(i: &Item) -> String {
+    let mut s = i.request.clone();
+    if let Some(v) = &i.verdict {
+        s += &format!(" {v}");
+    }
+    if let Some(p) = i.price {
+        s += &format!(" {}", price(p));
+    }
+    s
+}
+
+/// What a message says beyond its kind, compactly: its request (and VM), its batch, its
+/// verdict and price; an offer's price with the contract's maximum. E.g. ` [ext-3, ext-7]
+/// @0.93 max 1.1`, ` ext-3 counter 1.02, ext-7 reject`, ` ext-3 @1.02`, ` ext-3 redirected`.
+pub fn detail(e: &Event) -> String {
+    let mut s = String::new();
+    if let Some(r) = &e.request {
+        s += &format!(" {r}");
+    }
+    if let Some(vm) = e.vm {
+        s += &format!(" vm {vm}");
+    }
+    s + &terms(e)
+}
+
+/// The peering part of [`detail`]: batch, verdict, price.
+fn terms(e: &Event) -> String {
+    let mut s = String::new();
+    if !e.items.is_empty() {
+        let items: Vec<String> = e.items.iter().map(item_text).collect();
+        if e.items
+            .iter()
+            .all(|i| i.verdict.is_none() && i.price.is_none())
+        {
+            s += &format!(" [{}]", items.join(", "));
+        } else {
+            s += &format!(" {}", items.join(", "));
+        }
+    }
+    if let Some(v) = &e.verdict {
+        s += &format!(" {v}");
+    }
+    if let Some(p) = e.price {
+        s += &format!(" @{}", price(p));
+        if e.kind == "PeerOffer" {
+            if let Some(c) = e.contract {
+                s += &format!(" max {}", price(c.max));
+            }
+        }
+    }
+    s
+}
+
+/// One line of text per line of a selection: number, time, sender, receiver, kind, request
+/// and VM, what a peer message says (batch, verdict, price, as in [`detail`]), contract,
+/// negotiation and cause; a collapsed lease as `lease ...` with the number of messages it
+/// stands for.
+pub fn text_line(line: &Line<'_>) -> String {
+    match line {
+        Line::Message(e) => {
+            let mut extra = String::new();
+            if let Some(r) = &e.request {
+                extra += &format!(" request={r}");
+            }
+            if let Some(vm) = e.vm {
+                extra += &format!(" vm={vm}");
+            }
+            extra += &terms(e);
+            if let Some(c) = e.contract.filter(|_| e.kind != "PeerOffer") {
+                extra += &format!(" contract={}..{}", price(c.min), price(c.max));
+            }
+            if let Some(n) = e.negotiation {
+                extra += &format!(" negotiation={n}");
+            }
+            if let Some(c) = e.cause {
+                extra += &format!(" cause=#{c}");
+            }
+            format!(
+                "#{:<8} {:>14}s  {:<28} -> {:<28} {}{extra}",
+                e.seq,
+                secs(e.t_us),
+                e.from,
+                e.to,
+                e.kind
+            )
+        }
+        Line::Lease(l) => format!(
+            "#{:<8} {:>14}s  {:<28} -> {:<28} {} [{} message(s); --vm-steps shows them]",
+            l.seq,
+            secs(l.t_us),
+            l.by,
+            l.lrms.as_deref().unwrap_or(""),
+            l.text(),
+            l.messages
+        ),
+    }
 }
 
 /// The lane of actor `a` in a diagram: with `vm_lanes` false, the VMs of one lease
@@ -104,61 +398,276 @@ fn lane(a: &str, vm_lanes: bool) -> String {
     }
 }
 
-/// A Mermaid `sequenceDiagram` of the events, participants in order of appearance; one lane
-/// per VM with `vm_lanes`, else one per lease's VMs.
-pub fn mermaid(events: &[Event], vm_lanes: bool) -> String {
+/// The actors a line is drawn between: sender and receiver; a lease from the IGG that placed
+/// it to its LRMS (or on the IGG alone, if none took it).
+fn ends<'l>(line: &'l Line<'_>) -> (&'l str, Option<&'l str>) {
+    match line {
+        Line::Message(e) => (&e.from, Some(&e.to)),
+        Line::Lease(l) => (&l.by, l.lrms.as_deref()),
+    }
+}
+
+/// A Mermaid `sequenceDiagram` of the lines, participants in order of appearance; one lane
+/// per VM with `vm_lanes`, else one per lease's VMs. Labels name the requests (a batch's
+/// verdicts and prices too); a collapsed lease is an arrow from the IGG that placed it to
+/// its LRMS, or a note over the IGG if none took it.
+pub fn mermaid(lines: &[Line<'_>], vm_lanes: bool) -> String {
     let mut ids: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    for e in events {
-        for a in [&e.from, &e.to] {
-            let a = lane(a, vm_lanes);
-            if !ids.contains_key(&a) {
-                ids.insert(a.clone(), order.len());
-                order.push(a);
-            }
+    let mut id = |a: &str| {
+        let a = lane(a, vm_lanes);
+        if let Some(i) = ids.get(&a) {
+            return *i;
         }
+        ids.insert(a.clone(), order.len());
+        order.push(a);
+        order.len() - 1
+    };
+    let mut body = String::new();
+    for line in lines {
+        let (from, to) = ends(line);
+        let (f, t) = (id(from), to.map(&mut id));
+        let label = match line {
+            Line::Message(e) => {
+                let mut label = format!("{}{} t={}s", e.kind, detail(e), secs(e.t_us));
+                if let Some(n) = e.negotiation {
+                    label += &format!(" neg {n}");
+                }
+                label
+            }
+            Line::Lease(l) => l.text(),
+        };
+        let label = label.replace([';', '#'], " ");
+        body += &match t {
+            Some(t) => format!("    P{f}->>P{t}: {label}\n"),
+            None => format!("    Note over P{f}: {label}\n"),
+        };
     }
     let mut out = String::from("sequenceDiagram\n");
     for (i, a) in order.iter().enumerate() {
         out += &format!("    participant P{i} as {a}\n");
     }
-    for e in events {
-        let mut label = format!("{} t={}s", e.kind, secs(e.t_us));
-        if let Some(vm) = e.vm {
-            label += &format!(" vm {vm}");
-        }
-        if let Some(n) = e.negotiation {
-            label += &format!(" neg {n}");
-        }
-        // Every lane was inserted in the loop above.
-        let (f, t) = (ids[&lane(&e.from, vm_lanes)], ids[&lane(&e.to, vm_lanes)]);
-        out += &format!("    P{f}->>P{t}: {}\n", label.replace([';', '#'], " "));
-    }
-    out
+    out + &body
 }
 
-/// The events in Chrome trace-event JSON: a named thread per actor, an instant on the
-/// receiver's track per message, and a flow arrow from sender to receiver.
-pub fn chrome(events: &[Event]) -> serde_json::Value {
+/// The lines in Chrome trace-event JSON: a named thread per actor, an instant on the
+/// receiver's track per message and a flow arrow from sender to receiver; a collapsed lease
+/// is a span on its LRMS's track from its start to its end.
+pub fn chrome(lines: &[Line<'_>]) -> serde_json::Value {
     let mut tids: BTreeMap<String, usize> = BTreeMap::new();
     let mut out = Vec::new();
-    for e in events {
-        for a in [&e.from, &e.to] {
-            if !tids.contains_key(a) {
-                let tid = tids.len() + 1;
-                tids.insert(a.clone(), tid);
-                out.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": a}}));
-            }
+    let mut tid = |a: &str, out: &mut Vec<serde_json::Value>| {
+        if let Some(t) = tids.get(a) {
+            return *t;
         }
-        let (from, to) = (tids[&e.from], tids[&e.to]);
-        let args = serde_json::json!({"from": e.from, "to": e.to, "request": e.request, "vm": e.vm, "negotiation": e.negotiation});
-        out.push(serde_json::json!({"name": e.kind, "cat": "message", "ph": "i", "s": "t", "ts": e.t_us, "pid": 1, "tid": to, "args": args}));
-        if from != to {
-            out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "s", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": from}));
-            out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "f", "bp": "e", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": to}));
+        let t = tids.len() + 1;
+        tids.insert(a.to_string(), t);
+        out.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": t, "args": {"name": a}}));
+        t
+    };
+    for line in lines {
+        match line {
+            Line::Message(e) => {
+                let (from, to) = (tid(&e.from, &mut out), tid(&e.to, &mut out));
+                let mut args = serde_json::json!({"from": e.from, "to": e.to, "request": e.request, "vm": e.vm, "negotiation": e.negotiation});
+                if let Some(p) = e.price {
+                    args["price"] = p.into();
+                }
+                if let Some(v) = &e.verdict {
+                    args["verdict"] = v.as_str().into();
+                }
+                if let Some(c) = e.contract {
+                    args["contract"] = serde_json::json!({"min": c.min, "max": c.max});
+                }
+                if !e.items.is_empty() {
+                    args["items"] = serde_json::to_value(&e.items).unwrap_or_default();
+                }
+                out.push(serde_json::json!({"name": e.kind, "cat": "message", "ph": "i", "s": "t", "ts": e.t_us, "pid": 1, "tid": to, "args": args}));
+                if from != to {
+                    out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "s", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": from}));
+                    out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "f", "bp": "e", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": to}));
+                }
+            }
+            Line::Lease(l) => {
+                let track = tid(l.lrms.as_deref().unwrap_or(&l.by), &mut out);
+                let start = l.started_us.unwrap_or(l.t_us);
+                let end = l.ended_us.unwrap_or(start).max(start);
+                let args = serde_json::json!({"text": l.text(), "messages": l.messages});
+                out.push(serde_json::json!({"name": format!("lease {}", l.request), "cat": "lease", "ph": "X", "ts": start, "dur": end - start, "pid": 1, "tid": track, "args": args}));
+            }
         }
     }
     serde_json::json!({"traceEvents": out, "displayTimeUnit": "ms"})
+}
+
+/// One offered request of one negotiation, as `igemu trace --negotiations` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NegotiationRow {
+    /// The negotiation id.
+    pub negotiation: u64,
+    /// The requester's Grid.
+    pub requester: String,
+    /// The provider's Grid.
+    pub provider: String,
+    /// The request.
+    pub request: String,
+    /// `accepted`, `countered-taken`, `countered-declined`, `rejected`, `timed-out` (no answer
+    /// the requester acted on, and the offer timed out) or `pending` (neither, by the end).
+    pub outcome: &'static str,
+    /// For a redirected request: `redirected`, `refused` or `unacknowledged`.
+    pub redirect: Option<&'static str>,
+    /// The unit price it ended at: redirected at, declined, answered or offered.
+    pub price: Option<f64>,
+    /// The contract's price range.
+    pub contract: Option<Terms>,
+    /// Records of the negotiation about this request or its batch.
+    pub messages: usize,
+    /// From the first of those records to the last, µs.
+    pub duration_us: u64,
+}
+
+/// The Grid of an IGG's actor name (`igg:busy` → `busy`).
+fn grid(actor: &str) -> String {
+    actor.strip_prefix("igg:").unwrap_or(actor).to_string()
+}
+
+/// Every negotiation of the trace, one row per (negotiation, offered request), by
+/// negotiation id and then in offer order. Per request, the outcome counts as the summary's
+/// `negotiations` counters do (one answer acted on per request): a redirection taken after
+/// an accept or a counter-offer, a decline, a rejection, or a timeout.
+pub fn negotiations(events: &[Event]) -> Vec<NegotiationRow> {
+    let mut by_id: BTreeMap<u64, Vec<&Event>> = BTreeMap::new();
+    for e in events {
+        if let Some(n) = e.negotiation {
+            by_id.entry(n).or_default().push(e);
+        }
+    }
+    let mut rows = Vec::new();
+    for (n, records) in by_id {
+        // The requester speaks first; an answer or an acknowledgement is the provider's.
+        let Some(first) = records.iter().find(|e| e.kind.starts_with("Peer")) else {
+            continue;
+        };
+        let (requester, provider) = match first.kind.as_str() {
+            "PeerAnswer" | "PeerRedirectAck" => (&first.to, &first.from),
+            _ => (&first.from, &first.to),
+        };
+        let mut requests: Vec<&str> = Vec::new();
+        for e in &records {
+            let named = e.items.iter().map(|i| i.request.as_str());
+            for r in named.chain(e.request.as_deref()) {
+                if !requests.contains(&r) {
+                    requests.push(r);
+                }
+            }
+        }
+        let timed_out = records.iter().any(|e| e.kind == "OfferTimeout");
+        for r in requests {
+            let about: Vec<&Event> = records
+                .iter()
+                .copied()
+                .filter(|e| e.mentions(r) || (e.request.is_none() && e.items.is_empty()))
+                .collect();
+            let kind = |k: &str| about.iter().copied().find(|e| e.kind == k);
+            let answers: Vec<&Item> = about
+                .iter()
+                .filter(|e| e.kind == "PeerAnswer")
+                .flat_map(|e| e.items.iter().filter(|i| i.request == r))
+                .collect();
+            let offered = kind("PeerOffer").and_then(|e| e.price);
+            let redirect = kind("PeerRedirect");
+            let decline = kind("PeerDecline");
+            let first_answer = answers.first();
+            let verdict = first_answer.and_then(|i| i.verdict.as_deref());
+            let (outcome, price) = if let Some(rd) = redirect {
+                // The answer it acted on is the one at the price it redirected at.
+                let countered = answers
+                    .iter()
+                    .any(|i| i.verdict.as_deref() == Some("counter") && i.price == rd.price);
+                let outcome = if countered {
+                    "countered-taken"
+                } else {
+                    "accepted"
+                };
+                (outcome, rd.price)
+            } else if let Some(d) = decline {
+                ("countered-declined", d.price)
+            } else if verdict == Some("reject") {
+                ("rejected", offered)
+            } else if timed_out {
+                ("timed-out", first_answer.and_then(|i| i.price).or(offered))
+            } else {
+                ("pending", first_answer.and_then(|i| i.price).or(offered))
+            };
+            let acks: Vec<&str> = about
+                .iter()
+                .filter(|e| e.kind == "PeerRedirectAck")
+                .filter_map(|e| e.verdict.as_deref())
+                .collect();
+            let redirect = redirect.map(|_| {
+                if acks.contains(&"redirected") {
+                    "redirected"
+                } else if acks.contains(&"refused") {
+                    "refused"
+                } else {
+                    "unacknowledged"
+                }
+            });
+            let (t0, t1) = (
+                about.first().map_or(0, |e| e.t_us),
+                about.last().map_or(0, |e| e.t_us),
+            );
+            rows.push(NegotiationRow {
+                negotiation: n,
+                requester: grid(requester),
+                provider: grid(provider),
+                request: r.to_string(),
+                outcome,
+                redirect,
+                price,
+                contract: about.iter().find_map(|e| e.contract),
+                messages: about.len(),
+                duration_us: t1.saturating_sub(t0),
+            });
+        }
+    }
+    rows
+}
+
+/// The rows as CSV, with a header: negotiation, requester, provider, request, outcome,
+/// redirect, price, contract_min, contract_max, messages, duration_s.
+pub fn negotiations_csv(rows: &[NegotiationRow]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "negotiation",
+        "requester",
+        "provider",
+        "request",
+        "outcome",
+        "redirect",
+        "price",
+        "contract_min",
+        "contract_max",
+        "messages",
+        "duration_s",
+    ])?;
+    let num = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+    for r in rows {
+        w.write_record([
+            r.negotiation.to_string(),
+            r.requester.clone(),
+            r.provider.clone(),
+            r.request.clone(),
+            r.outcome.to_string(),
+            r.redirect.unwrap_or_default().to_string(),
+            num(r.price),
+            num(r.contract.map(|c| c.min)),
+            num(r.contract.map(|c| c.max)),
+            r.messages.to_string(),
+            secs(r.duration_us),
+        ])?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
 }
 
 #[cfg(test)]
@@ -172,16 +681,45 @@ mod tests {
 {"seq":4,"t_us":30,"t":"0.00003","from":"dve:a","to":"igg:a","kind":"SubmitExternal","request":"r2"}
 "#;
 
+    /// A negotiation of two requests: r1 countered and taken, run on lrms:b/c and reported;
+    /// r2 rejected. r3 is another request's business.
+    const NEGOTIATION: &str = r#"{"seq":0,"t_us":0,"t":"0","from":"dve:a","to":"igg:a","kind":"SubmitExternal","request":"r1"}
+{"seq":1,"t_us":1000000,"t":"1","from":"igg:a","to":"igg:b","kind":"PeerOffer","negotiation":4,"price":0.93,"contract":{"min":0.93,"max":1.1},"items":[{"request":"r1","units":100.0},{"request":"r2","units":50.0}]}
+{"seq":2,"t_us":1000000,"t":"1","from":"igg:b","to":"igg:a","kind":"PeerAnswer","negotiation":4,"cause":1,"contract":{"min":0.93,"max":1.1},"items":[{"request":"r1","verdict":"counter","price":1.02},{"request":"r2","verdict":"reject"}]}
+{"seq":3,"t_us":1000000,"t":"1","from":"igg:a","to":"igg:b","kind":"PeerRedirect","request":"r1","negotiation":4,"cause":2,"price":1.02,"contract":{"min":0.93,"max":1.1}}
+{"seq":4,"t_us":1000000,"t":"1","from":"igg:b","to":"igg:a","kind":"PeerRedirectAck","request":"r1","negotiation":4,"cause":3,"contract":{"min":0.93,"max":1.1},"verdict":"redirected"}
+{"seq":5,"t_us":1000000,"t":"1","from":"igg:b","to":"lrms:b/c","kind":"AssignLease","request":"r1","cause":3}
+{"seq":6,"t_us":1000000,"t":"1","from":"lrms:b/c","to":"igg:b","kind":"AssignAnswer","request":"r1","cause":5}
+{"seq":7,"t_us":1000000,"t":"1","from":"lrms:b/c","to":"lrms:b/c","kind":"Tick","cause":5}
+{"seq":8,"t_us":2000000,"t":"2","from":"lrms:b/c","to":"vm:r1/0","kind":"VmCommand","request":"r1","vm":0,"cause":7}
+{"seq":9,"t_us":2000000,"t":"2","from":"lrms:b/c","to":"vm:r3/0","kind":"VmCommand","request":"r3","vm":0,"cause":7}
+{"seq":10,"t_us":3000000,"t":"3","from":"lrms:b/c","to":"igg:b","kind":"LeaseStarted","request":"r1","cause":8}
+{"seq":11,"t_us":3000000,"t":"3","from":"igg:b","to":"igg:a","kind":"RemoteLease","request":"r1","cause":10,"verdict":"started"}
+{"seq":12,"t_us":90000000,"t":"90","from":"lrms:b/c","to":"igg:b","kind":"LeaseEnded","request":"r1"}
+{"seq":13,"t_us":90000000,"t":"90","from":"igg:b","to":"igg:a","kind":"RemoteLease","request":"r1","cause":12,"verdict":"completed"}
+{"seq":14,"t_us":90000000,"t":"90","from":"igg:a","to":"igg:b","kind":"RemoteLeaseAck","request":"r1","cause":13}
+"#;
+
+    fn seqs(events: &[&Event]) -> Vec<u64> {
+        events.iter().map(|e| e.seq).collect()
+    }
+
+    fn line_seqs(lines: &[Line<'_>]) -> Vec<u64> {
+        lines
+            .iter()
+            .map(|l| match l {
+                Line::Message(e) => e.seq,
+                Line::Lease(l) => l.seq,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_negotiation_brings_the_requests_it_redirected() {
         let ev = parse(TRACE).expect("valid");
-        let neg = filter(&ev, None, Some(7));
-        assert_eq!(
-            neg.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            vec![0, 1, 2, 3]
-        );
-        let r2 = filter(&ev, Some("r2"), None);
-        assert_eq!(r2.len(), 1);
+        let neg = negotiation(&ev, 7, true);
+        assert_eq!(line_seqs(&neg), vec![0, 1, 2, 3]);
+        assert_eq!(filter(&ev, "r2").len(), 1);
     }
 
     #[test]
@@ -195,30 +733,131 @@ mod tests {
         let ev = parse(text).expect("valid");
         // The tick r1's assignment set follows r1; what the tick did for r2 does not, and a
         // publication nothing kept caused does not either.
-        let r1 = filter(&ev, Some("r1"), None);
-        assert_eq!(r1.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![0, 1, 2]);
-        let chain = causes(&ev, 3);
+        assert_eq!(seqs(&filter(&ev, "r1")), vec![0, 1, 2]);
+        assert_eq!(seqs(&causes(&ev, 3)), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_request_is_found_in_the_batches_it_was_offered_in() {
+        let ev = parse(NEGOTIATION).expect("valid");
+        assert_eq!(seqs(&filter(&ev, "r2")), vec![1, 2]);
+        assert!(filter(&ev, "r1").iter().any(|e| e.kind == "PeerAnswer"));
+    }
+
+    #[test]
+    fn what_follows_a_redirection_collapses_into_one_line_per_lease() {
+        let ev = parse(NEGOTIATION).expect("valid");
+        let lines = negotiation(&ev, 4, false);
+        // The conversation, then one line for r1's lease at its first message (#5); r1's
+        // submission came before the negotiation, and r3's VM is another lease's.
+        assert_eq!(line_seqs(&lines), vec![1, 2, 3, 4, 5]);
+        let Line::Lease(lease) = &lines[4] else {
+            panic!("a lease line: {lines:?}")
+        };
+        assert_eq!(lease.messages, 9, "#5 to #14 but #9");
         assert_eq!(
-            chain.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            vec![0, 1, 2, 3]
+            lease.text(),
+            "lease r1 placed on lrms:b/c at 1s, started at 3s, ended at 90s (completed)"
         );
+        assert_eq!(lease.by, "igg:b");
+        // With --vm-steps, every message stays.
+        let all = negotiation(&ev, 4, true);
+        assert_eq!(
+            line_seqs(&all),
+            vec![1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14]
+        );
+        assert!(negotiation(&ev, 99, false).is_empty());
+    }
+
+    #[test]
+    fn a_lease_no_cluster_took_says_so() {
+        let mut lease = Lease {
+            request: "r9".into(),
+            by: "igg:b".into(),
+            ..Lease::default()
+        };
+        for (seq, kind, from, to, verdict) in [
+            (1, "AssignLease", "igg:b", "lrms:b/c1", None),
+            (2, "AssignLease", "igg:b", "lrms:b/c2", None),
+            (3, "RemoteLease", "igg:b", "igg:a", Some("rejected")),
+        ] {
+            lease.add(&Event {
+                seq,
+                t_us: 5_000_000,
+                from: from.into(),
+                to: to.into(),
+                kind: kind.into(),
+                request: Some("r9".into()),
+                vm: None,
+                negotiation: None,
+                cause: None,
+                price: None,
+                contract: None,
+                verdict: verdict.map(str::to_string),
+                items: Vec::new(),
+            });
+        }
+        assert_eq!(
+            lease.text(),
+            "lease r9 not placed (asked lrms:b/c1, lrms:b/c2), ended at 5s (rejected)"
+        );
+        let m = mermaid(&[Line::Lease(lease)], false);
+        assert!(m.contains("Note over P0: lease r9 not placed"), "{m}");
+    }
+
+    #[test]
+    fn labels_name_requests_verdicts_and_prices() {
+        let ev = parse(NEGOTIATION).expect("valid");
+        let m = mermaid(&negotiation(&ev, 4, false), false);
+        assert!(m.starts_with("sequenceDiagram\n"));
+        assert!(m.contains("participant P0 as igg:a"), "{m}");
+        for label in [
+            "P0->>P1: PeerOffer [r1, r2] @0.93 max 1.1 t=1s neg 4",
+            "P1->>P0: PeerAnswer r1 counter 1.02, r2 reject t=1s neg 4",
+            "P0->>P1: PeerRedirect r1 @1.02 t=1s neg 4",
+            "P1->>P0: PeerRedirectAck r1 redirected t=1s neg 4",
+            "P1->>P2: lease r1 placed on lrms:b/c at 1s, started at 3s, ended at 90s (completed)",
+        ] {
+            assert!(m.contains(label), "{label} missing from\n{m}");
+        }
+        assert_eq!(m.lines().filter(|l| l.contains("->>")).count(), 5);
+        let text = text_line(&Line::Message(&ev[3]));
+        assert!(
+            text.ends_with(
+                "PeerRedirect request=r1 @1.02 contract=0.93..1.1 negotiation=4 cause=#2"
+            ),
+            "{text}"
+        );
+        assert_eq!(price(3.0), "3");
+        assert_eq!(price(0.1234), "0.123");
     }
 
     #[test]
     fn mermaid_and_chrome_render_every_message() {
         let ev = parse(TRACE).expect("valid");
-        let m = mermaid(&filter(&ev, None, Some(7)), true);
-        assert!(m.starts_with("sequenceDiagram\n"));
+        let m = mermaid(&negotiation(&ev, 7, true), true);
         assert!(m.contains("participant P0 as igg:a"));
         assert!(m.contains("P0->>P1: PeerOffer t=0s neg 7"));
         assert_eq!(m.lines().filter(|l| l.contains("->>")).count(), 4);
-        let c = chrome(&ev);
+        let all: Vec<Line<'_>> = ev.iter().map(Line::Message).collect();
+        let c = chrome(&all);
         let events = c["traceEvents"].as_array().expect("array");
         assert_eq!(events.iter().filter(|e| e["ph"] == "i").count(), 5);
         assert_eq!(
             events.iter().filter(|e| e["ph"] == "M").count(),
             4,
             "one named track per actor"
+        );
+        // A collapsed lease is a span on its LRMS's track.
+        let ev = parse(NEGOTIATION).expect("valid");
+        let c = chrome(&negotiation(&ev, 4, false));
+        let span = c["traceEvents"]
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["ph"] == "X").cloned())
+            .expect("a span");
+        assert_eq!(
+            (span["ts"].as_u64(), span["dur"].as_u64()),
+            (Some(3_000_000), Some(87_000_000))
         );
     }
 
@@ -230,11 +869,63 @@ mod tests {
             )
         };
         let ev = parse(&format!("{}\n{}\n", line(0), line(1))).expect("valid");
-        let merged = mermaid(&ev, false);
+        let lines: Vec<Line<'_>> = ev.iter().map(Line::Message).collect();
+        let merged = mermaid(&lines, false);
         assert_eq!(merged.matches("participant").count(), 2, "{merged}");
         assert!(merged.contains("participant P1 as vm:r1/*"));
-        assert!(merged.contains("P0->>P1: VmCommand t=0s vm 1"));
-        assert_eq!(mermaid(&ev, true).matches("participant").count(), 3);
+        assert!(merged.contains("P0->>P1: VmCommand r1 vm 1 t=0s"));
+        assert_eq!(mermaid(&lines, true).matches("participant").count(), 3);
+    }
+
+    #[test]
+    fn negotiations_list_each_offered_request_with_its_outcome() {
+        let mut text = NEGOTIATION.to_string();
+        // Negotiation 5: r4 accepted then refused; r5 countered and declined; negotiation 6
+        // timed out unanswered.
+        text += r#"{"seq":20,"t_us":100000000,"t":"100","from":"igg:a","to":"igg:c","kind":"PeerOffer","negotiation":5,"price":0.9,"contract":{"min":0.9,"max":1.0},"items":[{"request":"r4","units":1.0},{"request":"r5","units":1.0}]}
+{"seq":21,"t_us":100000000,"t":"100","from":"igg:c","to":"igg:a","kind":"PeerAnswer","negotiation":5,"items":[{"request":"r4","verdict":"accept","price":0.9},{"request":"r5","verdict":"counter","price":0.99}]}
+{"seq":22,"t_us":100000000,"t":"100","from":"igg:a","to":"igg:c","kind":"PeerRedirect","request":"r4","negotiation":5,"price":0.9}
+{"seq":23,"t_us":100000000,"t":"100","from":"igg:a","to":"igg:c","kind":"PeerDecline","request":"r5","negotiation":5,"price":0.99,"verdict":"decline"}
+{"seq":24,"t_us":101000000,"t":"101","from":"igg:c","to":"igg:a","kind":"PeerRedirectAck","request":"r4","negotiation":5,"verdict":"refused"}
+{"seq":30,"t_us":200000000,"t":"200","from":"igg:a","to":"igg:c","kind":"PeerOffer","negotiation":6,"price":0.9,"items":[{"request":"r6","units":1.0}]}
+{"seq":31,"t_us":230000000,"t":"230","from":"igg:a","to":"igg:a","kind":"OfferTimeout","negotiation":6}
+"#;
+        let ev = parse(&text).expect("valid");
+        let rows = negotiations(&ev);
+        let got: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let (n, req, outcome) = (r.negotiation, &r.request, r.outcome);
+                let (redirect, price, messages) = (r.redirect, r.price, r.messages);
+                format!("{n} {req} {outcome} {redirect:?} {price:?} {messages}")
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "4 r1 countered-taken Some(\"redirected\") Some(1.02) 4",
+                "4 r2 rejected None Some(0.93) 2",
+                "5 r4 accepted Some(\"refused\") Some(0.9) 4",
+                "5 r5 countered-declined None Some(0.99) 3",
+                "6 r6 timed-out None Some(0.9) 2",
+            ]
+        );
+        assert_eq!(
+            (rows[0].requester.as_str(), rows[0].provider.as_str()),
+            ("a", "b")
+        );
+        assert_eq!(rows[4].duration_us, 30_000_000);
+        let csv = String::from_utf8(negotiations_csv(&rows).expect("csv")).expect("utf-8");
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some("negotiation,requester,provider,request,outcome,redirect,price,contract_min,contract_max,messages,duration_s")
+        );
+        assert_eq!(
+            lines.next(),
+            Some("4,a,b,r1,countered-taken,redirected,1.02,0.93,1.1,4,0")
+        );
+        assert_eq!(csv.lines().last(), Some("6,a,c,r6,timed-out,,0.9,,,2,30"));
     }
 
     #[test]
@@ -243,5 +934,10 @@ mod tests {
             parse("{\"seq\":0}\n").unwrap_err().split(':').next(),
             Some("line 1")
         );
+        let bad_item =
+            r#"{"seq":0,"t_us":0,"from":"a","to":"b","kind":"PeerOffer","items":[{"units":1}]}"#;
+        assert!(parse(&format!("\n{bad_item}\n"))
+            .unwrap_err()
+            .starts_with("line 2:"));
     }
 }
