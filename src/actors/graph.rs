@@ -278,6 +278,6 @@ fn publishing(topo: &Topology, cid: ClusterId) -> Option<Publishing> {
         horizon: topo.peering.horizon,
         cores: topo.cluster(cid).cores(),
         unit_cost: topo.unit_cost(cid),
-        forecast: topo.cluster(cid).lrms.partitions == Partitions::Forecast,
+        partitions: topo.cluster(cid).lrms.partitions,
     })
 }

@@ -21,7 +21,7 @@ use super::vm::{Vm, VmSpec};
 use super::{Emu, Peer};
 use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
-use crate::lrms::provider::{grid_share, Forecast, FORECAST_WINDOW};
+use crate::lrms::provider::{grid_share, Forecast, Partitions, FORECAST_WINDOW};
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::metrics::Violation;
 use crate::model::{ClusterId, GridId, HostSpec, Origin, RequestId, RequestState};
@@ -38,7 +38,8 @@ pub struct Lrms {
     users: Option<Peer<Users>>,
     hosts: Vec<Peer<Host>>,
     publishing: Option<Publishing>,
-    /// The local-load forecast of an `Mf` provider, and the local partition it sizes (cores).
+    /// The local-load estimate of a partitioned provider, and the local partition it sizes
+    /// (cores).
     forecast: Option<(Forecast, u64)>,
     core: Core,
     vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
@@ -55,9 +56,9 @@ pub struct Publishing {
     pub cores: u64,
     /// The cluster's cost of a resource unit (its price grows with load, eq. 1).
     pub unit_cost: f64,
-    /// Whether a load forecast sizes the local partition kept from the published slots
-    /// (paper 004's `Mf` policies).
-    pub forecast: bool,
+    /// How the local partition kept from the published slots is sized (paper 004's `M`:
+    /// mean local load; `Mf`: a forecast).
+    pub partitions: Partitions,
 }
 
 /// What an LRMS is built from.
@@ -91,11 +92,13 @@ impl Lrms {
             igg: spec.igg,
             users: spec.users,
             hosts,
-            forecast: spec
-                .publishing
-                .as_ref()
-                .filter(|p| p.forecast)
-                .map(|_| (Forecast::new(FORECAST_WINDOW, EmuTime::ZERO), 0)),
+            forecast: match spec.publishing.as_ref().map(|p| p.partitions) {
+                Some(Partitions::Forecast) => {
+                    Some((Forecast::new(FORECAST_WINDOW, EmuTime::ZERO), 0))
+                }
+                Some(Partitions::Fixed) => Some((Forecast::mean(EmuTime::ZERO), 0)),
+                _ => None,
+            },
             publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
@@ -305,16 +308,26 @@ impl Lrms {
         }
     }
 
-    /// An `Mf` provider before it publishes (Algorithm 1): its queue scheduled
-    /// conservatively, the forecast for the next interval sized.
+    /// Whether the local partition is sized by a forecast (`Mf`).
+    fn forecasts(&self) -> bool {
+        self.publishing
+            .as_ref()
+            .is_some_and(|p| p.partitions == Partitions::Forecast)
+    }
+
+    /// A partitioned provider before it publishes: the local partition sized for the next
+    /// interval; with a forecast, the queue first scheduled conservatively (Algorithm 1).
     fn forecast_for_publication(&mut self, ctx: &mut Context<Self>) {
         let now = self.emu.now();
+        let forecasts = self.forecasts();
         let Some((f, reserve)) = &mut self.forecast else {
             return;
         };
         *reserve = f.publish(now).round() as u64;
-        let actions = self.core.reserve_all(now);
-        self.apply(actions, ctx);
+        if forecasts {
+            let actions = self.core.reserve_all(now);
+            self.apply(actions, ctx);
+        }
     }
 }
 
@@ -363,7 +376,7 @@ impl Handler<PublishTick> for Lrms {
         let me = self.me(ctx);
         let now = self.emu.now();
         self.emu.send_at(now + interval, self.id, &me, PublishTick);
-        if self.forecast.is_some() {
+        if self.forecasts() {
             let half = EmuDuration::from_micros(interval.as_micros() / 2);
             self.emu.send_at(now + half, self.id, &me, Reallocate);
         }
@@ -401,7 +414,7 @@ impl Handler<SlotsRequest> for Lrms {
             horizon: EmuDuration::ZERO,
             cores: 0,
             unit_cost: 0.0,
-            forecast: false,
+            partitions: Partitions::Single,
         };
         MessageResult(self.slots(self.publishing.as_ref().unwrap_or(&fallback)))
     }

@@ -4,9 +4,10 @@
 //! `cbmf`, `eb`, `ebm`, `ebmf` — and chosen per Grid.
 //!
 //! What the partitions do here:
-//! * **Priority.** Local jobs go ahead of waiting Grid jobs in the queue (§4.2: "the waiting
-//!   queue is ordered by priority"; at a reallocation "backfill the jobs, starting with the
-//!   local jobs"). The Grid partition borrows whatever the local one does not use.
+//! * **Priority.** When the scheduler backfills, local jobs go ahead of waiting Grid jobs
+//!   (§4.2: "the waiting queue is ordered by priority when the scheduler is backfilling"; at
+//!   a reallocation "backfill the jobs, starting with the local jobs"); reservations already
+//!   made are kept. The Grid partition borrows whatever the local one does not use.
 //! * **Forecast (`Mf`).** At each publication the provider forecasts its local load over the
 //!   next interval with an exponentially weighted moving average of the local load of past
 //!   intervals (§6.1: a window of 25 intervals, so α = 2 / (25 + 1)), schedules its queue
@@ -16,10 +17,11 @@
 //!   the publication; if it was an underestimate, the partition is resized to the load seen
 //!   and the slots are published again (lines 20–24).
 //!
-//! Without a forecast (`M`), the partitions are sized by what is known — the local jobs
-//! running and queued — so the published slots are the conservative ones; `M` differs from
-//! `Cb` by the local jobs' priority. A local load is the cores × seconds of the local jobs
-//! submitted in an interval over the interval's length (cores in demand).
+//! Without a forecast (`M`), the local partition is sized at each publication by the local
+//! load measured so far (the mean over every past interval: no forecast technique, no
+//! reallocation events), and kept back from the slots in the same way. A local load is the
+//! cores × seconds of the local jobs submitted in an interval over the interval's length
+//! (cores in demand).
 
 use std::collections::BTreeMap;
 
@@ -81,7 +83,10 @@ pub const FORECAST_WINDOW: u32 = 25;
 /// publication intervals, and the local demand of the interval under way.
 #[derive(Clone, Debug)]
 pub struct Forecast {
-    alpha: f64,
+    /// The average's weight of the latest interval; `None`: the plain mean of all intervals.
+    alpha: Option<f64>,
+    /// Intervals folded in.
+    intervals: u32,
     /// Forecast local load (cores) for the interval under way; `None` before the first.
     forecast: Option<f64>,
     /// Core-seconds of local jobs submitted since the interval began.
@@ -93,10 +98,19 @@ impl Forecast {
     /// A forecast over a window of `window` intervals (α = 2 / (window + 1)).
     pub fn new(window: u32, now: EmuTime) -> Forecast {
         Forecast {
-            alpha: 2.0 / (f64::from(window) + 1.0),
+            alpha: Some(2.0 / (f64::from(window) + 1.0)),
+            intervals: 0,
             forecast: None,
             demand: 0.0,
             since: now,
+        }
+    }
+
+    /// The mean local load of every interval so far (no forecast: the `M` policies).
+    pub fn mean(now: EmuTime) -> Forecast {
+        Forecast {
+            alpha: None,
+            ..Forecast::new(FORECAST_WINDOW, now)
         }
     }
 
@@ -120,8 +134,10 @@ impl Forecast {
     pub fn publish(&mut self, now: EmuTime) -> f64 {
         if now > self.since {
             let x = self.observed(now);
+            self.intervals += 1;
+            let alpha = self.alpha.unwrap_or(1.0 / f64::from(self.intervals));
             self.forecast = Some(match self.forecast {
-                Some(f) => self.alpha * x + (1.0 - self.alpha) * f,
+                Some(f) => alpha * x + (1.0 - alpha) * f,
                 None => x,
             });
         }
@@ -184,7 +200,10 @@ mod tests {
         let mut f = Forecast::new(FORECAST_WINDOW, t(0));
         // 10 cores busy for the whole of the first 100 s interval.
         f.local_submitted(10, EmuDuration::from_secs(100));
-        assert!((f.publish(t(100)) - 10.0).abs() < 1e-9, "the first is the load seen");
+        assert!(
+            (f.publish(t(100)) - 10.0).abs() < 1e-9,
+            "the first is the load seen"
+        );
         // None in the second: α = 2/26 of 0 and 24/26 of 10.
         let second = f.publish(t(200));
         assert!((second - 10.0 * 24.0 / 26.0).abs() < 1e-9, "{second}");
@@ -195,6 +214,16 @@ mod tests {
         g.local_submitted(10, EmuDuration::from_secs(100));
         g.publish(t(100));
         assert_eq!(g.reallocation(t(150)), None);
+    }
+
+    #[test]
+    fn without_a_forecast_the_partition_is_the_mean_local_load() {
+        let mut m = Forecast::mean(t(0));
+        m.local_submitted(10, EmuDuration::from_secs(100));
+        assert_eq!(m.publish(t(100)), 10.0);
+        assert_eq!(m.publish(t(200)), 5.0);
+        m.local_submitted(30, EmuDuration::from_secs(100));
+        assert_eq!(m.publish(t(300)), 40.0 / 3.0);
     }
 
     #[test]

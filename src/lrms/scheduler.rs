@@ -146,9 +146,11 @@ pub struct Config {
     pub compress: bool,
     /// How local requests are treated.
     pub locals: LocalRequests,
-    /// Multiple resource partitions (paper 004 §4.2): queued local requests go ahead of
-    /// waiting Grid leases (priority scheduling); the local partition's share of the free
-    /// slots is kept from the IGG by the actor's publication.
+    /// Multiple resource partitions (paper 004 §4.2): when the scheduler backfills, queued
+    /// local requests go ahead of waiting Grid leases (priority scheduling: "the waiting
+    /// queue is ordered by priority when the scheduler is backfilling"); reservations already
+    /// made stay. The local partition's share of the free slots is kept from the IGG by the
+    /// actor's publication.
     pub partitions: bool,
 }
 
@@ -1068,20 +1070,6 @@ impl Core {
         }
     }
 
-    /// Grid (external) leases waiting with a reservation that has not begun, in queue order.
-    fn waiting_grid_reservations(&self, now: EmuTime) -> Vec<RequestId> {
-        let mut ids: Vec<(u64, RequestId)> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.phase == Phase::Waiting && !l.is_local() && !l.started_once)
-            .filter(|(_, l)| l.images_ready.is_none())
-            .filter(|(_, l)| l.res.as_ref().is_some_and(|r| r.start > now))
-            .map(|(id, l)| (l.order, *id))
-            .collect();
-        ids.sort_unstable();
-        ids.into_iter().map(|(_, id)| id).collect()
-    }
-
     /// Cores local leases hold (running or reserved) from each change point on, over
     /// `[now, until)`: the local partition's actual use.
     pub fn local_usage(&self, now: EmuTime, until: EmuTime) -> BTreeMap<EmuTime, u64> {
@@ -1136,31 +1124,11 @@ impl Core {
             if let Some(l) = self.leases.get_mut(&id) {
                 l.not_before = start;
             }
-            // With partitions, the local lease goes ahead of the Grid leases waiting: their
-            // reservations are taken out and placed again after it, in their order.
-            let behind = if self.cfg.partitions {
-                self.waiting_grid_reservations(now)
-            } else {
-                Vec::new()
-            };
-            for &g in &behind {
-                self.drop_reservation(g);
-            }
+            // Scheduled like any waiting lease; with partitions, locals come first only among
+            // the leases backfilled without a reservation (`place_waiting`).
             if !self.schedule_waiting(id, now, &mut out) {
                 self.leases.remove(&id);
-                for &g in &behind {
-                    self.schedule_waiting(g, now, &mut out);
-                }
                 return Err(Refusal::Deadline);
-            }
-            for &g in &behind {
-                if !self.schedule_waiting(g, now, &mut out) {
-                    // A deadline lease keeps the earliest slot it can get.
-                    let floor = now.max(self.leases[&g].not_before);
-                    if let Some((st, plan, hosts)) = self.find_slot(g, floor) {
-                        self.commit(g, st, plan, hosts, &mut out);
-                    }
-                }
             }
             self.terms(id, reshaped, &mut out);
             out.extend(self.tick(now));

@@ -1163,9 +1163,14 @@ fn read_grids(
                 .iter()
                 .map(|id: &ClusterId| &clusters[usize::from(id.0)])
                 .collect();
-            if let Some(cluster) =
-                read_cluster(cnode, ci, (gid, &what, igg.provider), &siblings, lrms_defaults, cx)
-            {
+            if let Some(cluster) = read_cluster(
+                cnode,
+                ci,
+                (gid, &what, igg.provider),
+                &siblings,
+                lrms_defaults,
+                cx,
+            ) {
                 ids.push(ClusterId(clusters.len() as u16));
                 clusters.push(cluster);
             }
