@@ -610,8 +610,9 @@ impl Gateway {
         }
         if now >= self.next_price_update {
             self.next_price_update = now + self.draw(self.settings.price_update);
-            // Eq. 2 over the clusters' current prices (eq. 1, load-dependent).
-            let prices = self.slots.prices();
+            // Eq. 2 over the clusters' current prices (eq. 1, load-dependent), weighted by the
+            // units each contributes until the next update.
+            let prices = self.slots.prices(now, self.next_price_update);
             if !prices.is_empty() {
                 self.cost.unit_cost = CostModel::from_providers(&prices).unit_cost;
             }

@@ -171,12 +171,23 @@ impl SlotStore {
         self.clusters.get(&j)?.earliest(now, cores, length)
     }
 
-    /// The average price per unit over the clusters, weighted by cores (eq. 2's inputs).
-    pub(crate) fn prices(&self) -> Vec<(f64, f64)> {
-        self.clusters
-            .values()
-            .map(|p| (p.price, p.cores as f64))
-            .collect()
+    /// Eq. 2's inputs: each cluster's price per unit and the resource units it contributes
+    /// over `[now, until)` — the free core-seconds of its publication (paper 004 §5: "the
+    /// number of resource units contributed by provider i until a given time horizon"). Where
+    /// no cluster contributes any, each is weighted by its cores over the span instead.
+    pub(crate) fn prices(&self, now: EmuTime, until: EmuTime) -> Vec<(f64, f64)> {
+        let span = until.since(now).as_secs_f64();
+        let free = |p: &Published| (p.cores as f64 * span - p.used_units(now, until)).max(0.0);
+        let contributed: Vec<(f64, f64)> =
+            self.clusters.values().map(|p| (p.price, free(p))).collect();
+        if contributed.iter().any(|(_, u)| *u > 0.0) {
+            contributed
+        } else {
+            self.clusters
+                .values()
+                .map(|p| (p.price, p.cores as f64 * span.max(1.0)))
+                .collect()
+        }
     }
 }
 
@@ -245,6 +256,24 @@ mod tests {
             (p.free_at(t(989)), p.free_at(t(995)), p.free_at(t(1000))),
             (8, 0, 0)
         );
+    }
+
+    #[test]
+    fn eq_2_weights_each_price_by_the_units_contributed_to_the_horizon() {
+        let mut s = SlotStore::default();
+        s.publish(0, published()); // 8 cores: 800 of 1600 core-seconds used in [0, 200)
+        let mut full = published();
+        full.free = [(t(0), 0)].into_iter().collect(); // contributes nothing
+        full.price = 2.0;
+        s.publish(1, full);
+        let w = s.prices(t(0), t(200));
+        assert_eq!(w, vec![(1.0, 800.0), (2.0, 0.0)]);
+        // Nothing free anywhere: by capacity.
+        let mut none = SlotStore::default();
+        let mut f = published();
+        f.free = [(t(0), 0)].into_iter().collect();
+        none.publish(0, f);
+        assert_eq!(none.prices(t(0), t(200)), vec![(1.0, 1600.0)]);
     }
 
     #[test]
