@@ -305,6 +305,19 @@ struct Outcomes {
     redirected: u64,
 }
 
+/// `emulation.seed=S` for the first seed S of 1-60 whose small run (with `sets`) has outcomes
+/// `wanted` (the search is bounded; most seeds in ten have every kind of outcome).
+fn first_seed(sets: &[&str], wanted: impl Fn(&Outcomes) -> bool) -> String {
+    (1..=60)
+        .map(|s| format!("emulation.seed={s}"))
+        .find(|seed| {
+            let all: Vec<&str> = sets.iter().copied().chain([seed.as_str()]).collect();
+            let r = run(small(&all), &RunOptions::default()).expect("runs");
+            wanted(&outcomes(&r))
+        })
+        .expect("a seed of 1-60 has the outcomes wanted")
+}
+
 fn outcomes(r: &igemu::RunResult) -> Outcomes {
     let mut sum = Outcomes::default();
     for g in r.summary.grids.values() {
@@ -322,21 +335,25 @@ fn outcomes(r: &igemu::RunResult) -> Outcomes {
 
 #[test]
 fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
-    // Seed 39 on sound links: every message arrives once, so each request's answer in the
+    // Sound links: every message arrives once, so each request's answer in the
     // trace is the one its requester acted on. The run has every kind of outcome.
+    let every_kind = |o: &Outcomes| {
+        [
+            o.accepted,
+            o.countered_taken,
+            o.countered_declined,
+            o.rejected,
+            o.redirected,
+        ]
+        .iter()
+        .all(|n| *n > 0)
+    };
+    let seed = first_seed(&[], every_kind);
     let dir = tempfile::tempdir().expect("temp dir");
-    let r = common::run_traced(small(&["emulation.seed=39"]), dir.path());
+    let r = common::run_traced(small(&[seed.as_str()]), dir.path());
     assert_eq!(r.summary.invariant_violations, 0);
     let o = outcomes(&r);
-    for (what, n) in [
-        ("accepted", o.accepted),
-        ("countered and taken", o.countered_taken),
-        ("countered and declined", o.countered_declined),
-        ("rejected", o.rejected),
-        ("redirected", o.redirected),
-    ] {
-        assert!(n > 0, "the scenario has requests {what}: {o:?}");
-    }
+    assert!(every_kind(&o), "{o:?}");
     let events = common::trace(dir.path());
     let kind = |k: &'static str| events.iter().filter(move |e| e["kind"] == k);
     let verdicts = |v: &str| {
@@ -409,11 +426,13 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     // and each decline is still in the trace once, as the summary counts it. (Answers and
     // acknowledgements are not: a lost one is in the trace but was never acted on, and a
     // duplicated offer or redirection is answered again.)
+    let lossy = |o: &Outcomes| o.timeouts > 0 && o.countered_declined > 0;
+    let seed = first_seed(&["fault.drop=0.05"], lossy);
     let dir = tempfile::tempdir().expect("temp dir");
-    let r = common::run_traced(small(&["emulation.seed=39", "fault.drop=0.05"]), dir.path());
+    let r = common::run_traced(small(&[seed.as_str(), "fault.drop=0.05"]), dir.path());
     assert_eq!(r.summary.invariant_violations, 0);
     let o = outcomes(&r);
-    assert!(o.timeouts > 0 && o.countered_declined > 0, "{o:?}");
+    assert!(lossy(&o), "{o:?}");
     let events = common::trace(dir.path());
     let kind = |k: &str| events.iter().filter(|e| e["kind"] == k).count() as u64;
     assert_eq!(kind("PeerOffer"), o.offers);
