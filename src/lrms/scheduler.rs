@@ -705,13 +705,27 @@ impl Core {
     /// Schedules one waiting lease of the queue by the backfilling policy. Returns false only
     /// for a deadline lease that cannot meet its deadline.
     fn schedule_waiting(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
+        let reserved = self.reserved_waiting();
+        self.schedule_in_queue(id, now, out, (reserved, None))
+    }
+
+    /// [`Core::schedule_waiting`] given the number of waiting leases holding reservations
+    /// and, if known, the cores free cluster-wide now (a lease EASY would only start now
+    /// cannot if it needs more: a quick test before searching the hosts).
+    fn schedule_in_queue(
+        &mut self,
+        id: RequestId,
+        now: EmuTime,
+        out: &mut Vec<Action>,
+        (reserved, free_now): (usize, Option<u64>),
+    ) -> bool {
         let l = &self.leases[&id];
         let not_before = now.max(l.not_before);
         let deadline = l.deadline();
         let must_reserve = deadline.is_some()
             || match self.cfg.backfilling {
                 Backfilling::Fcfs | Backfilling::Conservative => true,
-                Backfilling::Easy { pivots } => self.reserved_waiting() < pivots as usize,
+                Backfilling::Easy { pivots } => reserved < pivots as usize,
             };
         let slot = if must_reserve {
             let floor = match self.cfg.backfilling {
@@ -719,6 +733,8 @@ impl Core {
                 _ => not_before,
             };
             self.find_slot(id, floor)
+        } else if not_before == now && free_now.is_some_and(|f| l.req.cores() > f) {
+            None
         } else {
             self.fits_at(id, not_before)
                 .map(|(p, h)| (not_before, p, h))
@@ -904,21 +920,35 @@ impl Core {
         // Cluster-wide use, rebuilt only after a change that moves it.
         let mut steps: Option<UsageSteps> = None;
         let total = self.avail.total_cores();
+        // Waiting leases holding reservations, kept up to date through the pass; the cores
+        // free now, recomputed after a placement.
+        let mut reserved = self.reserved_waiting();
+        let mut free_now: Option<u64> = None;
         for (_, _, _, id) in waiting {
             if self.leases[&id].res.is_some() {
                 let cluster = (&mut freed, &mut steps, total);
                 if let Some(interval) = self.compress_one(id, now, cluster, out) {
                     moved.push(interval);
+                    free_now = None;
                 }
                 continue;
             }
             steps = None;
+            let free = *free_now
+                .get_or_insert_with(|| total.saturating_sub(self.avail.usage_steps().used_at(now)));
+            let placed = self.schedule_in_queue(id, now, out, (reserved, Some(free)));
+            if self.leases[&id].res.is_some() {
+                reserved += 1;
+                free_now = None;
+            }
             // A deadline lease that can no longer meet its deadline still gets the earliest
             // slot; its lateness shows in the outputs.
-            if !self.schedule_waiting(id, now, out) {
+            if !placed {
                 let floor = now.max(self.leases[&id].not_before);
                 if let Some((start, plan, hosts)) = self.find_slot(id, floor) {
                     self.commit(id, start, plan, hosts, out);
+                    reserved += 1;
+                    free_now = None;
                 }
             }
         }
