@@ -90,6 +90,22 @@ fn provider_policies_queue_locals_lose_nothing_and_each_has_an_effect() {
     assert_ne!(local(&cbm), local(&cb));
     assert_ne!(local(&ebmf), local(&cb));
     assert!(ebmf.summary.grids["busy"].negotiations.offers > 0);
+
+    // Publication on request: the IGGs ask (SlotsRequest, answered with FreeSlots) and no
+    // LRMS publishes on its own timer.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sets = [
+        "lrms.locals=queued",
+        "igg.provider=ebmf",
+        "peering.publication=on-request",
+    ];
+    let r = common::run_traced(small(&sets), dir.path());
+    assert_eq!(r.summary.invariant_violations, 0);
+    let events = common::trace(dir.path());
+    let count = |k: &str| events.iter().filter(|e| e["kind"] == k).count();
+    assert!(count("SlotsRequest") > 0);
+    assert_eq!(count("SlotsRequest"), count("FreeSlots"));
+    assert_eq!(count("PublishTick"), 0);
 }
 
 #[test]

@@ -407,7 +407,10 @@ impl Handler<Reallocate> for Lrms {
 
 impl Handler<SlotsRequest> for Lrms {
     type Result = MessageResult<SlotsRequest>;
-    fn handle(&mut self, _: SlotsRequest, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: SlotsRequest, ctx: &mut Context<Self>) -> Self::Result {
+        // Each answer is a publication (Algorithm 1's getFreeTimeSlots runs whenever the
+        // provider sends its availability): a partitioned provider sizes its partition for it.
+        self.forecast_for_publication(ctx);
         // An IGG asks only where its clusters publish; without settings, nothing is free.
         let fallback = Publishing {
             interval: None,
