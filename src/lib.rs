@@ -141,6 +141,8 @@ pub struct RunOptions {
     /// when a redirection's acknowledgement is late), to prove the invariant checker bites.
     #[doc(hidden)]
     pub broken_protocol: bool,
+    /// Record every VM instance's state spans (`intervals.csv`; memory grows with them).
+    pub intervals: bool,
 }
 
 /// Timer lateness in realtime runs, emulated milliseconds.
@@ -196,6 +198,8 @@ pub struct RunResult {
     pub records: Vec<RequestRecord>,
     /// Every preemption decision, in the order made.
     pub decisions: Vec<DecisionRecord>,
+    /// Every VM instance's state spans (empty unless [`RunOptions::intervals`]).
+    pub intervals: Vec<metrics::VmSpan>,
     /// The summary.
     pub summary: Summary,
 }
@@ -215,6 +219,19 @@ struct CsvRow<'a> {
     state: &'static str,
     preemptions: u32,
     overhead_s: String,
+}
+
+#[derive(Serialize)]
+struct IntervalRow<'a> {
+    request_id: &'a str,
+    vm: u32,
+    grid: &'a str,
+    cluster: &'a str,
+    host: u16,
+    lease_type: &'static str,
+    state: crate::model::VmState,
+    start_s: String,
+    end_s: String,
 }
 
 #[derive(Serialize)]
@@ -253,8 +270,33 @@ fn secs(t: Option<EmuTime>) -> String {
 }
 
 impl RunResult {
-    /// Writes `requests.csv`, `decisions.csv` and `summary.json` into `dir` (created if
-    /// needed).
+    /// Writes `intervals.csv`: one row per VM instance and state span, in the order the
+    /// spans ended (sorted by start for a Gantt chart).
+    fn write_intervals(&self, path: &Path) -> Result<(), Error> {
+        let io = |e: csv::Error| Error::output(path.to_path_buf())(e.into());
+        let mut w = csv::Writer::from_path(path).map_err(io)?;
+        let topo = &self.topology;
+        for s in &self.intervals {
+            let req = &topo.requests[s.lease.0 as usize];
+            let cluster = topo.cluster(s.cluster);
+            let row = IntervalRow {
+                request_id: topo.label(s.lease),
+                vm: s.vm,
+                grid: &topo.grids[usize::from(cluster.grid.0)].name,
+                cluster: &cluster.name,
+                host: s.host,
+                lease_type: req.lease_type.as_str(),
+                state: s.state,
+                start_s: secs(Some(s.start)),
+                end_s: secs(Some(s.end)),
+            };
+            w.serialize(row).map_err(io)?;
+        }
+        w.flush().map_err(|e| Error::output(path.to_path_buf())(e))
+    }
+
+    /// Writes `requests.csv`, `decisions.csv`, `intervals.csv` (when spans were recorded) and
+    /// `summary.json` into `dir` (created if needed).
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
         let io = |path: &Path| Error::output(path.to_path_buf());
         std::fs::create_dir_all(dir).map_err(io(dir))?;
@@ -321,6 +363,9 @@ impl RunResult {
             w.serialize(row).map_err(|e| io(&log_path)(e.into()))?;
         }
         w.flush().map_err(io(&log_path))?;
+        if !self.intervals.is_empty() {
+            self.write_intervals(&dir.join("intervals.csv"))?;
+        }
         let summary_path = dir.join("summary.json");
         let mut text =
             serde_json::to_string_pretty(&self.summary).map_err(|e| io(&summary_path)(e.into()))?;
@@ -380,10 +425,16 @@ fn summarize(
     emu: &Emu,
     end: EmuTime,
     wall_s: f64,
-) -> (Summary, Vec<RequestRecord>, Vec<DecisionRecord>) {
+) -> (
+    Summary,
+    Vec<RequestRecord>,
+    Vec<DecisionRecord>,
+    Vec<metrics::VmSpan>,
+) {
     let mode = topo.emulation.mode;
     let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
     let metrics::Finished {
+        spans,
         records,
         clusters: counters,
         grids,
@@ -418,7 +469,7 @@ fn summarize(
         violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
         timer_lateness_ms: emu.clock.lateness(),
     };
-    (summary, records, decisions)
+    (summary, records, decisions, spans)
 }
 
 /// Runs `topo` to its end and gathers the results.
@@ -451,6 +502,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             topo.requests.clone().into(),
             faults,
         ));
+        if options.intervals {
+            emu.metrics.borrow_mut().record_spans();
+        }
         let end = emulate(Rc::clone(&emu), &topo, options.broken_protocol).await;
         (end, emu)
     });
@@ -459,13 +513,14 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
     emu.tracer.finish().map_err(Error::Trace)?;
-    let (summary, records, decisions) = summarize(&topo, &emu, end, wall_s);
+    let (summary, records, decisions, intervals) = summarize(&topo, &emu, end, wall_s);
     drop(emu);
     drop(system);
     Ok(RunResult {
         topology: topo,
         records,
         decisions,
+        intervals,
         summary,
     })
 }

@@ -440,6 +440,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     create_dir(&out)?;
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
+        intervals: true,
         ..RunOptions::default()
     };
     let result = run(topo, &options)?;

@@ -53,6 +53,76 @@ fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {
 }
 
 #[test]
+fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
+    // intervals.csv's spans, checked against the requests and the hosts they ran on (an
+    // independent view of the same run: not the trace's Occupy/Vacate pairs).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let options = RunOptions {
+        intervals: true,
+        ..RunOptions::default()
+    };
+    let result = run(quickstart(&[]), &options).expect("runs");
+    result.write_outputs(dir.path()).expect("written");
+    let topo = &result.topology;
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("intervals.csv"))
+        .expect("intervals.csv")
+        .records()
+        .map(|r| r.expect("a row"))
+        .collect();
+    assert_eq!(rows.len(), result.intervals.len());
+    // Every VM of every completed lease: pending → booting → running, back to back, and
+    // running for exactly the lease's duration at its cluster's speed.
+    for (req, rec) in topo.requests.iter().zip(&result.records) {
+        let cluster = rec.cluster.expect("ran somewhere");
+        for vm in 0..req.vms {
+            let mut spans: Vec<_> = result
+                .intervals
+                .iter()
+                .filter(|s| s.lease == req.id && s.vm == vm)
+                .collect();
+            spans.sort_by_key(|s| s.start);
+            assert!(!spans.is_empty(), "{} vm {vm}", topo.label(req.id));
+            for w in spans.windows(2) {
+                assert_eq!(
+                    w[0].end,
+                    w[1].start,
+                    "{} vm {vm}: a gap",
+                    topo.label(req.id)
+                );
+            }
+            let running: u64 = spans
+                .iter()
+                .filter(|s| s.state == igemu::model::VmState::Running)
+                .map(|s| (s.end - s.start).as_micros())
+                .sum();
+            let expected = topo.speed_of(cluster).local(req.duration).as_micros();
+            assert_eq!(running, expected, "{} vm {vm}", topo.label(req.id));
+        }
+    }
+    // Cores held on each host never exceed its cores.
+    let mut events: std::collections::BTreeMap<(u16, u16), Vec<(u64, i64)>> = Default::default();
+    for s in result.intervals.iter().filter(|s| s.state.holds_host()) {
+        let cores = i64::from(topo.requests[s.lease.0 as usize].cores_per_vm);
+        let host = events.entry((s.cluster.0, s.host)).or_default();
+        host.push((s.start.as_micros(), cores));
+        host.push((s.end.as_micros(), -cores));
+    }
+    assert!(!events.is_empty());
+    for ((c, h), mut ev) in events {
+        ev.sort();
+        let cap = i64::from(topo.cluster(igemu::model::ClusterId(c)).hosts[usize::from(h)].cores);
+        let mut used = 0;
+        for (_, d) in ev {
+            used += d;
+            assert!(
+                used <= cap,
+                "host {h} of cluster {c}: {used} of {cap} cores"
+            );
+        }
+    }
+}
+
+#[test]
 fn an_external_request_flows_dve_igg_lrms_host_vm_and_back() {
     let dir = tempfile::tempdir().expect("temp dir");
     run_traced(quickstart(&[]), dir.path());

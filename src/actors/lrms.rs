@@ -156,6 +156,7 @@ impl Lrms {
                 vm,
                 cores,
                 mem_mb,
+                place: (self.cluster, plan.host),
             };
             let addr = Vm::new(Rc::clone(&self.emu), id, spec, plan.initial).start();
             let peer = Peer { id, addr };

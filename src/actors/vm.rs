@@ -13,7 +13,8 @@ use super::host::Host;
 use super::lrms::Lrms;
 use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
 use super::{Emu, Peer};
-use crate::metrics::Violation;
+use crate::metrics::{Violation, VmSpan};
+use crate::model::ClusterId;
 use crate::model::VmState;
 use crate::time::{EmuTime, TimerHandle};
 use crate::trace::ActorId;
@@ -28,6 +29,10 @@ pub struct Vm {
     cores: u32,
     mem_mb: u32,
     state: VmState,
+    /// When it entered `state`.
+    since: EmuTime,
+    /// Its cluster and host index (for `intervals.csv`).
+    place: (ClusterId, u16),
     pending: Vec<(EmuTime, TimerHandle)>,
 }
 
@@ -43,6 +48,8 @@ pub struct VmSpec {
     pub cores: u32,
     /// Memory it takes, MB.
     pub mem_mb: u32,
+    /// Its cluster and the host's index there.
+    pub place: (ClusterId, u16),
 }
 
 impl Vm {
@@ -54,8 +61,11 @@ impl Vm {
             vm,
             cores,
             mem_mb,
+            place,
         } = spec;
         Vm {
+            since: emu.now(),
+            place,
             emu,
             id,
             owner,
@@ -110,7 +120,26 @@ impl Handler<Step> for Vm {
     fn handle(&mut self, step: Step, ctx: &mut Context<Self>) {
         let before = self.state;
         match before.next(step.event) {
-            Ok(after) => self.state = after,
+            Ok(after) => {
+                self.state = after;
+                let now = self.emu.now();
+                // A state left the instant it was entered (a boot of 0 s) is no span.
+                if after != before && now > self.since {
+                    let span = VmSpan {
+                        lease: self.vm.lease,
+                        vm: self.vm.vm,
+                        cluster: self.place.0,
+                        host: self.place.1,
+                        state: before,
+                        start: self.since,
+                        end: now,
+                    };
+                    self.emu.metrics.borrow_mut().vm_span(span);
+                }
+                if after != before {
+                    self.since = now;
+                }
+            }
             Err(e) => {
                 let what = Violation::VmStep {
                     vm: self.emu.tracer.name(self.id).to_string(),

@@ -68,6 +68,25 @@ impl ByType {
     }
 }
 
+/// One span of one VM instance in one state on one host (a row of `intervals.csv`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VmSpan {
+    /// The lease.
+    pub lease: RequestId,
+    /// The VM within it.
+    pub vm: u32,
+    /// Its cluster.
+    pub cluster: ClusterId,
+    /// Its host's index in the cluster.
+    pub host: u16,
+    /// The state it was in.
+    pub state: crate::model::VmState,
+    /// When the state began.
+    pub start: EmuTime,
+    /// When it ended.
+    pub end: EmuTime,
+}
+
 /// One preemption decision, as logged to `decisions.csv`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecisionRecord {
@@ -109,6 +128,8 @@ pub struct ClusterCounters {
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     records: Vec<RequestRecord>,
+    /// VM state spans, when asked for (`intervals.csv`); `None`: not recorded.
+    spans: Option<Vec<VmSpan>>,
     clusters: BTreeMap<ClusterId, ClusterCounters>,
     grids: BTreeMap<GridId, GridCounters>,
     /// The Grid that first started each request.
@@ -316,6 +337,23 @@ impl Metrics {
         self.violations.push(what);
     }
 
+    /// Records VM state spans from now on (for `intervals.csv`).
+    pub fn record_spans(&mut self) {
+        self.spans.get_or_insert_with(Vec::new);
+    }
+
+    /// Whether VM state spans are recorded.
+    pub fn records_spans(&self) -> bool {
+        self.spans.is_some()
+    }
+
+    /// A VM instance left a state (kept only when spans are recorded).
+    pub fn vm_span(&mut self, span: VmSpan) {
+        if let Some(spans) = &mut self.spans {
+            spans.push(span);
+        }
+    }
+
     /// Requests in a terminal state.
     pub fn terminal(&self) -> usize {
         self.terminal
@@ -354,6 +392,7 @@ impl Metrics {
             grids: self.grids,
             violations: self.violations,
             decisions: self.decisions,
+            spans: self.spans.unwrap_or_default(),
         }
     }
 }
@@ -370,4 +409,6 @@ pub struct Finished {
     pub violations: Vec<Violation>,
     /// Every preemption decision, in the order made.
     pub decisions: Vec<DecisionRecord>,
+    /// Every VM instance's state spans, in the order they ended (empty unless recorded).
+    pub spans: Vec<VmSpan>,
 }
