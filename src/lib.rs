@@ -270,6 +270,47 @@ fn secs(t: Option<EmuTime>) -> String {
 }
 
 impl RunResult {
+    /// Writes `utilization.csv`: per cluster, at every change point, what its hosts give VMs
+    /// and the requests waiting for it.
+    fn write_utilization(&self, path: &Path) -> Result<(), Error> {
+        let io = |e: csv::Error| Error::output(path.to_path_buf())(e.into());
+        let mut w = csv::Writer::from_path(path).map_err(io)?;
+        let topo = &self.topology;
+        let mut header = vec![
+            "time_s",
+            "grid",
+            "cluster",
+            "cores_used",
+            "cores_total",
+            "mem_mb_used",
+            "mem_mb_total",
+        ];
+        let types: Vec<String> = model::LeaseType::ALL
+            .iter()
+            .map(|t| format!("vms_{}", t.as_str().replace('-', "_")))
+            .collect();
+        header.extend(types.iter().map(String::as_str));
+        header.push("queued");
+        w.write_record(&header).map_err(io)?;
+        for r in metrics::usage(topo, &self.intervals, &self.records) {
+            let c = topo.cluster(r.cluster);
+            let mem: u64 = c.hosts.iter().map(|h| u64::from(h.memory_mb)).sum();
+            let mut row = vec![
+                secs(Some(r.at)),
+                topo.grids[usize::from(c.grid.0)].name.clone(),
+                c.name.clone(),
+                r.cores.to_string(),
+                c.cores().to_string(),
+                r.mem_mb.to_string(),
+                mem.to_string(),
+            ];
+            row.extend(r.vms.iter().map(i64::to_string));
+            row.push(r.queued.to_string());
+            w.write_record(&row).map_err(io)?;
+        }
+        w.flush().map_err(|e| Error::output(path.to_path_buf())(e))
+    }
+
     /// Writes `intervals.csv`: one row per VM instance and state span, in the order the
     /// spans ended (sorted by start for a Gantt chart).
     fn write_intervals(&self, path: &Path) -> Result<(), Error> {
@@ -365,6 +406,7 @@ impl RunResult {
         w.flush().map_err(io(&log_path))?;
         if !self.intervals.is_empty() {
             self.write_intervals(&dir.join("intervals.csv"))?;
+            self.write_utilization(&dir.join("utilization.csv"))?;
         }
         let summary_path = dir.join("summary.json");
         let mut text =

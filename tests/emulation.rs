@@ -99,6 +99,35 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
             assert_eq!(running, expected, "{} vm {vm}", topo.label(req.id));
         }
     }
+    // utilization.csv: never over a cluster's cores, and its time integral of cores in use is
+    // the cores × time of the spans that hold hosts.
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("utilization.csv"))
+        .expect("utilization.csv")
+        .records()
+        .map(|r| r.expect("a row"))
+        .collect();
+    assert!(!rows.is_empty());
+    let num = |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().expect("a number");
+    let mut integral = 0.0;
+    for w in rows.windows(2) {
+        assert!(num(&w[0], 3) <= num(&w[0], 4), "{:?}", w[0]);
+        if w[0][2] == w[1][2] {
+            integral += num(&w[0], 3) * (num(&w[1], 0) - num(&w[0], 0));
+        }
+    }
+    let held: f64 = result
+        .intervals
+        .iter()
+        .filter(|s| s.state.holds_host())
+        .map(|s| {
+            f64::from(topo.requests[s.lease.0 as usize].cores_per_vm)
+                * (s.end - s.start).as_secs_f64()
+        })
+        .sum();
+    assert!(
+        (integral - held).abs() < 1e-3 * held.max(1.0),
+        "{integral} vs {held}"
+    );
     // Cores held on each host never exceed its cores.
     let mut events: std::collections::BTreeMap<(u16, u16), Vec<(u64, i64)>> = Default::default();
     for s in result.intervals.iter().filter(|s| s.state.holds_host()) {

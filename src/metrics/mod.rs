@@ -3,12 +3,15 @@
 //! rates, preemptions and overhead, best-effort makespan (paper 003 eq. 13), AWRT (paper 000
 //! eqs. 23–24) and waiting time. Actors report observations here as a side channel; it is
 //! not part of the emulated system and sends no messages. `observe` records, `invariants`
-//! names what a run must keep, `figures` computes the papers' metrics.
+//! names what a run must keep, `figures` computes the papers' metrics, `timeline` the use of
+//! each cluster over time.
 
 mod figures;
 mod invariants;
 mod observe;
+mod timeline;
 
 pub use figures::*;
 pub use invariants::Violation;
 pub use observe::*;
+pub use timeline::{usage, UsageRow};

@@ -1,0 +1,77 @@
+//! Utilisation over time (`utilization.csv`), derived from the VM state spans and the request
+//! records: per cluster, at every change point, the cores and memory its hosts give VMs, the
+//! VMs on them by lease type, and the requests waiting for it.
+
+use std::collections::BTreeMap;
+
+use super::observe::{RequestRecord, VmSpan};
+use crate::model::{ClusterId, LeaseType};
+use crate::time::EmuTime;
+use crate::topology::Topology;
+
+/// A cluster's use from `at` until its next row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageRow {
+    /// From when.
+    pub at: EmuTime,
+    /// The cluster.
+    pub cluster: ClusterId,
+    /// Cores held by VMs.
+    pub cores: i64,
+    /// Memory held by VMs, MB.
+    pub mem_mb: i64,
+    /// VMs on its hosts, by lease type (in [`LeaseType::ALL`] order).
+    pub vms: [i64; 4],
+    /// Requests that arrived and have not yet started, among those it ran (the queue).
+    pub queued: i64,
+}
+
+/// Per cluster, one row per change point, in time order (clusters in id order).
+pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Vec<UsageRow> {
+    // (cluster, time) -> deltas of (cores, mem, vms by type, queued)
+    let mut deltas: BTreeMap<(ClusterId, EmuTime), (i64, i64, [i64; 4], i64)> = BTreeMap::new();
+    let type_index = |t: LeaseType| LeaseType::ALL.iter().position(|x| *x == t).unwrap_or(0);
+    for s in spans.iter().filter(|s| s.state.holds_host()) {
+        let req = &topo.requests[s.lease.0 as usize];
+        let (c, m) = (i64::from(req.cores_per_vm), i64::from(req.mem_mb));
+        let k = type_index(req.lease_type);
+        for (at, sign) in [(s.start, 1), (s.end, -1)] {
+            let d = deltas.entry((s.cluster, at)).or_default();
+            d.0 += sign * c;
+            d.1 += sign * m;
+            d.2[k] += sign;
+        }
+    }
+    for (req, rec) in topo.requests.iter().zip(records) {
+        if let (Some(cluster), Some(start)) = (rec.cluster, rec.start) {
+            if start > req.arrival {
+                deltas.entry((cluster, req.arrival)).or_default().3 += 1;
+                deltas.entry((cluster, start)).or_default().3 -= 1;
+            }
+        }
+    }
+    let mut rows = Vec::with_capacity(deltas.len());
+    let mut current: Option<(ClusterId, (i64, i64, [i64; 4], i64))> = None;
+    for ((cluster, at), d) in deltas {
+        let mut acc = match current {
+            Some((c, acc)) if c == cluster => acc,
+            _ => (0, 0, [0; 4], 0),
+        };
+        acc.0 += d.0;
+        acc.1 += d.1;
+        for (a, x) in acc.2.iter_mut().zip(d.2) {
+            *a += x;
+        }
+        acc.3 += d.3;
+        current = Some((cluster, acc));
+        rows.push(UsageRow {
+            at,
+            cluster,
+            cores: acc.0,
+            mem_mb: acc.1,
+            vms: acc.2,
+            queued: acc.3,
+        });
+    }
+    rows
+}
