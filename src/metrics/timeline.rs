@@ -26,10 +26,14 @@ pub struct UsageRow {
     pub queued: i64,
 }
 
+/// What changes at one instant, or what is in use from it: cores, memory, VMs by lease type,
+/// queued requests.
+#[derive(Clone, Copy, Debug, Default)]
+struct Use(i64, i64, [i64; 4], i64);
+
 /// Per cluster, one row per change point, in time order (clusters in id order).
 pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Vec<UsageRow> {
-    // (cluster, time) -> deltas of (cores, mem, vms by type, queued)
-    let mut deltas: BTreeMap<(ClusterId, EmuTime), (i64, i64, [i64; 4], i64)> = BTreeMap::new();
+    let mut deltas: BTreeMap<(ClusterId, EmuTime), Use> = BTreeMap::new();
     let type_index = |t: LeaseType| LeaseType::ALL.iter().position(|x| *x == t).unwrap_or(0);
     for s in spans.iter().filter(|s| s.state.holds_host()) {
         let req = &topo.requests[s.lease.0 as usize];
@@ -51,11 +55,11 @@ pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Ve
         }
     }
     let mut rows = Vec::with_capacity(deltas.len());
-    let mut current: Option<(ClusterId, (i64, i64, [i64; 4], i64))> = None;
+    let mut current: Option<(ClusterId, Use)> = None;
     for ((cluster, at), d) in deltas {
         let mut acc = match current {
             Some((c, acc)) if c == cluster => acc,
-            _ => (0, 0, [0; 4], 0),
+            _ => Use::default(),
         };
         acc.0 += d.0;
         acc.1 += d.1;
