@@ -294,7 +294,7 @@ impl RunResult {
         w.write_record(&header).map_err(io)?;
         for r in metrics::usage(topo, &self.intervals, &self.records) {
             let c = topo.cluster(r.cluster);
-            let mem: u64 = c.hosts.iter().map(|h| u64::from(h.memory_mb)).sum();
+            let mem: u64 = c.hosts.iter().map(|h| h.memory_mb).sum();
             let mut row = vec![
                 secs(Some(r.at)),
                 topo.grids[usize::from(c.grid.0)].name.clone(),
