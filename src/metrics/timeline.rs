@@ -79,3 +79,75 @@ pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Ve
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RequestId, VmState};
+    use crate::topology::{Federation, Hosts, Request, Users};
+
+    fn t(s: u64) -> EmuTime {
+        EmuTime::from_secs(s)
+    }
+
+    #[test]
+    fn use_follows_the_spans_that_hold_hosts_and_the_queue_follows_the_records() {
+        // Two 1-VM requests (1 core, 512 MB): "a" runs 0–100; "b" arrives at 0, waits, is
+        // suspended on storage 150–200 (no host) and runs 200–300.
+        let topo = Federation::new("f")
+            .grid("g", &[("c", Hosts::new(1, 4, 4096))])
+            .workload(
+                Users::external("e", "g")
+                    .request(Request::new("a", 0, 1, 512, 100))
+                    .request(Request::new("b", 0, 1, 512, 100)),
+            )
+            .build()
+            .expect("valid");
+        let c = topo.grids[0].clusters[0];
+        let span = |lease: u32, state, start, end| VmSpan {
+            lease: RequestId(lease),
+            vm: 0,
+            cluster: c,
+            host: 0,
+            state,
+            start: t(start),
+            end: t(end),
+        };
+        let spans = [
+            span(0, VmState::Running, 0, 100),
+            span(1, VmState::Running, 100, 150),
+            span(1, VmState::Suspended, 150, 200),
+            span(1, VmState::Running, 200, 300),
+        ];
+        let records = [
+            RequestRecord {
+                cluster: Some(c),
+                start: Some(t(0)),
+                ..RequestRecord::default()
+            },
+            RequestRecord {
+                cluster: Some(c),
+                start: Some(t(100)),
+                ..RequestRecord::default()
+            },
+        ];
+        let rows = usage(&topo, &spans, &records);
+        let got: Vec<(u64, i64, i64)> = rows
+            .iter()
+            .map(|r| (r.at.as_micros() / 1_000_000, r.cores, r.queued))
+            .collect();
+        // At 0: "a" runs and "b" waits; at 100 "b" takes over (same cores); off the host
+        // 150–200; empty from 300.
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, 1),
+                (100, 1, 0),
+                (150, 0, 0),
+                (200, 1, 0),
+                (300, 0, 0)
+            ]
+        );
+        assert!(rows.iter().all(|r| r.mem_mb == 512 * r.cores));
+    }
+}
