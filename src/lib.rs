@@ -143,6 +143,39 @@ pub struct RunOptions {
     pub broken_protocol: bool,
     /// Record every VM instance's state spans (`intervals.csv`; memory grows with them).
     pub intervals: bool,
+    /// What was run, to record in the summary (the caller knows the file and the overrides).
+    pub provenance: Option<Provenance>,
+}
+
+/// What was run: enough to run it again.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Provenance {
+    /// igemu's version.
+    pub igemu: String,
+    /// The topology file, or `None` for the embedded quickstart.
+    pub topology_path: Option<String>,
+    /// FNV-1a 64 of the topology file's bytes (hex), to tell two versions of a file apart.
+    pub topology_hash: Option<String>,
+    /// Every `--set`, in order.
+    pub overrides: Vec<String>,
+}
+
+impl Provenance {
+    /// The provenance of a run of the file at `path` (or the embedded topology) with `sets`.
+    pub fn of(path: Option<&Path>, sets: &[String]) -> Provenance {
+        let hash = path.and_then(|p| std::fs::read(p).ok()).map(|bytes| {
+            let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            format!("{h:016x}")
+        });
+        Provenance {
+            igemu: env!("CARGO_PKG_VERSION").to_string(),
+            topology_path: path.map(|p| p.display().to_string()),
+            topology_hash: hash,
+            overrides: sets.to_vec(),
+        }
+    }
 }
 
 /// Timer lateness in realtime runs, emulated milliseconds.
@@ -160,6 +193,12 @@ pub struct Summary {
     pub speedup: Option<f64>,
     /// The run's seed.
     pub seed: u64,
+    /// What was run (version, topology file and hash, overrides), when the caller said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    /// The policies in force: per Grid its dispatch and provider policy, per cluster its
+    /// scheduler, preemption, admission and local requests' treatment, and the contracts.
+    pub policies: BTreeMap<String, String>,
     /// Emulated time at the end of the run, seconds.
     pub emulated_end_s: f64,
     /// Wall-clock duration of the run, seconds (not deterministic).
@@ -424,6 +463,11 @@ impl RunResult {
             "igemu: {} ({} mode, seed {})\n  emulated {:.1} s in {:.3} s wall, {} messages, {} timed events\n",
             s.topology, s.mode, s.seed, s.emulated_end_s, s.wall_s, s.messages, s.timed_events
         );
+        // The policies in force, each distinct setting once (most runs have one per kind).
+        let mut distinct: Vec<&str> = s.policies.values().map(String::as_str).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        out += &format!("  policies: {}\n", distinct.join("; "));
         for (name, c) in [("local", &r.local), ("external", &r.external)] {
             out += &format!(
                 "  {name:<8} completed {:>4}  rejected {:>4}  cancelled {:>4}  unfinished {:>4}\n",
@@ -497,6 +541,8 @@ fn summarize(
             ClockMode::Realtime { speedup } => Some(speedup),
         },
         seed: topo.emulation.seed,
+        provenance: None,
+        policies: policies(topo),
         emulated_end_s: end.as_secs_f64(),
         wall_s,
         messages: emu.tracer.messages(),
@@ -512,6 +558,42 @@ fn summarize(
         timer_lateness_ms: emu.clock.lateness(),
     };
     (summary, records, decisions, spans)
+}
+
+/// The policies in force, by where they apply (`grid:<g>`, `cluster:<g>/<c>`, `peering`).
+fn policies(topo: &Topology) -> BTreeMap<String, String> {
+    let mut p = BTreeMap::new();
+    p.insert(
+        "peering".to_string(),
+        format!("contracts {}", topo.peering.contracts.as_str()),
+    );
+    for g in &topo.grids {
+        let provider = g.igg.provider.map_or("none", |x| x.as_str());
+        p.insert(
+            format!("grid:{}", g.name),
+            format!("dispatch {}, provider {provider}", g.igg.dispatch.as_str()),
+        );
+    }
+    for c in &topo.clusters {
+        let l = &c.lrms;
+        let scheduler = match l.backfilling {
+            lrms::Backfilling::Fcfs => "fcfs".to_string(),
+            lrms::Backfilling::Conservative => "conservative".to_string(),
+            lrms::Backfilling::Easy { pivots } => format!("easy ({pivots} pivots)"),
+        };
+        // The policies' own names, lower case (their Debug forms carry their parameters).
+        let lower = |d: String| d.to_lowercase();
+        p.insert(
+            format!("cluster:{}", c.qualified_name(topo)),
+            format!(
+                "scheduler {scheduler}, preemption {}, admission {}, locals {}",
+                lower(format!("{:?}", l.preemption)),
+                lower(format!("{:?}", l.admission)),
+                l.locals.as_str()
+            ),
+        );
+    }
+    p
 }
 
 /// Runs `topo` to its end and gathers the results.
@@ -555,7 +637,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
     emu.tracer.finish().map_err(Error::Trace)?;
-    let (summary, records, decisions, intervals) = summarize(&topo, &emu, end, wall_s);
+    let (mut summary, records, decisions, intervals) = summarize(&topo, &emu, end, wall_s);
+    summary.provenance = options.provenance.clone();
     drop(emu);
     drop(system);
     Ok(RunResult {

@@ -435,12 +435,14 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     if let Some(x) = args.speedup {
         sets.push(format!("emulation.speedup={x:?}"));
     }
+    let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let topo = load(args.topology.as_ref(), &Overrides { sets })?;
     let out = args.out;
     create_dir(&out)?;
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
         intervals: true,
+        provenance: Some(provenance),
         ..RunOptions::default()
     };
     let result = run(topo, &options)?;

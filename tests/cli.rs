@@ -159,3 +159,28 @@ fn run_writes_outputs_and_two_processes_agree_byte_for_byte() {
     assert_eq!(summary["seed"], 7);
     assert_eq!(summary["mode"], "virtual");
 }
+
+#[test]
+fn a_runs_summary_says_what_was_run_and_under_which_policies() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let file = "topologies/peering-small.toml";
+    let o = igemu(&["run", file, "--set", "igg.provider=cbm", "--out", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary");
+    let s: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let p = &s["provenance"];
+    assert_eq!(p["igemu"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(p["topology_path"], file);
+    assert_eq!(p["overrides"][0], "igg.provider=cbm");
+    assert_eq!(p["topology_hash"].as_str().map(str::len), Some(16));
+    assert_eq!(s["policies"]["grid:busy"], "dispatch rr, provider cbm");
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert!(printed.contains("provider cbm"), "{printed}");
+    // A different file gives a different hash.
+    let other = igemu(&["run", "topologies/quickstart.toml", "--out", out]);
+    assert!(other.status.success(), "{}", stderr(&other));
+    let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary");
+    let s2: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
+}
