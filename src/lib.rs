@@ -258,6 +258,10 @@ struct CsvRow<'a> {
     state: &'static str,
     preemptions: u32,
     overhead_s: String,
+    duration_s: String,
+    deadline_s: String,
+    served_by: &'a str,
+    hosts: String,
 }
 
 #[derive(Serialize)]
@@ -383,6 +387,20 @@ impl RunResult {
         let csv_path = dir.join("requests.csv");
         let mut w = csv::Writer::from_path(&csv_path).map_err(|e| io(&csv_path)(e.into()))?;
         let topo = &self.topology;
+        // The hosts each request's VMs held last (from the spans, when recorded).
+        let mut hosts: BTreeMap<
+            model::RequestId,
+            (model::ClusterId, std::collections::BTreeSet<u16>),
+        > = BTreeMap::new();
+        for s in self.intervals.iter().filter(|s| s.state.holds_host()) {
+            let e = hosts
+                .entry(s.lease)
+                .or_insert_with(|| (s.cluster, Default::default()));
+            if e.0 != s.cluster {
+                *e = (s.cluster, Default::default());
+            }
+            e.1.insert(s.host);
+        }
         for (req, rec) in topo.requests.iter().zip(&self.records) {
             let row = CsvRow {
                 request_id: topo.label(req.id),
@@ -403,6 +421,16 @@ impl RunResult {
                     .as_str(),
                 preemptions: rec.preemptions,
                 overhead_s: time::format_secs(rec.overhead.as_micros()),
+                duration_s: time::format_secs(req.duration.as_micros()),
+                deadline_s: secs(rec.deadline.or(req.deadline)),
+                served_by: rec.cluster.map_or("", |c| {
+                    topo.grids[usize::from(topo.cluster(c).grid.0)]
+                        .name
+                        .as_str()
+                }),
+                hosts: hosts.get(&req.id).map_or_else(String::new, |(_, h)| {
+                    h.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
+                }),
             };
             w.serialize(row).map_err(|e| io(&csv_path)(e.into()))?;
         }

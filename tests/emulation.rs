@@ -99,6 +99,32 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
             assert_eq!(running, expected, "{} vm {vm}", topo.label(req.id));
         }
     }
+    // requests.csv names the hosts the VMs held and the Grid that served each request.
+    let requests: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("requests.csv"))
+        .expect("requests.csv")
+        .records()
+        .map(|r| r.expect("a row"))
+        .collect();
+    for (row, req) in requests.iter().zip(&topo.requests) {
+        let mut held: Vec<u16> = result
+            .intervals
+            .iter()
+            .filter(|s| s.lease == req.id && s.state.holds_host())
+            .map(|s| s.host)
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        let listed: Vec<u16> = row[16]
+            .split(' ')
+            .map(|h| h.parse().expect("a host index"))
+            .collect();
+        assert_eq!(listed, held, "{}", &row[0]);
+        assert_eq!(&row[15], &row[1], "served at home: {}", &row[0]);
+        assert_eq!(
+            row[13].parse::<f64>().expect("seconds"),
+            req.duration.as_secs_f64()
+        );
+    }
     // utilization.csv: never over a cluster's cores, and its time integral of cores in use is
     // the cores × time of the spans that hold hosts.
     let rows: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("utilization.csv"))
