@@ -146,6 +146,24 @@ pub struct RunOptions {
 /// Timer lateness in realtime runs, emulated milliseconds.
 pub type TimerLateness = Lateness;
 
+/// The p99 timer lateness, in emulated milliseconds, up to which a realtime run's speed-up is
+/// called sustainable: one emulated second, finer than any VM operation, negotiation timeout or
+/// request the papers model, so that timers this late change no decision's outcome.
+pub const SUSTAINABLE_P99_LATENESS_MS: f64 = 1000.0;
+
+/// The verdict on a realtime run's lateness: `sustainable`, or `too fast: p99 lateness N s —
+/// try a lower --speedup` when the p99 lateness exceeds [`SUSTAINABLE_P99_LATENESS_MS`].
+pub fn lateness_verdict(lateness: &TimerLateness) -> String {
+    if lateness.p99 <= SUSTAINABLE_P99_LATENESS_MS {
+        "sustainable".to_string()
+    } else {
+        format!(
+            "too fast: p99 lateness {:.3} s — try a lower --speedup",
+            lateness.p99 / 1000.0
+        )
+    }
+}
+
 /// The machine-readable summary of a run (`summary.json`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -356,8 +374,11 @@ impl RunResult {
         );
         if let Some(l) = &s.timer_lateness_ms {
             out += &format!(
-                "\n  timer lateness (emulated ms): p50 {:.3}  p99 {:.3}  max {:.3}",
-                l.p50, l.p99, l.max
+                "\n  timer lateness (emulated ms): p50 {:.3}  p99 {:.3}  max {:.3}\n  speed-up: {}",
+                l.p50,
+                l.p99,
+                l.max,
+                lateness_verdict(l)
             );
         }
         out

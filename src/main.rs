@@ -291,7 +291,17 @@ fn malformed(file: &Path, errors: &[igemu::workload::tracefile::LineError], shap
 
 fn inspect(file: &Path) -> Result<(), Error> {
     use igemu::workload::{gwf, swf};
-    let text = read_input(file)?;
+    let text = std::fs::read(file)
+        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
+    let text = String::from_utf8(text)
+        .ok()
+        .filter(|t| igemu::workload::tracefile::looks_like_trace(t));
+    let Some(text) = text else {
+        return Err(Error::Input(format!(
+            "{}: neither an SWF nor a GWF trace: no job line (whitespace-separated numbers, 18 per line in SWF, 29 in GWF)",
+            file.display()
+        )));
+    };
     let is_gwf = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gwf"));
@@ -436,6 +446,11 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         sets.push(format!("emulation.speedup={x:?}"));
     }
     let topo = load(args.topology.as_ref(), &Overrides { sets })?;
+    if args.speedup.is_some() && topo.emulation.mode == igemu::time::ClockMode::Virtual {
+        return Err(Error::Usage(
+            "--speedup applies to realtime mode only, and this run is in virtual mode; add --mode realtime, or drop --speedup".into(),
+        ));
+    }
     let out = args.out;
     create_dir(&out)?;
     let options = RunOptions {
@@ -461,6 +476,8 @@ fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in a log file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .init();
 }
@@ -671,10 +688,15 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             }
             lines
         }
-        (None, None, Some(r)) => render::filter(&events, r)
-            .into_iter()
-            .map(Line::Message)
-            .collect(),
+        (None, None, Some(r)) => {
+            if let Some(why) = render::unknown_request(&events, r) {
+                return Err(Error::Usage(format!("{}: {why}", file.display())));
+            }
+            render::filter(&events, r)
+                .into_iter()
+                .map(Line::Message)
+                .collect()
+        }
         (None, None, None) => events.iter().map(Line::Message).collect(),
     };
     if let Some(p) = &args.mermaid {
