@@ -65,6 +65,10 @@ enum Command {
         /// Overrides applied to every run.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Also write the results to this directory as stress.csv and stress.json (each
+        /// written whole or not at all).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
     /// render it as text, a Mermaid sequence diagram or Chrome trace-event JSON (Perfetto).
@@ -503,7 +507,8 @@ fn dispatch(command: Command) -> Result<(), Error> {
             faults,
             jobs,
             sets,
-        } => stress(&path, seeds, &faults, jobs, &sets),
+            out,
+        } => stress(&path, seeds, &faults, jobs, &sets, out.as_deref()),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
@@ -576,6 +581,7 @@ fn stress(
     faults: &[String],
     jobs: Option<usize>,
     sets: &[String],
+    out: Option<&Path>,
 ) -> Result<(), Error> {
     let topo = topology::load_file(
         path,
@@ -600,9 +606,19 @@ fn stress(
     if seeds == 0 {
         return Err(Error::Usage("--seeds must be at least 1".into()));
     }
+    if let Some(dir) = out {
+        create_dir(dir)?; // before the runs, so that a bad directory wastes none
+    }
     let seeds: Vec<u64> = (1..=seeds).collect();
     let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs_or_cores(jobs), false);
     print!("{}", igemu::stress::report(path, &runs));
+    if let Some(dir) = out {
+        let csv = igemu::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;
+        write_atomically(&dir.join("stress.csv"), &csv)?;
+        let json = igemu::stress::to_json(path, &runs).to_string() + "\n";
+        write_atomically(&dir.join("stress.json"), json.as_bytes())?;
+        println!("results in {}/stress.csv and stress.json", dir.display());
+    }
     if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
         Ok(())
     } else {

@@ -19,7 +19,8 @@ pub struct FaultSetting {
 }
 
 /// The built-in fault settings for a topology (names: none, lossy, slow, partition, crash,
-/// chaos). Partitions and crashes involve the topology's first two Grids, one hour in.
+/// chaos). Partitions and crashes involve the topology's first two Grids, one hour in; the
+/// table in `docs/outputs.md` says what each injects.
 pub fn presets(topo: &Topology) -> Vec<FaultSetting> {
     let g = |i: usize| {
         topo.grids
@@ -223,4 +224,85 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
         s += &format!("  reproduce: {}\n", r.command(topology));
     }
     s
+}
+
+/// The columns of `stress.csv`, one row per run.
+pub const CSV_COLUMNS: [&str; 11] = [
+    "faults",
+    "seed",
+    "violations",
+    "error",
+    "dropped",
+    "duplicated",
+    "reordered",
+    "cut",
+    "ended",
+    "requests",
+    "reproduce",
+];
+
+/// The runs as `stress.csv` (columns [`CSV_COLUMNS`]): `violations` is empty and `error`
+/// holds the first line of the error for a run that did not finish; `cut` counts messages
+/// lost to partitions and to crashed IGGs.
+pub fn to_csv(topology: &Path, runs: &[StressRun]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_COLUMNS)?;
+    for r in runs {
+        let (violations, error) = match &r.outcome {
+            Ok((n, _)) => (n.to_string(), String::new()),
+            Err(e) => (String::new(), e.lines().next().unwrap_or_default().into()),
+        };
+        let f = &r.faults;
+        w.write_record([
+            r.fault.clone(),
+            r.seed.to_string(),
+            violations,
+            error,
+            f.dropped.to_string(),
+            f.duplicated.to_string(),
+            f.reordered.to_string(),
+            (f.partitioned + f.to_crashed).to_string(),
+            r.ended.0.to_string(),
+            r.ended.1.to_string(),
+            r.command(topology),
+        ])?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// The runs as `stress.json`: the topology, the count of runs and of bad ones, and per run its
+/// fault preset, seed, overrides, violations (count and first examples) or error, the fault
+/// counts, requests ended of all, and the command reproducing it.
+pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
+    let bad = runs
+        .iter()
+        .filter(|r| !matches!(r.outcome, Ok((0, _))))
+        .count();
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let (violations, examples, error) = match &r.outcome {
+                Ok((n, ex)) => (Some(*n), ex.clone(), None),
+                Err(e) => (None, Vec::new(), Some(e.clone())),
+            };
+            serde_json::json!({
+                "faults": r.fault,
+                "seed": r.seed,
+                "sets": r.sets,
+                "violations": violations,
+                "violation_examples": examples,
+                "error": error,
+                "fault_counts": r.faults,
+                "ended": r.ended.0,
+                "requests": r.ended.1,
+                "reproduce": r.command(topology),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "topology": topology.display().to_string(),
+        "runs": runs.len(),
+        "bad_runs": bad,
+        "results": rows,
+    })
 }

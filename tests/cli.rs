@@ -301,3 +301,53 @@ fn logging_to_a_pipe_has_no_colour_codes() {
     assert!(err.contains("DEBUG"), "debug logging is on: {err}");
     assert!(!err.contains('\x1b'), "colour codes in piped logs");
 }
+
+#[test]
+fn stress_writes_its_results_as_csv_and_json() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("stress");
+    let out = igemu(&[
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "2",
+        "--faults",
+        "none,lossy",
+        "--jobs",
+        "2",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let csv = std::fs::read_to_string(dir.join("stress.csv")).expect("stress.csv written");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 5, "a header and 4 runs:\n{csv}");
+    assert_eq!(
+        lines[0],
+        "faults,seed,violations,error,dropped,duplicated,reordered,cut,ended,requests,reproduce"
+    );
+    assert!(lines[1].starts_with("none,1,0,,0,0,0,0,"), "{}", lines[1]);
+    assert!(lines[3].starts_with("lossy,1,0,,"), "{}", lines[3]);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("stress.json")).expect("stress.json written"),
+    )
+    .expect("stress.json is JSON");
+    assert_eq!(json["runs"], 4);
+    assert_eq!(json["bad_runs"], 0);
+    let lossy = &json["results"][2];
+    assert_eq!(lossy["faults"], "lossy");
+    assert_eq!(lossy["violations"], 0);
+    assert!(lossy["fault_counts"]["dropped"].as_u64().expect("a count") > 0);
+    assert!(lossy["reproduce"]
+        .as_str()
+        .expect("a command")
+        .contains("--set 'fault.drop=0.1'"));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("listable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.ends_with(".tmp")),
+        "temporary files left: {names:?}"
+    );
+}
