@@ -91,6 +91,7 @@ mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
+pub mod progress;
 pub mod stress;
 pub mod sweep;
 pub mod time;
@@ -141,6 +142,9 @@ pub struct RunOptions {
     /// when a redirection's acknowledgement is late), to prove the invariant checker bites.
     #[doc(hidden)]
     pub broken_protocol: bool,
+    /// If given, the run stores its emulated time (µs) here as it goes, for a progress
+    /// display on another thread.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Timer lateness in realtime runs, emulated milliseconds.
@@ -466,8 +470,12 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             topo.faults.clone(),
             time::stream_seed(topo.emulation.seed, "faults"),
         );
+        let clock = Clock::new(mode);
+        if let Some(p) = &options.progress {
+            clock.mirror_now(std::sync::Arc::clone(p));
+        }
         let emu = Rc::new(Emu::new(
-            Clock::new(mode),
+            clock,
             tracer,
             topo.requests.clone().into(),
             faults,

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use igemu::progress::Style;
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, Error, RunOptions};
 
@@ -69,6 +70,9 @@ enum Command {
         /// written whole or not at all).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Show no progress (shown on stderr when the runs take over two seconds).
+        #[arg(long)]
+        quiet: bool,
     },
     /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
     /// render it as text, a Mermaid sequence diagram or Chrome trace-event JSON (Perfetto).
@@ -428,6 +432,9 @@ struct RunArgs {
     /// Write every message to trace.jsonl.
     #[arg(long)]
     trace: bool,
+    /// Show no progress (shown on stderr for runs longer than two seconds).
+    #[arg(long)]
+    quiet: bool,
     /// Override any topology key: --set lrms.preemption=nop (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -457,11 +464,15 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     }
     let out = args.out;
     create_dir(&out)?;
+    let watch = igemu::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
+        progress: Some(watch.now()),
         ..RunOptions::default()
     };
-    let result = run(topo, &options)?;
+    let result = run(topo, &options);
+    watch.finish();
+    let result = result?;
     result.write_outputs(&out)?;
     println!("{}", result.human_summary());
     println!("  outputs in {}/", out.display());
@@ -508,7 +519,8 @@ fn dispatch(command: Command) -> Result<(), Error> {
             jobs,
             sets,
             out,
-        } => stress(&path, seeds, &faults, jobs, &sets, out.as_deref()),
+            quiet,
+        } => stress(&path, seeds, &faults, jobs, &sets, (out.as_deref(), quiet)),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
@@ -581,7 +593,7 @@ fn stress(
     faults: &[String],
     jobs: Option<usize>,
     sets: &[String],
-    out: Option<&Path>,
+    (out, quiet): (Option<&Path>, bool),
 ) -> Result<(), Error> {
     let topo = topology::load_file(
         path,
@@ -610,7 +622,16 @@ fn stress(
         create_dir(dir)?; // before the runs, so that a bad directory wastes none
     }
     let seeds: Vec<u64> = (1..=seeds).collect();
-    let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs_or_cores(jobs), false);
+    let style = Style::detect(quiet);
+    let runs = igemu::stress::stress_showing(
+        path,
+        sets,
+        &chosen,
+        &seeds,
+        jobs_or_cores(jobs),
+        false,
+        style,
+    );
     print!("{}", igemu::stress::report(path, &runs));
     if let Some(dir) = out {
         let csv = igemu::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;

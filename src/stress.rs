@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::progress::{Progress, Style};
 use crate::topology::{self, Overrides, Topology};
 use crate::{run, RunOptions};
 
@@ -89,7 +90,8 @@ impl StressRun {
 }
 
 /// Runs `topology` for every seed and fault setting on `jobs` threads (with `user_sets`
-/// applied to all), reporting progress on stderr. `broken` is the test-only broken protocol.
+/// applied to all), reporting progress on stderr as suits it (see [`Style::detect`]).
+/// `broken` is the test-only broken protocol.
 pub fn stress(
     topology: &Path,
     user_sets: &[String],
@@ -97,6 +99,20 @@ pub fn stress(
     seeds: &[u64],
     jobs: usize,
     broken: bool,
+) -> Vec<StressRun> {
+    let style = Style::detect(false);
+    stress_showing(topology, user_sets, settings, seeds, jobs, broken, style)
+}
+
+/// [`stress`], showing its progress in `style` (runs done, elapsed time, time left).
+pub fn stress_showing(
+    topology: &Path,
+    user_sets: &[String],
+    settings: &[FaultSetting],
+    seeds: &[u64],
+    jobs: usize,
+    broken: bool,
+    style: Style,
 ) -> Vec<StressRun> {
     let mut todo = Vec::new();
     for s in settings {
@@ -111,6 +127,7 @@ pub fn stress(
     let total = todo.len();
     let queue = Mutex::new(todo.into_iter());
     let done = AtomicUsize::new(0);
+    let progress = Mutex::new(Progress::new(style));
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
@@ -144,7 +161,10 @@ pub fn stress(
                         Err(e) => (Err(e), (0, 0), Default::default()),
                     };
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprint!("\r  stress: {n}/{total} runs done");
+                if let Ok(mut p) = progress.lock() {
+                    let fraction = n as f64 / total.max(1) as f64;
+                    p.update(&format!("stress: {n}/{total} runs done"), Some(fraction));
+                }
                 if let Ok(mut r) = results.lock() {
                     r.push(StressRun {
                         fault,
@@ -158,7 +178,9 @@ pub fn stress(
             });
         }
     });
-    eprintln!();
+    if let Ok(mut p) = progress.lock() {
+        p.finish();
+    }
     let mut out = results.into_inner().unwrap_or_default();
     out.sort_by(|a, b| {
         (settings.iter().position(|s| s.name == a.fault), a.seed)

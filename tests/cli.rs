@@ -351,3 +351,54 @@ fn stress_writes_its_results_as_csv_and_json() {
         "temporary files left: {names:?}"
     );
 }
+
+/// Quickstart ended at 4 h: at 4000× it takes 3.6 wall seconds, past the two seconds before
+/// progress shows.
+#[test]
+fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let o = tmp_str(&tmp, "o");
+    let args = [
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "4000",
+        "--set",
+        "emulation.end=4h",
+        "--out",
+        &o,
+    ];
+    let out = igemu(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let progress: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("run: emulated"))
+        .collect();
+    assert!(!progress.is_empty(), "no progress line in {err:?}");
+    assert!(
+        progress[0].contains(" h of ~4.0 h, elapsed ")
+            && progress[0].contains("s, ETA ")
+            && !progress[0].contains('?'),
+        "{err:?}"
+    );
+    assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
+
+    let mut quiet = args.to_vec();
+    quiet.push("--quiet");
+    let out = igemu(&quiet);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("run: emulated"), "{}", stderr(&out));
+    let out = igemu(&[
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "1",
+        "--faults",
+        "none",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "stress --quiet shows no progress");
+}
