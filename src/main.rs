@@ -520,7 +520,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             sets,
             out,
             quiet,
-        } => stress(&path, seeds, &faults, jobs, &sets, (out.as_deref(), quiet)),
+        } => stress(&path, seeds, &faults, jobs, &sets, out.as_deref(), quiet),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
@@ -593,7 +593,8 @@ fn stress(
     faults: &[String],
     jobs: Option<usize>,
     sets: &[String],
-    (out, quiet): (Option<&Path>, bool),
+    out: Option<&Path>,
+    quiet: bool,
 ) -> Result<(), Error> {
     let topo = topology::load_file(
         path,
@@ -623,7 +624,7 @@ fn stress(
     }
     let seeds: Vec<u64> = (1..=seeds).collect();
     let style = Style::detect(quiet);
-    let runs = igemu::stress::stress_showing(
+    let runs = igemu::stress::stress(
         path,
         sets,
         &chosen,

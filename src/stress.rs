@@ -90,22 +90,9 @@ impl StressRun {
 }
 
 /// Runs `topology` for every seed and fault setting on `jobs` threads (with `user_sets`
-/// applied to all), reporting progress on stderr as suits it (see [`Style::detect`]).
-/// `broken` is the test-only broken protocol.
+/// applied to all), showing progress on stderr in `style` (runs done, elapsed time, time
+/// left). `broken` is the test-only broken protocol.
 pub fn stress(
-    topology: &Path,
-    user_sets: &[String],
-    settings: &[FaultSetting],
-    seeds: &[u64],
-    jobs: usize,
-    broken: bool,
-) -> Vec<StressRun> {
-    let style = Style::detect(false);
-    stress_showing(topology, user_sets, settings, seeds, jobs, broken, style)
-}
-
-/// [`stress`], showing its progress in `style` (runs done, elapsed time, time left).
-pub fn stress_showing(
     topology: &Path,
     user_sets: &[String],
     settings: &[FaultSetting],
