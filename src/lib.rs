@@ -159,6 +159,7 @@ pub const SUSTAINABLE_P99_LATENESS_MS: f64 = 1000.0;
 /// try a lower --speedup` when the p99 lateness exceeds [`SUSTAINABLE_P99_LATENESS_MS`].
 pub fn lateness_verdict(lateness: &TimerLateness) -> String {
     if lateness.p99 <= SUSTAINABLE_P99_LATENESS_MS {
+        // The same test as `Summary::speedup_sustainable`.
         "sustainable".to_string()
     } else {
         format!(
@@ -208,6 +209,10 @@ pub struct Summary {
     /// Timer lateness percentiles (realtime only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timer_lateness_ms: Option<TimerLateness>,
+    /// Realtime only: whether the speed-up was sustainable (p99 lateness at most
+    /// [`SUSTAINABLE_P99_LATENESS_MS`]; see [`lateness_verdict`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_sustainable: Option<bool>,
 }
 
 /// Everything a run produced.
@@ -442,6 +447,10 @@ fn summarize(
         invariant_violations: violations.len() as u64,
         violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
         timer_lateness_ms: emu.clock.lateness(),
+        speedup_sustainable: emu
+            .clock
+            .lateness()
+            .map(|l| l.p99 <= SUSTAINABLE_P99_LATENESS_MS),
     };
     (summary, records, decisions)
 }

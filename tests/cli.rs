@@ -264,6 +264,11 @@ fn a_realtime_run_too_fast_for_its_timers_says_so() {
         &tmp_str(&tmp, "o"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("o/summary.json")).expect("written"),
+    )
+    .expect("JSON");
+    assert_eq!(summary["speedup_sustainable"], false);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("speed-up: too fast: p99 lateness")
