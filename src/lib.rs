@@ -9,7 +9,8 @@
 //! types, VM states), [`lrms`] and [`igg`] (the pure cores of the LRMS and the gateway, usable
 //! on their own), [`metrics`] (records and the papers' figures), [`trace`] (records and their
 //! rendering), [`workload`] (workload models and SWF), [`sweep`] and [`stress`] (many runs),
-//! [`fault`] (link faults), [`time`] (emulated time and the clock).
+//! [`fault`] (link faults), [`time`] (emulated time and the clock), [`progress`] (progress of
+//! long work on stderr).
 //!
 //! # Running a federation in code
 //!
