@@ -203,7 +203,8 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
 #[derive(Subcommand)]
 enum WorkloadCommand {
     /// Summarise an SWF or GWF trace (jobs, span, arrival rate, sizes, runtimes; a GWF
-    /// trace's sites); exit 2 on a malformed file, naming the lines.
+    /// trace's sites); exit 2 on a malformed file, naming the lines, or on a file that is no
+    /// trace at all.
     Inspect {
         /// The trace: Grid Workload Format if its name ends in `.gwf`, else Standard
         /// Workload Format.
@@ -655,7 +656,8 @@ fn stress(
 struct TraceArgs {
     /// The trace (trace.jsonl from `run --trace`).
     file: PathBuf,
-    /// Keep the messages about this request id (the offers and answers it was part of too).
+    /// Keep the messages about this request id (the offers and answers it was part of too);
+    /// an id the trace does not name is an error (exit 2) with the closest one it does.
     #[arg(long, conflicts_with = "negotiation")]
     request: Option<String>,
     /// Keep the messages of this negotiation between IGGs and, for each request it
