@@ -9,7 +9,8 @@
 //! types, VM states), [`lrms`] and [`igg`] (the pure cores of the LRMS and the gateway, usable
 //! on their own), [`metrics`] (records and the papers' figures), [`trace`] (records and their
 //! rendering), [`workload`] (workload models and SWF), [`sweep`] and [`stress`] (many runs),
-//! [`fault`] (link faults), [`time`] (emulated time and the clock).
+//! [`fault`] (link faults), [`time`] (emulated time and the clock), [`progress`] (progress of
+//! long work on stderr).
 //!
 //! # Running a federation in code
 //!
@@ -91,6 +92,7 @@ mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
+pub mod progress;
 pub mod stress;
 pub mod sweep;
 pub mod time;
@@ -145,6 +147,9 @@ pub struct RunOptions {
     pub intervals: bool,
     /// What was run, to record in the summary (the caller knows the file and the overrides).
     pub provenance: Option<Provenance>,
+    /// If given, the run stores its emulated time (µs) here as it goes, for a progress
+    /// display on another thread.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// What was run: enough to run it again.
@@ -180,6 +185,25 @@ impl Provenance {
 
 /// Timer lateness in realtime runs, emulated milliseconds.
 pub type TimerLateness = Lateness;
+
+/// The p99 timer lateness, in emulated milliseconds, up to which a realtime run's speed-up is
+/// called sustainable: one emulated second, finer than any VM operation, negotiation timeout or
+/// request the papers model, so that timers this late change no decision's outcome.
+pub const SUSTAINABLE_P99_LATENESS_MS: f64 = 1000.0;
+
+/// The verdict on a realtime run's lateness: `sustainable`, or `too fast: p99 lateness N s —
+/// try a lower --speedup` when the p99 lateness exceeds [`SUSTAINABLE_P99_LATENESS_MS`].
+pub fn lateness_verdict(lateness: &TimerLateness) -> String {
+    if lateness.p99 <= SUSTAINABLE_P99_LATENESS_MS {
+        // The same test as `Summary::speedup_sustainable`.
+        "sustainable".to_string()
+    } else {
+        format!(
+            "too fast: p99 lateness {:.3} s — try a lower --speedup",
+            lateness.p99 / 1000.0
+        )
+    }
+}
 
 /// The machine-readable summary of a run (`summary.json`).
 #[derive(Clone, Debug, Serialize)]
@@ -227,6 +251,10 @@ pub struct Summary {
     /// Timer lateness percentiles (realtime only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timer_lateness_ms: Option<TimerLateness>,
+    /// Realtime only: whether the speed-up was sustainable (p99 lateness at most
+    /// [`SUSTAINABLE_P99_LATENESS_MS`]; see [`lateness_verdict`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_sustainable: Option<bool>,
 }
 
 /// Everything a run produced.
@@ -515,8 +543,11 @@ impl RunResult {
         );
         if let Some(l) = &s.timer_lateness_ms {
             out += &format!(
-                "\n  timer lateness (emulated ms): p50 {:.3}  p99 {:.3}  max {:.3}",
-                l.p50, l.p99, l.max
+                "\n  timer lateness (emulated ms): p50 {:.3}  p99 {:.3}  max {:.3}\n  speed-up: {}",
+                l.p50,
+                l.p99,
+                l.max,
+                lateness_verdict(l)
             );
         }
         out
@@ -584,6 +615,10 @@ fn summarize(
         invariant_violations: violations.len() as u64,
         violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
         timer_lateness_ms: emu.clock.lateness(),
+        speedup_sustainable: emu
+            .clock
+            .lateness()
+            .map(|l| l.p99 <= SUSTAINABLE_P99_LATENESS_MS),
     };
     (summary, records, decisions, spans)
 }
@@ -648,8 +683,12 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             topo.faults.clone(),
             time::stream_seed(topo.emulation.seed, "faults"),
         );
+        let clock = Clock::new(mode);
+        if let Some(p) = &options.progress {
+            clock.mirror_now(std::sync::Arc::clone(p));
+        }
         let emu = Rc::new(Emu::new(
-            Clock::new(mode),
+            clock,
             tracer,
             topo.requests.clone().into(),
             faults,

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use igemu::progress::Style;
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, Error, RunOptions};
 
@@ -65,6 +66,13 @@ enum Command {
         /// Overrides applied to every run.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Also write the results to this directory as stress.csv and stress.json (each
+        /// written whole or not at all).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Show no progress (shown on stderr when the runs take over two seconds).
+        #[arg(long)]
+        quiet: bool,
     },
     /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
     /// render it as text, a Mermaid sequence diagram or Chrome trace-event JSON (Perfetto).
@@ -195,7 +203,8 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
 #[derive(Subcommand)]
 enum WorkloadCommand {
     /// Summarise an SWF or GWF trace (jobs, span, arrival rate, sizes, runtimes; a GWF
-    /// trace's sites); exit 2 on a malformed file, naming the lines.
+    /// trace's sites); exit 2 on a malformed file, naming the lines, or on a file that is no
+    /// trace at all.
     Inspect {
         /// The trace: Grid Workload Format if its name ends in `.gwf`, else Standard
         /// Workload Format.
@@ -291,7 +300,17 @@ fn malformed(file: &Path, errors: &[igemu::workload::tracefile::LineError], shap
 
 fn inspect(file: &Path) -> Result<(), Error> {
     use igemu::workload::{gwf, swf};
-    let text = read_input(file)?;
+    let text = std::fs::read(file)
+        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
+    let text = String::from_utf8(text)
+        .ok()
+        .filter(|t| igemu::workload::tracefile::looks_like_trace(t));
+    let Some(text) = text else {
+        return Err(Error::Input(format!(
+            "{}: neither an SWF nor a GWF trace: no job line (whitespace-separated numbers, 18 per line in SWF, 29 in GWF)",
+            file.display()
+        )));
+    };
     let is_gwf = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gwf"));
@@ -414,6 +433,9 @@ struct RunArgs {
     /// Write every message to trace.jsonl.
     #[arg(long)]
     trace: bool,
+    /// Show no progress (shown on stderr for runs longer than two seconds).
+    #[arg(long)]
+    quiet: bool,
     /// Override any topology key: --set lrms.preemption=nop (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -437,15 +459,24 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let topo = load(args.topology.as_ref(), &Overrides { sets })?;
+    if args.speedup.is_some() && topo.emulation.mode == igemu::time::ClockMode::Virtual {
+        return Err(Error::Usage(
+            "--speedup applies to realtime mode only, and this run is in virtual mode; add --mode realtime, or drop --speedup".into(),
+        ));
+    }
     let out = args.out;
     create_dir(&out)?;
+    let watch = igemu::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
         intervals: true,
         provenance: Some(provenance),
+        progress: Some(watch.now()),
         ..RunOptions::default()
     };
-    let result = run(topo, &options)?;
+    let result = run(topo, &options);
+    watch.finish();
+    let result = result?;
     result.write_outputs(&out)?;
     println!("{}", result.human_summary());
     println!("  outputs in {}/", out.display());
@@ -464,6 +495,8 @@ fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in a log file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .init();
 }
@@ -489,7 +522,9 @@ fn dispatch(command: Command) -> Result<(), Error> {
             faults,
             jobs,
             sets,
-        } => stress(&path, seeds, &faults, jobs, &sets),
+            out,
+            quiet,
+        } => stress(&path, seeds, &faults, jobs, &sets, out.as_deref(), quiet),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
@@ -562,6 +597,8 @@ fn stress(
     faults: &[String],
     jobs: Option<usize>,
     sets: &[String],
+    out: Option<&Path>,
+    quiet: bool,
 ) -> Result<(), Error> {
     let topo = topology::load_file(
         path,
@@ -586,9 +623,28 @@ fn stress(
     if seeds == 0 {
         return Err(Error::Usage("--seeds must be at least 1".into()));
     }
+    if let Some(dir) = out {
+        create_dir(dir)?; // before the runs, so that a bad directory wastes none
+    }
     let seeds: Vec<u64> = (1..=seeds).collect();
-    let runs = igemu::stress::stress(path, sets, &chosen, &seeds, jobs_or_cores(jobs), false);
+    let style = Style::detect(quiet);
+    let runs = igemu::stress::stress(
+        path,
+        sets,
+        &chosen,
+        &seeds,
+        jobs_or_cores(jobs),
+        false,
+        style,
+    );
     print!("{}", igemu::stress::report(path, &runs));
+    if let Some(dir) = out {
+        let csv = igemu::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;
+        write_atomically(&dir.join("stress.csv"), &csv)?;
+        let json = igemu::stress::to_json(path, &runs).to_string() + "\n";
+        write_atomically(&dir.join("stress.json"), json.as_bytes())?;
+        println!("results in {}/stress.csv and stress.json", dir.display());
+    }
     if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
         Ok(())
     } else {
@@ -603,7 +659,8 @@ fn stress(
 struct TraceArgs {
     /// The trace (trace.jsonl from `run --trace`).
     file: PathBuf,
-    /// Keep the messages about this request id (the offers and answers it was part of too).
+    /// Keep the messages about this request id (the offers and answers it was part of too);
+    /// an id the trace does not name is an error (exit 2) with the closest one it does.
     #[arg(long, conflicts_with = "negotiation")]
     request: Option<String>,
     /// Keep the messages of this negotiation between IGGs and, for each request it
@@ -674,10 +731,15 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             }
             lines
         }
-        (None, None, Some(r)) => render::filter(&events, r)
-            .into_iter()
-            .map(Line::Message)
-            .collect(),
+        (None, None, Some(r)) => {
+            if let Some(why) = render::unknown_request(&events, r) {
+                return Err(Error::Usage(format!("{}: {why}", file.display())));
+            }
+            render::filter(&events, r)
+                .into_iter()
+                .map(Line::Message)
+                .collect()
+        }
         (None, None, None) => events.iter().map(Line::Message).collect(),
     };
     if let Some(p) = &args.mermaid {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::progress::{Progress, Style};
 use crate::topology::{self, Overrides, Topology};
 use crate::{run, RunOptions};
 
@@ -19,7 +20,8 @@ pub struct FaultSetting {
 }
 
 /// The built-in fault settings for a topology (names: none, lossy, slow, partition, crash,
-/// chaos). Partitions and crashes involve the topology's first two Grids, one hour in.
+/// chaos). Partitions and crashes involve the topology's first two Grids, one hour in; the
+/// table in `docs/outputs.md` says what each injects.
 pub fn presets(topo: &Topology) -> Vec<FaultSetting> {
     let g = |i: usize| {
         topo.grids
@@ -88,7 +90,8 @@ impl StressRun {
 }
 
 /// Runs `topology` for every seed and fault setting on `jobs` threads (with `user_sets`
-/// applied to all), reporting progress on stderr. `broken` is the test-only broken protocol.
+/// applied to all), showing progress on stderr in `style` (runs done, elapsed time, time
+/// left). `broken` is the test-only broken protocol.
 pub fn stress(
     topology: &Path,
     user_sets: &[String],
@@ -96,6 +99,7 @@ pub fn stress(
     seeds: &[u64],
     jobs: usize,
     broken: bool,
+    style: Style,
 ) -> Vec<StressRun> {
     let mut todo = Vec::new();
     for s in settings {
@@ -110,6 +114,7 @@ pub fn stress(
     let total = todo.len();
     let queue = Mutex::new(todo.into_iter());
     let done = AtomicUsize::new(0);
+    let progress = Mutex::new(Progress::new(style));
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
@@ -143,7 +148,10 @@ pub fn stress(
                         Err(e) => (Err(e), (0, 0), Default::default()),
                     };
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprint!("\r  stress: {n}/{total} runs done");
+                if let Ok(mut p) = progress.lock() {
+                    let fraction = n as f64 / total.max(1) as f64;
+                    p.update(&format!("stress: {n}/{total} runs done"), Some(fraction));
+                }
                 if let Ok(mut r) = results.lock() {
                     r.push(StressRun {
                         fault,
@@ -157,7 +165,9 @@ pub fn stress(
             });
         }
     });
-    eprintln!();
+    if let Ok(mut p) = progress.lock() {
+        p.finish();
+    }
     let mut out = results.into_inner().unwrap_or_default();
     out.sort_by(|a, b| {
         (settings.iter().position(|s| s.name == a.fault), a.seed)
@@ -223,4 +233,85 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
         s += &format!("  reproduce: {}\n", r.command(topology));
     }
     s
+}
+
+/// The columns of `stress.csv`, one row per run.
+pub const CSV_COLUMNS: [&str; 11] = [
+    "faults",
+    "seed",
+    "violations",
+    "error",
+    "dropped",
+    "duplicated",
+    "reordered",
+    "cut",
+    "ended",
+    "requests",
+    "reproduce",
+];
+
+/// The runs as `stress.csv` (columns [`CSV_COLUMNS`]): `violations` is empty and `error`
+/// holds the first line of the error for a run that did not finish; `cut` counts messages
+/// lost to partitions and to crashed IGGs.
+pub fn to_csv(topology: &Path, runs: &[StressRun]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_COLUMNS)?;
+    for r in runs {
+        let (violations, error) = match &r.outcome {
+            Ok((n, _)) => (n.to_string(), String::new()),
+            Err(e) => (String::new(), e.lines().next().unwrap_or_default().into()),
+        };
+        let f = &r.faults;
+        w.write_record([
+            r.fault.clone(),
+            r.seed.to_string(),
+            violations,
+            error,
+            f.dropped.to_string(),
+            f.duplicated.to_string(),
+            f.reordered.to_string(),
+            (f.partitioned + f.to_crashed).to_string(),
+            r.ended.0.to_string(),
+            r.ended.1.to_string(),
+            r.command(topology),
+        ])?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// The runs as `stress.json`: the topology, the count of runs and of bad ones, and per run its
+/// fault preset, seed, overrides, violations (count and first examples) or error, the fault
+/// counts, requests ended of all, and the command reproducing it.
+pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
+    let bad = runs
+        .iter()
+        .filter(|r| !matches!(r.outcome, Ok((0, _))))
+        .count();
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let (violations, examples, error) = match &r.outcome {
+                Ok((n, ex)) => (Some(*n), ex.clone(), None),
+                Err(e) => (None, Vec::new(), Some(e.clone())),
+            };
+            serde_json::json!({
+                "faults": r.fault,
+                "seed": r.seed,
+                "sets": r.sets,
+                "violations": violations,
+                "violation_examples": examples,
+                "error": error,
+                "fault_counts": r.faults,
+                "ended": r.ended.0,
+                "requests": r.ended.1,
+                "reproduce": r.command(topology),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "topology": topology.display().to_string(),
+        "runs": runs.len(),
+        "bad_runs": bad,
+        "results": rows,
+    })
 }

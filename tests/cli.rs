@@ -111,7 +111,7 @@ fn bad_overrides_name_the_override_and_exit_2() {
 fn a_missing_file_and_bad_flags_exit_2() {
     let out = igemu(&["validate", "no/such/file.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("cannot read the file"));
+    assert!(stderr(&out).contains("no/such/file.toml: error: the file does not exist"));
     let out = igemu(&["run", "--mode", "sideways"]);
     assert_eq!(out.status.code(), Some(2));
     let out = igemu(&["run", "--speedup", "fast"]);
@@ -183,4 +183,252 @@ fn a_runs_summary_says_what_was_run_and_under_which_policies() {
     let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary");
     let s2: serde_json::Value = serde_json::from_str(&text).expect("json");
     assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
+}
+
+fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
+    dir.path().join(name).to_str().expect("utf-8").to_string()
+}
+
+#[test]
+fn running_a_missing_topology_says_it_does_not_exist_not_built_in() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = igemu(&["run", "nosuch.toml", "--out", &tmp_str(&tmp, "o")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("nosuch.toml: error: the file does not exist"),
+        "{err}"
+    );
+    assert!(!err.contains("built-in"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn tracing_an_unknown_request_is_an_error_naming_it_with_a_suggestion() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp_str(&tmp, "run");
+    let out = igemu(&["run", "--trace", "--out", &dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = format!("{dir}/trace.jsonl");
+    let text = std::fs::read_to_string(&trace).expect("trace written");
+    assert!(
+        text.contains("\"request\":\"ext-1\""),
+        "quickstart names ext-1"
+    );
+
+    let out = igemu(&["trace", &trace, "--request", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no message names request `nosuch`; its requests include"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing printed for an unknown request"
+    );
+
+    let mmd = tmp_str(&tmp, "x.mmd");
+    let out = igemu(&["trace", &trace, "--request", "ext-1x", "--mermaid", &mmd]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("did you mean `ext-1`?"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!Path::new(&mmd).exists(), "no empty diagram written");
+
+    let out = igemu(&["trace", &trace, "--request", "ext-1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!out.stdout.is_empty());
+}
+
+#[test]
+fn inspecting_a_file_that_is_no_workload_trace_says_so_in_one_line() {
+    let out = igemu(&["workload", "inspect", "topologies/quickstart.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("topologies/quickstart.toml: neither an SWF nor a GWF trace"),
+        "{err}"
+    );
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let bin = tmp.path().join("x.swf");
+    std::fs::write(&bin, [0xff, 0xfe, 0x00, 0x01]).expect("written");
+    let out = igemu(&["workload", "inspect", bin.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("neither an SWF nor a GWF trace"));
+    let out = igemu(&["workload", "inspect", "topologies/traces/synthetic-64.swf"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn speedup_in_virtual_mode_is_an_error() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = igemu(&["run", "--speedup", "100", "--out", &tmp_str(&tmp, "o")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--speedup applies to realtime mode only"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("o").exists(), "nothing ran");
+}
+
+#[test]
+fn a_realtime_run_too_fast_for_its_timers_says_so() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "1e9",
+        "--out",
+        &tmp_str(&tmp, "o"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("o/summary.json")).expect("written"),
+    )
+    .expect("JSON");
+    assert_eq!(summary["speedup_sustainable"], false);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("speed-up: too fast: p99 lateness")
+            && stdout.contains("try a lower --speedup"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_lateness_verdict_has_its_threshold_at_one_emulated_second() {
+    let l = |p99: f64| igemu::time::Lateness {
+        p50: 0.0,
+        p99,
+        max: p99,
+        samples: 10,
+    };
+    assert_eq!(igemu::lateness_verdict(&l(430.0)), "sustainable");
+    assert_eq!(
+        igemu::lateness_verdict(&l(2500.0)),
+        "too fast: p99 lateness 2.500 s — try a lower --speedup"
+    );
+}
+
+#[test]
+fn logging_to_a_pipe_has_no_colour_codes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(["run", "--out", &tmp_str(&tmp, "o")])
+        .env("RUST_LOG", "debug")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(err.contains("DEBUG"), "debug logging is on: {err}");
+    assert!(!err.contains('\x1b'), "colour codes in piped logs");
+}
+
+#[test]
+fn stress_writes_its_results_as_csv_and_json() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("stress");
+    let out = igemu(&[
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "2",
+        "--faults",
+        "none,lossy",
+        "--jobs",
+        "2",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let csv = std::fs::read_to_string(dir.join("stress.csv")).expect("stress.csv written");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 5, "a header and 4 runs:\n{csv}");
+    assert_eq!(
+        lines[0],
+        "faults,seed,violations,error,dropped,duplicated,reordered,cut,ended,requests,reproduce"
+    );
+    assert!(lines[1].starts_with("none,1,0,,0,0,0,0,"), "{}", lines[1]);
+    assert!(lines[3].starts_with("lossy,1,0,,"), "{}", lines[3]);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("stress.json")).expect("stress.json written"),
+    )
+    .expect("stress.json is JSON");
+    assert_eq!(json["runs"], 4);
+    assert_eq!(json["bad_runs"], 0);
+    let lossy = &json["results"][2];
+    assert_eq!(lossy["faults"], "lossy");
+    assert_eq!(lossy["violations"], 0);
+    assert!(lossy["fault_counts"]["dropped"].as_u64().expect("a count") > 0);
+    assert!(lossy["reproduce"]
+        .as_str()
+        .expect("a command")
+        .contains("--set 'fault.drop=0.1'"));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("listable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.ends_with(".tmp")),
+        "temporary files left: {names:?}"
+    );
+}
+
+/// Quickstart ended at 4 h: at 4000× it takes 3.6 wall seconds, past the two seconds before
+/// progress shows.
+#[test]
+fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let o = tmp_str(&tmp, "o");
+    let args = [
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "4000",
+        "--set",
+        "emulation.end=4h",
+        "--out",
+        &o,
+    ];
+    let out = igemu(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let progress: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("run: emulated"))
+        .collect();
+    assert!(!progress.is_empty(), "no progress line in {err:?}");
+    assert!(
+        progress[0].contains(" h of ~4.0 h, elapsed ")
+            && progress[0].contains("s, ETA ")
+            && !progress[0].contains('?'),
+        "{err:?}"
+    );
+    assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
+
+    let mut quiet = args.to_vec();
+    quiet.push("--quiet");
+    let out = igemu(&quiet);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("run: emulated"), "{}", stderr(&out));
+    let out = igemu(&[
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "1",
+        "--faults",
+        "none",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "stress --quiet shows no progress");
 }

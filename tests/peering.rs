@@ -5,6 +5,7 @@
 mod common;
 use common::{igemu, load, path};
 
+use igemu::progress::Style;
 use igemu::stress::{presets, stress};
 use igemu::topology::Topology;
 use igemu::{run, RunOptions};
@@ -144,7 +145,7 @@ fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
         .filter(|p| p.name == "lossy")
         .collect();
     let seeds = [1, 2, 3, 4];
-    let sound = stress(&path(SMALL), &[], &lossy, &seeds, 2, false);
+    let sound = stress(&path(SMALL), &[], &lossy, &seeds, 2, false, Style::Quiet);
     for r in &sound {
         assert_eq!(
             r.outcome.as_ref().map(|o| o.0),
@@ -156,7 +157,7 @@ fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
     }
     // The broken variant serves a request at home when an acknowledgement is late, though
     // the provider may be running it: some Grid serves a request twice.
-    let broken = stress(&path(SMALL), &[], &lossy, &seeds, 2, true);
+    let broken = stress(&path(SMALL), &[], &lossy, &seeds, 2, true, Style::Quiet);
     let caught: u64 = broken
         .iter()
         .filter_map(|r| r.outcome.as_ref().ok().map(|o| o.0))

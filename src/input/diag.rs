@@ -25,6 +25,8 @@ pub enum Loc {
     },
     /// Not in any input (a built-in default).
     Builtin,
+    /// The file as a whole (it cannot be read, say): the place is its path alone.
+    WholeFile,
 }
 
 /// One problem found in the input.
@@ -106,9 +108,14 @@ impl Report {
 
     /// A file that could not be read.
     pub fn unreadable(path: &str, error: &std::io::Error, hint: &str) -> Report {
+        let message = if error.kind() == std::io::ErrorKind::NotFound {
+            "the file does not exist".to_string()
+        } else {
+            format!("cannot read the file: {error}")
+        };
         let d = Diagnostic {
-            loc: Loc::Builtin,
-            message: format!("cannot read the file: {error}"),
+            loc: Loc::WholeFile,
+            message,
             hint: Some(hint.to_string()),
         };
         Report::of_file(path, "", vec![d])
@@ -134,6 +141,7 @@ impl Report {
                 }
             }
             Loc::Builtin => format!("{} (built-in default)", self.path),
+            Loc::WholeFile => self.path.clone(),
         }
     }
 }

@@ -81,6 +81,7 @@ struct ClockInner {
     wake: tokio::sync::Notify,
     fired: Cell<u64>,
     lateness_us: RefCell<Histogram<u64>>,
+    now_mirror: std::cell::OnceCell<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// The one source of "now" and of timers, shared by every actor of a run (cheap to clone).
@@ -130,8 +131,16 @@ impl Clock {
                 wake: tokio::sync::Notify::new(),
                 fired: Cell::new(0),
                 lateness_us: RefCell::new(hist),
+                now_mirror: std::cell::OnceCell::new(),
             }),
         }
+    }
+
+    /// From now on, stores emulated now (µs) into `mirror` whenever timed events fire, for a
+    /// progress display on another thread (relaxed ordering; it decides nothing). Only the
+    /// first mirror given is kept.
+    pub fn mirror_now(&self, mirror: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        let _ = self.inner.now_mirror.set(mirror);
     }
 
     /// The clock's mode.
@@ -229,6 +238,9 @@ impl Clock {
     /// Pops and fires every event due at or before `now`, in `(due, seq)` order.
     /// Callbacks may schedule further events; those due by `now` fire in this same pass.
     fn fire_due(&self, now: EmuTime) {
+        if let Some(m) = self.inner.now_mirror.get() {
+            m.store(now.as_micros(), std::sync::atomic::Ordering::Relaxed);
+        }
         loop {
             let next = {
                 let mut heap = self.inner.heap.borrow_mut();

@@ -770,6 +770,7 @@ pub fn load_str(
                 Loc::File { start, .. } => (1, start),
                 Loc::Profile { start, .. } => (2, start),
                 Loc::Builtin => (3, 0),
+                Loc::WholeFile => (4, 0),
             });
             Err(Box::new(Report {
                 path: path.to_string(),

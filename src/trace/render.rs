@@ -117,6 +117,43 @@ pub fn filter<'a>(events: &'a [Event], request: &str) -> Vec<&'a Event> {
         .collect()
 }
 
+/// Every request id the trace names (by a record's own id or in a batch), sorted, once each.
+pub fn request_ids(events: &[Event]) -> Vec<&str> {
+    let ids: std::collections::BTreeSet<&str> = events
+        .iter()
+        .flat_map(|e| {
+            e.request
+                .as_deref()
+                .into_iter()
+                .chain(e.items.iter().map(|i| i.request.as_str()))
+        })
+        .collect();
+    ids.into_iter().collect()
+}
+
+/// Why `request` selects nothing in `events`, with a fix: the closest id the trace names if
+/// it looks like a typo, else a few of its ids. `None` when the trace mentions `request`.
+pub fn unknown_request(events: &[Event], request: &str) -> Option<String> {
+    let ids = request_ids(events);
+    if ids.contains(&request) {
+        return None;
+    }
+    let hint = match crate::input::diag::did_you_mean(request, ids.iter().copied()) {
+        Some(c) => format!("did you mean `{c}`?"),
+        None if ids.is_empty() => "the trace names no request at all".to_string(),
+        None => {
+            let shown: Vec<&str> = ids.iter().take(5).copied().collect();
+            format!(
+                "its requests include {}{} ({} in all)",
+                shown.join(", "),
+                if ids.len() > shown.len() { ", ..." } else { "" },
+                ids.len()
+            )
+        }
+    };
+    Some(format!("no message names request `{request}`; {hint}"))
+}
+
 /// The chain of causes that led to event `seq`, oldest first, ending with it.
 pub fn causes(events: &[Event], seq: u64) -> Vec<&Event> {
     let by_seq: BTreeMap<u64, &Event> = events.iter().map(|e| (e.seq, e)).collect();

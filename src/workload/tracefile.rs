@@ -93,3 +93,38 @@ pub(crate) fn read<J>(
         Err(errors)
     }
 }
+
+/// Whether `text` could be a workload trace at all (SWF or GWF): some line, not blank and not
+/// a comment (`;` or `#`), is a job line — at least 10 whitespace-separated fields, the first a
+/// number — or there is no such line (an empty trace). A file with malformed job lines still
+/// counts; a TOML file, prose or CSV does not.
+pub fn looks_like_trace(text: &str) -> bool {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';') && !l.starts_with('#'))
+        .peekable();
+    lines.peek().is_none()
+        || lines.any(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            fields.len() >= 10 && fields[0].parse::<f64>().is_ok()
+        })
+}
+
+#[cfg(test)]
+mod looks_like_tests {
+    use super::looks_like_trace;
+
+    #[test]
+    fn job_lines_make_a_trace_and_other_text_does_not() {
+        let swf = "; Computer: x\n1 0 5 100 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1\n";
+        assert!(looks_like_trace(swf));
+        assert!(
+            looks_like_trace("1 0 5 100 x -1 -1 4 100 -1 1\n"),
+            "malformed but a trace"
+        );
+        assert!(!looks_like_trace("[emulation]\nseed = 7\n"));
+        assert!(!looks_like_trace("a,b,c\n1,2,3\n"));
+        assert!(looks_like_trace("; only a header\n"), "an empty trace");
+    }
+}
