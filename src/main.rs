@@ -436,9 +436,54 @@ struct RunArgs {
     /// Show no progress (shown on stderr for runs longer than two seconds).
     #[arg(long)]
     quiet: bool,
+    /// Replace the outputs of an earlier run in --out (without it, a directory that holds
+    /// another run's outputs is refused, so two runs never mix).
+    #[arg(long)]
+    overwrite: bool,
     /// Override any topology key: --set lrms.preemption=nop (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+}
+
+/// The files a run writes into its output directory.
+const RUN_OUTPUTS: [&str; 6] = [
+    "summary.json",
+    "requests.csv",
+    "decisions.csv",
+    "intervals.csv",
+    "utilization.csv",
+    "trace.jsonl",
+];
+
+/// Makes `out` ready for a run's outputs: refuses one holding another run's unless
+/// `overwrite`, which removes them (and only them). The outputs of the same run — same
+/// topology file, contents and overrides, as `provenance` says — are simply replaced.
+fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
+    create_dir(out)?;
+    let present: Vec<&str> = RUN_OUTPUTS
+        .into_iter()
+        .filter(|f| out.join(f).exists())
+        .collect();
+    if present.is_empty() {
+        return Ok(());
+    }
+    let same_run = std::fs::read_to_string(out.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .zip(serde_json::to_value(provenance).ok())
+        .is_some_and(|(old, new)| old["provenance"] == new);
+    if !overwrite && !same_run {
+        return Err(Error::Usage(format!(
+            "{} holds another run's outputs ({}); pass --overwrite to replace them, or choose another --out",
+            out.display(),
+            present.join(", ")
+        )));
+    }
+    for f in present {
+        let path = out.join(f);
+        std::fs::remove_file(&path).map_err(Error::output(&path))?;
+    }
+    Ok(())
 }
 
 fn run_one(args: RunArgs) -> Result<(), Error> {
@@ -465,7 +510,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         ));
     }
     let out = args.out;
-    create_dir(&out)?;
+    prepare_out(&out, args.overwrite, &provenance)?;
     let watch = igemu::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),

@@ -177,9 +177,31 @@ fn a_runs_summary_says_what_was_run_and_under_which_policies() {
     assert_eq!(s["policies"]["grid:busy"], "dispatch rr, provider cbm");
     let printed = String::from_utf8_lossy(&o.stdout);
     assert!(printed.contains("provider cbm"), "{printed}");
-    // A different file gives a different hash.
-    let other = igemu(&["run", "topologies/quickstart.toml", "--out", out]);
+    // The same run again replaces its outputs; another run is refused unless told to
+    // overwrite (then the old outputs are gone: a different file gives a different hash).
+    let again = igemu(&["run", file, "--set", "igg.provider=cbm", "--out", out]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let refused = igemu(&["run", "topologies/quickstart.toml", "--out", out]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("--overwrite"),
+        "{}",
+        stderr(&refused)
+    );
+    std::fs::write(dir.path().join("notes.txt"), "mine").expect("written");
+    let other = igemu(&[
+        "run",
+        "topologies/quickstart.toml",
+        "--out",
+        out,
+        "--overwrite",
+    ]);
     assert!(other.status.success(), "{}", stderr(&other));
+    assert!(
+        dir.path().join("notes.txt").exists(),
+        "only a run's own files are removed"
+    );
+    assert!(!dir.path().join("trace.jsonl").exists());
     let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary");
     let s2: serde_json::Value = serde_json::from_str(&text).expect("json");
     assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
