@@ -158,15 +158,24 @@ fn sweep(
         out.join("runs.csv")
     };
     let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
-    let points = igemu::sweep::write_runs(&spec, &outcomes, &metrics, &runs)
-        .and_then(|_| igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv")))
-        .map_err(Error::Failed)?;
-    println!(
-        "{} runs ({failed} failed), {points} points: {} and {}",
-        outcomes.len(),
-        runs.display(),
-        out.join("points.csv").display()
-    );
+    igemu::sweep::write_runs(&spec, &outcomes, &metrics, &runs).map_err(Error::Failed)?;
+    if shard.1 > 1 {
+        // A shard's points would be partial: only `sweep merge` of every shard writes them.
+        println!(
+            "{} runs ({failed} failed): {} (join the shards with `igemu sweep merge`)",
+            outcomes.len(),
+            runs.display()
+        );
+    } else {
+        let points = igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
+            .map_err(Error::Failed)?;
+        println!(
+            "{} runs ({failed} failed), {points} points: {} and {}",
+            outcomes.len(),
+            runs.display(),
+            out.join("points.csv").display()
+        );
+    }
     if failed > 0 {
         return Err(Error::Failed(format!(
             "{failed} run(s) failed; their errors are in the `error` column of {}",

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::input::diag::Diags;
+use crate::input::diag::{did_you_mean, Diags, Loc};
 use crate::input::node::{parse_document, Node, NodeKind, Origin};
 use crate::input::table::Table;
 use crate::input::Report;
@@ -84,13 +84,94 @@ fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
     let vary = t.table("vary").map(|v| read_vary(&v)).unwrap_or_default();
     t.finish();
     let base = path.parent().unwrap_or(Path::new("."));
-    Some(Sweep {
+    let sweep = Sweep {
         topology: base.join(topology?.0),
         seeds: seeds?,
-        metrics,
+        metrics: metrics.iter().map(|(m, _)| m.clone()).collect(),
         set,
         vary,
-    })
+    };
+    check_metrics(&sweep, &metrics, diags);
+    Some(sweep)
+}
+
+/// Every metric a run of `topo` can report: the numeric keys of `summary.json` as dotted
+/// paths, known from the topology alone (its Grids and clusters name the nested keys), so a
+/// sweep's metric names are checked before anything runs. Realtime-only keys (`speedup`,
+/// `timer_lateness_ms.*`) are not included.
+pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
+    let none = BTreeMap::new();
+    let figures = crate::metrics::figures(topo, &[], &none);
+    let mut grids = crate::metrics::grid_figures(topo, &[], &BTreeMap::new());
+    for (name, g) in grids.iter_mut() {
+        // Redirections per peer appear for the peers a run redirected to: any other Grid.
+        g.redirected_pct_by_peer = topo
+            .grids
+            .iter()
+            .filter(|p| &p.name != name)
+            .map(|p| (p.name.clone(), 0.0))
+            .collect();
+    }
+    let skeleton = crate::Summary {
+        topology: topo.name.clone(),
+        mode: "virtual",
+        speedup: None,
+        seed: 0,
+        emulated_end_s: 0.0,
+        wall_s: 0.0,
+        messages: 0,
+        timed_events: 0,
+        requests: figures.requests,
+        makespan_s: 0.0,
+        metrics: figures.all,
+        clusters: figures.clusters,
+        grids,
+        faults: Default::default(),
+        invariant_violations: 0,
+        violation_examples: Vec::new(),
+        timer_lateness_ms: None,
+    };
+    serde_json::to_value(&skeleton)
+        .map(|v| numeric(&v).into_keys().collect())
+        .unwrap_or_default()
+}
+
+/// Reports every metric name that no run of the sweep's topology can produce, at its place,
+/// with the closest valid name. A topology that does not load is left to the later check,
+/// which reports it in full.
+fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
+    if metrics.is_empty() {
+        return;
+    }
+    let Some(first) = sweep.runs().into_iter().next() else {
+        return;
+    };
+    let sets = sweep.overrides(&first);
+    let Ok(topo) = topology::load_file(&sweep.topology, &Overrides { sets }) else {
+        return;
+    };
+    let names = metric_names(&topo);
+    for (m, loc) in metrics {
+        if names.iter().any(|n| n == m) {
+            continue;
+        }
+        let hint = match did_you_mean(m, names.iter().map(String::as_str)) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None => {
+                let top: std::collections::BTreeSet<&str> = names
+                    .iter()
+                    .filter(|n| !n.contains('.'))
+                    .map(String::as_str)
+                    .collect();
+                format!(
+                    "metrics are numeric summary.json keys as dotted paths \
+                     (e.g. `grids.<grid>.awrt_grid_s`); top-level ones: {}",
+                    top.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            }
+        };
+        diags.error(loc, format!("unknown metric `{m}`"), Some(hint));
+    }
 }
 
 fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
@@ -119,7 +200,7 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
     }
 }
 
-fn read_metrics(t: &Table<'_>) -> Vec<String> {
+fn read_metrics(t: &Table<'_>) -> Vec<(String, Loc)> {
     let Some(node) = t.get("metrics") else {
         return Vec::new();
     };
@@ -127,10 +208,10 @@ fn read_metrics(t: &Table<'_>) -> Vec<String> {
         NodeKind::Array(items) => items
             .iter()
             .map(|v| match &v.kind {
-                NodeKind::Str(s) => Some(s.clone()),
+                NodeKind::Str(s) => Some((s.clone(), v.loc.clone())),
                 _ => None,
             })
-            .collect::<Option<Vec<String>>>(),
+            .collect::<Option<Vec<(String, Loc)>>>(),
         _ => None,
     };
     names.unwrap_or_else(|| {
@@ -253,7 +334,7 @@ impl Sweep {
 
 /// The numeric entries of a summary, nested ones under dotted keys
 /// (`grids.das2.awrt_grid_s`, `clusters.g/c1.utilization`).
-fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
+pub fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
         match v {
             serde_json::Value::Object(o) => {

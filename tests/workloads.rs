@@ -412,6 +412,10 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
             "1",
         ]);
         assert_eq!(out.status.code(), Some(0));
+        assert!(
+            !d.join("points.csv").exists(),
+            "a shard writes no partial points.csv"
+        );
         shards.push(d.join(format!("runs-{i}-of-2.csv")));
     }
     let merged = dir.path().join("merged");
@@ -571,4 +575,62 @@ fn a_moldable_request_takes_every_vm_of_its_cluster_and_its_deadline_from_its_ra
         checked += 1;
     }
     assert!(checked > 50, "{checked}");
+}
+
+/// The metric names a sweep accepts are known from the topology alone, and every numeric key a
+/// real run writes to `summary.json` is among them (so no valid metric is refused).
+#[test]
+fn sweep_metric_names_cover_every_numeric_summary_key() {
+    let topo = load("topologies/peering-small.toml", &["emulation.seed=3"]);
+    let names = igemu::sweep::metric_names(&topo);
+    assert!(names.iter().any(|n| n == "grids.busy.awrt_grid_s"));
+    assert!(names.iter().any(|n| n == "clusters.calm/c1.utilization"));
+    assert!(names
+        .iter()
+        .any(|n| n == "vm_preemptions_by_type.migratable"));
+    let result = run(topo, &RunOptions::default()).expect("runs");
+    let summary = serde_json::to_value(&result.summary).expect("serialisable");
+    let missing: Vec<String> = igemu::sweep::numeric(&summary)
+        .into_keys()
+        .filter(|k| !names.contains(k))
+        .collect();
+    assert!(missing.is_empty(), "not in the schema: {missing:?}");
+}
+
+#[test]
+fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("m.toml");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/peering-small.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 1\nmetrics = [\"utilization\",\n  \"grids.busy.awrt_grid\", \"nonsense_xyz_metric\"]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let out_dir = dir.path().join("out");
+    let out = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("m.toml:4:3: error: unknown metric `grids.busy.awrt_grid`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("did you mean `grids.busy.awrt_grid_s`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("m.toml:4:27: error: unknown metric `nonsense_xyz_metric`"),
+        "{err}"
+    );
+    assert!(err.contains("2 problems found"), "{err}");
+    assert!(!out_dir.exists(), "nothing ran");
 }
