@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::input::diag::{did_you_mean, Diags, Loc};
@@ -362,21 +361,22 @@ pub fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
 /// One finished run: its spec and the metrics it produced (or the error).
 pub type Outcome = (RunSpec, Result<BTreeMap<String, f64>, String>);
 
-/// Runs the runs of shard `shard` of `shards` on `jobs` threads, reporting progress on stderr.
-pub fn execute(sweep: &Sweep, shard: (usize, usize), jobs: usize) -> Vec<Outcome> {
-    let todo: Vec<RunSpec> = sweep
-        .runs()
-        .into_iter()
-        .filter(|r| r.index % shard.1 == shard.0)
-        .collect();
+/// Runs `todo` on `jobs` threads, reporting progress on stderr and handing every outcome to
+/// `sink` on the calling thread as soon as its run finishes (so a caller can write it to disk
+/// at once). Returns the outcomes in run order.
+pub fn execute(
+    sweep: &Sweep,
+    todo: Vec<RunSpec>,
+    jobs: usize,
+    mut sink: impl FnMut(&Outcome),
+) -> Vec<Outcome> {
     let total = todo.len();
     let queue = Arc::new(Mutex::new(todo.into_iter()));
-    let done = Arc::new(AtomicUsize::new(0));
-    let results = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel::<Outcome>();
+    let mut out = Vec::with_capacity(total);
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
-            let (queue, done, results) =
-                (Arc::clone(&queue), Arc::clone(&done), Arc::clone(&results));
+            let (queue, tx) = (Arc::clone(&queue), tx.clone());
             scope.spawn(move || loop {
                 let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
                 let Some(spec) = next else { break };
@@ -386,56 +386,167 @@ pub fn execute(sweep: &Sweep, shard: (usize, usize), jobs: usize) -> Vec<Outcome
                     .and_then(|t| run(t, &RunOptions::default()).map_err(|e| e.to_string()))
                     .and_then(|r| serde_json::to_value(&r.summary).map_err(|e| e.to_string()))
                     .map(|v| numeric(&v));
-                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprint!("\r  sweep: {n}/{total} runs done");
-                let _ = std::io::stderr().flush();
-                if let Ok(mut r) = results.lock() {
-                    r.push((spec, outcome));
+                if tx.send((spec, outcome)).is_err() {
+                    break;
                 }
             });
         }
+        drop(tx);
+        for outcome in rx {
+            sink(&outcome);
+            out.push(outcome);
+            eprint!("\r  sweep: {}/{total} runs done", out.len());
+            let _ = std::io::stderr().flush();
+        }
     });
     eprintln!();
-    let mut out = Arc::try_unwrap(results)
-        .map(|m| m.into_inner().unwrap_or_default())
-        .unwrap_or_default();
     out.sort_by_key(|(s, _)| s.index);
     out
 }
 
-/// Writes the runs as CSV: run, seed, each varied key, then the metrics.
-pub fn write_runs(
-    sweep: &Sweep,
-    outcomes: &[Outcome],
-    metrics: &[String],
-    path: &Path,
-) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// The columns of a run file: run, seed, each varied key (`set:<key>`), the metrics, error.
+pub fn runs_header(sweep: &Sweep, metrics: &[String]) -> Vec<String> {
     let mut header = vec!["run".to_string(), "seed".to_string()];
     header.extend(sweep.vary.iter().map(|(k, _)| format!("set:{k}")));
     header.extend(metrics.iter().cloned());
     header.push("error".into());
-    w.write_record(&header).map_err(|e| e.to_string())?;
-    for (spec, result) in outcomes {
-        let mut row = vec![spec.index.to_string(), spec.seed.to_string()];
-        row.extend(spec.point.iter().map(|v| v.trim_matches('"').to_string()));
-        match result {
-            Ok(m) => {
-                row.extend(
-                    metrics
-                        .iter()
-                        .map(|k| m.get(k).map_or_else(String::new, |v| v.to_string())),
-                );
-                row.push(String::new());
-            }
-            Err(e) => {
-                row.extend(metrics.iter().map(|_| String::new()));
-                row.push(e.lines().next().unwrap_or_default().to_string());
-            }
+    header
+}
+
+/// The values a run's row shows for its varied keys.
+fn shown_point(spec: &RunSpec) -> impl Iterator<Item = String> + '_ {
+    spec.point.iter().map(|v| v.trim_matches('"').to_string())
+}
+
+/// One run's row, matching [`runs_header`].
+pub fn run_row(outcome: &Outcome, metrics: &[String]) -> Vec<String> {
+    let (spec, result) = outcome;
+    let mut row = vec![spec.index.to_string(), spec.seed.to_string()];
+    row.extend(shown_point(spec));
+    match result {
+        Ok(m) => {
+            row.extend(
+                metrics
+                    .iter()
+                    .map(|k| m.get(k).map_or_else(String::new, |v| v.to_string())),
+            );
+            row.push(String::new());
         }
-        w.write_record(&row).map_err(|e| e.to_string())?;
+        Err(e) => {
+            row.extend(metrics.iter().map(|_| String::new()));
+            row.push(e.lines().next().unwrap_or_default().to_string());
+        }
     }
-    w.flush().map_err(|e| e.to_string())
+    row
+}
+
+/// The finished runs already in the run file at `path`, by run index, for `--resume`: rows
+/// whose run failed, and a last row cut short by an interruption, are left out (so they run
+/// again). A file written for another sweep (other columns, or a row whose seed and varied
+/// values are not those of its run here) is refused with an error saying so.
+pub fn read_done(
+    sweep: &Sweep,
+    header: &[String],
+    path: &Path,
+) -> Result<BTreeMap<usize, Vec<String>>, String> {
+    let other = |why: String| {
+        format!(
+            "{}: written for a different sweep ({why}); resume only the sweep that wrote it, \
+             or give another --out (or delete the file) to start over",
+            path.display()
+        )
+    };
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let found: Vec<String> = r
+        .headers()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if found != header {
+        return Err(other(format!(
+            "its columns are {}; this sweep's are {}",
+            found.join(","),
+            header.join(",")
+        )));
+    }
+    let runs = sweep.runs();
+    let mut done = BTreeMap::new();
+    for rec in r.records() {
+        let Ok(rec) = rec else { continue };
+        if rec.len() != header.len() {
+            continue; // cut short by an interruption
+        }
+        let row: Vec<String> = rec.iter().map(str::to_string).collect();
+        let spec = row[0].parse::<usize>().ok().and_then(|i| runs.get(i));
+        let matches = spec.is_some_and(|s| {
+            row[1] == s.seed.to_string()
+                && shown_point(s).eq(row[2..2 + s.point.len()].iter().cloned())
+        });
+        let Some(spec) = spec.filter(|_| matches) else {
+            return Err(other(format!(
+                "run {} there has seed {} and values {:?}, not this sweep's",
+                row[0],
+                row[1],
+                &row[2..2 + sweep.vary.len()]
+            )));
+        };
+        if row[header.len() - 1].is_empty() {
+            done.insert(spec.index, row);
+        }
+    }
+    Ok(done)
+}
+
+/// Writes a run file with `rows` in run order (through a temporary file, so an interruption
+/// leaves the old file whole).
+pub fn write_rows(
+    header: &[String],
+    rows: &BTreeMap<usize, Vec<String>>,
+    path: &Path,
+) -> Result<(), String> {
+    let tmp = path.with_extension("csv.tmp");
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", tmp.display());
+    let mut w = csv::Writer::from_path(&tmp).map_err(|e| fail(&e))?;
+    w.write_record(header).map_err(|e| fail(&e))?;
+    for row in rows.values() {
+        w.write_record(row).map_err(|e| fail(&e))?;
+    }
+    w.flush().map_err(|e| fail(&e))?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Appends rows to a run file, flushing each to the operating system as it is written, so
+/// an interrupted sweep keeps every finished run's row.
+pub struct RowSink {
+    w: csv::Writer<std::fs::File>,
+    path: PathBuf,
+}
+
+impl RowSink {
+    /// Opens the run file at `path` (which must exist, with its header) for appending.
+    pub fn append(path: &Path) -> Result<RowSink, String> {
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(RowSink {
+            w: csv::WriterBuilder::new().has_headers(false).from_writer(f),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Writes one row and flushes it.
+    pub fn write(&mut self, row: &[String]) -> Result<(), String> {
+        self.w
+            .write_record(row)
+            .and_then(|_| self.w.flush().map_err(csv::Error::from))
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
 }
 
 /// Student's t quantile t_{0.975, df} (exact table to 30, then 1.96).
@@ -499,6 +610,8 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
         }
     }
     let header = header.ok_or("no run files")?;
+    // Rows in run order, whatever order they were written in, so sums are reproducible.
+    rows.sort_by_key(|r| r.first().and_then(|i| i.parse::<usize>().ok()));
     let err_col = header.len() - 1;
     // Columns: run, seed, the varied keys (prefixed `set:`), the metrics, error.
     let param_cols: Vec<usize> = (2..err_col)

@@ -634,3 +634,102 @@ fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
     assert!(err.contains("2 problems found"), "{err}");
     assert!(!out_dir.exists(), "nothing ran");
 }
+
+/// `--resume` after an interrupted sweep runs only the runs missing from `runs.csv` (a failed
+/// row and a row cut short count as missing) and gives the same `runs.csv` and `points.csv`
+/// as a sweep that ran straight through; a file from another sweep is refused.
+#[test]
+fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("s.toml");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    let text = |policies: &str| {
+        format!(
+            "topology = {:?}\nseeds = 3\nmetrics = [\"utilization\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [{policies}]\n",
+            topo.display().to_string()
+        )
+    };
+    std::fs::write(&sweep, text("\"rr\", \"bcf\"")).expect("written");
+    let sweep_in = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            sweep.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+            "--jobs",
+            "2",
+        ];
+        args.extend(extra);
+        igemu(&args)
+    };
+    let whole = dir.path().join("whole");
+    let out = sweep_in(&whole, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs_text = std::fs::read_to_string(whole.join("runs.csv")).expect("runs.csv");
+    let lines: Vec<&str> = runs_text.lines().collect();
+    assert_eq!(lines.len(), 1 + 6);
+    // An interrupted sweep: runs 4 and 1 finished (out of order), run 2 failed, and run 5's
+    // row was cut short.
+    let part = dir.path().join("part");
+    std::fs::create_dir(&part).expect("created");
+    let failed = lines[3]
+        .rsplit_once(',')
+        .expect("error column")
+        .0
+        .to_string()
+        + ",boom";
+    let cut = &lines[6][..lines[6].len() / 2];
+    std::fs::write(
+        part.join("runs.csv"),
+        format!("{}\n{}\n{}\n{failed}\n{cut}", lines[0], lines[5], lines[2]),
+    )
+    .expect("written");
+    let out = sweep_in(&part, &["--resume"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("4 runs (2 already done, kept)"),
+        "runs 0, 2, 3 and 5 run again: {stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(part.join("runs.csv")).expect("runs.csv"),
+        runs_text,
+        "the same runs.csv"
+    );
+    assert_eq!(
+        read(&part.join("points.csv")),
+        read(&whole.join("points.csv")),
+        "the same points.csv"
+    );
+    // Resuming a finished sweep runs nothing.
+    let out = sweep_in(&part, &["--resume"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 runs (6 already done, kept)"));
+    // Another sweep's file is refused, naming it.
+    std::fs::write(&sweep, text("\"rr\", \"least-load\"")).expect("written");
+    let out = sweep_in(&part, &["--resume"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("runs.csv: written for a different sweep"),
+        "{err}"
+    );
+    std::fs::write(
+        &sweep,
+        text("\"rr\", \"bcf\"").replace("makespan_s", "awrt_s"),
+    )
+    .expect("written");
+    let out = sweep_in(&part, &["--resume"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("its columns are"), "{err}");
+}
