@@ -209,6 +209,7 @@ fn sweep(
     } else {
         let points = igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
             .map_err(Error::Failed)?;
+        write_paired(std::slice::from_ref(&runs), &out).map_err(Error::Failed)?;
         println!(
             "{ran} ({failed} failed), {points} points: {} and {}",
             runs.display(),
@@ -224,6 +225,16 @@ fn sweep(
     Ok(())
 }
 
+/// Writes `paired.csv` beside `points.csv` when a varied key is policy-like (and removes a
+/// stale one when none is).
+fn write_paired(runs: &[PathBuf], out: &Path) -> Result<(), String> {
+    let path = out.join("paired.csv");
+    if igemu::sweep::paired(runs, &path)?.is_none() && path.exists() {
+        std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
     create_dir(out)?;
     let merged = out.join("runs.csv");
@@ -231,6 +242,7 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
         .and_then(|_| {
             igemu::sweep::summarize(std::slice::from_ref(&merged), &out.join("points.csv"))
         })
+        .and_then(|p| write_paired(std::slice::from_ref(&merged), out).map(|_| p))
         .map_err(|e| Error::Input(format!("igemu: {e}")))?;
     println!(
         "merged {} files, {points} points: {}",

@@ -549,18 +549,10 @@ impl RowSink {
     }
 }
 
-/// Student's t quantile t_{0.975, df} (exact table to 30, then 1.96).
+/// Student's t quantile t_{0.975, df} (NaN for df = 0).
 pub fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=30 => T[df - 1],
-        _ => 1.96,
-    }
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df as f64).map_or(f64::NAN, |t| t.inverse_cdf(0.975))
 }
 
 /// Mean and 95 % confidence half-width of `xs`.
@@ -577,9 +569,9 @@ pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
     (mean, t975(n - 1) * (var / n as f64).sqrt())
 }
 
-/// Reads run CSVs (from one or more shards) and writes the per-point summary: for every point
-/// (combination of varied values) and metric, n, mean, and 95 % CI bounds.
-pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
+/// Reads run files (from one or more shards): the common header and every row in run order,
+/// whatever order the rows were written in (so sums are reproducible).
+fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     let mut header: Option<Vec<String>> = None;
     let mut rows: Vec<Vec<String>> = Vec::new();
     for f in run_files {
@@ -610,8 +602,14 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
         }
     }
     let header = header.ok_or("no run files")?;
-    // Rows in run order, whatever order they were written in, so sums are reproducible.
     rows.sort_by_key(|r| r.first().and_then(|i| i.parse::<usize>().ok()));
+    Ok((header, rows))
+}
+
+/// Reads run CSVs (from one or more shards) and writes the per-point summary: for every point
+/// (combination of varied values) and metric, n, mean, and 95 % CI bounds.
+pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
+    let (header, rows) = read_runs(run_files)?;
     let err_col = header.len() - 1;
     // Columns: run, seed, the varied keys (prefixed `set:`), the metrics, error.
     let param_cols: Vec<usize> = (2..err_col)
@@ -657,6 +655,98 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
     Ok(points.len())
 }
 
+/// A point's runs by (value of the compared key, seed).
+type BySeed<'a> = BTreeMap<(&'a str, &'a str), &'a Vec<String>>;
+
+/// Reads run CSVs and writes paired comparisons: for every policy-like varied key (one whose
+/// values are not all numbers), every pair of its values `a`, `b` (in order of appearance)
+/// with the other varied keys fixed, and every metric, the mean per-seed difference `b − a`
+/// over the seeds both ran successfully, with its 95 % CI (Student's t). The varied key's own
+/// `set:` column is left empty. Returns the number of rows, or `None` (nothing written) when
+/// no key is policy-like.
+pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String> {
+    let (header, rows) = read_runs(run_files)?;
+    let err_col = header.len() - 1;
+    let param_cols: Vec<usize> = (2..err_col)
+        .filter(|&c| header[c].starts_with("set:"))
+        .collect();
+    let metric_cols: Vec<usize> = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    let ok: Vec<&Vec<String>> = {
+        let mut seen = std::collections::BTreeSet::new();
+        rows.iter()
+            .filter(|r| r[err_col].is_empty() && seen.insert(r[0].clone()))
+            .collect()
+    };
+    let policy_like: Vec<usize> = param_cols
+        .iter()
+        .copied()
+        .filter(|&c| ok.iter().any(|r| r[c].parse::<f64>().is_err()))
+        .collect();
+    if policy_like.is_empty() {
+        return Ok(None);
+    }
+    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut h: Vec<String> = ["key", "a", "b"].map(str::to_string).to_vec();
+    h.extend(param_cols.iter().map(|&c| header[c].clone()));
+    h.extend(["metric", "n", "mean_diff", "ci95_low", "ci95_high"].map(str::to_string));
+    w.write_record(&h).map_err(|e| e.to_string())?;
+    let mut written = 0;
+    for &k in &policy_like {
+        let mut values: Vec<&str> = Vec::new();
+        for r in &ok {
+            if !values.contains(&r[k].as_str()) {
+                values.push(&r[k]);
+            }
+        }
+        // Runs by the other keys' values, then by this key's value and seed.
+        let mut groups: BTreeMap<Vec<&str>, BySeed<'_>> = BTreeMap::new();
+        for r in &ok {
+            let others = param_cols
+                .iter()
+                .map(|&c| if c == k { "" } else { r[c].as_str() })
+                .collect();
+            groups
+                .entry(others)
+                .or_default()
+                .insert((r[k].as_str(), r[1].as_str()), r);
+        }
+        for (others, runs) in &groups {
+            for (i, a) in values.iter().enumerate() {
+                for b in &values[i + 1..] {
+                    for &c in &metric_cols {
+                        let diffs: Vec<f64> = runs
+                            .iter()
+                            .filter(|((v, _), _)| v == a)
+                            .filter_map(|((_, seed), ra)| {
+                                let rb = runs.get(&(*b, *seed))?;
+                                Some(rb[c].parse::<f64>().ok()? - ra[c].parse::<f64>().ok()?)
+                            })
+                            .collect();
+                        if diffs.is_empty() {
+                            continue;
+                        }
+                        let (mean, half) = mean_ci(&diffs);
+                        let (mean, half) = (mean + 0.0, half + 0.0);
+                        let mut rec = vec![header[k].clone(), a.to_string(), b.to_string()];
+                        rec.extend(others.iter().map(|v| v.to_string()));
+                        rec.extend([
+                            header[c].clone(),
+                            diffs.len().to_string(),
+                            mean.to_string(),
+                            (mean - half).to_string(),
+                            (mean + half).to_string(),
+                        ]);
+                        w.write_record(&rec).map_err(|e| e.to_string())?;
+                        written += 1;
+                    }
+                }
+            }
+        }
+    }
+    w.flush().map_err(|e| e.to_string())?;
+    Ok(Some(written))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -665,8 +755,12 @@ mod tests {
     fn confidence_intervals_use_students_t() {
         let (m, h) = mean_ci(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(m, 2.5);
-        // sd = 1.291, n = 4, t(3) = 3.182: 3.182 · 1.291 / 2.
-        assert!((h - 3.182 * (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9);
+        // sd = 1.291, n = 4, t(3) = 3.1824: 3.1824 · 1.291 / 2.
+        assert!((h - 3.182446 * (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-5);
+        // Exact quantiles, also past the 30 degrees of freedom a printed table stops at.
+        assert!((t975(1) - 12.7062).abs() < 1e-4);
+        assert!((t975(40) - 2.0211).abs() < 1e-4);
+        assert!(t975(0).is_nan());
         assert!(mean_ci(&[5.0]).1.is_nan());
     }
 

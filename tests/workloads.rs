@@ -733,3 +733,94 @@ fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("its columns are"), "{err}");
 }
+
+/// With a policy varied over shared seeds, `paired.csv` holds the mean per-seed difference
+/// between each pair of policies and its 95 % CI, computed here from `runs.csv` by hand.
+#[test]
+fn a_sweep_over_policies_writes_paired_differences_per_seed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("p.toml");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 4\nmetrics = [\"utilization\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n", topo.display().to_string())).expect("written");
+    let out_dir = dir.path().join("out");
+    let out = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paired = read(&out_dir.join("paired.csv"));
+    assert_eq!(
+        paired[0],
+        [
+            "key",
+            "a",
+            "b",
+            "set:igg.dispatch",
+            "metric",
+            "n",
+            "mean_diff",
+            "ci95_low",
+            "ci95_high"
+        ]
+    );
+    assert_eq!(paired.len(), 1 + 3 * 2, "3 pairs × 2 metrics");
+    let runs = read(&out_dir.join("runs.csv"));
+    let value = |policy: &str, seed: u64| -> f64 {
+        let r = runs
+            .iter()
+            .find(|r| r[2] == policy && r[1] == seed.to_string())
+            .expect("run present");
+        r[4].parse().expect("awrt_s")
+    };
+    let row = paired
+        .iter()
+        .find(|r| r[1] == "rr" && r[2] == "bcf" && r[4] == "awrt_s")
+        .expect("rr vs bcf");
+    let diffs: Vec<f64> = (1..=4).map(|s| value("bcf", s) - value("rr", s)).collect();
+    let mean = diffs.iter().sum::<f64>() / 4.0;
+    let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / 3.0).sqrt();
+    let half = 3.182446 * sd / 2.0; // t(0.975, 3) · sd / √4
+    let got = |i: usize| row[i].parse::<f64>().expect("number");
+    assert!(
+        half > 0.0,
+        "the seeds differ, so the interval is not a point"
+    );
+    assert_eq!(row[5], "4");
+    assert!(
+        (got(6) - mean).abs() < 1e-9 * mean.abs().max(1.0),
+        "{row:?} vs {mean}"
+    );
+    assert!(
+        (got(7) - (mean - half)).abs() < 1e-5 * half.max(1.0),
+        "{row:?}"
+    );
+    assert!(
+        (got(8) - (mean + half)).abs() < 1e-5 * half.max(1.0),
+        "{row:?}"
+    );
+    // A sweep varying only numbers writes no paired.csv.
+    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 2\nmetrics = [\"utilization\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n", topo.display().to_string())).expect("written");
+    let out = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out_dir.join("paired.csv").exists(),
+        "a stale paired.csv is removed"
+    );
+}
