@@ -583,6 +583,17 @@ fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), S
             .map(str::to_string)
             .collect();
         match &header {
+            None if h.len() < 3
+                || h[0] != "run"
+                || h[1] != "seed"
+                || h.last().is_some_and(|e| e != "error") =>
+            {
+                return Err(format!(
+                    "{}: not a sweep's run file (its columns must start with run,seed and end \
+                     with error)",
+                    f.display()
+                ))
+            }
             None => header = Some(h),
             Some(prev) if *prev != h => {
                 return Err(format!(

@@ -824,3 +824,25 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
         "a stale paired.csv is removed"
     );
 }
+
+/// `sweep merge` of a file that is not a run file (empty, or other columns) is an input error,
+/// not a crash.
+#[test]
+fn merging_something_that_is_not_a_run_file_is_an_input_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, text) in [("empty.csv", ""), ("other.csv", "a,b\n1,2\n")] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).expect("written");
+        let merged = dir.path().join("merged");
+        let out = igemu(&[
+            "sweep",
+            "merge",
+            "--out",
+            merged.to_str().expect("utf-8"),
+            f.to_str().expect("utf-8"),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains("not a sweep's run file"), "{name}: {err}");
+    }
+}
