@@ -569,6 +569,20 @@ pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
     (mean, t975(n - 1) * (var / n as f64).sqrt())
 }
 
+/// The cells `metric, n, mean, ci95_low, ci95_high` of `xs`.
+fn stats_cells(metric: &str, xs: &[f64]) -> [String; 5] {
+    let (mean, half) = mean_ci(xs);
+    // Adding +0.0 turns a negative zero (an f64 sum's starting value) into "0".
+    let (mean, half) = (mean + 0.0, half + 0.0);
+    [
+        metric.to_string(),
+        xs.len().to_string(),
+        mean.to_string(),
+        (mean - half).to_string(),
+        (mean + half).to_string(),
+    ]
+}
+
 /// Reads run files (from one or more shards): the common header and every row in run order,
 /// whatever order the rows were written in (so sums are reproducible).
 fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
@@ -617,16 +631,22 @@ fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), S
     Ok((header, rows))
 }
 
+/// A run file's columns — run, seed, the varied keys (prefixed `set:`), the metrics, error —
+/// as the error column and the varied keys' and metrics' columns.
+fn columns(header: &[String]) -> (usize, Vec<usize>, Vec<usize>) {
+    let err_col = header.len() - 1;
+    let param_cols: Vec<usize> = (2..err_col)
+        .filter(|&c| header[c].starts_with("set:"))
+        .collect();
+    let metric_cols = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    (err_col, param_cols, metric_cols)
+}
+
 /// Reads run CSVs (from one or more shards) and writes the per-point summary: for every point
 /// (combination of varied values) and metric, n, mean, and 95 % CI bounds.
 pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
     let (header, rows) = read_runs(run_files)?;
-    let err_col = header.len() - 1;
-    // Columns: run, seed, the varied keys (prefixed `set:`), the metrics, error.
-    let param_cols: Vec<usize> = (2..err_col)
-        .filter(|&c| header[c].starts_with("set:"))
-        .collect();
-    let metric_cols: Vec<usize> = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    let (err_col, param_cols, metric_cols) = columns(&header);
     let mut points: BTreeMap<Vec<String>, Vec<&Vec<String>>> = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
     for row in &rows {
@@ -648,17 +668,8 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
                 .iter()
                 .filter_map(|r| r[c].parse::<f64>().ok())
                 .collect();
-            let (mean, half) = mean_ci(&xs);
-            // Adding +0.0 turns a negative zero (an f64 sum's starting value) into "0".
-            let (mean, half) = (mean + 0.0, half + 0.0);
             let mut rec = point.clone();
-            rec.extend([
-                header[c].clone(),
-                xs.len().to_string(),
-                mean.to_string(),
-                (mean - half).to_string(),
-                (mean + half).to_string(),
-            ]);
+            rec.extend(stats_cells(&header[c], &xs));
             w.write_record(&rec).map_err(|e| e.to_string())?;
         }
     }
@@ -677,11 +688,7 @@ type BySeed<'a> = BTreeMap<(&'a str, &'a str), &'a Vec<String>>;
 /// no key is policy-like.
 pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String> {
     let (header, rows) = read_runs(run_files)?;
-    let err_col = header.len() - 1;
-    let param_cols: Vec<usize> = (2..err_col)
-        .filter(|&c| header[c].starts_with("set:"))
-        .collect();
-    let metric_cols: Vec<usize> = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    let (err_col, param_cols, metric_cols) = columns(&header);
     let ok: Vec<&Vec<String>> = {
         let mut seen = std::collections::BTreeSet::new();
         rows.iter()
@@ -736,17 +743,9 @@ pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String
                         if diffs.is_empty() {
                             continue;
                         }
-                        let (mean, half) = mean_ci(&diffs);
-                        let (mean, half) = (mean + 0.0, half + 0.0);
                         let mut rec = vec![header[k].clone(), a.to_string(), b.to_string()];
                         rec.extend(others.iter().map(|v| v.to_string()));
-                        rec.extend([
-                            header[c].clone(),
-                            diffs.len().to_string(),
-                            mean.to_string(),
-                            (mean - half).to_string(),
-                            (mean + half).to_string(),
-                        ]);
+                        rec.extend(stats_cells(&header[c], &diffs));
                         w.write_record(&rec).map_err(|e| e.to_string())?;
                         written += 1;
                     }

@@ -734,27 +734,45 @@ fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
     assert!(err.contains("its columns are"), "{err}");
 }
 
+/// A sweep file `s.toml` in `dir` over the quickstart topology, with `body` after its
+/// topology line.
+fn sweep_file(dir: &Path, body: &str) -> PathBuf {
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    let path = dir.join("s.toml");
+    let text = format!("topology = {:?}\n{body}", topo.display().to_string());
+    std::fs::write(&path, text).expect("written");
+    path
+}
+
+/// `igemu sweep FILE --out OUT` and `extra` arguments.
+fn sweep_to(file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "sweep",
+        file.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    args.extend(extra);
+    igemu(&args)
+}
+
+/// Asserts a command exited 0, showing its stderr otherwise.
+fn assert_ok(out: &std::process::Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
 /// With a policy varied over shared seeds, `paired.csv` holds the mean per-seed difference
 /// between each pair of policies and its 95 % CI, computed here from `runs.csv` by hand.
 #[test]
 fn a_sweep_over_policies_writes_paired_differences_per_seed() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let sweep = dir.path().join("p.toml");
-    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
-    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 4\nmetrics = [\"utilization\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n", topo.display().to_string())).expect("written");
-    let out_dir = dir.path().join("out");
-    let out = igemu(&[
-        "sweep",
-        sweep.to_str().expect("utf-8"),
-        "--out",
-        out_dir.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let sweep = sweep_file(
+        dir.path(),
+        "seeds = 4\nmetrics = [\"utilization\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n",
     );
+    let out_dir = dir.path().join("out");
+    assert_ok(&sweep_to(&sweep, &out_dir, &[]));
     let paired = read(&out_dir.join("paired.csv"));
     assert_eq!(
         paired[0],
@@ -806,19 +824,11 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
         "{row:?}"
     );
     // A sweep varying only numbers writes no paired.csv.
-    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 2\nmetrics = [\"utilization\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n", topo.display().to_string())).expect("written");
-    let out = igemu(&[
-        "sweep",
-        sweep.to_str().expect("utf-8"),
-        "--out",
-        out_dir.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let sweep = sweep_file(
+        dir.path(),
+        "seeds = 2\nmetrics = [\"utilization\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n",
     );
+    assert_ok(&sweep_to(&sweep, &out_dir, &[]));
     assert!(
         !out_dir.join("paired.csv").exists(),
         "a stale paired.csv is removed"
