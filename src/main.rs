@@ -2,6 +2,7 @@
 //! [`igemu::Error`] names its own exit code (0 success, 1 failure while running or writing,
 //! 2 bad input).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -44,6 +45,10 @@ enum Command {
         /// Run only shard I of N (runs whose index ≡ I mod N), e.g. --shard 0/4.
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
+        /// Keep the finished runs already in the output's run file and run only the others
+        /// (refused if the file was written for a different sweep).
+        #[arg(long)]
+        resume: bool,
     },
     /// Stress-test peering: run a topology over seeds and fault settings in parallel and
     /// report invariant violations with the commands that reproduce them.
@@ -125,6 +130,7 @@ fn sweep(
     out: Option<PathBuf>,
     jobs: Option<usize>,
     shard: Option<String>,
+    resume: bool,
 ) -> Result<(), Error> {
     let spec = igemu::sweep::parse(file)?;
     let shard = match shard.as_deref().map(parse_shard) {
@@ -137,25 +143,24 @@ fn sweep(
         }
     };
     // Check the topology and every varied value once before running anything.
+    let mut first = None;
     for r in spec.runs().iter().filter(|r| r.seed == spec.seeds[0]) {
-        topology::load_file(
+        let t = topology::load_file(
             &spec.topology,
             &Overrides {
                 sets: spec.overrides(r),
             },
         )?;
+        first.get_or_insert(t);
     }
     let stem = file
         .file_stem()
         .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(format!("sweep-{stem}")));
-    create_dir(&out)?;
-    let outcomes = igemu::sweep::execute(&spec, shard, jobs_or_cores(jobs));
     let metrics: Vec<String> = if spec.metrics.is_empty() {
-        outcomes
-            .iter()
-            .find_map(|(_, r)| r.as_ref().ok())
-            .map(|m| m.keys().cloned().collect())
+        first
+            .as_ref()
+            .map(igemu::sweep::metric_names)
             .unwrap_or_default()
     } else {
         spec.metrics.clone()
@@ -165,21 +170,75 @@ fn sweep(
     } else {
         out.join("runs.csv")
     };
+    let header = igemu::sweep::runs_header(&spec, &metrics);
+    let mut done = if resume && runs.exists() {
+        igemu::sweep::read_done(&spec, &header, &runs)
+            .map_err(|e| Error::Input(format!("igemu: {e}")))?
+    } else {
+        BTreeMap::new()
+    };
+    create_dir(&out)?;
+    // The run file holds the finished runs (none, or those kept for --resume), and every
+    // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
+    // process) loses only the runs in flight.
+    igemu::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
+    let todo: Vec<igemu::sweep::RunSpec> = spec
+        .runs()
+        .into_iter()
+        .filter(|r| r.index % shard.1 == shard.0 && !done.contains_key(&r.index))
+        .collect();
+    let skipped = done.len();
+    let mut sink = igemu::sweep::RowSink::append(&runs).map_err(Error::Failed)?;
+    let mut write_error = None;
+    let outcomes = igemu::sweep::execute(&spec, todo, jobs_or_cores(jobs), |o| {
+        let row = igemu::sweep::run_row(o, &metrics);
+        if let Err(e) = sink.write(&row) {
+            write_error.get_or_insert(e);
+        }
+        done.insert(o.0.index, row);
+    });
+    if let Some(e) = write_error {
+        return Err(Error::Failed(e));
+    }
+    // Finished: the file again in run order, so it is the same whatever order runs ended in.
+    igemu::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
     let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
-    let points = igemu::sweep::write_runs(&spec, &outcomes, &metrics, &runs)
-        .and_then(|_| igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv")))
-        .map_err(Error::Failed)?;
-    println!(
-        "{} runs ({failed} failed), {points} points: {} and {}",
-        outcomes.len(),
-        runs.display(),
-        out.join("points.csv").display()
-    );
+    let ran = if skipped > 0 {
+        format!("{} runs ({skipped} already done, kept)", outcomes.len())
+    } else {
+        format!("{} runs", outcomes.len())
+    };
+    if shard.1 > 1 {
+        // A shard's points would be partial: only `sweep merge` of every shard writes them.
+        println!(
+            "{ran} ({failed} failed): {} (join the shards with `igemu sweep merge`)",
+            runs.display()
+        );
+    } else {
+        let points = igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
+            .map_err(Error::Failed)?;
+        write_paired(std::slice::from_ref(&runs), &out).map_err(Error::Failed)?;
+        println!(
+            "{ran} ({failed} failed), {points} points: {} and {}",
+            runs.display(),
+            out.join("points.csv").display()
+        );
+    }
     if failed > 0 {
         return Err(Error::Failed(format!(
             "{failed} run(s) failed; their errors are in the `error` column of {}",
             runs.display()
         )));
+    }
+    Ok(())
+}
+
+/// Writes `paired.csv` beside `points.csv` when a varied key is policy-like (and removes a
+/// stale one when none is).
+fn write_paired(runs: &[PathBuf], out: &Path) -> Result<(), String> {
+    let path = out.join("paired.csv");
+    if igemu::sweep::paired(runs, &path)?.is_none() && path.exists() {
+        std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -191,6 +250,7 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
         .and_then(|_| {
             igemu::sweep::summarize(std::slice::from_ref(&merged), &out.join("points.csv"))
         })
+        .and_then(|p| write_paired(std::slice::from_ref(&merged), out).map(|_| p))
         .map_err(|e| Error::Input(format!("igemu: {e}")))?;
     println!(
         "merged {} files, {points} points: {}",
@@ -580,7 +640,8 @@ fn dispatch(command: Command) -> Result<(), Error> {
             out,
             jobs,
             shard,
-        } => sweep(&file, out, jobs, shard),
+            resume,
+        } => sweep(&file, out, jobs, shard, resume),
         Command::Sweep {
             command: None,
             file: None,

@@ -20,10 +20,9 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::input::diag::Diags;
+use crate::input::diag::{did_you_mean, Diags, Loc};
 use crate::input::node::{parse_document, Node, NodeKind, Origin};
 use crate::input::table::Table;
 use crate::input::Report;
@@ -84,13 +83,97 @@ fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
     let vary = t.table("vary").map(|v| read_vary(&v)).unwrap_or_default();
     t.finish();
     let base = path.parent().unwrap_or(Path::new("."));
-    Some(Sweep {
+    let sweep = Sweep {
         topology: base.join(topology?.0),
         seeds: seeds?,
-        metrics,
+        metrics: metrics.iter().map(|(m, _)| m.clone()).collect(),
         set,
         vary,
-    })
+    };
+    check_metrics(&sweep, &metrics, diags);
+    Some(sweep)
+}
+
+/// Every metric a run of `topo` can report: the numeric keys of `summary.json` as dotted
+/// paths, known from the topology alone (its Grids and clusters name the nested keys), so a
+/// sweep's metric names are checked before anything runs. Realtime-only keys (`speedup`,
+/// `timer_lateness_ms.*`) are not included.
+pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
+    let none = BTreeMap::new();
+    let figures = crate::metrics::figures(topo, &[], &none);
+    let mut grids = crate::metrics::grid_figures(topo, &[], &BTreeMap::new());
+    for (name, g) in grids.iter_mut() {
+        // Redirections per peer appear for the peers a run redirected to: any other Grid.
+        g.redirected_pct_by_peer = topo
+            .grids
+            .iter()
+            .filter(|p| &p.name != name)
+            .map(|p| (p.name.clone(), 0.0))
+            .collect();
+    }
+    let skeleton = crate::Summary {
+        topology: topo.name.clone(),
+        mode: "virtual",
+        speedup: None,
+        seed: 0,
+        emulated_end_s: 0.0,
+        wall_s: 0.0,
+        messages: 0,
+        timed_events: 0,
+        requests: figures.requests,
+        makespan_s: 0.0,
+        metrics: figures.all,
+        clusters: figures.clusters,
+        grids,
+        faults: Default::default(),
+        invariant_violations: 0,
+        violation_examples: Vec::new(),
+        timer_lateness_ms: None,
+        speedup_sustainable: None,
+        provenance: None,
+        policies: Default::default(),
+    };
+    serde_json::to_value(&skeleton)
+        .map(|v| numeric(&v).into_keys().collect())
+        .unwrap_or_default()
+}
+
+/// Reports every metric name that no run of the sweep's topology can produce, at its place,
+/// with the closest valid name. A topology that does not load is left to the later check,
+/// which reports it in full.
+fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
+    if metrics.is_empty() {
+        return;
+    }
+    let Some(first) = sweep.runs().into_iter().next() else {
+        return;
+    };
+    let sets = sweep.overrides(&first);
+    let Ok(topo) = topology::load_file(&sweep.topology, &Overrides { sets }) else {
+        return;
+    };
+    let names = metric_names(&topo);
+    for (m, loc) in metrics {
+        if names.iter().any(|n| n == m) {
+            continue;
+        }
+        let hint = match did_you_mean(m, names.iter().map(String::as_str)) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None => {
+                let top: std::collections::BTreeSet<&str> = names
+                    .iter()
+                    .filter(|n| !n.contains('.'))
+                    .map(String::as_str)
+                    .collect();
+                format!(
+                    "metrics are numeric summary.json keys as dotted paths \
+                     (e.g. `grids.<grid>.awrt_grid_s`); top-level ones: {}",
+                    top.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            }
+        };
+        diags.error(loc, format!("unknown metric `{m}`"), Some(hint));
+    }
 }
 
 fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
@@ -119,7 +202,7 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
     }
 }
 
-fn read_metrics(t: &Table<'_>) -> Vec<String> {
+fn read_metrics(t: &Table<'_>) -> Vec<(String, Loc)> {
     let Some(node) = t.get("metrics") else {
         return Vec::new();
     };
@@ -127,10 +210,10 @@ fn read_metrics(t: &Table<'_>) -> Vec<String> {
         NodeKind::Array(items) => items
             .iter()
             .map(|v| match &v.kind {
-                NodeKind::Str(s) => Some(s.clone()),
+                NodeKind::Str(s) => Some((s.clone(), v.loc.clone())),
                 _ => None,
             })
-            .collect::<Option<Vec<String>>>(),
+            .collect::<Option<Vec<(String, Loc)>>>(),
         _ => None,
     };
     names.unwrap_or_else(|| {
@@ -253,7 +336,7 @@ impl Sweep {
 
 /// The numeric entries of a summary, nested ones under dotted keys
 /// (`grids.das2.awrt_grid_s`, `clusters.g/c1.utilization`).
-fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
+pub fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
         match v {
             serde_json::Value::Object(o) => {
@@ -281,21 +364,22 @@ fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
 /// One finished run: its spec and the metrics it produced (or the error).
 pub type Outcome = (RunSpec, Result<BTreeMap<String, f64>, String>);
 
-/// Runs the runs of shard `shard` of `shards` on `jobs` threads, reporting progress on stderr.
-pub fn execute(sweep: &Sweep, shard: (usize, usize), jobs: usize) -> Vec<Outcome> {
-    let todo: Vec<RunSpec> = sweep
-        .runs()
-        .into_iter()
-        .filter(|r| r.index % shard.1 == shard.0)
-        .collect();
+/// Runs `todo` on `jobs` threads, reporting progress on stderr and handing every outcome to
+/// `sink` on the calling thread as soon as its run finishes (so a caller can write it to disk
+/// at once). Returns the outcomes in run order.
+pub fn execute(
+    sweep: &Sweep,
+    todo: Vec<RunSpec>,
+    jobs: usize,
+    mut sink: impl FnMut(&Outcome),
+) -> Vec<Outcome> {
     let total = todo.len();
     let queue = Arc::new(Mutex::new(todo.into_iter()));
-    let done = Arc::new(AtomicUsize::new(0));
-    let results = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel::<Outcome>();
+    let mut out = Vec::with_capacity(total);
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
-            let (queue, done, results) =
-                (Arc::clone(&queue), Arc::clone(&done), Arc::clone(&results));
+            let (queue, tx) = (Arc::clone(&queue), tx.clone());
             scope.spawn(move || loop {
                 let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
                 let Some(spec) = next else { break };
@@ -305,70 +389,173 @@ pub fn execute(sweep: &Sweep, shard: (usize, usize), jobs: usize) -> Vec<Outcome
                     .and_then(|t| run(t, &RunOptions::default()).map_err(|e| e.to_string()))
                     .and_then(|r| serde_json::to_value(&r.summary).map_err(|e| e.to_string()))
                     .map(|v| numeric(&v));
-                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprint!("\r  sweep: {n}/{total} runs done");
-                let _ = std::io::stderr().flush();
-                if let Ok(mut r) = results.lock() {
-                    r.push((spec, outcome));
+                if tx.send((spec, outcome)).is_err() {
+                    break;
                 }
             });
         }
+        drop(tx);
+        for outcome in rx {
+            sink(&outcome);
+            out.push(outcome);
+            eprint!("\r  sweep: {}/{total} runs done", out.len());
+            let _ = std::io::stderr().flush();
+        }
     });
     eprintln!();
-    let mut out = Arc::try_unwrap(results)
-        .map(|m| m.into_inner().unwrap_or_default())
-        .unwrap_or_default();
     out.sort_by_key(|(s, _)| s.index);
     out
 }
 
-/// Writes the runs as CSV: run, seed, each varied key, then the metrics.
-pub fn write_runs(
-    sweep: &Sweep,
-    outcomes: &[Outcome],
-    metrics: &[String],
-    path: &Path,
-) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// The columns of a run file: run, seed, each varied key (`set:<key>`), the metrics, error.
+pub fn runs_header(sweep: &Sweep, metrics: &[String]) -> Vec<String> {
     let mut header = vec!["run".to_string(), "seed".to_string()];
     header.extend(sweep.vary.iter().map(|(k, _)| format!("set:{k}")));
     header.extend(metrics.iter().cloned());
     header.push("error".into());
-    w.write_record(&header).map_err(|e| e.to_string())?;
-    for (spec, result) in outcomes {
-        let mut row = vec![spec.index.to_string(), spec.seed.to_string()];
-        row.extend(spec.point.iter().map(|v| v.trim_matches('"').to_string()));
-        match result {
-            Ok(m) => {
-                row.extend(
-                    metrics
-                        .iter()
-                        .map(|k| m.get(k).map_or_else(String::new, |v| v.to_string())),
-                );
-                row.push(String::new());
-            }
-            Err(e) => {
-                row.extend(metrics.iter().map(|_| String::new()));
-                row.push(e.lines().next().unwrap_or_default().to_string());
-            }
-        }
-        w.write_record(&row).map_err(|e| e.to_string())?;
-    }
-    w.flush().map_err(|e| e.to_string())
+    header
 }
 
-/// Student's t quantile t_{0.975, df} (exact table to 30, then 1.96).
-pub fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=30 => T[df - 1],
-        _ => 1.96,
+/// The values a run's row shows for its varied keys.
+fn shown_point(spec: &RunSpec) -> impl Iterator<Item = String> + '_ {
+    spec.point.iter().map(|v| v.trim_matches('"').to_string())
+}
+
+/// One run's row, matching [`runs_header`].
+pub fn run_row(outcome: &Outcome, metrics: &[String]) -> Vec<String> {
+    let (spec, result) = outcome;
+    let mut row = vec![spec.index.to_string(), spec.seed.to_string()];
+    row.extend(shown_point(spec));
+    match result {
+        Ok(m) => {
+            row.extend(
+                metrics
+                    .iter()
+                    .map(|k| m.get(k).map_or_else(String::new, |v| v.to_string())),
+            );
+            row.push(String::new());
+        }
+        Err(e) => {
+            row.extend(metrics.iter().map(|_| String::new()));
+            row.push(e.lines().next().unwrap_or_default().to_string());
+        }
     }
+    row
+}
+
+/// The finished runs already in the run file at `path`, by run index, for `--resume`: rows
+/// whose run failed, and a last row cut short by an interruption, are left out (so they run
+/// again). A file written for another sweep (other columns, or a row whose seed and varied
+/// values are not those of its run here) is refused with an error saying so.
+pub fn read_done(
+    sweep: &Sweep,
+    header: &[String],
+    path: &Path,
+) -> Result<BTreeMap<usize, Vec<String>>, String> {
+    let other = |why: String| {
+        format!(
+            "{}: written for a different sweep ({why}); resume only the sweep that wrote it, \
+             or give another --out (or delete the file) to start over",
+            path.display()
+        )
+    };
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let found: Vec<String> = r
+        .headers()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if found != header {
+        return Err(other(format!(
+            "its columns are {}; this sweep's are {}",
+            found.join(","),
+            header.join(",")
+        )));
+    }
+    let runs = sweep.runs();
+    let mut done = BTreeMap::new();
+    for rec in r.records() {
+        let Ok(rec) = rec else { continue };
+        if rec.len() != header.len() {
+            continue; // cut short by an interruption
+        }
+        let row: Vec<String> = rec.iter().map(str::to_string).collect();
+        let spec = row[0].parse::<usize>().ok().and_then(|i| runs.get(i));
+        let matches = spec.is_some_and(|s| {
+            row[1] == s.seed.to_string()
+                && shown_point(s).eq(row[2..2 + s.point.len()].iter().cloned())
+        });
+        let Some(spec) = spec.filter(|_| matches) else {
+            return Err(other(format!(
+                "run {} there has seed {} and values {:?}, not this sweep's",
+                row[0],
+                row[1],
+                &row[2..2 + sweep.vary.len()]
+            )));
+        };
+        if row[header.len() - 1].is_empty() {
+            done.insert(spec.index, row);
+        }
+    }
+    Ok(done)
+}
+
+/// Writes a run file with `rows` in run order (through a temporary file, so an interruption
+/// leaves the old file whole).
+pub fn write_rows(
+    header: &[String],
+    rows: &BTreeMap<usize, Vec<String>>,
+    path: &Path,
+) -> Result<(), String> {
+    let tmp = path.with_extension("csv.tmp");
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", tmp.display());
+    let mut w = csv::Writer::from_path(&tmp).map_err(|e| fail(&e))?;
+    w.write_record(header).map_err(|e| fail(&e))?;
+    for row in rows.values() {
+        w.write_record(row).map_err(|e| fail(&e))?;
+    }
+    w.flush().map_err(|e| fail(&e))?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Appends rows to a run file, flushing each to the operating system as it is written, so
+/// an interrupted sweep keeps every finished run's row.
+pub struct RowSink {
+    w: csv::Writer<std::fs::File>,
+    path: PathBuf,
+}
+
+impl RowSink {
+    /// Opens the run file at `path` (which must exist, with its header) for appending.
+    pub fn append(path: &Path) -> Result<RowSink, String> {
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(RowSink {
+            w: csv::WriterBuilder::new().has_headers(false).from_writer(f),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Writes one row and flushes it.
+    pub fn write(&mut self, row: &[String]) -> Result<(), String> {
+        self.w
+            .write_record(row)
+            .and_then(|_| self.w.flush().map_err(csv::Error::from))
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+/// Student's t quantile t_{0.975, df} (NaN for df = 0).
+pub fn t975(df: usize) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df as f64).map_or(f64::NAN, |t| t.inverse_cdf(0.975))
 }
 
 /// Mean and 95 % confidence half-width of `xs`.
@@ -385,9 +572,23 @@ pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
     (mean, t975(n - 1) * (var / n as f64).sqrt())
 }
 
-/// Reads run CSVs (from one or more shards) and writes the per-point summary: for every point
-/// (combination of varied values) and metric, n, mean, and 95 % CI bounds.
-pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
+/// The cells `metric, n, mean, ci95_low, ci95_high` of `xs`.
+fn stats_cells(metric: &str, xs: &[f64]) -> [String; 5] {
+    let (mean, half) = mean_ci(xs);
+    // Adding +0.0 turns a negative zero (an f64 sum's starting value) into "0".
+    let (mean, half) = (mean + 0.0, half + 0.0);
+    [
+        metric.to_string(),
+        xs.len().to_string(),
+        mean.to_string(),
+        (mean - half).to_string(),
+        (mean + half).to_string(),
+    ]
+}
+
+/// Reads run files (from one or more shards): the common header and every row in run order,
+/// whatever order the rows were written in (so sums are reproducible).
+fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     let mut header: Option<Vec<String>> = None;
     let mut rows: Vec<Vec<String>> = Vec::new();
     for f in run_files {
@@ -399,6 +600,17 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
             .map(str::to_string)
             .collect();
         match &header {
+            None if h.len() < 3
+                || h[0] != "run"
+                || h[1] != "seed"
+                || h.last().is_some_and(|e| e != "error") =>
+            {
+                return Err(format!(
+                    "{}: not a sweep's run file (its columns must start with run,seed and end \
+                     with error)",
+                    f.display()
+                ))
+            }
             None => header = Some(h),
             Some(prev) if *prev != h => {
                 return Err(format!(
@@ -418,12 +630,26 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
         }
     }
     let header = header.ok_or("no run files")?;
+    rows.sort_by_key(|r| r.first().and_then(|i| i.parse::<usize>().ok()));
+    Ok((header, rows))
+}
+
+/// A run file's columns — run, seed, the varied keys (prefixed `set:`), the metrics, error —
+/// as the error column and the varied keys' and metrics' columns.
+fn columns(header: &[String]) -> (usize, Vec<usize>, Vec<usize>) {
     let err_col = header.len() - 1;
-    // Columns: run, seed, the varied keys (prefixed `set:`), the metrics, error.
     let param_cols: Vec<usize> = (2..err_col)
         .filter(|&c| header[c].starts_with("set:"))
         .collect();
-    let metric_cols: Vec<usize> = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    let metric_cols = (2..err_col).filter(|c| !param_cols.contains(c)).collect();
+    (err_col, param_cols, metric_cols)
+}
+
+/// Reads run CSVs (from one or more shards) and writes the per-point summary: for every point
+/// (combination of varied values) and metric, n, mean, and 95 % CI bounds.
+pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
+    let (header, rows) = read_runs(run_files)?;
+    let (err_col, param_cols, metric_cols) = columns(&header);
     let mut points: BTreeMap<Vec<String>, Vec<&Vec<String>>> = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
     for row in &rows {
@@ -445,22 +671,93 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
                 .iter()
                 .filter_map(|r| r[c].parse::<f64>().ok())
                 .collect();
-            let (mean, half) = mean_ci(&xs);
-            // Adding +0.0 turns a negative zero (an f64 sum's starting value) into "0".
-            let (mean, half) = (mean + 0.0, half + 0.0);
             let mut rec = point.clone();
-            rec.extend([
-                header[c].clone(),
-                xs.len().to_string(),
-                mean.to_string(),
-                (mean - half).to_string(),
-                (mean + half).to_string(),
-            ]);
+            rec.extend(stats_cells(&header[c], &xs));
             w.write_record(&rec).map_err(|e| e.to_string())?;
         }
     }
     w.flush().map_err(|e| e.to_string())?;
     Ok(points.len())
+}
+
+/// A point's runs by (value of the compared key, seed).
+type BySeed<'a> = BTreeMap<(&'a str, &'a str), &'a Vec<String>>;
+
+/// Reads run CSVs and writes paired comparisons: for every policy-like varied key (one whose
+/// values are not all numbers), every pair of its values `a`, `b` (in order of appearance)
+/// with the other varied keys fixed, and every metric, the mean per-seed difference `b − a`
+/// over the seeds both ran successfully, with its 95 % CI (Student's t). The varied key's own
+/// `set:` column is left empty. Returns the number of rows, or `None` (nothing written) when
+/// no key is policy-like.
+pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String> {
+    let (header, rows) = read_runs(run_files)?;
+    let (err_col, param_cols, metric_cols) = columns(&header);
+    let ok: Vec<&Vec<String>> = {
+        let mut seen = std::collections::BTreeSet::new();
+        rows.iter()
+            .filter(|r| r[err_col].is_empty() && seen.insert(r[0].clone()))
+            .collect()
+    };
+    let policy_like: Vec<usize> = param_cols
+        .iter()
+        .copied()
+        .filter(|&c| ok.iter().any(|r| r[c].parse::<f64>().is_err()))
+        .collect();
+    if policy_like.is_empty() {
+        return Ok(None);
+    }
+    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut h: Vec<String> = ["key", "a", "b"].map(str::to_string).to_vec();
+    h.extend(param_cols.iter().map(|&c| header[c].clone()));
+    h.extend(["metric", "n", "mean_diff", "ci95_low", "ci95_high"].map(str::to_string));
+    w.write_record(&h).map_err(|e| e.to_string())?;
+    let mut written = 0;
+    for &k in &policy_like {
+        let mut values: Vec<&str> = Vec::new();
+        for r in &ok {
+            if !values.contains(&r[k].as_str()) {
+                values.push(&r[k]);
+            }
+        }
+        // Runs by the other keys' values, then by this key's value and seed.
+        let mut groups: BTreeMap<Vec<&str>, BySeed<'_>> = BTreeMap::new();
+        for r in &ok {
+            let others = param_cols
+                .iter()
+                .map(|&c| if c == k { "" } else { r[c].as_str() })
+                .collect();
+            groups
+                .entry(others)
+                .or_default()
+                .insert((r[k].as_str(), r[1].as_str()), r);
+        }
+        for (others, runs) in &groups {
+            for (i, a) in values.iter().enumerate() {
+                for b in &values[i + 1..] {
+                    for &c in &metric_cols {
+                        let diffs: Vec<f64> = runs
+                            .iter()
+                            .filter(|((v, _), _)| v == a)
+                            .filter_map(|((_, seed), ra)| {
+                                let rb = runs.get(&(*b, *seed))?;
+                                Some(rb[c].parse::<f64>().ok()? - ra[c].parse::<f64>().ok()?)
+                            })
+                            .collect();
+                        if diffs.is_empty() {
+                            continue;
+                        }
+                        let mut rec = vec![header[k].clone(), a.to_string(), b.to_string()];
+                        rec.extend(others.iter().map(|v| v.to_string()));
+                        rec.extend(stats_cells(&header[c], &diffs));
+                        w.write_record(&rec).map_err(|e| e.to_string())?;
+                        written += 1;
+                    }
+                }
+            }
+        }
+    }
+    w.flush().map_err(|e| e.to_string())?;
+    Ok(Some(written))
 }
 
 #[cfg(test)]
@@ -471,8 +768,12 @@ mod tests {
     fn confidence_intervals_use_students_t() {
         let (m, h) = mean_ci(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(m, 2.5);
-        // sd = 1.291, n = 4, t(3) = 3.182: 3.182 · 1.291 / 2.
-        assert!((h - 3.182 * (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9);
+        // sd = 1.291, n = 4, t(3) = 3.1824: 3.1824 · 1.291 / 2.
+        assert!((h - 3.182446 * (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-5);
+        // Exact quantiles, also past the 30 degrees of freedom a printed table stops at.
+        assert!((t975(1) - 12.7062).abs() < 1e-4);
+        assert!((t975(40) - 2.0211).abs() < 1e-4);
+        assert!(t975(0).is_nan());
         assert!(mean_ci(&[5.0]).1.is_nan());
     }
 

@@ -412,6 +412,10 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
             "1",
         ]);
         assert_eq!(out.status.code(), Some(0));
+        assert!(
+            !d.join("points.csv").exists(),
+            "a shard writes no partial points.csv"
+        );
         shards.push(d.join(format!("runs-{i}-of-2.csv")));
     }
     let merged = dir.path().join("merged");
@@ -571,4 +575,284 @@ fn a_moldable_request_takes_every_vm_of_its_cluster_and_its_deadline_from_its_ra
         checked += 1;
     }
     assert!(checked > 50, "{checked}");
+}
+
+/// The metric names a sweep accepts are known from the topology alone, and every numeric key a
+/// real run writes to `summary.json` is among them (so no valid metric is refused).
+#[test]
+fn sweep_metric_names_cover_every_numeric_summary_key() {
+    let topo = load("topologies/peering-small.toml", &["emulation.seed=3"]);
+    let names = igemu::sweep::metric_names(&topo);
+    assert!(names.iter().any(|n| n == "grids.busy.awrt_grid_s"));
+    assert!(names.iter().any(|n| n == "clusters.calm/c1.utilization"));
+    assert!(names
+        .iter()
+        .any(|n| n == "vm_preemptions_by_type.migratable"));
+    let result = run(topo, &RunOptions::default()).expect("runs");
+    let summary = serde_json::to_value(&result.summary).expect("serialisable");
+    let missing: Vec<String> = igemu::sweep::numeric(&summary)
+        .into_keys()
+        .filter(|k| !names.contains(k))
+        .collect();
+    assert!(missing.is_empty(), "not in the schema: {missing:?}");
+}
+
+#[test]
+fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("m.toml");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/peering-small.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 1\nmetrics = [\"utilization\",\n  \"grids.busy.awrt_grid\", \"nonsense_xyz_metric\"]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let out_dir = dir.path().join("out");
+    let out = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("m.toml:4:3: error: unknown metric `grids.busy.awrt_grid`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("did you mean `grids.busy.awrt_grid_s`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("m.toml:4:27: error: unknown metric `nonsense_xyz_metric`"),
+        "{err}"
+    );
+    assert!(err.contains("2 problems found"), "{err}");
+    assert!(!out_dir.exists(), "nothing ran");
+}
+
+/// `--resume` after an interrupted sweep runs only the runs missing from `runs.csv` (a failed
+/// row and a row cut short count as missing) and gives the same `runs.csv` and `points.csv`
+/// as a sweep that ran straight through; a file from another sweep is refused.
+#[test]
+fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("s.toml");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    let text = |policies: &str| {
+        format!(
+            "topology = {:?}\nseeds = 3\nmetrics = [\"utilization\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [{policies}]\n",
+            topo.display().to_string()
+        )
+    };
+    std::fs::write(&sweep, text("\"rr\", \"bcf\"")).expect("written");
+    let sweep_in = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            sweep.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+            "--jobs",
+            "2",
+        ];
+        args.extend(extra);
+        igemu(&args)
+    };
+    let whole = dir.path().join("whole");
+    let out = sweep_in(&whole, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs_text = std::fs::read_to_string(whole.join("runs.csv")).expect("runs.csv");
+    let lines: Vec<&str> = runs_text.lines().collect();
+    assert_eq!(lines.len(), 1 + 6);
+    // An interrupted sweep: runs 4 and 1 finished (out of order), run 2 failed, and run 5's
+    // row was cut short.
+    let part = dir.path().join("part");
+    std::fs::create_dir(&part).expect("created");
+    let failed = lines[3]
+        .rsplit_once(',')
+        .expect("error column")
+        .0
+        .to_string()
+        + ",boom";
+    let cut = &lines[6][..lines[6].len() / 2];
+    std::fs::write(
+        part.join("runs.csv"),
+        format!("{}\n{}\n{}\n{failed}\n{cut}", lines[0], lines[5], lines[2]),
+    )
+    .expect("written");
+    let out = sweep_in(&part, &["--resume"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("4 runs (2 already done, kept)"),
+        "runs 0, 2, 3 and 5 run again: {stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(part.join("runs.csv")).expect("runs.csv"),
+        runs_text,
+        "the same runs.csv"
+    );
+    assert_eq!(
+        read(&part.join("points.csv")),
+        read(&whole.join("points.csv")),
+        "the same points.csv"
+    );
+    // Resuming a finished sweep runs nothing.
+    let out = sweep_in(&part, &["--resume"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 runs (6 already done, kept)"));
+    // Another sweep's file is refused, naming it.
+    std::fs::write(&sweep, text("\"rr\", \"least-load\"")).expect("written");
+    let out = sweep_in(&part, &["--resume"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("runs.csv: written for a different sweep"),
+        "{err}"
+    );
+    std::fs::write(
+        &sweep,
+        text("\"rr\", \"bcf\"").replace("makespan_s", "awrt_s"),
+    )
+    .expect("written");
+    let out = sweep_in(&part, &["--resume"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("its columns are"), "{err}");
+}
+
+/// A sweep file `s.toml` in `dir` over the quickstart topology, with `body` after its
+/// topology line.
+fn sweep_file(dir: &Path, body: &str) -> PathBuf {
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    let path = dir.join("s.toml");
+    let text = format!("topology = {:?}\n{body}", topo.display().to_string());
+    std::fs::write(&path, text).expect("written");
+    path
+}
+
+/// `igemu sweep FILE --out OUT` and `extra` arguments.
+fn sweep_to(file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "sweep",
+        file.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    args.extend(extra);
+    igemu(&args)
+}
+
+/// Asserts a command exited 0, showing its stderr otherwise.
+fn assert_ok(out: &std::process::Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+/// With a policy varied over shared seeds, `paired.csv` holds the mean per-seed difference
+/// between each pair of policies and its 95 % CI, computed here from `runs.csv` by hand.
+#[test]
+fn a_sweep_over_policies_writes_paired_differences_per_seed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = sweep_file(
+        dir.path(),
+        "seeds = 4\nmetrics = [\"utilization\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n",
+    );
+    let out_dir = dir.path().join("out");
+    assert_ok(&sweep_to(&sweep, &out_dir, &[]));
+    let paired = read(&out_dir.join("paired.csv"));
+    assert_eq!(
+        paired[0],
+        [
+            "key",
+            "a",
+            "b",
+            "set:igg.dispatch",
+            "metric",
+            "n",
+            "mean_diff",
+            "ci95_low",
+            "ci95_high"
+        ]
+    );
+    assert_eq!(paired.len(), 1 + 3 * 2, "3 pairs × 2 metrics");
+    let runs = read(&out_dir.join("runs.csv"));
+    let value = |policy: &str, seed: u64| -> f64 {
+        let r = runs
+            .iter()
+            .find(|r| r[2] == policy && r[1] == seed.to_string())
+            .expect("run present");
+        r[4].parse().expect("awrt_s")
+    };
+    let row = paired
+        .iter()
+        .find(|r| r[1] == "rr" && r[2] == "bcf" && r[4] == "awrt_s")
+        .expect("rr vs bcf");
+    let diffs: Vec<f64> = (1..=4).map(|s| value("bcf", s) - value("rr", s)).collect();
+    let mean = diffs.iter().sum::<f64>() / 4.0;
+    let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / 3.0).sqrt();
+    let half = 3.182446 * sd / 2.0; // t(0.975, 3) · sd / √4
+    let got = |i: usize| row[i].parse::<f64>().expect("number");
+    assert!(
+        half > 0.0,
+        "the seeds differ, so the interval is not a point"
+    );
+    assert_eq!(row[5], "4");
+    assert!(
+        (got(6) - mean).abs() < 1e-9 * mean.abs().max(1.0),
+        "{row:?} vs {mean}"
+    );
+    assert!(
+        (got(7) - (mean - half)).abs() < 1e-5 * half.max(1.0),
+        "{row:?}"
+    );
+    assert!(
+        (got(8) - (mean + half)).abs() < 1e-5 * half.max(1.0),
+        "{row:?}"
+    );
+    // A sweep varying only numbers writes no paired.csv.
+    let sweep = sweep_file(
+        dir.path(),
+        "seeds = 2\nmetrics = [\"utilization\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n",
+    );
+    assert_ok(&sweep_to(&sweep, &out_dir, &[]));
+    assert!(
+        !out_dir.join("paired.csv").exists(),
+        "a stale paired.csv is removed"
+    );
+}
+
+/// `sweep merge` of a file that is not a run file (empty, or other columns) is an input error,
+/// not a crash.
+#[test]
+fn merging_something_that_is_not_a_run_file_is_an_input_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, text) in [("empty.csv", ""), ("other.csv", "a,b\n1,2\n")] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).expect("written");
+        let merged = dir.path().join("merged");
+        let out = igemu(&[
+            "sweep",
+            "merge",
+            "--out",
+            merged.to_str().expect("utf-8"),
+            f.to_str().expect("utf-8"),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains("not a sweep's run file"), "{name}: {err}");
+    }
 }
