@@ -464,6 +464,45 @@ proptest! {
         }
     }
 
+    /// Paper 004's providers on random workloads: locals queued with the Grid jobs under every
+    /// provider policy (EASY or conservative, with or without partitions and the forecast,
+    /// publishing every half hour): nothing is preempted or rejected for room, hosts stay
+    /// within capacity, every request ends, completed leases did their work, and a local
+    /// lease never starts before it asked to.
+    #[test]
+    fn queued_locals_under_every_provider_policy_keep_the_invariants(
+        seed in 0u64..1000,
+        provider in prop::sample::select(vec!["cb", "cbm", "cbmf", "eb", "ebm", "ebmf"]),
+        requests in prop::collection::vec((0u16..7200, any::<u8>(), any::<u8>(), any::<u16>(), any::<u8>()), 1..30),
+    ) {
+        let federation = random_topology(seed, "mov", "conservative", &requests)
+            .lrms("locals", "queued")
+            .override_key(&format!("igg.provider=\"{provider}\""))
+            .override_key("igg.dispatch=\"earliest-start\"")
+            .override_key("peering.publish_interval=\"30m\"");
+        let text = federation.to_string();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let r = run_traced(federation.build().unwrap_or_else(|e| panic!("{e}")), dir.path());
+        let s = &r.summary;
+        prop_assert_eq!(s.invariant_violations, 0, "{:?}\n{}", s.violation_examples, text);
+        let events = trace(dir.path());
+        prop_assert_eq!(capacity_breaches(&r, &events), Vec::<String>::new());
+        prop_assert_eq!(s.requests.local.unfinished + s.requests.external.unfinished, 0);
+        prop_assert_eq!(s.requests.local.rejected, 0, "{}", text);
+        prop_assert_eq!(s.metrics.lease_preemptions, 0);
+        let work = work_done(&events);
+        for (req, rec) in r.topology.requests.iter().zip(&r.records) {
+            let label = r.topology.label(req.id);
+            if rec.state == Some(RequestState::Completed) {
+                prop_assert_eq!(work.get(label).copied().unwrap_or(0), req.duration.as_micros(), "{} {}", label, text);
+            }
+            if req.origin == Origin::Local {
+                let started = rec.start.expect("a queued local lease starts");
+                prop_assert!(started >= req.start.unwrap_or(req.arrival), "{} {}", label, text);
+            }
+        }
+    }
+
     /// With only best-effort external leases and local requests that each fit the cluster and
     /// never overlap one another, preempting everything always makes room: a preempting
     /// policy must never reject a local request.

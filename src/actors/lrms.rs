@@ -19,9 +19,8 @@ use super::messages::{FreeSlots, PublishTick, Reallocate, SlotsRequest};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
 use super::{Emu, Peer};
-use crate::igg::peering::CostModel;
 use crate::igg::slots::Published;
-use crate::lrms::provider::{grid_share, Forecast, Partitions, FORECAST_WINDOW};
+use crate::lrms::provider::{Forecast, Partitions, FORECAST_WINDOW};
 use crate::lrms::{Action, Config, Core, VmPlan};
 use crate::metrics::Violation;
 use crate::model::{ClusterId, GridId, HostSpec, Origin, RequestId, RequestState};
@@ -296,12 +295,7 @@ impl Lrms {
         let mut slots = Published::new(now, p.horizon, (free, load), p.cores, p.unit_cost);
         if let Some((_, reserve)) = &self.forecast {
             let local = self.core.local_usage(now, slots.until);
-            slots.free = grid_share(&slots.free, &local, *reserve);
-            let cap = p.cores as f64 * p.horizon.as_secs_f64();
-            if cap > 0.0 {
-                let load = slots.used_units(now, slots.until) / cap;
-                slots.price = CostModel::provider_price(p.unit_cost, load);
-            }
+            slots.keep_back(now, &local, *reserve, p.unit_cost);
         }
         FreeSlots {
             cluster: self.cluster,

@@ -898,9 +898,9 @@ mod tests {
         }
     }
 
-    /// Grid `g` with one 4-core cluster (id `g`); Grid 0 holds a contract with Grid 1.
-    fn gateway(g: u16) -> Gateway {
-        let model = ClusterModel {
+    /// The dispatch model of the tests' one 4-core cluster.
+    fn model() -> ClusterModel {
+        ClusterModel {
             cores: 4.0,
             speed: 1.0,
             local_rate: 0.0,
@@ -908,7 +908,12 @@ mod tests {
             mu: 0.0,
             theta: 1.0,
             omega: 1.0,
-        };
+        }
+    }
+
+    /// Grid `g` with one 4-core cluster (id `g`); Grid 0 holds a contract with Grid 1.
+    fn gateway(g: u16) -> Gateway {
+        let model = model();
         let terms = Terms {
             from: GridId(0),
             to: GridId(1),
@@ -1083,16 +1088,7 @@ mod tests {
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
         // Earliest-start dispatch asks the clusters for each request rather than reading
         // slots that may be hours old.
-        let model = ClusterModel {
-            cores: 4.0,
-            speed: 1.0,
-            local_rate: 0.0,
-            tau: 0.0,
-            mu: 0.0,
-            theta: 1.0,
-            omega: 1.0,
-        };
-        gw.dispatcher = Dispatcher::new(DispatchName::EarliestStart, &[model], 0.0, 1);
+        gw.dispatcher = Dispatcher::new(DispatchName::EarliestStart, &[model()], 0.0, 1);
         assert!(matches!(
             gw.place(req(2), EmuTime::from_secs(61)),
             Effect::Probe(r) if r.id == RequestId(2)

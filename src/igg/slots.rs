@@ -39,6 +39,25 @@ impl Published {
         }
     }
 
+    /// The Grid partition's slots, published at `now` by a provider with partitions (paper
+    /// 004 §4.2): `reserve` cores of local partition are kept back where the local jobs
+    /// (`local`, their cores from each change point on) do not hold them, and the price is
+    /// eq. 1 at the load that leaves (the load estimate of a forecasting provider).
+    pub fn keep_back(
+        &mut self,
+        now: EmuTime,
+        local: &BTreeMap<EmuTime, u64>,
+        reserve: u64,
+        unit_cost: f64,
+    ) {
+        self.free = crate::lrms::provider::grid_share(&self.free, local, reserve);
+        let cap = self.cores as f64 * self.until.since(now).as_secs_f64();
+        if cap > 0.0 {
+            let load = self.used_units(now, self.until) / cap;
+            self.price = super::peering::CostModel::provider_price(unit_cost, load);
+        }
+    }
+
     /// Free cores at instant `t` (0 past the horizon: unknown is not free).
     pub fn free_at(&self, t: EmuTime) -> u64 {
         if t >= self.until {
@@ -274,6 +293,25 @@ mod tests {
         f.free = [(t(0), 0)].into_iter().collect();
         none.publish(0, f);
         assert_eq!(none.prices(t(0), t(200)), vec![(1.0, 1600.0)]);
+    }
+
+    #[test]
+    fn a_kept_back_partition_leaves_less_free_and_a_dearer_price() {
+        let mut p = published(); // 8 cores: 2 free to 100, 6 to 200, 8 after; until 1000
+        let before = p.used_units(t(0), t(1000));
+        // Locals hold nothing; 3 cores of local partition are kept back throughout.
+        let none = BTreeMap::from([(t(0), 0)]);
+        p.keep_back(t(0), &none, 3, 1.0);
+        assert_eq!(
+            (p.free_at(t(0)), p.free_at(t(150)), p.free_at(t(500))),
+            (0, 3, 5)
+        );
+        let load = p.used_units(t(0), t(1000)) / 8000.0;
+        assert!(load > before / 8000.0);
+        assert!(
+            (p.price - (1.0 + load)).abs() < 1e-12,
+            "eq. 1 at the load left"
+        );
     }
 
     #[test]
