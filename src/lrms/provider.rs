@@ -7,7 +7,8 @@
 //! * **Priority.** When the scheduler backfills, local jobs go ahead of waiting Grid jobs
 //!   (§4.2: "the waiting queue is ordered by priority when the scheduler is backfilling"; at
 //!   a reallocation "backfill the jobs, starting with the local jobs"); reservations already
-//!   made are kept. The Grid partition borrows whatever the local one does not use.
+//!   made are kept. Under EASY each partition has its own pivots, as in Lawson and Smirni's
+//!   policy. The Grid partition borrows whatever the local one does not use.
 //! * **Forecast (`Mf`).** At each publication the provider forecasts its local load over the
 //!   next interval with an exponentially weighted moving average of the local load of past
 //!   intervals (§6.1: a window of 25 intervals, so α = 2 / (25 + 1)), schedules its queue

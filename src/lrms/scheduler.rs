@@ -695,21 +695,32 @@ impl Core {
             .unwrap_or(EmuTime::ZERO)
     }
 
-    fn reserved_waiting(&self) -> usize {
-        self.leases
-            .values()
-            .filter(|l| l.phase == Phase::Waiting && l.queued && l.res.is_some())
-            .count()
+    /// The EASY partition a lease waits in: with partitions, local leases have their own
+    /// pivots, as each of Lawson and Smirni's partitions does (paper 004 §4.2); without, one.
+    fn partition(&self, l: &Lease) -> usize {
+        usize::from(self.cfg.partitions && l.is_local())
+    }
+
+    /// Waiting leases holding reservations, per partition.
+    fn reserved_waiting(&self) -> [usize; 2] {
+        let mut n = [0; 2];
+        for l in self.leases.values() {
+            if l.phase == Phase::Waiting && l.queued && l.res.is_some() {
+                n[self.partition(l)] += 1;
+            }
+        }
+        n
     }
 
     /// Schedules one waiting lease of the queue by the backfilling policy. Returns false only
     /// for a deadline lease that cannot meet its deadline.
     fn schedule_waiting(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
-        let reserved = self.reserved_waiting();
+        let reserved = self.reserved_waiting()[self.partition(&self.leases[&id])];
         self.schedule_in_queue(id, now, out, (reserved, None))
     }
 
-    /// [`Core::schedule_waiting`] given the number of waiting leases holding reservations
+    /// [`Core::schedule_waiting`] given the number of waiting leases of its partition holding
+    /// reservations
     /// and, if known, the cores free cluster-wide now (a lease EASY would only start now
     /// cannot if it needs more: a quick test before searching the hosts).
     fn schedule_in_queue(
@@ -936,9 +947,10 @@ impl Core {
             steps = None;
             let free = *free_now
                 .get_or_insert_with(|| total.saturating_sub(self.avail.usage_steps().used_at(now)));
-            let placed = self.schedule_in_queue(id, now, out, (reserved, Some(free)));
+            let k = self.partition(&self.leases[&id]);
+            let placed = self.schedule_in_queue(id, now, out, (reserved[k], Some(free)));
             if self.leases[&id].res.is_some() {
-                reserved += 1;
+                reserved[k] += 1;
                 free_now = None;
             }
             // A deadline lease that can no longer meet its deadline still gets the earliest
@@ -947,7 +959,7 @@ impl Core {
                 let floor = now.max(self.leases[&id].not_before);
                 if let Some((start, plan, hosts)) = self.find_slot(id, floor) {
                     self.commit(id, start, plan, hosts, out);
-                    reserved += 1;
+                    reserved[k] += 1;
                     free_now = None;
                 }
             }
@@ -2039,6 +2051,34 @@ mod tests {
             .unwrap();
         assert_eq!(slot(&c, 3), Some(EmuTime::from_secs(200)));
         assert!(c.availability().within_capacity());
+    }
+
+    #[test]
+    fn with_partitions_local_leases_have_their_own_easy_pivot() {
+        // EASY, one pivot; 1 host of 4 cores, all busy for 100 s. A 4-core external lease
+        // waits and takes the pivot; a 4-core local lease then waits too. With partitions it
+        // is its own partition's pivot and holds a reservation (after the external one);
+        // without, it has none and waits for the queue to move.
+        let reserved = |partitions: bool| {
+            let mut cfg = config(Backfilling::Easy { pivots: 1 }, PreemptionPolicy::Nop);
+            cfg.locals = LocalRequests::Queued;
+            cfg.partitions = partitions;
+            let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+            let t0 = EmuTime::ZERO;
+            c.submit_external(req(0, Origin::External, 0, 4, 100, 100), t0)
+                .unwrap();
+            c.submit_external(req(1, Origin::External, 0, 4, 100, 100), t0)
+                .unwrap();
+            c.submit_local(req(2, Origin::Local, 0, 4, 100, 100), t0)
+                .unwrap();
+            c.leases()
+                .into_iter()
+                .find(|l| l.id == RequestId(2))
+                .and_then(|l| l.slot)
+                .map(|s| s.0)
+        };
+        assert_eq!(reserved(true), Some(EmuTime::from_secs(200)));
+        assert_eq!(reserved(false), None);
     }
 
     #[test]
