@@ -332,11 +332,6 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
     Ok(())
 }
 
-fn read_input(file: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(file)
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))
-}
-
 /// The error for a trace with malformed lines: each as `file:line: error: ...` with its fix,
 /// then a count and what a job line looks like.
 fn malformed(file: &Path, errors: &[igemu::workload::tracefile::LineError], shape: &str) -> Error {
@@ -798,14 +793,199 @@ struct TraceArgs {
     out: Option<PathBuf>,
 }
 
+/// Where `igemu trace` sends the lines of a selection, as they come: standard output, or a
+/// Mermaid diagram and a Chrome export, each written through a temporary file beside its
+/// path and renamed at the end, so that an error never leaves half a file behind.
+struct LineSink {
+    print: bool,
+    /// Standard output went away (`| head`): not an error, but nothing more to print.
+    closed: bool,
+    /// The diagram so far, its body in a temporary file, and where it goes.
+    mermaid: Option<(igemu::trace::render::Mermaid, TempOut, PathBuf)>,
+    /// The export so far, where it goes, and its temporary file.
+    chrome: Option<(igemu::trace::chrome::Chrome<TempOut>, PathBuf, PathBuf)>,
+    messages: usize,
+    leases: usize,
+    collapsed: usize,
+}
+
+/// A buffered temporary file beside `path` (`path.tmp`, or another suffix).
+struct TempOut {
+    tmp: PathBuf,
+    w: std::io::BufWriter<std::fs::File>,
+}
+
+impl std::io::Write for TempOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+impl TempOut {
+    fn beside(path: &Path, suffix: &str) -> Result<TempOut, Error> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(suffix);
+        let tmp = PathBuf::from(tmp);
+        let file = std::fs::File::create(&tmp).map_err(Error::output(path))?;
+        Ok(TempOut {
+            tmp,
+            w: std::io::BufWriter::with_capacity(1 << 16, file),
+        })
+    }
+}
+
+impl LineSink {
+    fn new(args: &TraceArgs) -> Result<LineSink, Error> {
+        let mut sink = LineSink {
+            print: args.mermaid.is_none() && args.chrome.is_none(),
+            closed: false,
+            mermaid: None,
+            chrome: None,
+            messages: 0,
+            leases: 0,
+            collapsed: 0,
+        };
+        if let Some(p) = &args.mermaid {
+            let body = TempOut::beside(p, ".body.tmp")?;
+            let m = igemu::trace::render::Mermaid::new(args.vm_lanes);
+            sink.mermaid = Some((m, body, p.clone()));
+        }
+        if let Some(p) = &args.chrome {
+            let out = TempOut::beside(p, ".tmp")?;
+            let tmp = out.tmp.clone();
+            sink.chrome = Some((igemu::trace::chrome::Chrome::new(out), p.clone(), tmp));
+        }
+        Ok(sink)
+    }
+
+    /// Whether more lines are wanted (not when only standard output wanted them and it went
+    /// away).
+    fn wants_more(&self) -> bool {
+        !(self.print && self.closed)
+    }
+
+    fn push(&mut self, line: &igemu::trace::render::Line) -> Result<(), Error> {
+        use igemu::trace::render::{text_line, Line};
+        use std::io::Write;
+        match line {
+            Line::Message(_) => self.messages += 1,
+            Line::Lease(l) => {
+                (self.leases, self.collapsed) = (self.leases + 1, self.collapsed + l.messages)
+            }
+        }
+        if self.print && !self.closed {
+            let text = text_line(line);
+            if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(Error::output("standard output")(e));
+                }
+                self.closed = true; // the reader went away (e.g. `| head`)
+            }
+        }
+        if let Some((m, body, path)) = &mut self.mermaid {
+            body.write_all(m.body_line(line).as_bytes())
+                .map_err(Error::output(&*path))?;
+        }
+        if let Some((c, path, _)) = &mut self.chrome {
+            c.push(line).map_err(Error::output(&*path))?;
+        }
+        Ok(())
+    }
+
+    /// Completes the files: the diagram's head then its body, the Chrome array's end; each
+    /// renamed to its path.
+    fn finish(mut self) -> Result<(), Error> {
+        use std::io::Write;
+        if self.print && !self.closed {
+            if let Err(e) = std::io::stdout().lock().flush() {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(Error::output("standard output")(e));
+                }
+            }
+        }
+        if let Some((m, body, path)) = self.mermaid.take() {
+            let body_tmp = body.tmp.clone();
+            let done = (|| -> Result<(), Error> {
+                let body = body
+                    .w
+                    .into_inner()
+                    .map_err(|e| Error::output(&path)(e.into_error()))?;
+                drop(body);
+                let mut out = TempOut::beside(&path, ".tmp")?;
+                let tmp = out.tmp.clone();
+                let copied = out
+                    .write_all(m.head().as_bytes())
+                    .and_then(|_| std::io::copy(&mut std::fs::File::open(&body_tmp)?, &mut out))
+                    .and_then(|_| out.flush())
+                    .and_then(|_| std::fs::rename(&tmp, &path));
+                if copied.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                copied.map_err(Error::output(&path))
+            })();
+            let _ = std::fs::remove_file(&body_tmp);
+            done?;
+        }
+        if let Some((c, path, tmp)) = self.chrome.take() {
+            let done = c
+                .finish()
+                .map(drop)
+                .and_then(|_| std::fs::rename(&tmp, &path));
+            if done.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            done.map_err(Error::output(&path))?;
+        }
+        if self.leases > 0 {
+            eprintln!(
+                "{} message(s) and {} lease line(s) standing for {} more (--vm-steps shows them)",
+                self.messages, self.leases, self.collapsed
+            );
+        } else {
+            eprintln!("{} message(s)", self.messages);
+        }
+        Ok(())
+    }
+
+    /// Removes the temporary files (after an error).
+    fn abandon(mut self) {
+        if let Some((_, body, _)) = self.mermaid.take() {
+            let _ = std::fs::remove_file(&body.tmp);
+        }
+        if let Some((c, _, tmp)) = self.chrome.take() {
+            drop(c); // closes the file
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+/// Opens the trace for reading, one line at a time.
+fn open_trace(file: &Path) -> Result<std::io::BufReader<std::fs::File>, Error> {
+    std::fs::File::open(file)
+        .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))
+}
+
 fn trace(args: TraceArgs) -> Result<(), Error> {
     use igemu::trace::render::{self, Line};
-    let file = &args.file;
-    let text = read_input(file)?;
-    let events =
-        render::parse(&text).map_err(|e| Error::Input(format!("{}: {e}", file.display())))?;
+    let file = args.file.clone();
+    let bad = |e: render::ReadError| {
+        Error::Input(format!(
+            "{}:{}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",
+            file.display(),
+            e.line,
+            e.message
+        ))
+    };
     if args.negotiations {
-        let rows = render::negotiations(&events);
+        let mut tally = render::NegotiationTally::new();
+        for e in render::events(open_trace(&file)?) {
+            tally.push(&e.map_err(bad)?);
+        }
+        let rows = tally.rows();
         let csv = render::negotiations_csv(&rows).map_err(|e| Error::Failed(e.to_string()))?;
         match &args.out {
             Some(path) => write_atomically(path, &csv)?,
@@ -814,64 +994,71 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
         eprintln!("{} offered request(s) in negotiations", rows.len());
         return Ok(());
     }
-    let chain;
-    let lines: Vec<Line<'_>> = match (args.why, args.negotiation, args.request.as_deref()) {
-        (Some(seq), _, _) => {
-            chain = render::causes(&events, seq);
-            if chain.is_empty() {
-                return Err(Error::Usage(format!(
-                    "{} has no message {seq} (messages are numbered by `seq`)",
-                    file.display()
-                )));
+    let mut sink = LineSink::new(&args)?;
+    let selected = (|| -> Result<(), Error> {
+        match (args.why, args.negotiation, args.request.as_deref()) {
+            (Some(seq), _, _) => {
+                let chain =
+                    render::why(open_trace(&file)?, open_trace(&file)?, seq).map_err(bad)?;
+                if chain.is_empty() {
+                    return Err(Error::Usage(format!(
+                        "{} has no message {seq} (messages are numbered by `seq`)",
+                        file.display()
+                    )));
+                }
+                chain
+                    .into_iter()
+                    .try_for_each(|e| sink.push(&Line::Message(e)))
             }
-            chain.into_iter().map(Line::Message).collect()
-        }
-        (None, Some(n), _) => {
-            let lines = render::negotiation(&events, n, args.vm_steps);
-            if lines.is_empty() {
-                return Err(Error::Usage(format!(
-                    "{} has no negotiation {n} (`igemu trace {} --negotiations` lists them)",
-                    file.display(),
-                    file.display()
-                )));
+            (None, Some(n), _) => {
+                let mut view = render::NegotiationView::new(n, args.vm_steps);
+                for e in render::events(open_trace(&file)?) {
+                    view.push(e.map_err(bad)?);
+                }
+                let lines = view.finish();
+                if lines.is_empty() {
+                    return Err(Error::Usage(format!(
+                        "{} has no negotiation {n} (`igemu trace {} --negotiations` lists them)",
+                        file.display(),
+                        file.display()
+                    )));
+                }
+                lines.iter().try_for_each(|l| sink.push(l))
             }
-            lines
-        }
-        (None, None, Some(r)) => {
-            if let Some(why) = render::unknown_request(&events, r) {
-                return Err(Error::Usage(format!("{}: {why}", file.display())));
+            (None, None, Some(r)) => {
+                let mut filter = render::RequestFilter::new(r);
+                for e in render::events(open_trace(&file)?) {
+                    let e = e.map_err(bad)?;
+                    if filter.keep(&e) {
+                        sink.push(&Line::Message(e))?;
+                        if !sink.wants_more() {
+                            return Ok(());
+                        }
+                    }
+                }
+                match filter.unknown() {
+                    Some(why) => Err(Error::Usage(format!("{}: {why}", file.display()))),
+                    None => Ok(()),
+                }
             }
-            render::filter(&events, r)
-                .into_iter()
-                .map(Line::Message)
-                .collect()
+            (None, None, None) => {
+                for e in render::events(open_trace(&file)?) {
+                    sink.push(&Line::Message(e.map_err(bad)?))?;
+                    if !sink.wants_more() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
         }
-        (None, None, None) => events.iter().map(Line::Message).collect(),
-    };
-    if let Some(p) = &args.mermaid {
-        write_atomically(p, render::mermaid(&lines, args.vm_lanes).as_bytes())?;
-    }
-    if let Some(p) = &args.chrome {
-        write_atomically(p, render::chrome(&lines).to_string().as_bytes())?;
-    }
-    if args.mermaid.is_none() && args.chrome.is_none() {
-        print_lines(&lines);
-    }
-    let (mut messages, mut leases, mut collapsed) = (0, 0, 0);
-    for line in &lines {
-        match line {
-            Line::Message(_) => messages += 1,
-            Line::Lease(l) => (leases, collapsed) = (leases + 1, collapsed + l.messages),
+    })();
+    match selected {
+        Ok(()) => sink.finish(),
+        Err(e) => {
+            sink.abandon();
+            Err(e)
         }
     }
-    if leases > 0 {
-        eprintln!(
-            "{messages} message(s) and {leases} lease line(s) standing for {collapsed} more (--vm-steps shows them)"
-        );
-    } else {
-        eprintln!("{messages} message(s)");
-    }
-    Ok(())
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it, so that a failure never
@@ -897,17 +1084,5 @@ fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
             Err(Error::output("standard output")(e))
         }
         _ => Ok(()),
-    }
-}
-
-/// One line per message or collapsed lease (see [`igemu::trace::render::text_line`]).
-fn print_lines(lines: &[igemu::trace::render::Line<'_>]) {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    for line in lines {
-        let text = igemu::trace::render::text_line(line);
-        if writeln!(stdout, "{text}").is_err() {
-            break; // the reader went away (e.g. `| head`)
-        }
     }
 }

@@ -454,3 +454,146 @@ fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "stress --quiet shows no progress");
 }
+
+/// The Chrome export of a run with suspensions (Table III's testbed under MOML) as Perfetto
+/// shows it: a process per Grid, a track per host that held a VM, and each VM's states as
+/// slices that follow one another without overlapping, on host lanes that never hold two
+/// slices at once.
+#[test]
+fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp_str(&tmp, "run");
+    let out = igemu(&[
+        "run",
+        "topologies/paper003-testbed.toml",
+        "--set",
+        "lrms.preemption=moml",
+        "--trace",
+        "--quiet",
+        "--out",
+        &dir,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = format!("{dir}/trace.jsonl");
+    let json = tmp_str(&tmp, "gantt.json");
+    let out = igemu(&["trace", &trace, "--chrome", &json]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&json).expect("export written");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().expect("an array");
+    let names = |what: &str| -> Vec<(u64, u64, String)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == what)
+            .map(|e| {
+                let id = |k: &str| e[k].as_u64().unwrap_or(u64::MAX);
+                let name = e["args"]["name"].as_str().unwrap_or("").to_string();
+                (id("pid"), id("tid"), name)
+            })
+            .collect()
+    };
+    // What the trace itself says: its Grids (IGGs) and the hosts VMs occupied.
+    let records = igemu::trace::render::parse(&std::fs::read_to_string(&trace).expect("trace"))
+        .expect("valid trace");
+    let grids: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter_map(|e| e.from.strip_prefix("igg:"))
+        .collect();
+    let hosts: std::collections::BTreeSet<String> = records
+        .iter()
+        .filter(|e| e.kind == "Occupy")
+        .filter_map(|e| e.to.strip_prefix("host:").map(|h| format!("host {h}")))
+        .collect();
+    assert!(!grids.is_empty() && !hosts.is_empty());
+    let processes = names("process_name");
+    for g in &grids {
+        assert!(
+            processes.iter().any(|p| p.2 == format!("grid {g}")),
+            "no process for Grid {g}: {processes:?}"
+        );
+    }
+    let threads = names("thread_name");
+    for h in &hosts {
+        assert!(
+            threads.iter().any(|t| &t.2 == h),
+            "no track for {h}: {threads:?}"
+        );
+    }
+    const STATES: [&str; 8] = [
+        "pending",
+        "booting",
+        "running",
+        "paused",
+        "suspending",
+        "suspended",
+        "resuming",
+        "migrating",
+    ];
+    let slices: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "vm")
+        .collect();
+    let kinds: std::collections::BTreeSet<&str> =
+        slices.iter().filter_map(|e| e["name"].as_str()).collect();
+    assert!(
+        kinds.contains("running") && kinds.contains("suspended"),
+        "{kinds:?}"
+    );
+    let mut per_vm: std::collections::BTreeMap<String, Vec<(u64, u64)>> = Default::default();
+    let mut per_track: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
+    for s in &slices {
+        let name = s["name"].as_str().unwrap_or("");
+        assert!(STATES.contains(&name), "{s}");
+        let (ts, dur) = (
+            s["ts"].as_u64().expect("ts"),
+            s["dur"].as_u64().expect("dur"),
+        );
+        assert!(dur > 0, "{s}");
+        let vm = s["args"]["vm"].as_str().expect("the VM").to_string();
+        per_vm.entry(vm).or_default().push((ts, ts + dur));
+        let track = (
+            s["pid"].as_u64().unwrap_or(0),
+            s["tid"].as_u64().unwrap_or(0),
+        );
+        assert!(
+            threads.iter().any(|t| (t.0, t.1) == track),
+            "slice on an unnamed track: {s}"
+        );
+        per_track.entry(track).or_default().push((ts, ts + dur));
+    }
+    let mut contiguous = 0;
+    let tracks = per_track
+        .into_iter()
+        .map(|((pid, tid), spans)| (format!("track {pid}/{tid}"), spans));
+    for (what, mut spans) in per_vm.clone().into_iter().chain(tracks) {
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            assert!(w[1].0 >= w[0].1, "{what}: {:?} overlaps {:?}", w[0], w[1]);
+            contiguous += usize::from(w[1].0 == w[0].1);
+        }
+    }
+    assert!(contiguous > 0, "a VM's states follow one another");
+    // A suspended VM's states run on: suspending, then suspended, then resuming, without a gap.
+    let suspended = slices
+        .iter()
+        .find(|s| s["name"] == "suspended")
+        .expect("a suspension");
+    let vm = suspended["args"]["vm"].as_str().expect("the VM");
+    let mut spans = per_vm[vm].clone();
+    spans.sort_unstable();
+    let at = spans
+        .iter()
+        .position(|s| Some(s.0) == suspended["ts"].as_u64())
+        .expect("its span");
+    assert!(at > 0 && at + 1 < spans.len(), "{vm}: {spans:?}");
+    assert_eq!(spans[at - 1].1, spans[at].0, "{vm}: {spans:?}");
+    assert_eq!(spans[at].1, spans[at + 1].0, "{vm}: {spans:?}");
+    // Same trace, same export.
+    let again = tmp_str(&tmp, "again.json");
+    igemu(&["trace", &trace, "--chrome", &again]);
+    assert_eq!(std::fs::read(&again).expect("written"), text.as_bytes());
+    assert!(
+        !Path::new(&format!("{json}.tmp")).exists(),
+        "no temporary file left"
+    );
+}

@@ -84,6 +84,45 @@ impl VmEvent {
             VmEvent::Migrated => "Migrated",
         }
     }
+
+    /// Every event, for reading trace records back by name.
+    pub const ALL: [VmEvent; 12] = [
+        VmEvent::Deploy,
+        VmEvent::Booted,
+        VmEvent::Completed,
+        VmEvent::Stop,
+        VmEvent::Pause,
+        VmEvent::Unpause,
+        VmEvent::Suspend,
+        VmEvent::Suspended,
+        VmEvent::Resume,
+        VmEvent::Resumed,
+        VmEvent::Migrate,
+        VmEvent::Migrated,
+    ];
+
+    /// The event a trace record of kind `name` stands for (see [`VmEvent::name`]).
+    pub fn from_name(name: &str) -> Option<VmEvent> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The state every valid transition by this event ends in: each event leads to one state
+    /// whatever it came from, so a trace reader can follow a VM from its steps alone.
+    pub fn state_after(self) -> VmState {
+        use VmEvent as E;
+        use VmState as S;
+        match self {
+            E::Deploy => S::Booting,
+            E::Booted | E::Unpause => S::Running,
+            E::Completed => S::Finished,
+            E::Stop => S::Cancelled,
+            E::Pause | E::Resumed => S::Paused,
+            E::Suspend => S::Suspending,
+            E::Suspended | E::Migrated => S::Suspended,
+            E::Resume => S::Resuming,
+            E::Migrate => S::Migrating,
+        }
+    }
 }
 
 impl VmState {
@@ -136,6 +175,22 @@ impl VmState {
     pub fn is_terminal(self) -> bool {
         matches!(self, VmState::Finished | VmState::Cancelled)
     }
+
+    /// The state's name in outputs (`intervals.csv`, trace exports): `booting`, `running`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VmState::Pending => "pending",
+            VmState::Booting => "booting",
+            VmState::Running => "running",
+            VmState::Paused => "paused",
+            VmState::Suspending => "suspending",
+            VmState::Suspended => "suspended",
+            VmState::Resuming => "resuming",
+            VmState::Migrating => "migrating",
+            VmState::Finished => "finished",
+            VmState::Cancelled => "cancelled",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +200,35 @@ mod tests {
 
     fn run(events: &[VmEvent]) -> Result<VmState, String> {
         events.iter().try_fold(VmState::Pending, |s, &e| s.next(e))
+    }
+
+    #[test]
+    fn each_event_ends_in_one_state_whatever_it_came_from() {
+        let states = [
+            VmState::Pending,
+            VmState::Booting,
+            VmState::Running,
+            VmState::Paused,
+            VmState::Suspending,
+            VmState::Suspended,
+            VmState::Resuming,
+            VmState::Migrating,
+            VmState::Finished,
+            VmState::Cancelled,
+        ];
+        for e in VmEvent::ALL {
+            assert_eq!(VmEvent::from_name(e.name()), Some(e));
+            for s in states {
+                if let Ok(after) = s.next(e) {
+                    assert_eq!(after, e.state_after(), "{s:?} -{e:?}->");
+                }
+            }
+        }
+        for s in states {
+            let serde = serde_json::to_value(s).expect("serializes");
+            assert_eq!(serde.as_str(), Some(s.as_str()), "as in intervals.csv");
+        }
+        assert_eq!(VmEvent::from_name("Occupy"), None);
     }
 
     #[test]

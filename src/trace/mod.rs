@@ -3,6 +3,7 @@
 //! record as one JSON line (schema in `docs/trace-format.md`). Tracing that is off
 //! costs one branch and one counter increment per message.
 
+pub mod chrome;
 pub mod render;
 
 use std::cell::{Cell, RefCell};

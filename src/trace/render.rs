@@ -1,10 +1,15 @@
 //! Reading a `trace.jsonl` back, selecting from it (one request, one negotiation, the causes
 //! of one message), listing its negotiations, and rendering a selection as text, as a
-//! Mermaid sequence diagram or in the Chrome trace-event format (which Perfetto and
-//! `chrome://tracing` open: one track per actor, an arrow per message). Everything here is
-//! pure: the command line reads the file and writes what these functions return.
+//! Mermaid sequence diagram or in the Chrome trace-event format (see [`super::chrome`]).
+//!
+//! A trace can be many gigabytes, so everything here streams: [`events`] reads one line at a
+//! time, and each selection ([`RequestFilter`], [`NegotiationView`], [`why`]) and each
+//! rendering ([`Mermaid`], [`NegotiationTally`]) is fed one event at a time and keeps only what
+//! its output needs. The slice functions ([`filter`], [`negotiation`], [`causes`],
+//! [`negotiations`], [`mermaid`]) are the same over a trace already in memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 
@@ -76,82 +81,192 @@ impl Event {
     fn anonymous(&self) -> bool {
         self.request.is_none() && self.negotiation.is_none() && self.items.is_empty()
     }
+
+    /// Every request id the record names: its own and its batch's.
+    fn request_ids(&self) -> impl Iterator<Item = &str> {
+        self.request
+            .as_deref()
+            .into_iter()
+            .chain(self.items.iter().map(|i| i.request.as_str()))
+    }
 }
 
-/// Parses a trace; a malformed line is reported with its number.
+/// A line of a trace that could not be read or is no record: its 1-based number and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadError {
+    /// The line's number (1-based).
+    pub line: u64,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// The events of a trace, read one line at a time (blank lines skipped): memory stays that
+/// of one line however long the trace is. Made by [`events`].
+pub struct Events<R> {
+    reader: R,
+    buf: String,
+    line: u64,
+    failed: bool,
+}
+
+/// Reads the events of the trace `reader` holds, lazily, in file order. The first line that
+/// cannot be read or parsed ends the iteration with a [`ReadError`] naming it.
+pub fn events<R: BufRead>(reader: R) -> Events<R> {
+    Events {
+        reader,
+        buf: String::new(),
+        line: 0,
+        failed: false,
+    }
+}
+
+impl<R: BufRead> Iterator for Events<R> {
+    type Item = Result<Event, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.failed {
+            self.buf.clear();
+            self.line += 1;
+            let error = |message: String, line| Some(Err(ReadError { line, message }));
+            match self.reader.read_line(&mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) if self.buf.trim().is_empty() => continue,
+                Ok(_) => {
+                    return match serde_json::from_str(&self.buf) {
+                        Ok(e) => Some(Ok(e)),
+                        Err(e) => {
+                            self.failed = true;
+                            error(e.to_string(), self.line)
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.failed = true;
+                    return error(format!("cannot read: {e}"), self.line);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Parses a whole trace in memory; a malformed line is reported with its number.
 pub fn parse(text: &str) -> Result<Vec<Event>, String> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1)))
-        .collect()
+    events(text.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())
 }
 
-/// Walks the trace in order and keeps what `owner` assigns an owner to; a record that names
-/// nothing of its own and was sent while handling a kept one follows it (same owner). Causes
-/// come before their effects, so one pass sees every kept cause first.
-fn select<O: Copy>(
-    events: &[Event],
-    mut owner: impl FnMut(&Event) -> Option<O>,
-) -> Vec<(O, &Event)> {
-    let mut kept: BTreeMap<u64, O> = BTreeMap::new();
-    let mut out = Vec::new();
-    for e in events {
-        let follows = || e.cause.and_then(|c| kept.get(&c).copied());
-        let o = owner(e).or_else(|| e.anonymous().then(follows).flatten());
+/// A selection made in one pass, in trace order: keeps what `owner` assigns an owner to; a
+/// record that names nothing of its own and was sent while handling a kept one follows it
+/// (same owner). Causes come before their effects, so one pass sees every kept cause first.
+/// Remembers the kept records' numbers only.
+struct Select<O> {
+    kept: BTreeMap<u64, O>,
+}
+
+impl<O: Copy> Select<O> {
+    fn new() -> Self {
+        Select {
+            kept: BTreeMap::new(),
+        }
+    }
+
+    /// The owner of `e` (its own, or that of the kept record that caused it), if it is kept.
+    fn offer(&mut self, e: &Event, own: Option<O>) -> Option<O> {
+        let follows = || e.cause.and_then(|c| self.kept.get(&c).copied());
+        let o = own.or_else(|| e.anonymous().then(follows).flatten());
         if let Some(o) = o {
-            kept.insert(e.seq, o);
-            out.push((o, e));
+            self.kept.insert(e.seq, o);
         }
+        o
     }
-    out
 }
 
-/// Keeps the events about request `request` — its own messages and the batches (offers,
-/// answers) it is part of — and, by causes, every message that names nothing of its own and
-/// was sent while handling a kept one.
+/// The events about one request, chosen as the trace streams by: its own messages and the
+/// batches (offers, answers) it is part of and, by causes, every message that names nothing
+/// of its own and was sent while handling a kept one. Until the first match it notes the
+/// request ids the trace names (at most one entry per request), to say at the end what the
+/// user may have meant ([`RequestFilter::unknown`]).
+pub struct RequestFilter {
+    request: String,
+    select: Select<()>,
+    matched: bool,
+    seen: BTreeSet<String>,
+}
+
+impl RequestFilter {
+    /// A filter for request `request`.
+    pub fn new(request: &str) -> Self {
+        RequestFilter {
+            request: request.to_string(),
+            select: Select::new(),
+            matched: false,
+            seen: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `e` is kept.
+    pub fn keep(&mut self, e: &Event) -> bool {
+        let own = e.mentions(&self.request);
+        if own && !self.matched {
+            self.matched = true;
+            self.seen = BTreeSet::new(); // no longer needed: free it
+        } else if !self.matched {
+            for r in e.request_ids() {
+                if !self.seen.contains(r) {
+                    self.seen.insert(r.to_string());
+                }
+            }
+        }
+        self.select.offer(e, own.then_some(())).is_some()
+    }
+
+    /// After the whole trace: why the request selected nothing, with a fix (the closest id
+    /// the trace names if it looks like a typo, else a few of its ids); `None` when the trace
+    /// names the request.
+    pub fn unknown(&self) -> Option<String> {
+        if self.matched {
+            return None;
+        }
+        let ids = &self.seen;
+        let request = &self.request;
+        let hint = match crate::input::diag::did_you_mean(request, ids.iter().map(String::as_str)) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None if ids.is_empty() => "the trace names no request at all".to_string(),
+            None => {
+                let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
+                format!(
+                    "its requests include {}{} ({} in all)",
+                    shown.join(", "),
+                    if ids.len() > shown.len() { ", ..." } else { "" },
+                    ids.len()
+                )
+            }
+        };
+        Some(format!("no message names request `{request}`; {hint}"))
+    }
+}
+
+/// Keeps the events about request `request` (as [`RequestFilter`] does).
 pub fn filter<'a>(events: &'a [Event], request: &str) -> Vec<&'a Event> {
-    select(events, |e| e.mentions(request).then_some(()))
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect()
+    let mut f = RequestFilter::new(request);
+    events.iter().filter(|e| f.keep(e)).collect()
 }
 
-/// Every request id the trace names (by a record's own id or in a batch), sorted, once each.
-pub fn request_ids(events: &[Event]) -> Vec<&str> {
-    let ids: std::collections::BTreeSet<&str> = events
-        .iter()
-        .flat_map(|e| {
-            e.request
-                .as_deref()
-                .into_iter()
-                .chain(e.items.iter().map(|i| i.request.as_str()))
-        })
-        .collect();
-    ids.into_iter().collect()
-}
-
-/// Why `request` selects nothing in `events`, with a fix: the closest id the trace names if
-/// it looks like a typo, else a few of its ids. `None` when the trace mentions `request`.
+/// Why `request` selects nothing in `events`, with a fix (see [`RequestFilter::unknown`]).
 pub fn unknown_request(events: &[Event], request: &str) -> Option<String> {
-    let ids = request_ids(events);
-    if ids.contains(&request) {
-        return None;
-    }
-    let hint = match crate::input::diag::did_you_mean(request, ids.iter().copied()) {
-        Some(c) => format!("did you mean `{c}`?"),
-        None if ids.is_empty() => "the trace names no request at all".to_string(),
-        None => {
-            let shown: Vec<&str> = ids.iter().take(5).copied().collect();
-            format!(
-                "its requests include {}{} ({} in all)",
-                shown.join(", "),
-                if ids.len() > shown.len() { ", ..." } else { "" },
-                ids.len()
-            )
-        }
-    };
-    Some(format!("no message names request `{request}`; {hint}"))
+    let mut f = RequestFilter::new(request);
+    events.iter().for_each(|e| {
+        f.keep(e);
+    });
+    f.unknown()
 }
 
 /// The chain of causes that led to event `seq`, oldest first, ending with it.
@@ -169,12 +284,53 @@ pub fn causes(events: &[Event], seq: u64) -> Vec<&Event> {
     chain
 }
 
+/// The chain of causes that led to event `seq` (as [`causes`]), from two reads of the same
+/// trace: the first notes each record's cause up to `seq` (16 bytes per record, never the
+/// records), the second keeps the records of the chain. Empty if the trace has no `seq`.
+pub fn why(first: impl BufRead, second: impl BufRead, seq: u64) -> Result<Vec<Event>, ReadError> {
+    let mut links: Vec<(u64, Option<u64>)> = Vec::new();
+    for e in events(first) {
+        let e = e?;
+        if e.seq <= seq {
+            links.push((e.seq, e.cause));
+        }
+        if e.seq == seq {
+            break; // a cause comes before its effect: nothing after it is needed
+        }
+    }
+    // Records are in `seq` order, as the tracer writes them; sort anyway so that a
+    // hand-edited trace gives a right answer rather than a wrong one.
+    links.sort_unstable_by_key(|l| l.0);
+    let mut wanted = BTreeSet::new();
+    let mut next = Some(seq);
+    while let Some(s) = next {
+        let Ok(i) = links.binary_search_by_key(&s, |l| l.0) else {
+            break;
+        };
+        wanted.insert(s);
+        next = links[i].1.filter(|c| *c < s);
+    }
+    drop(links);
+    let mut chain = Vec::new();
+    for e in events(second) {
+        let e = e?;
+        if wanted.remove(&e.seq) {
+            chain.push(e);
+        }
+        if wanted.is_empty() {
+            break;
+        }
+    }
+    chain.sort_by_key(|e| e.seq);
+    Ok(chain)
+}
+
 /// A line of a rendered selection: a message, or one line standing for every message about
 /// a lease after its redirection.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Line<'a> {
+pub enum Line {
     /// A message as recorded.
-    Message(&'a Event),
+    Message(Event),
     /// A redirected lease's placement and end, collapsed.
     Lease(Lease),
 }
@@ -269,50 +425,86 @@ impl Lease {
     }
 }
 
-/// Negotiation `n`: the messages between its IGGs (offer, answers, redirections,
-/// acknowledgements, declines, their timers) and, for each request it redirected, what
-/// followed the redirection — every message about the request from then on and, by causes,
-/// the messages naming nothing of their own they led to. Unless `vm_steps`, what followed
-/// one redirection is collapsed into one [`Lease`] line, placed where its first message was.
-pub fn negotiation(events: &[Event], n: u64, vm_steps: bool) -> Vec<Line<'_>> {
-    // Each redirected request, from its first redirection on, and where it went.
-    let mut redirected: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.negotiation == Some(n)) {
-        if let (Some(r), "PeerRedirect") = (&e.request, e.kind.as_str()) {
-            redirected.entry(r.as_str()).or_insert((e.seq, &e.to));
+/// Negotiation `n`, chosen as the trace streams by: the messages between its IGGs (offer,
+/// answers, redirections, acknowledgements, declines, their timers) and, for each request it
+/// redirected, what followed the redirection — every message about the request from then on
+/// and, by causes, the messages naming nothing of their own they led to. Unless `vm_steps`,
+/// what followed one redirection is collapsed into one [`Lease`] line, placed where its first
+/// message was. Keeps those lines only (a lease's line is complete at the end of the trace).
+pub struct NegotiationView {
+    n: u64,
+    vm_steps: bool,
+    /// Each redirected request, from its first redirection on, and where it went.
+    redirected: Vec<(String, u64, String)>,
+    /// Owners: `None` for the conversation, `Some(i)` for what followed redirection `i`.
+    select: Select<Option<usize>>,
+    lines: Vec<Line>,
+    /// The line of each redirection's lease.
+    lease_at: BTreeMap<usize, usize>,
+}
+
+impl NegotiationView {
+    /// The view of negotiation `n`.
+    pub fn new(n: u64, vm_steps: bool) -> Self {
+        NegotiationView {
+            n,
+            vm_steps,
+            redirected: Vec::new(),
+            select: Select::new(),
+            lines: Vec::new(),
+            lease_at: BTreeMap::new(),
         }
     }
-    // Owners: `None` for the conversation, `Some(request)` for what followed a redirection.
-    let picked = select(events, |e| {
-        if e.negotiation == Some(n) {
-            return Some(None);
-        }
-        let r = e.request.as_deref()?;
-        let (&r, &(from, _)) = redirected.get_key_value(r)?;
-        (e.seq > from).then_some(Some(r))
-    });
-    let mut lines = Vec::new();
-    let mut lease_at: BTreeMap<&str, usize> = BTreeMap::new();
-    for (owner, e) in picked {
-        match owner {
-            Some(r) if !vm_steps => {
-                let i = *lease_at.entry(r).or_insert_with(|| {
-                    let provider = redirected.get(r).map_or("", |(_, to)| to);
+
+    /// Takes the next event of the trace.
+    pub fn push(&mut self, e: Event) {
+        let own = if e.negotiation == Some(self.n) {
+            if let (Some(r), "PeerRedirect") = (&e.request, e.kind.as_str()) {
+                if !self.redirected.iter().any(|(q, _, _)| q == r) {
+                    self.redirected.push((r.clone(), e.seq, e.to.clone()));
+                }
+            }
+            Some(None)
+        } else {
+            e.request.as_deref().and_then(|r| {
+                let i = self.redirected.iter().position(|(q, _, _)| q == r)?;
+                (e.seq > self.redirected[i].1).then_some(Some(i))
+            })
+        };
+        match self.select.offer(&e, own) {
+            Some(Some(i)) if !self.vm_steps => {
+                let lines = &mut self.lines;
+                let (request, _, provider) = &self.redirected[i];
+                let at = *self.lease_at.entry(i).or_insert_with(|| {
                     lines.push(Line::Lease(Lease {
-                        request: r.to_string(),
-                        by: provider.to_string(),
+                        request: request.clone(),
+                        by: provider.clone(),
                         ..Lease::default()
                     }));
                     lines.len() - 1
                 });
-                if let Line::Lease(lease) = &mut lines[i] {
-                    lease.add(e);
+                if let Line::Lease(lease) = &mut self.lines[at] {
+                    lease.add(&e);
                 }
             }
-            _ => lines.push(Line::Message(e)),
+            Some(_) => self.lines.push(Line::Message(e)),
+            None => {}
         }
     }
-    lines
+
+    /// The lines, in trace order.
+    pub fn finish(self) -> Vec<Line> {
+        self.lines
+    }
+}
+
+/// Negotiation `n` of a trace in memory (as [`NegotiationView`] chooses it).
+pub fn negotiation(events: &[Event], n: u64, vm_steps: bool) -> Vec<Line> {
+    let mut view = NegotiationView::new(n, vm_steps);
+    for e in events {
+        view.push(e.clone());
+    }
+    view.finish()
 }
 
 fn secs(us: u64) -> String {
@@ -384,7 +576,7 @@ fn terms(e: &Event) -> String {
 /// and VM, what a peer message says (batch, verdict, price, as in [`detail`]), contract,
 /// negotiation and cause; a collapsed lease as `lease ...` with the number of messages it
 /// stands for.
-pub fn text_line(line: &Line<'_>) -> String {
+pub fn text_line(line: &Line) -> String {
     match line {
         Line::Message(e) => {
             let mut extra = String::new();
@@ -437,33 +629,49 @@ fn lane(a: &str, vm_lanes: bool) -> String {
 
 /// The actors a line is drawn between: sender and receiver; a lease from the IGG that placed
 /// it to its LRMS (or on the IGG alone, if none took it).
-fn ends<'l>(line: &'l Line<'_>) -> (&'l str, Option<&'l str>) {
+fn ends(line: &Line) -> (&str, Option<&str>) {
     match line {
         Line::Message(e) => (&e.from, Some(&e.to)),
         Line::Lease(l) => (&l.by, l.lrms.as_deref()),
     }
 }
 
-/// A Mermaid `sequenceDiagram` of the lines, participants in order of appearance; one lane
-/// per VM with `vm_lanes`, else one per lease's VMs. Labels name the requests (a batch's
-/// verdicts and prices too); a collapsed lease is an arrow from the IGG that placed it to
-/// its LRMS, or a note over the IGG if none took it.
-pub fn mermaid(lines: &[Line<'_>], vm_lanes: bool) -> String {
-    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut id = |a: &str| {
-        let a = lane(a, vm_lanes);
-        if let Some(i) = ids.get(&a) {
+/// A Mermaid `sequenceDiagram`, made one line at a time: participants in order of
+/// appearance; one lane per VM with `vm_lanes`, else one per lease's VMs. Labels name the
+/// requests (a batch's verdicts and prices too); a collapsed lease is an arrow from the IGG
+/// that placed it to its LRMS, or a note over the IGG if none took it. The diagram is
+/// [`Mermaid::head`] followed by every [`Mermaid::body_line`]; only the participants are
+/// remembered, so the body can go to a file as it is made.
+pub struct Mermaid {
+    vm_lanes: bool,
+    ids: BTreeMap<String, usize>,
+    order: Vec<String>,
+}
+
+impl Mermaid {
+    /// A diagram with one lane per VM if `vm_lanes`.
+    pub fn new(vm_lanes: bool) -> Self {
+        Mermaid {
+            vm_lanes,
+            ids: BTreeMap::new(),
+            order: Vec::new(),
+        }
+    }
+
+    fn id(&mut self, a: &str) -> usize {
+        let a = lane(a, self.vm_lanes);
+        if let Some(i) = self.ids.get(&a) {
             return *i;
         }
-        ids.insert(a.clone(), order.len());
-        order.push(a);
-        order.len() - 1
-    };
-    let mut body = String::new();
-    for line in lines {
+        self.ids.insert(a.clone(), self.order.len());
+        self.order.push(a);
+        self.order.len() - 1
+    }
+
+    /// The diagram's text for `line` (with its newline).
+    pub fn body_line(&mut self, line: &Line) -> String {
         let (from, to) = ends(line);
-        let (f, t) = (id(from), to.map(&mut id));
+        let (f, t) = (self.id(from), to.map(|t| self.id(t)));
         let label = match line {
             Line::Message(e) => {
                 let mut label = format!("{}{} t={}s", e.kind, detail(e), secs(e.t_us));
@@ -475,66 +683,40 @@ pub fn mermaid(lines: &[Line<'_>], vm_lanes: bool) -> String {
             Line::Lease(l) => l.text(),
         };
         let label = label.replace([';', '#'], " ");
-        body += &match t {
+        match t {
             Some(t) => format!("    P{f}->>P{t}: {label}\n"),
             None => format!("    Note over P{f}: {label}\n"),
-        };
+        }
     }
-    let mut out = String::from("sequenceDiagram\n");
-    for (i, a) in order.iter().enumerate() {
-        out += &format!("    participant P{i} as {a}\n");
+
+    /// What comes before the body: the diagram's type and its participants.
+    pub fn head(&self) -> String {
+        let mut out = String::from("sequenceDiagram\n");
+        for (i, a) in self.order.iter().enumerate() {
+            out += &format!("    participant P{i} as {a}\n");
+        }
+        out
     }
-    out + &body
 }
 
-/// The lines in Chrome trace-event JSON: a named thread per actor, an instant on the
-/// receiver's track per message and a flow arrow from sender to receiver; a collapsed lease
-/// is a span on its LRMS's track from its start to its end.
-pub fn chrome(lines: &[Line<'_>]) -> serde_json::Value {
-    let mut tids: BTreeMap<String, usize> = BTreeMap::new();
-    let mut out = Vec::new();
-    let mut tid = |a: &str, out: &mut Vec<serde_json::Value>| {
-        if let Some(t) = tids.get(a) {
-            return *t;
-        }
-        let t = tids.len() + 1;
-        tids.insert(a.to_string(), t);
-        out.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": t, "args": {"name": a}}));
-        t
-    };
-    for line in lines {
-        match line {
-            Line::Message(e) => {
-                let (from, to) = (tid(&e.from, &mut out), tid(&e.to, &mut out));
-                let mut args = serde_json::json!({"from": e.from, "to": e.to, "request": e.request, "vm": e.vm, "negotiation": e.negotiation});
-                if let Some(p) = e.price {
-                    args["price"] = p.into();
-                }
-                if let Some(v) = &e.verdict {
-                    args["verdict"] = v.as_str().into();
-                }
-                if let Some(c) = e.contract {
-                    args["contract"] = serde_json::json!({"min": c.min, "max": c.max});
-                }
-                if !e.items.is_empty() {
-                    args["items"] = serde_json::to_value(&e.items).unwrap_or_default();
-                }
-                out.push(serde_json::json!({"name": e.kind, "cat": "message", "ph": "i", "s": "t", "ts": e.t_us, "pid": 1, "tid": to, "args": args}));
-                if from != to {
-                    out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "s", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": from}));
-                    out.push(serde_json::json!({"name": e.kind, "cat": "flow", "ph": "f", "bp": "e", "id": e.seq, "ts": e.t_us, "pid": 1, "tid": to}));
-                }
-            }
-            Line::Lease(l) => {
-                let track = tid(l.lrms.as_deref().unwrap_or(&l.by), &mut out);
-                let start = l.started_us.unwrap_or(l.t_us);
-                let end = l.ended_us.unwrap_or(start).max(start);
-                let args = serde_json::json!({"text": l.text(), "messages": l.messages});
-                out.push(serde_json::json!({"name": format!("lease {}", l.request), "cat": "lease", "ph": "X", "ts": start, "dur": end - start, "pid": 1, "tid": track, "args": args}));
-            }
-        }
-    }
-    serde_json::json!({"traceEvents": out, "displayTimeUnit": "ms"})
+/// A Mermaid `sequenceDiagram` of the lines (see [`Mermaid`]).
+pub fn mermaid(lines: &[Line], vm_lanes: bool) -> String {
+    let mut m = Mermaid::new(vm_lanes);
+    let body: String = lines.iter().map(|l| m.body_line(l)).collect();
+    m.head() + &body
+}
+
+/// The lines in Chrome trace-event JSON, in memory (see [`super::chrome::Chrome`]).
+pub fn chrome(lines: &[Line]) -> serde_json::Value {
+    let mut c = super::chrome::Chrome::new(Vec::new());
+    let written = lines
+        .iter()
+        .try_for_each(|l| c.push(l))
+        .and_then(|_| c.finish());
+    written
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
 /// One offered request of one negotiation, as `igemu trace --negotiations` lists it.
@@ -568,107 +750,220 @@ fn grid(actor: &str) -> String {
     actor.strip_prefix("igg:").unwrap_or(actor).to_string()
 }
 
-/// Every negotiation of the trace, one row per (negotiation, offered request), by
-/// negotiation id and then in offer order. Per request, the outcome counts as the summary's
-/// `negotiations` counters do (one answer acted on per request): a redirection taken after
-/// an accept or a counter-offer, a decline, a rejection, or a timeout.
-pub fn negotiations(events: &[Event]) -> Vec<NegotiationRow> {
-    let mut by_id: BTreeMap<u64, Vec<&Event>> = BTreeMap::new();
-    for e in events {
-        if let Some(n) = e.negotiation {
-            by_id.entry(n).or_default().push(e);
+/// What the records of one negotiation say about one request (or, for the records that name
+/// no request, about all of them): enough to make its row, never the records themselves.
+#[derive(Clone, Debug, Default)]
+struct Facts {
+    messages: usize,
+    /// First and last record: (seq, time µs).
+    first: Option<(u64, u64)>,
+    last: Option<(u64, u64)>,
+    /// The first contract, offer price, redirection price and declined price, by seq.
+    contract: Option<(u64, Terms)>,
+    offer: Option<(u64, Option<f64>)>,
+    redirect: Option<(u64, Option<f64>)>,
+    decline: Option<(u64, Option<f64>)>,
+    /// The answers' verdicts and prices for the request, in order.
+    answers: Vec<(Option<String>, Option<f64>)>,
+    /// Whether an acknowledgement said `redirected`, and whether one said `refused`.
+    acked: bool,
+    refused: bool,
+}
+
+/// The earlier of two (seq, value) pairs.
+fn earliest<T: Copy>(a: Option<(u64, T)>, b: Option<(u64, T)>) -> Option<(u64, T)> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
+
+impl Facts {
+    /// Notes record `e` (about `request`, if it names one).
+    fn add(&mut self, e: &Event, request: Option<&str>) {
+        self.messages += 1;
+        self.first.get_or_insert((e.seq, e.t_us));
+        self.last = Some((e.seq, e.t_us));
+        if let Some(c) = e.contract {
+            self.contract.get_or_insert((e.seq, c));
+        }
+        let slot = match e.kind.as_str() {
+            "PeerOffer" => Some(&mut self.offer),
+            "PeerRedirect" => Some(&mut self.redirect),
+            "PeerDecline" => Some(&mut self.decline),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            slot.get_or_insert((e.seq, e.price));
+        }
+        match (e.kind.as_str(), request) {
+            ("PeerAnswer", Some(r)) => self.answers.extend(
+                e.items
+                    .iter()
+                    .filter(|i| i.request == r)
+                    .map(|i| (i.verdict.clone(), i.price)),
+            ),
+            ("PeerRedirectAck", _) => match e.verdict.as_deref() {
+                Some("redirected") => self.acked = true,
+                Some("refused") => self.refused = true,
+                _ => {}
+            },
+            _ => {}
         }
     }
-    let mut rows = Vec::new();
-    for (n, records) in by_id {
-        // The requester speaks first; an answer or an acknowledgement is the provider's.
-        let Some(first) = records.iter().find(|e| e.kind.starts_with("Peer")) else {
-            continue;
+
+    /// These facts and `other`'s, as if their records had been noted together.
+    fn merge(&self, other: &Facts) -> Facts {
+        let last = match (self.last, other.last) {
+            (Some(x), Some(y)) => Some(if y.0 > x.0 { y } else { x }),
+            (x, y) => x.or(y),
         };
-        let (requester, provider) = match first.kind.as_str() {
-            "PeerAnswer" | "PeerRedirectAck" => (&first.to, &first.from),
-            _ => (&first.from, &first.to),
-        };
-        let mut requests: Vec<&str> = Vec::new();
-        for e in &records {
-            let named = e.items.iter().map(|i| i.request.as_str());
-            for r in named.chain(e.request.as_deref()) {
-                if !requests.contains(&r) {
-                    requests.push(r);
+        Facts {
+            messages: self.messages + other.messages,
+            first: earliest(self.first, other.first),
+            last,
+            contract: earliest(self.contract, other.contract),
+            offer: earliest(self.offer, other.offer),
+            redirect: earliest(self.redirect, other.redirect),
+            decline: earliest(self.decline, other.decline),
+            answers: self.answers.clone(),
+            acked: self.acked || other.acked,
+            refused: self.refused || other.refused,
+        }
+    }
+}
+
+/// One negotiation as the trace goes by.
+#[derive(Default)]
+struct Talk {
+    /// Requester and provider, from its first peer message.
+    ends: Option<(String, String)>,
+    /// Each request it names, in order of first mention, with what was said of it.
+    requests: Vec<(String, Facts)>,
+    /// What its records naming no request said (part of every request's story).
+    anonymous: Facts,
+    timed_out: bool,
+}
+
+/// Every negotiation of a trace fed one event at a time, to list one row per offered request
+/// ([`NegotiationTally::rows`]). Keeps a few numbers per (negotiation, request), never the
+/// records.
+#[derive(Default)]
+pub struct NegotiationTally {
+    talks: BTreeMap<u64, Talk>,
+}
+
+impl NegotiationTally {
+    /// An empty tally.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the next event of the trace.
+    pub fn push(&mut self, e: &Event) {
+        let Some(n) = e.negotiation else { return };
+        let talk = self.talks.entry(n).or_default();
+        if talk.ends.is_none() && e.kind.starts_with("Peer") {
+            // The requester speaks first; an answer or an acknowledgement is the provider's.
+            talk.ends = Some(match e.kind.as_str() {
+                "PeerAnswer" | "PeerRedirectAck" => (e.to.clone(), e.from.clone()),
+                _ => (e.from.clone(), e.to.clone()),
+            });
+        }
+        talk.timed_out |= e.kind == "OfferTimeout";
+        if e.request.is_none() && e.items.is_empty() {
+            talk.anonymous.add(e, None);
+            return;
+        }
+        let mut noted: Vec<&str> = Vec::new();
+        let named = e.items.iter().map(|i| i.request.as_str());
+        for r in named.chain(e.request.as_deref()) {
+            if noted.contains(&r) {
+                continue; // a record counts once per request
+            }
+            noted.push(r);
+            let i = match talk.requests.iter().position(|(q, _)| q == r) {
+                Some(i) => i,
+                None => {
+                    talk.requests.push((r.to_string(), Facts::default()));
+                    talk.requests.len() - 1
                 }
+            };
+            talk.requests[i].1.add(e, Some(r));
+        }
+    }
+
+    /// One row per (negotiation, offered request), by negotiation id and then in offer order.
+    /// Per request, the outcome counts as the summary's `negotiations` counters do (one answer
+    /// acted on per request): a redirection taken after an accept or a counter-offer, a
+    /// decline, a rejection, or a timeout.
+    pub fn rows(&self) -> Vec<NegotiationRow> {
+        let mut rows = Vec::new();
+        for (&n, talk) in &self.talks {
+            let Some((requester, provider)) = &talk.ends else {
+                continue;
+            };
+            for (r, facts) in &talk.requests {
+                let f = facts.merge(&talk.anonymous);
+                let offered = f.offer.and_then(|o| o.1);
+                let first_answer = f.answers.first();
+                let verdict = first_answer.and_then(|a| a.0.as_deref());
+                let answered_price = first_answer.and_then(|a| a.1);
+                let (outcome, price) = if let Some((_, at)) = f.redirect {
+                    // The answer it acted on is the one at the price it redirected at.
+                    let countered = f
+                        .answers
+                        .iter()
+                        .any(|a| a.0.as_deref() == Some("counter") && a.1 == at);
+                    let outcome = if countered {
+                        "countered-taken"
+                    } else {
+                        "accepted"
+                    };
+                    (outcome, at)
+                } else if let Some((_, at)) = f.decline {
+                    ("countered-declined", at)
+                } else if verdict == Some("reject") {
+                    ("rejected", offered)
+                } else if talk.timed_out {
+                    ("timed-out", answered_price.or(offered))
+                } else {
+                    ("pending", answered_price.or(offered))
+                };
+                let redirect = f.redirect.map(|_| {
+                    if f.acked {
+                        "redirected"
+                    } else if f.refused {
+                        "refused"
+                    } else {
+                        "unacknowledged"
+                    }
+                });
+                let t0 = f.first.map_or(0, |x| x.1);
+                let t1 = f.last.map_or(0, |x| x.1);
+                rows.push(NegotiationRow {
+                    negotiation: n,
+                    requester: grid(requester),
+                    provider: grid(provider),
+                    request: r.clone(),
+                    outcome,
+                    redirect,
+                    price,
+                    contract: f.contract.map(|c| c.1),
+                    messages: f.messages,
+                    duration_us: t1.saturating_sub(t0),
+                });
             }
         }
-        let timed_out = records.iter().any(|e| e.kind == "OfferTimeout");
-        for r in requests {
-            let about: Vec<&Event> = records
-                .iter()
-                .copied()
-                .filter(|e| e.mentions(r) || (e.request.is_none() && e.items.is_empty()))
-                .collect();
-            let kind = |k: &str| about.iter().copied().find(|e| e.kind == k);
-            let answers: Vec<&Item> = about
-                .iter()
-                .filter(|e| e.kind == "PeerAnswer")
-                .flat_map(|e| e.items.iter().filter(|i| i.request == r))
-                .collect();
-            let offered = kind("PeerOffer").and_then(|e| e.price);
-            let redirect = kind("PeerRedirect");
-            let decline = kind("PeerDecline");
-            let first_answer = answers.first();
-            let verdict = first_answer.and_then(|i| i.verdict.as_deref());
-            let (outcome, price) = if let Some(rd) = redirect {
-                // The answer it acted on is the one at the price it redirected at.
-                let countered = answers
-                    .iter()
-                    .any(|i| i.verdict.as_deref() == Some("counter") && i.price == rd.price);
-                let outcome = if countered {
-                    "countered-taken"
-                } else {
-                    "accepted"
-                };
-                (outcome, rd.price)
-            } else if let Some(d) = decline {
-                ("countered-declined", d.price)
-            } else if verdict == Some("reject") {
-                ("rejected", offered)
-            } else if timed_out {
-                ("timed-out", first_answer.and_then(|i| i.price).or(offered))
-            } else {
-                ("pending", first_answer.and_then(|i| i.price).or(offered))
-            };
-            let acks: Vec<&str> = about
-                .iter()
-                .filter(|e| e.kind == "PeerRedirectAck")
-                .filter_map(|e| e.verdict.as_deref())
-                .collect();
-            let redirect = redirect.map(|_| {
-                if acks.contains(&"redirected") {
-                    "redirected"
-                } else if acks.contains(&"refused") {
-                    "refused"
-                } else {
-                    "unacknowledged"
-                }
-            });
-            let (t0, t1) = (
-                about.first().map_or(0, |e| e.t_us),
-                about.last().map_or(0, |e| e.t_us),
-            );
-            rows.push(NegotiationRow {
-                negotiation: n,
-                requester: grid(requester),
-                provider: grid(provider),
-                request: r.to_string(),
-                outcome,
-                redirect,
-                price,
-                contract: about.iter().find_map(|e| e.contract),
-                messages: about.len(),
-                duration_us: t1.saturating_sub(t0),
-            });
-        }
+        rows
     }
-    rows
+}
+
+/// Every negotiation of a trace in memory (see [`NegotiationTally::rows`]).
+pub fn negotiations(events: &[Event]) -> Vec<NegotiationRow> {
+    let mut tally = NegotiationTally::new();
+    events.iter().for_each(|e| tally.push(e));
+    tally.rows()
 }
 
 /// The rows as CSV, with a header: negotiation, requester, provider, request, outcome,
@@ -741,7 +1036,7 @@ mod tests {
         events.iter().map(|e| e.seq).collect()
     }
 
-    fn line_seqs(lines: &[Line<'_>]) -> Vec<u64> {
+    fn line_seqs(lines: &[Line]) -> Vec<u64> {
         lines
             .iter()
             .map(|l| match l {
@@ -858,7 +1153,7 @@ mod tests {
             assert!(m.contains(label), "{label} missing from\n{m}");
         }
         assert_eq!(m.lines().filter(|l| l.contains("->>")).count(), 5);
-        let text = text_line(&Line::Message(&ev[3]));
+        let text = text_line(&Line::Message(ev[3].clone()));
         assert!(
             text.ends_with(
                 "PeerRedirect request=r1 @1.02 contract=0.93..1.1 negotiation=4 cause=#2"
@@ -876,15 +1171,25 @@ mod tests {
         assert!(m.contains("participant P0 as igg:a"));
         assert!(m.contains("P0->>P1: PeerOffer t=0s neg 7"));
         assert_eq!(m.lines().filter(|l| l.contains("->>")).count(), 4);
-        let all: Vec<Line<'_>> = ev.iter().map(Line::Message).collect();
+        let all: Vec<Line> = ev.iter().cloned().map(Line::Message).collect();
         let c = chrome(&all);
         let events = c["traceEvents"].as_array().expect("array");
         assert_eq!(events.iter().filter(|e| e["ph"] == "i").count(), 5);
+        let named = |what: &str| {
+            let mut names: Vec<&str> = events
+                .iter()
+                .filter(|e| e["name"] == what)
+                .filter_map(|e| e["args"]["name"].as_str())
+                .collect();
+            names.sort_unstable();
+            names
+        };
         assert_eq!(
-            events.iter().filter(|e| e["ph"] == "M").count(),
-            4,
+            named("thread_name"),
+            ["dve:a", "igg:a", "igg:b", "lrms:b/c"],
             "one named track per actor"
         );
+        assert_eq!(named("process_name"), ["grid a", "grid b"], "one per Grid");
         // A collapsed lease is a span on its LRMS's track.
         let ev = parse(NEGOTIATION).expect("valid");
         let c = chrome(&negotiation(&ev, 4, false));
@@ -906,7 +1211,7 @@ mod tests {
             )
         };
         let ev = parse(&format!("{}\n{}\n", line(0), line(1))).expect("valid");
-        let lines: Vec<Line<'_>> = ev.iter().map(Line::Message).collect();
+        let lines: Vec<Line> = ev.iter().cloned().map(Line::Message).collect();
         let merged = mermaid(&lines, false);
         assert_eq!(merged.matches("participant").count(), 2, "{merged}");
         assert!(merged.contains("participant P1 as vm:r1/*"));
@@ -963,6 +1268,70 @@ mod tests {
             Some("4,a,b,r1,countered-taken,redirected,1.02,0.93,1.1,4,0")
         );
         assert_eq!(csv.lines().last(), Some("6,a,c,r6,timed-out,,0.9,,,2,30"));
+    }
+
+    /// A reader that fails: whatever comes after it is never reached.
+    struct Broken;
+
+    impl std::io::Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk on fire"))
+        }
+    }
+
+    #[test]
+    fn events_stream_one_line_at_a_time_and_errors_name_their_line() {
+        use std::io::Read;
+        let first = TRACE.lines().next().expect("a line").to_string() + "\n\n";
+        // The first event comes out before the reader gets to the failing part: nothing is
+        // read ahead of the line asked for.
+        let reader = std::io::BufReader::new(first.as_bytes().chain(Broken));
+        let mut it = events(reader);
+        assert_eq!(it.next().map(|e| e.map(|e| e.seq)), Some(Ok(0)));
+        let err = it.next().expect("an error").expect_err("the read fails");
+        assert_eq!(err.line, 3, "after a blank line 2");
+        assert!(err.message.contains("disk on fire"), "{err}");
+        assert!(it.next().is_none(), "nothing after an error");
+        // A malformed line stops the reading with its number; the lines before it were read.
+        let text = format!("{}\n{{\"seq\":1}}\n", TRACE.lines().next().expect("a line"));
+        let got: Vec<Result<u64, u64>> = events(text.as_bytes())
+            .map(|e| e.map(|e| e.seq).map_err(|e| e.line))
+            .collect();
+        assert_eq!(got, [Ok(0), Err(2)]);
+    }
+
+    #[test]
+    fn why_reads_the_trace_twice_and_keeps_only_the_chain() {
+        let ev = parse(NEGOTIATION).expect("valid");
+        let chain = why(NEGOTIATION.as_bytes(), NEGOTIATION.as_bytes(), 8).expect("valid");
+        let want: Vec<Event> = causes(&ev, 8).into_iter().cloned().collect();
+        assert_eq!(chain, want);
+        assert_eq!(
+            chain.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 5, 7, 8]
+        );
+        assert!(why(TRACE.as_bytes(), TRACE.as_bytes(), 99)
+            .expect("valid")
+            .is_empty());
+        // A bad line after the message asked about is never read.
+        let tail = format!("{NEGOTIATION}not json\n");
+        assert!(why(tail.as_bytes(), tail.as_bytes(), 8).is_ok());
+        assert_eq!(
+            why(tail.as_bytes(), tail.as_bytes(), 99).map_err(|e| e.line),
+            Err(16)
+        );
+    }
+
+    #[test]
+    fn a_request_filter_remembers_ids_only_until_it_matches() {
+        let ev = parse(NEGOTIATION).expect("valid");
+        let mut f = RequestFilter::new("r3");
+        let kept: Vec<u64> = ev.iter().filter(|e| f.keep(e)).map(|e| e.seq).collect();
+        assert_eq!(kept, [9]);
+        assert!(f.seen.is_empty(), "ids dropped once the request is found");
+        assert_eq!(f.unknown(), None);
+        let msg = unknown_request(&ev, "r33").expect("not in the trace");
+        assert!(msg.contains("did you mean `r3`?"), "{msg}");
     }
 
     #[test]
