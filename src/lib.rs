@@ -139,6 +139,8 @@ use trace::Tracer;
 pub struct RunOptions {
     /// Write `trace.jsonl` here (the directory must exist).
     pub trace_dir: Option<PathBuf>,
+    /// Which messages the trace holds (all by default); see [`trace::TraceFilter`].
+    pub trace_filter: trace::TraceFilter,
     /// Test-only: a deliberately broken peering protocol (a requester serves a request itself
     /// when a redirection's acknowledgement is late), to prove the invariant checker bites.
     #[doc(hidden)]
@@ -667,7 +669,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let tracer = match &options.trace_dir {
         Some(dir) => {
             let path = dir.join("trace.jsonl");
-            Tracer::to_file(&path, labels).map_err(|source| Error::Output { path, source })?
+            Tracer::to_file(&path, labels)
+                .map_err(|source| Error::Output { path, source })?
+                .with_filter(options.trace_filter.clone())
         }
         None => Tracer::counting(labels),
     };

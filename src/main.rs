@@ -488,6 +488,24 @@ struct RunArgs {
     /// Write every message to trace.jsonl.
     #[arg(long)]
     trace: bool,
+    /// With --trace: write only messages of these kinds, e.g. PeerOffer,PeerAnswer (the
+    /// `kind` field; docs/trace-format.md lists them).
+    #[arg(long, value_name = "KIND,...", requires = "trace")]
+    trace_kinds: Option<String>,
+    /// With --trace: write only messages whose sender or receiver matches one of these
+    /// patterns: an exact name (igg:das2), or a prefix ending in `:`, `/` or `*` (igg:,
+    /// host:das2/, lrms:das2/fs*).
+    #[arg(long, value_name = "PATTERN,...", requires = "trace")]
+    trace_actors: Option<String>,
+    /// With --trace: write only messages sent in this window of emulated time, FROM..TO
+    /// with either end optional (1h..2h, ..6h, 30m..).
+    #[arg(
+        long,
+        value_name = "FROM..TO",
+        requires = "trace",
+        allow_hyphen_values = true
+    )]
+    trace_window: Option<String>,
     /// Show no progress (shown on stderr for runs longer than two seconds).
     #[arg(long)]
     quiet: bool,
@@ -541,7 +559,25 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
     Ok(())
 }
 
+/// The trace filter `run`'s flags ask for (checked before anything runs).
+fn trace_filter(args: &RunArgs) -> Result<igemu::trace::TraceFilter, Error> {
+    use igemu::trace::TraceFilter;
+    let flag = |name: &'static str| move |e: String| Error::Usage(format!("--{name}: {e}"));
+    let mut f = TraceFilter::default();
+    if let Some(k) = &args.trace_kinds {
+        f.kinds = Some(TraceFilter::parse_kinds(k).map_err(flag("trace-kinds"))?);
+    }
+    if let Some(a) = &args.trace_actors {
+        f.actors = TraceFilter::parse_actors(a).map_err(flag("trace-actors"))?;
+    }
+    if let Some(w) = &args.trace_window {
+        (f.from, f.to) = TraceFilter::parse_window(w).map_err(flag("trace-window"))?;
+    }
+    Ok(f)
+}
+
 fn run_one(args: RunArgs) -> Result<(), Error> {
+    let trace_filter = trace_filter(&args)?;
     let mut sets = args.sets;
     // Explicit flags are overrides like any other, applied last so they win.
     if let Some(s) = args.seed {
@@ -569,6 +605,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     let watch = igemu::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
+        trace_filter,
         intervals: true,
         provenance: Some(provenance),
         progress: Some(watch.now()),

@@ -597,3 +597,106 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
         "no temporary file left"
     );
 }
+
+/// `run --trace` with filters writes exactly the full trace's lines that pass all of them
+/// (byte for byte, with the full run's numbers) and counts every message as before; a bad
+/// filter is a usage error before anything runs.
+#[test]
+fn a_filtered_trace_holds_only_matching_lines_and_the_same_count() {
+    use igemu::trace::{actor_matches, KINDS};
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = |name: &str, extra: &[&str]| -> (String, serde_json::Value) {
+        let dir = tmp_str(&tmp, name);
+        let mut args = vec![
+            "run",
+            "topologies/peering-small.toml",
+            "--trace",
+            "--quiet",
+            "--out",
+            &dir,
+        ];
+        args.extend_from_slice(extra);
+        let out = igemu(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let trace = std::fs::read_to_string(format!("{dir}/trace.jsonl")).expect("trace");
+        let summary = std::fs::read_to_string(format!("{dir}/summary.json")).expect("summary");
+        (trace, serde_json::from_str(&summary).expect("JSON"))
+    };
+    let (full, full_summary) = run("full", &[]);
+    let (kinds, actors, window) = (
+        "PeerOffer,PeerAnswer,AssignLease,Tick",
+        "igg:,lrms:busy/",
+        "1000s..2d",
+    );
+    let (cut, cut_summary) = run(
+        "cut",
+        &[
+            "--trace-kinds",
+            kinds,
+            "--trace-actors",
+            actors,
+            "--trace-window",
+            window,
+        ],
+    );
+    assert_eq!(full_summary["messages"], cut_summary["messages"]);
+    let records = igemu::trace::render::parse(&full).expect("valid trace");
+    for e in &records {
+        assert!(
+            KINDS.contains(&e.kind.as_str()),
+            "{} is not in KINDS",
+            e.kind
+        );
+    }
+    let patterns: Vec<&str> = actors.split(',').collect();
+    let (from, to) = (1_000_000_000, 2 * 86_400_000_000);
+    let expected: Vec<&str> = full
+        .lines()
+        .zip(&records)
+        .filter(|(_, e)| {
+            kinds.split(',').any(|k| k == e.kind)
+                && patterns
+                    .iter()
+                    .any(|p| actor_matches(p, &e.from) || actor_matches(p, &e.to))
+                && (from..to).contains(&e.t_us)
+        })
+        .map(|(l, _)| l)
+        .collect();
+    let got: Vec<&str> = cut.lines().collect();
+    assert!(got.len() > 10, "a few messages pass: {}", got.len());
+    assert!(got.len() < records.len() / 4, "most do not");
+    assert_eq!(got, expected);
+    let kept_kinds: std::collections::BTreeSet<&str> = igemu::trace::render::parse(&cut)
+        .expect("valid")
+        .iter()
+        .map(|e| {
+            kinds
+                .split(',')
+                .find(|k| *k == e.kind)
+                .expect("a kept kind")
+        })
+        .collect();
+    assert_eq!(kept_kinds.len(), 4, "{kept_kinds:?}");
+
+    for (flag, value, says) in [
+        ("--trace-kinds", "PeerOfer", "did you mean `PeerOffer`?"),
+        ("--trace-window", "1h-2h", "e.g. `1h..2h`"),
+        ("--trace-window", "2h..1h", "empty window"),
+        ("--trace-actors", ",", "e.g. `igg:`"),
+    ] {
+        let dir = tmp_str(&tmp, "bad");
+        let out = igemu(&[
+            "run",
+            "topologies/peering-small.toml",
+            "--trace",
+            "--out",
+            &dir,
+            flag,
+            value,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = stderr(&out);
+        assert!(err.contains(says) && err.contains(flag), "{err}");
+        assert!(!Path::new(&dir).exists(), "nothing ran");
+    }
+}

@@ -466,7 +466,7 @@ fn negotiation_listings_survive_a_closed_pipe_and_name_a_bad_line() {
     let out = igemu(&["trace", bad.to_str().expect("utf-8"), "--negotiations"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.jsonl: line 2:"), "{err}");
+    assert!(err.contains("bad.jsonl:2: "), "{err}");
     // A reader that stops early (`| head -1`) is no error.
     let traced = tempfile::tempdir().expect("temp dir");
     common::run_traced(small(&[]), traced.path());
@@ -485,4 +485,17 @@ fn negotiation_listings_survive_a_closed_pipe_and_name_a_bad_line() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Nor for the streamed listing, which stops reading when nobody reads it.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .arg("trace")
+        .arg(traced.path().join("trace.jsonl"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
 }

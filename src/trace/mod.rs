@@ -1,13 +1,14 @@
 //! Message-flow records. Every message an actor sends goes through one path
 //! ([`crate::actors::Emu::send`] and friends) that counts it and, when tracing is on, writes a
 //! record as one JSON line (schema in `docs/trace-format.md`). Tracing that is off
-//! costs one branch and one counter increment per message.
+//! costs one branch and one counter increment per message; a [`TraceFilter`] limits what a
+//! traced run writes (every message is still counted and numbered).
 
 pub mod chrome;
 pub mod render;
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -16,6 +17,182 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::RequestId;
 use crate::time::EmuTime;
+
+/// Every message kind a trace can hold, as its records' `kind` field writes it (the VM steps
+/// are [`crate::model::VmEvent`] names, checked by a test).
+pub const KINDS: &[&str] = &[
+    "Arrive",
+    "SubmitExternal",
+    "SubmitLocal",
+    "AssignLease",
+    "AssignAnswer",
+    "ProbeStart",
+    "StartOffer",
+    "LeaseStarted",
+    "LeaseEnded",
+    "RequestDone",
+    "Tick",
+    "VmCommand",
+    "VmReport",
+    "Occupy",
+    "Vacate",
+    "Deploy",
+    "Booted",
+    "Completed",
+    "Stop",
+    "Pause",
+    "Unpause",
+    "Suspend",
+    "Suspended",
+    "Resume",
+    "Resumed",
+    "Migrate",
+    "Migrated",
+    "RelocateLease",
+    "AdoptLease",
+    "AdoptAnswer",
+    "RelocationOutcome",
+    "PublishTick",
+    "FreeSlots",
+    "SlotsRequest",
+    "Reallocate",
+    "NegotiationTick",
+    "PeerOffer",
+    "PeerAnswer",
+    "PeerDecline",
+    "PeerRedirect",
+    "PeerRedirectAck",
+    "OfferTimeout",
+    "RedirectTimeout",
+    "RemoteLease",
+    "RemoteLeaseAck",
+    "RemoteLeaseTimeout",
+    "PriceUpdate",
+    "Crash",
+    "Restart",
+    "EndOfRun",
+];
+
+/// Which messages a traced run writes to `trace.jsonl`: those that pass every part given
+/// (parts combine with AND; an empty filter keeps all). Messages left out are still counted
+/// and numbered, so the records kept have the `seq` and `cause` of the full run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceFilter {
+    /// Message kinds to keep (see [`KINDS`]); `None` keeps every kind.
+    pub kinds: Option<BTreeSet<String>>,
+    /// Actor patterns: a message is kept when its sender or its receiver matches one (see
+    /// [`actor_matches`]). Empty keeps every actor.
+    pub actors: Vec<String>,
+    /// Keep messages sent at or after this time.
+    pub from: Option<EmuTime>,
+    /// Keep messages sent before this time.
+    pub to: Option<EmuTime>,
+}
+
+/// Whether actor `name` matches `pattern`: a pattern ending in `:` or `/` is a prefix
+/// (`igg:` every IGG, `host:das2/` every host of Grid `das2`), one ending in `*` is the prefix
+/// before it (`lrms:das2/fs*`), any other is an exact name (`igg:das2`).
+pub fn actor_matches(pattern: &str, name: &str) -> bool {
+    if let Some(prefix) = pattern.strip_suffix('*') {
+        name.starts_with(prefix)
+    } else if pattern.ends_with(':') || pattern.ends_with('/') {
+        name.starts_with(pattern)
+    } else {
+        name == pattern
+    }
+}
+
+impl TraceFilter {
+    /// Whether the filter keeps everything.
+    pub fn is_empty(&self) -> bool {
+        *self == TraceFilter::default()
+    }
+
+    /// Kinds from a comma-separated list (`PeerOffer,PeerAnswer`); an unknown kind is an
+    /// error with the closest known one, or the list of them.
+    pub fn parse_kinds(text: &str) -> Result<BTreeSet<String>, String> {
+        let mut kinds = BTreeSet::new();
+        for k in text.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+            if !KINDS.contains(&k) {
+                let hint = match crate::input::diag::did_you_mean(k, KINDS.iter().copied()) {
+                    Some(c) => format!("did you mean `{c}`? "),
+                    None => String::new(),
+                };
+                return Err(format!(
+                    "unknown message kind `{k}`; {hint}the kinds are: {}",
+                    KINDS.join(", ")
+                ));
+            }
+            kinds.insert(k.to_string());
+        }
+        if kinds.is_empty() {
+            return Err(format!(
+                "no message kind given; name some, e.g. `PeerOffer,PeerAnswer` (the kinds are: {})",
+                KINDS.join(", ")
+            ));
+        }
+        Ok(kinds)
+    }
+
+    /// Actor patterns from a comma-separated list (`igg:,host:das2/`).
+    pub fn parse_actors(text: &str) -> Result<Vec<String>, String> {
+        let actors: Vec<String> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+        if actors.is_empty() {
+            return Err(
+                "no actor pattern given; e.g. `igg:` (every IGG), `host:das2/` (the hosts of Grid das2) or `lrms:das2/fs0`".into(),
+            );
+        }
+        Ok(actors)
+    }
+
+    /// A window of emulated time `FROM..TO`, either end optional (`1h..2h`, `..6h`, `30m..`),
+    /// durations as in topologies; kept are messages sent at `FROM` or later and before `TO`.
+    pub fn parse_window(text: &str) -> Result<(Option<EmuTime>, Option<EmuTime>), String> {
+        let example =
+            "write FROM..TO with durations as in topologies, e.g. `1h..2h`, `..6h` or `30m..`";
+        let Some((from, to)) = text.split_once("..") else {
+            return Err(format!("`{text}` is no time window; {example}"));
+        };
+        let at = |side: &str| -> Result<Option<EmuTime>, String> {
+            let side = side.trim();
+            if side.is_empty() {
+                return Ok(None);
+            }
+            crate::time::parse_duration(side)
+                .map(|d| Some(EmuTime::ZERO + d))
+                .map_err(|e| format!("`{text}`: {e}; {example}"))
+        };
+        let (from, to) = (at(from)?, at(to)?);
+        if let (Some(f), Some(t)) = (from, to) {
+            if t <= f {
+                return Err(format!(
+                    "`{text}` is an empty window: its end is not after its start; {example}"
+                ));
+            }
+        }
+        Ok((from, to))
+    }
+
+    /// Whether a message sent at `t` is in the window.
+    fn in_window(&self, t: EmuTime) -> bool {
+        self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|e| t < e)
+    }
+
+    /// Whether actor `name` is one the filter keeps messages of.
+    fn keeps_actor(&self, name: &str) -> bool {
+        self.actors.is_empty() || self.actors.iter().any(|p| actor_matches(p, name))
+    }
+
+    /// Whether messages of `kind` are kept.
+    fn keeps_kind(&self, kind: &str) -> bool {
+        self.kinds.as_ref().is_none_or(|k| k.contains(kind))
+    }
+}
 
 /// A compact handle for an actor's name in traces.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -157,6 +334,11 @@ pub struct Tracer {
     current: Cell<Option<u64>>,
     /// Each negotiation's contract, from its offer, for the later messages of it.
     contracts: RefCell<BTreeMap<u64, Terms>>,
+    /// What is written, if not every message.
+    filter: Option<TraceFilter>,
+    /// Per actor, whether the filter's actor patterns match it (decided once, when the actor
+    /// is registered).
+    actor_kept: RefCell<Vec<bool>>,
 }
 
 impl Tracer {
@@ -170,7 +352,16 @@ impl Tracer {
             labels,
             current: Cell::new(None),
             contracts: RefCell::new(BTreeMap::new()),
+            filter: None,
+            actor_kept: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Writes only what `filter` keeps (an empty filter keeps every message). Set before
+    /// any actor is registered.
+    pub fn with_filter(mut self, filter: TraceFilter) -> Tracer {
+        self.filter = (!filter.is_empty()).then_some(filter);
+        self
     }
 
     /// A tracer writing to `path`. `labels` names requests by [`RequestId`].
@@ -183,6 +374,9 @@ impl Tracer {
 
     /// Registers an actor name and returns its handle.
     pub fn register(&self, name: String) -> ActorId {
+        if let Some(f) = &self.filter {
+            self.actor_kept.borrow_mut().push(f.keeps_actor(&name));
+        }
         let mut names = self.names.borrow_mut();
         names.push(name);
         ActorId((names.len() - 1) as u32)
@@ -246,9 +440,42 @@ impl Tracer {
         let seq = self.messages.get();
         self.messages.set(seq + 1);
         if let Some(sink) = &self.sink {
-            self.write(sink, (seq, t), (from, to), what(), cause);
+            match &self.filter {
+                None => self.write(sink, (seq, t), (from, to), what(), cause),
+                Some(f) => self.write_filtered(f, sink, (seq, t), (from, to), what, cause),
+            }
         }
         seq
+    }
+
+    /// Writes the record if `f` keeps it. A kept record is the line the unfiltered trace
+    /// has: a negotiation's contract is noted from its offer even when the offer is not
+    /// written, for the later messages of the negotiation that are.
+    #[cold]
+    fn write_filtered(
+        &self,
+        f: &TraceFilter,
+        sink: &RefCell<BufWriter<File>>,
+        (seq, t): (u64, EmuTime),
+        (from, to): (ActorId, ActorId),
+        what: impl FnOnce() -> About,
+        cause: Option<u64>,
+    ) {
+        if f.to.is_some_and(|end| t >= end) {
+            return; // time only goes on: nothing later is written, contracts included
+        }
+        let about = what();
+        if let Some(p) = &about.2 {
+            self.contract(about.1.negotiation, p);
+        }
+        let actor_ok = || {
+            let kept = self.actor_kept.borrow();
+            let ok = |a: ActorId| kept.get(a.0 as usize).copied().unwrap_or(false);
+            ok(from) || ok(to)
+        };
+        if f.in_window(t) && f.keeps_kind(about.0) && actor_ok() {
+            self.write(sink, (seq, t), (from, to), about, cause);
+        }
     }
 
     /// The contract of `peer`'s negotiation: the one it carries (remembered for the later
@@ -332,5 +559,142 @@ impl Tracer {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::VmEvent;
+
+    #[test]
+    fn actor_patterns_are_exact_names_or_prefixes() {
+        assert!(actor_matches("igg:", "igg:das2"));
+        assert!(actor_matches("host:das2/", "host:das2/fs0/3"));
+        assert!(!actor_matches("host:das2/", "host:das20/fs0/3"));
+        assert!(actor_matches("igg:das2", "igg:das2"));
+        assert!(
+            !actor_matches("igg:das2", "igg:das20"),
+            "exact unless a prefix"
+        );
+        assert!(actor_matches("lrms:das2/fs*", "lrms:das2/fs1"));
+        assert!(!actor_matches("lrms:das2/fs*", "users:das2/fs1"));
+    }
+
+    #[test]
+    fn kinds_are_checked_with_a_suggestion() {
+        let k = TraceFilter::parse_kinds("PeerOffer, PeerAnswer").expect("valid");
+        assert_eq!(k.len(), 2);
+        let err = TraceFilter::parse_kinds("PeerOfer").expect_err("unknown");
+        assert!(err.contains("did you mean `PeerOffer`?"), "{err}");
+        assert!(err.contains("EndOfRun"), "lists the kinds: {err}");
+        assert!(TraceFilter::parse_kinds(" , ").is_err());
+        for e in VmEvent::ALL {
+            assert!(KINDS.contains(&e.name()), "{}", e.name());
+        }
+    }
+
+    #[test]
+    fn windows_take_durations_and_either_end() {
+        let h = |n: u64| Some(EmuTime::from_secs(3600 * n));
+        assert_eq!(TraceFilter::parse_window("1h..2h"), Ok((h(1), h(2))));
+        assert_eq!(TraceFilter::parse_window("..6h"), Ok((None, h(6))));
+        assert_eq!(
+            TraceFilter::parse_window("30m.."),
+            Ok((Some(EmuTime::from_secs(1800)), None))
+        );
+        for bad in ["1h", "1x..2h", "2h..1h", "1h..1h"] {
+            let err = TraceFilter::parse_window(bad).expect_err(bad);
+            assert!(err.contains("e.g. `1h..2h`"), "{err}");
+        }
+        let f = TraceFilter {
+            from: h(1),
+            to: h(2),
+            ..TraceFilter::default()
+        };
+        assert!(!f.in_window(EmuTime::from_secs(3599)));
+        assert!(f.in_window(EmuTime::from_secs(3600)));
+        assert!(
+            !f.in_window(EmuTime::from_secs(7200)),
+            "the end is left out"
+        );
+    }
+
+    fn traced(filter: TraceFilter) -> (String, u64) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("trace.jsonl");
+        let labels = vec!["r1".to_string()];
+        let t = Tracer::to_file(&path, labels)
+            .expect("file")
+            .with_filter(filter);
+        let igg = t.register("igg:a".into());
+        let peer = t.register("igg:b".into());
+        let lrms = t.register("lrms:a/c".into());
+        let offer = || {
+            let peer = PeerDetail {
+                price: Some(1.0),
+                contract: Some(Terms { min: 1.0, max: 2.0 }),
+                ..PeerDetail::default()
+            };
+            let corr = Correlation {
+                negotiation: Some(7),
+                ..Correlation::default()
+            };
+            ("PeerOffer", corr, Some(peer))
+        };
+        let answer = || {
+            let corr = Correlation {
+                negotiation: Some(7),
+                ..Correlation::default()
+            };
+            ("PeerAnswer", corr, Some(PeerDetail::default()))
+        };
+        let s = EmuTime::from_secs;
+        t.record(s(1), (igg, lrms), "Tick", Correlation::default(), None);
+        t.record_with(s(10), (igg, peer), None, offer);
+        t.record_with(s(20), (peer, igg), Some(1), answer);
+        t.record(s(30), (lrms, lrms), "Tick", Correlation::default(), None);
+        t.finish().expect("written");
+        let text = std::fs::read_to_string(&path).expect("trace");
+        (text, t.messages())
+    }
+
+    #[test]
+    fn a_filter_writes_the_kept_lines_as_the_full_trace_has_them() {
+        let (all, n) = traced(TraceFilter::default());
+        assert_eq!((all.lines().count(), n), (4, 4));
+        let only = |f: TraceFilter| {
+            let (text, n) = traced(f);
+            assert_eq!(n, 4, "every message is counted");
+            let lines: Vec<String> = text.lines().map(str::to_string).collect();
+            for l in &lines {
+                assert!(
+                    all.lines().any(|a| a == l),
+                    "{l} is not as in the full trace"
+                );
+            }
+            lines
+        };
+        // The answer keeps its contract (from the offer, left out) and its number.
+        let kinds = TraceFilter {
+            kinds: TraceFilter::parse_kinds("PeerAnswer").ok(),
+            ..TraceFilter::default()
+        };
+        let lines = only(kinds);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("\"seq\":2,") && lines[0].contains("\"contract\""));
+        let actors = TraceFilter {
+            actors: vec!["lrms:".into()],
+            ..TraceFilter::default()
+        };
+        assert_eq!(only(actors).len(), 2, "either end matching");
+        let (from, to) = TraceFilter::parse_window("10s..30s").expect("valid");
+        let window = TraceFilter {
+            from,
+            to,
+            actors: vec!["igg:b".into()],
+            ..TraceFilter::default()
+        };
+        assert_eq!(only(window).len(), 2, "10 s and 20 s, both with igg:b");
     }
 }
