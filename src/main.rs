@@ -1035,15 +1035,21 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
     let selected = (|| -> Result<(), Error> {
         match (args.why, args.negotiation, args.request.as_deref()) {
             (Some(seq), _, _) => {
-                let chain =
-                    render::why(open_trace(&file)?, open_trace(&file)?, seq).map_err(bad)?;
-                if chain.is_empty() {
+                let chain = render::why(open_trace(&file)?, seq).map_err(bad)?;
+                if chain.events.is_empty() {
                     return Err(Error::Usage(format!(
                         "{} has no message {seq} (messages are numbered by `seq`)",
                         file.display()
                     )));
                 }
+                if let Some(c) = chain.cut_at {
+                    eprintln!(
+                        "the chain goes on with message {c}, which {} does not hold (a trace written with --trace-kinds, --trace-actors or --trace-window)",
+                        file.display()
+                    );
+                }
                 chain
+                    .events
                     .into_iter()
                     .try_for_each(|e| sink.push(&Line::Message(e)))
             }

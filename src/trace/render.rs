@@ -9,7 +9,7 @@
 //! [`negotiations`], [`mermaid`]) are the same over a trace already in memory.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
+use std::io::{BufRead, Read, Seek, SeekFrom};
 
 use serde::{Deserialize, Serialize};
 
@@ -284,45 +284,131 @@ pub fn causes(events: &[Event], seq: u64) -> Vec<&Event> {
     chain
 }
 
-/// The chain of causes that led to event `seq` (as [`causes`]), from two reads of the same
-/// trace: the first notes each record's cause up to `seq` (16 bytes per record, never the
-/// records), the second keeps the records of the chain. Empty if the trace has no `seq`.
-pub fn why(first: impl BufRead, second: impl BufRead, seq: u64) -> Result<Vec<Event>, ReadError> {
-    let mut links: Vec<(u64, Option<u64>)> = Vec::new();
-    for e in events(first) {
-        let e = e?;
-        if e.seq <= seq {
-            links.push((e.seq, e.cause));
-        }
-        if e.seq == seq {
-            break; // a cause comes before its effect: nothing after it is needed
+/// The lines of a file from its last to its first, read in blocks from the end: memory is
+/// one block and one line. Each line comes with the byte offset it starts at.
+struct RevLines<R> {
+    reader: R,
+    /// Where the bytes not read yet end (they are `0..pos`).
+    pos: u64,
+    /// Bytes read but not yet given out: those at `pos..pos + buf.len()`.
+    buf: Vec<u8>,
+}
+
+impl<R: Read + Seek> RevLines<R> {
+    fn new(mut reader: R) -> std::io::Result<Self> {
+        let pos = reader.seek(SeekFrom::End(0))?;
+        Ok(RevLines {
+            reader,
+            pos,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The previous line (without its newline) and its offset, or `None` at the start.
+    fn prev(&mut self) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+        const BLOCK: u64 = 1 << 16;
+        loop {
+            // The newline ending the line before the last one held, if it is in the buffer.
+            let body = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+            if let Some(i) = body.iter().rposition(|b| *b == b'\n') {
+                let line = body[i + 1..].to_vec();
+                self.buf.truncate(i + 1);
+                return Ok(Some((self.pos + i as u64 + 1, line)));
+            }
+            if self.pos == 0 {
+                if self.buf.is_empty() {
+                    return Ok(None);
+                }
+                let line = body.to_vec();
+                self.buf.clear();
+                return Ok(Some((0, line)));
+            }
+            let n = self.pos.min(BLOCK);
+            self.pos -= n;
+            self.reader.seek(SeekFrom::Start(self.pos))?;
+            let mut block = vec![0; n as usize];
+            self.reader.read_exact(&mut block)?;
+            block.extend_from_slice(&self.buf);
+            self.buf = block;
         }
     }
-    // Records are in `seq` order, as the tracer writes them; sort anyway so that a
-    // hand-edited trace gives a right answer rather than a wrong one.
-    links.sort_unstable_by_key(|l| l.0);
-    let mut wanted = BTreeSet::new();
-    let mut next = Some(seq);
-    while let Some(s) = next {
-        let Ok(i) = links.binary_search_by_key(&s, |l| l.0) else {
-            break;
+}
+
+/// The chain of causes that led to a message, as [`why`] found it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Chain {
+    /// The messages, oldest first, ending with the one asked about (empty if the trace does
+    /// not hold it).
+    pub events: Vec<Event>,
+    /// The cause the chain stops at because the trace does not hold it (a trace written with
+    /// filters), if any.
+    pub cut_at: Option<u64>,
+}
+
+/// The chain of causes that led to message `seq` (as [`causes`]), in constant memory: the
+/// trace is read backwards from its end (records are in `seq` order and a cause comes before
+/// its effect), keeping only the chain. A malformed line met on the way is reported with its
+/// number (found by counting the lines before it).
+pub fn why<R: Read + Seek>(reader: R, seq: u64) -> Result<Chain, ReadError> {
+    let io = |e: std::io::Error| ReadError {
+        line: 0,
+        message: format!("cannot read: {e}"),
+    };
+    let mut lines = RevLines::new(reader).map_err(io)?;
+    let mut chain = Chain::default();
+    let mut wanted = seq;
+    let mut complete = false;
+    while let Some((offset, line)) = lines.prev().map_err(io)? {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let e: Event = match serde_json::from_slice(&line) {
+            Ok(e) => e,
+            Err(err) => {
+                let line = line_number(&mut lines.reader, offset).map_err(io)?;
+                return Err(ReadError {
+                    line,
+                    message: err.to_string(),
+                });
+            }
         };
-        wanted.insert(s);
-        next = links[i].1.filter(|c| *c < s);
-    }
-    drop(links);
-    let mut chain = Vec::new();
-    for e in events(second) {
-        let e = e?;
-        if wanted.remove(&e.seq) {
-            chain.push(e);
+        if e.seq > wanted {
+            continue;
         }
-        if wanted.is_empty() {
-            break;
+        if e.seq < wanted {
+            break; // passed the one wanted: the trace does not hold it
+        }
+        let next = e.cause.filter(|c| *c < e.seq);
+        chain.events.push(e);
+        match next {
+            Some(c) => wanted = c,
+            None => {
+                complete = true;
+                break;
+            }
         }
     }
-    chain.sort_by_key(|e| e.seq);
+    if !complete && !chain.events.is_empty() {
+        chain.cut_at = Some(wanted);
+    }
+    chain.events.reverse();
     Ok(chain)
+}
+
+/// The 1-based number of the line starting at byte `offset`.
+fn line_number<R: Read + Seek>(reader: &mut R, offset: u64) -> std::io::Result<u64> {
+    reader.seek(SeekFrom::Start(0))?;
+    let mut before = std::io::BufReader::new(reader.take(offset));
+    let mut lines = 1;
+    loop {
+        let buf = before.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(lines);
+        }
+        lines += buf.iter().filter(|b| **b == b'\n').count() as u64;
+        let n = buf.len();
+        before.consume(n);
+    }
 }
 
 /// A line of a rendered selection: a message, or one line standing for every message about
@@ -1301,25 +1387,40 @@ mod tests {
     }
 
     #[test]
-    fn why_reads_the_trace_twice_and_keeps_only_the_chain() {
+    fn why_reads_the_trace_backwards_and_keeps_only_the_chain() {
+        use std::io::Cursor;
         let ev = parse(NEGOTIATION).expect("valid");
-        let chain = why(NEGOTIATION.as_bytes(), NEGOTIATION.as_bytes(), 8).expect("valid");
+        let chain = why(Cursor::new(NEGOTIATION), 8).expect("valid");
         let want: Vec<Event> = causes(&ev, 8).into_iter().cloned().collect();
-        assert_eq!(chain, want);
+        assert_eq!(chain.events, want);
         assert_eq!(
-            chain.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            chain.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
             [1, 2, 3, 5, 7, 8]
         );
-        assert!(why(TRACE.as_bytes(), TRACE.as_bytes(), 99)
-            .expect("valid")
-            .is_empty());
-        // A bad line after the message asked about is never read.
+        assert_eq!(chain.cut_at, None, "#1 has no cause");
+        assert_eq!(why(Cursor::new(TRACE), 99).expect("valid"), Chain::default());
+        // A chain whose cause the trace does not hold (a filtered trace) says where it stops.
+        let cut: String = NEGOTIATION
+            .lines()
+            .filter(|l| !l.contains("\"seq\":5,"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let chain = why(Cursor::new(&cut), 8).expect("valid");
+        assert_eq!(chain.events.len(), 2, "#7 and #8");
+        assert_eq!(chain.cut_at, Some(5));
+        // Lines after the message asked about are read but need not be records; a bad line
+        // on the way is named by its number; a file without a final newline and with blank
+        // lines reads the same; blocks of 64 KiB join up.
         let tail = format!("{NEGOTIATION}not json\n");
-        assert!(why(tail.as_bytes(), tail.as_bytes(), 8).is_ok());
-        assert_eq!(
-            why(tail.as_bytes(), tail.as_bytes(), 99).map_err(|e| e.line),
-            Err(16)
-        );
+        assert_eq!(why(Cursor::new(&tail), 8).map_err(|e| e.line), Err(16));
+        let head = format!("\nnot json\n\n{}", NEGOTIATION.trim_end());
+        assert_eq!(why(Cursor::new(&head), 8).map(|c| c.events), Ok(want.clone()));
+        let mut middle: Vec<&str> = NEGOTIATION.lines().collect();
+        middle.insert(3, "not json");
+        let middle = middle.join("\n");
+        assert_eq!(why(Cursor::new(&middle), 8).map_err(|e| e.line), Err(4));
+        let padded = format!("{}\n{NEGOTIATION}", " ".repeat(200_000));
+        assert_eq!(why(Cursor::new(&padded), 8).map(|c| c.events), Ok(want));
     }
 
     #[test]
