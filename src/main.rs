@@ -80,7 +80,8 @@ enum Command {
         quiet: bool,
     },
     /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
-    /// render it as text, a Mermaid sequence diagram or Chrome trace-event JSON (Perfetto).
+    /// render it as text, a Mermaid sequence diagram or a Gantt chart for Perfetto (Chrome
+    /// trace-event JSON). Reads the file as a stream: any size will do.
     Trace(TraceArgs),
     /// Work with workload traces.
     Workload {
@@ -815,7 +816,8 @@ struct TraceArgs {
     /// In the diagram, one lane per VM (default: one per lease's VMs).
     #[arg(long)]
     vm_lanes: bool,
-    /// Write Chrome trace-event JSON here (opens in Perfetto).
+    /// Write Chrome trace-event JSON here: a Gantt chart for ui.perfetto.dev (a process per
+    /// Grid, a track per host, VM states as slices; docs/trace-format.md).
     #[arg(long)]
     chrome: Option<PathBuf>,
     /// Print the chain of messages that caused message SEQ (by the trace's `cause` links).

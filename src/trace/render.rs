@@ -1398,7 +1398,10 @@ mod tests {
             [1, 2, 3, 5, 7, 8]
         );
         assert_eq!(chain.cut_at, None, "#1 has no cause");
-        assert_eq!(why(Cursor::new(TRACE), 99).expect("valid"), Chain::default());
+        assert_eq!(
+            why(Cursor::new(TRACE), 99).expect("valid"),
+            Chain::default()
+        );
         // A chain whose cause the trace does not hold (a filtered trace) says where it stops.
         let cut: String = NEGOTIATION
             .lines()
@@ -1414,7 +1417,10 @@ mod tests {
         let tail = format!("{NEGOTIATION}not json\n");
         assert_eq!(why(Cursor::new(&tail), 8).map_err(|e| e.line), Err(16));
         let head = format!("\nnot json\n\n{}", NEGOTIATION.trim_end());
-        assert_eq!(why(Cursor::new(&head), 8).map(|c| c.events), Ok(want.clone()));
+        assert_eq!(
+            why(Cursor::new(&head), 8).map(|c| c.events),
+            Ok(want.clone())
+        );
         let mut middle: Vec<&str> = NEGOTIATION.lines().collect();
         middle.insert(3, "not json");
         let middle = middle.join("\n");
