@@ -1024,13 +1024,36 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
         for e in render::events(open_trace(&file)?) {
             tally.push(&e.map_err(bad)?);
         }
-        let rows = tally.rows();
-        let csv = render::negotiations_csv(&rows).map_err(|e| Error::Failed(e.to_string()))?;
-        match &args.out {
-            Some(path) => write_atomically(path, &csv)?,
-            None => write_stdout(&csv)?,
-        }
-        eprintln!("{} offered request(s) in negotiations", rows.len());
+        let rows = match &args.out {
+            Some(path) => {
+                let out = TempOut::beside(path, ".tmp")?;
+                let tmp = out.tmp.clone();
+                let written = render::write_negotiations_csv(tally.rows(), out)
+                    .map_err(std::io::Error::from)
+                    .and_then(|(out, n)| {
+                        drop(out);
+                        std::fs::rename(&tmp, path).map(|_| n)
+                    });
+                if written.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                written.map_err(Error::output(path))?
+            }
+            None => {
+                let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                match render::write_negotiations_csv(tally.rows(), stdout) {
+                    Ok((_, n)) => n,
+                    Err(e) => match e.kind() {
+                        // The reader went away (`| head`): not an error.
+                        csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+                            return Ok(())
+                        }
+                        _ => return Err(Error::output("standard output")(e.into())),
+                    },
+                }
+            }
+        };
+        eprintln!("{rows} offered request(s) in negotiations");
         return Ok(());
     }
     let mut sink = LineSink::new(&args)?;
@@ -1118,16 +1141,4 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
             let _ = std::fs::remove_file(&tmp);
             Error::output(path)(e)
         })
-}
-
-/// Writes `bytes` to standard output; a reader that went away (`| head`) is not an error.
-fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|_| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::output("standard output")(e))
-        }
-        _ => Ok(()),
-    }
 }

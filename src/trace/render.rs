@@ -983,65 +983,69 @@ impl NegotiationTally {
     /// Per request, the outcome counts as the summary's `negotiations` counters do (one answer
     /// acted on per request): a redirection taken after an accept or a counter-offer, a
     /// decline, a rejection, or a timeout.
-    pub fn rows(&self) -> Vec<NegotiationRow> {
-        let mut rows = Vec::new();
-        for (&n, talk) in &self.talks {
-            let Some((requester, provider)) = &talk.ends else {
-                continue;
+    pub fn rows(&self) -> impl Iterator<Item = NegotiationRow> + '_ {
+        self.talks.iter().flat_map(|(&n, talk)| {
+            talk.requests
+                .iter()
+                .filter_map(move |(r, facts)| talk.row(n, r, facts))
+        })
+    }
+}
+
+impl Talk {
+    /// The row of request `r` of this negotiation (numbered `n`); none if it has no peer
+    /// message, so no requester and provider.
+    fn row(&self, n: u64, r: &str, facts: &Facts) -> Option<NegotiationRow> {
+        let (requester, provider) = self.ends.as_ref()?;
+        let f = facts.merge(&self.anonymous);
+        let offered = f.offer.and_then(|o| o.1);
+        let first_answer = f.answers.first();
+        let verdict = first_answer.and_then(|a| a.0.as_deref());
+        let answered_price = first_answer.and_then(|a| a.1);
+        let (outcome, price) = if let Some((_, at)) = f.redirect {
+            // The answer it acted on is the one at the price it redirected at.
+            let countered = f
+                .answers
+                .iter()
+                .any(|a| a.0.as_deref() == Some("counter") && a.1 == at);
+            let outcome = if countered {
+                "countered-taken"
+            } else {
+                "accepted"
             };
-            for (r, facts) in &talk.requests {
-                let f = facts.merge(&talk.anonymous);
-                let offered = f.offer.and_then(|o| o.1);
-                let first_answer = f.answers.first();
-                let verdict = first_answer.and_then(|a| a.0.as_deref());
-                let answered_price = first_answer.and_then(|a| a.1);
-                let (outcome, price) = if let Some((_, at)) = f.redirect {
-                    // The answer it acted on is the one at the price it redirected at.
-                    let countered = f
-                        .answers
-                        .iter()
-                        .any(|a| a.0.as_deref() == Some("counter") && a.1 == at);
-                    let outcome = if countered {
-                        "countered-taken"
-                    } else {
-                        "accepted"
-                    };
-                    (outcome, at)
-                } else if let Some((_, at)) = f.decline {
-                    ("countered-declined", at)
-                } else if verdict == Some("reject") {
-                    ("rejected", offered)
-                } else if talk.timed_out {
-                    ("timed-out", answered_price.or(offered))
-                } else {
-                    ("pending", answered_price.or(offered))
-                };
-                let redirect = f.redirect.map(|_| {
-                    if f.acked {
-                        "redirected"
-                    } else if f.refused {
-                        "refused"
-                    } else {
-                        "unacknowledged"
-                    }
-                });
-                let t0 = f.first.map_or(0, |x| x.1);
-                let t1 = f.last.map_or(0, |x| x.1);
-                rows.push(NegotiationRow {
-                    negotiation: n,
-                    requester: grid(requester),
-                    provider: grid(provider),
-                    request: r.clone(),
-                    outcome,
-                    redirect,
-                    price,
-                    contract: f.contract.map(|c| c.1),
-                    messages: f.messages,
-                    duration_us: t1.saturating_sub(t0),
-                });
+            (outcome, at)
+        } else if let Some((_, at)) = f.decline {
+            ("countered-declined", at)
+        } else if verdict == Some("reject") {
+            ("rejected", offered)
+        } else if self.timed_out {
+            ("timed-out", answered_price.or(offered))
+        } else {
+            ("pending", answered_price.or(offered))
+        };
+        let redirect = f.redirect.map(|_| {
+            if f.acked {
+                "redirected"
+            } else if f.refused {
+                "refused"
+            } else {
+                "unacknowledged"
             }
-        }
-        rows
+        });
+        let t0 = f.first.map_or(0, |x| x.1);
+        let t1 = f.last.map_or(0, |x| x.1);
+        Some(NegotiationRow {
+            negotiation: n,
+            requester: grid(requester),
+            provider: grid(provider),
+            request: r.to_string(),
+            outcome,
+            redirect,
+            price,
+            contract: f.contract.map(|c| c.1),
+            messages: f.messages,
+            duration_us: t1.saturating_sub(t0),
+        })
     }
 }
 
@@ -1049,13 +1053,22 @@ impl NegotiationTally {
 pub fn negotiations(events: &[Event]) -> Vec<NegotiationRow> {
     let mut tally = NegotiationTally::new();
     events.iter().for_each(|e| tally.push(e));
-    tally.rows()
+    tally.rows().collect()
 }
 
 /// The rows as CSV, with a header: negotiation, requester, provider, request, outcome,
 /// redirect, price, contract_min, contract_max, messages, duration_s.
 pub fn negotiations_csv(rows: &[NegotiationRow]) -> Result<Vec<u8>, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+    write_negotiations_csv(rows.iter().cloned(), Vec::new()).map(|(bytes, _)| bytes)
+}
+
+/// Writes the rows as CSV (as [`negotiations_csv`]) to `out` as they come; gives `out` back,
+/// flushed, with the number of rows.
+pub fn write_negotiations_csv<W: std::io::Write>(
+    rows: impl IntoIterator<Item = NegotiationRow>,
+    out: W,
+) -> Result<(W, usize), csv::Error> {
+    let mut w = csv::Writer::from_writer(out);
     w.write_record([
         "negotiation",
         "requester",
@@ -1070,12 +1083,13 @@ pub fn negotiations_csv(rows: &[NegotiationRow]) -> Result<Vec<u8>, csv::Error> 
         "duration_s",
     ])?;
     let num = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+    let mut n = 0;
     for r in rows {
         w.write_record([
             r.negotiation.to_string(),
-            r.requester.clone(),
-            r.provider.clone(),
-            r.request.clone(),
+            r.requester,
+            r.provider,
+            r.request,
             r.outcome.to_string(),
             r.redirect.unwrap_or_default().to_string(),
             num(r.price),
@@ -1084,8 +1098,12 @@ pub fn negotiations_csv(rows: &[NegotiationRow]) -> Result<Vec<u8>, csv::Error> 
             r.messages.to_string(),
             secs(r.duration_us),
         ])?;
+        n += 1;
     }
-    w.into_inner().map_err(|e| e.into_error().into())
+    let out = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    Ok((out, n))
 }
 
 #[cfg(test)]
