@@ -93,6 +93,7 @@ pub mod lrms;
 pub mod metrics;
 pub mod model;
 pub mod progress;
+pub mod report;
 pub mod stress;
 pub mod sweep;
 pub mod time;

@@ -87,6 +87,14 @@ enum Command {
         #[command(subcommand)]
         command: WorkloadCommand,
     },
+    /// Write report.html into a run's or a sweep's output directory: one self-contained page
+    /// (provenance, key figures, a Gantt chart per cluster, utilisation over time, peering;
+    /// for a sweep, each metric against the varied key with 95 % CIs) that opens offline.
+    Report {
+        /// The directory: `igemu run --out`'s (summary.json) or `igemu sweep --out`'s
+        /// (points.csv).
+        dir: PathBuf,
+    },
     /// Check topology files; exit 0 when all are valid, 2 otherwise.
     Validate {
         /// Topology files.
@@ -496,6 +504,9 @@ struct RunArgs {
     /// Show no progress (shown on stderr for runs longer than two seconds).
     #[arg(long)]
     quiet: bool,
+    /// Also write report.html (as `igemu report` does) into --out.
+    #[arg(long)]
+    report: bool,
     /// Replace the outputs of an earlier run in --out (without it, a directory that holds
     /// another run's outputs is refused, so two runs never mix).
     #[arg(long)]
@@ -506,13 +517,14 @@ struct RunArgs {
 }
 
 /// The files a run writes into its output directory.
-const RUN_OUTPUTS: [&str; 6] = [
+const RUN_OUTPUTS: [&str; 7] = [
     "summary.json",
     "requests.csv",
     "decisions.csv",
     "intervals.csv",
     "utilization.csv",
     "trace.jsonl",
+    "report.html",
 ];
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
@@ -585,6 +597,9 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     result.write_outputs(&out)?;
     println!("{}", result.human_summary());
     println!("  outputs in {}/", out.display());
+    if args.report {
+        println!("  report: {}", igemu::report::write(&out)?.display());
+    }
     if result.summary.invariant_violations > 0 {
         return Err(Error::Failed(format!(
             "invariant violations: {:?}",
@@ -650,6 +665,11 @@ fn dispatch(command: Command) -> Result<(), Error> {
             "sweep needs a sweep file (or `igemu sweep merge`)".into(),
         )),
         Command::Validate { files, sets } => validate(&files, sets),
+        Command::Report { dir } => {
+            let path = igemu::report::write(&dir)?;
+            println!("{}", path.display());
+            Ok(())
+        }
         Command::Run(args) => run_one(args),
     }
 }

@@ -454,3 +454,247 @@ fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "stress --quiet shows no progress");
 }
+
+/// Headless Chromium when this machine has it: `IGEMU_CHROMIUM`, else `chromium` or
+/// `chromium-browser` on the PATH (CI installs Debian's `chromium`).
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IGEMU_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|n| dir.join(n)))
+        .find(|p| p.is_file())
+}
+
+/// Loads `page` in headless Chromium, saves a screenshot to `screenshot`, and returns the
+/// `<body>` tag of the DOM after the page's load event (where the report's self-check writes
+/// what it found) and Chromium's log.
+fn load_in_chromium(chrome: &Path, page: &Path, screenshot: &Path) -> (String, String) {
+    let profile = tempfile::tempdir().expect("temporary directory");
+    let url = format!("file://{}", page.display());
+    let base = |extra: &[String]| {
+        std::process::Command::new(chrome)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--enable-logging=stderr",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("chromium starts")
+    };
+    let dom = base(&["--dump-dom".into()]);
+    assert!(dom.status.success(), "chromium failed: {}", stderr(&dom));
+    let dom_text = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let body = dom_text
+        .find("<body")
+        .and_then(|at| {
+            dom_text[at..]
+                .find('>')
+                .map(|end| dom_text[at..=at + end].to_string())
+        })
+        .unwrap_or_default();
+    let shot = base(&[
+        "--window-size=1200,2400".into(),
+        format!("--screenshot={}", screenshot.display()),
+    ]);
+    assert!(shot.status.success(), "chromium failed: {}", stderr(&shot));
+    (body, stderr(&dom))
+}
+
+/// A report must open offline: nothing fetched at view time.
+fn assert_self_contained(html: &str) {
+    for needle in ["<script src", "<link", "@import", "url(http", "src=\"http"] {
+        assert!(!html.contains(needle), "the report loads `{needle}`");
+    }
+    let outside: Vec<&str> = html
+        .match_indices("http")
+        .map(|(at, _)| &html[at..(at + 40).min(html.len())])
+        .filter(|s| !s.starts_with("http://www.w3.org/2000/svg"))
+        .collect();
+    assert!(outside.is_empty(), "addresses in the report: {outside:?}");
+}
+
+/// Checks what the report's self-check wrote on `<body>`: every chart drew, `charts` of them,
+/// and no script error; and that Chromium logged no uncaught error.
+fn assert_drew(body: &str, log: &str, charts: usize) {
+    assert!(
+        body.contains("data-checked=\"yes\""),
+        "the page never loaded: {body}"
+    );
+    assert!(
+        body.contains(&format!("data-charts=\"{charts}\"")),
+        "expected {charts} charts: {body}"
+    );
+    assert!(
+        body.contains("data-empty-charts=\"\""),
+        "empty charts: {body}"
+    );
+    assert!(body.contains("data-errors=\"\""), "script errors: {body}");
+    assert!(!log.contains("Uncaught"), "console errors:\n{log}");
+}
+
+#[test]
+fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("run");
+    let o = igemu(&[
+        "run",
+        "topologies/peering-small.toml",
+        "--trace",
+        "--report",
+        "--quiet",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html written");
+    assert_self_contained(&html);
+    // What a reader must find: provenance, a Gantt chart per cluster that ran a VM, three
+    // utilisation charts per Grid, and the negotiation list from the trace.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
+            .expect("json");
+    let intervals = std::fs::read_to_string(out.join("intervals.csv")).expect("intervals");
+    let mut clusters = std::collections::BTreeSet::new();
+    for line in intervals.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        clusters.insert(format!("{}/{}", f[2], f[3]));
+    }
+    let grids = summary["grids"].as_object().expect("grids").len();
+    for c in &clusters {
+        assert!(
+            html.contains(&format!("data-chart=\"gantt {c}\"")),
+            "no Gantt chart of {c}"
+        );
+    }
+    assert!(html.contains("topology_hash") || html.contains("topology hash"));
+    assert!(html.contains(
+        summary["provenance"]["topology_hash"]
+            .as_str()
+            .expect("hash")
+    ));
+    let negotiations = igemu(&[
+        "trace",
+        out.join("trace.jsonl").to_str().expect("utf-8"),
+        "--negotiations",
+    ]);
+    let offered = String::from_utf8_lossy(&negotiations.stdout)
+        .lines()
+        .count()
+        - 1;
+    assert!(offered > 0, "the topology negotiates");
+    assert!(
+        html.contains(&format!("{offered} offered request(s) in negotiations")),
+        "the report lists every negotiation"
+    );
+    let charts = clusters.len() + 3 * grids;
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), charts);
+    // The report is the same from `igemu report`, byte for byte.
+    let again = igemu(&["report", out.to_str().expect("utf-8")]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&page).expect("report"), html);
+
+    let Some(chrome) = chromium() else {
+        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
+        return;
+    };
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-run.png");
+    let (body, log) = load_in_chromium(&chrome, &page, &screenshot);
+    assert_drew(&body, &log, charts);
+    let png = std::fs::read(&screenshot).expect("screenshot saved");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a blank screenshot"
+    );
+    eprintln!("screenshot: {}", screenshot.display());
+}
+
+#[test]
+fn a_sweeps_report_plots_each_metric_against_the_varied_key_with_intervals() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let sweep = dir.path().join("s.toml");
+    let topo = common::path("topologies/peering-small.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 3\nmetrics = [\"makespan_s\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\"]\n\"workload.0.das2.arrival_scale\" = [40, 80]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("sweep");
+    let o = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = igemu(&["report", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html written");
+    assert_self_contained(&html);
+    // One chart per metric, the numeric key on the x axis and one line per policy, a point
+    // per (policy, value) with its interval.
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 2);
+    assert!(html.contains("Metrics against workload.0.das2.arrival_scale"));
+    assert_eq!(html.matches("<g class=\"point\">").count(), 2 * 2 * 2);
+    assert!(html.contains("igg.dispatch=rr") && html.contains("igg.dispatch=bcf"));
+    // The table behind it has every row of points.csv.
+    let points = std::fs::read_to_string(out.join("points.csv")).expect("points");
+    assert_eq!(points.lines().count() - 1, 8);
+    let Some(chrome) = chromium() else {
+        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
+        return;
+    };
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-sweep.png");
+    let (body, log) = load_in_chromium(&chrome, &page, &screenshot);
+    assert_drew(&body, &log, 2);
+}
+
+#[test]
+fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("neither a run's outputs"),
+        "{}",
+        stderr(&o)
+    );
+    let o = igemu(&["report", "no/such/dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    // A malformed intervals.csv is named with its line, and no report is left behind.
+    std::fs::write(dir.path().join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+    std::fs::write(
+        dir.path().join("intervals.csv"),
+        "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,0,cancellable,running,5,x\n",
+    )
+    .expect("written");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("intervals.csv:2"), "{}", stderr(&o));
+    assert!(!dir.path().join("report.html").exists());
+    // Negative or infinite times are refused, not drawn.
+    std::fs::write(
+        dir.path().join("intervals.csv"),
+        "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,4294967295,cancellable,running,5,inf\n",
+    )
+    .expect("written");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("finite seconds"), "{}", stderr(&o));
+}
