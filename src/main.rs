@@ -94,6 +94,13 @@ enum Command {
         /// The directory: `igemu run --out`'s (summary.json) or `igemu sweep --out`'s
         /// (points.csv).
         dir: PathBuf,
+        /// Draw only this window of emulated time in a run's Gantt and utilisation charts:
+        /// FROM..TO, ..TO or FROM.. (durations such as 12h, 1d6h).
+        #[arg(long, value_name = "FROM..TO")]
+        window: Option<String>,
+        /// Write the page here instead of DIR/report.html.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Check topology files; exit 0 when all are valid, 2 otherwise.
     Validate {
@@ -598,7 +605,10 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     println!("{}", result.human_summary());
     println!("  outputs in {}/", out.display());
     if args.report {
-        println!("  report: {}", igemu::report::write(&out)?.display());
+        println!(
+            "  report: {}",
+            igemu::report::write(&out, &igemu::report::Options::default())?.display()
+        );
     }
     if result.summary.invariant_violations > 0 {
         return Err(Error::Failed(format!(
@@ -665,8 +675,13 @@ fn dispatch(command: Command) -> Result<(), Error> {
             "sweep needs a sweep file (or `igemu sweep merge`)".into(),
         )),
         Command::Validate { files, sets } => validate(&files, sets),
-        Command::Report { dir } => {
-            let path = igemu::report::write(&dir)?;
+        Command::Report { dir, window, out } => {
+            let window = window
+                .as_deref()
+                .map(igemu::report::Window::parse)
+                .transpose()
+                .map_err(|e| Error::Usage(format!("--window: {e}")))?;
+            let path = igemu::report::write(&dir, &igemu::report::Options { window, out })?;
             println!("{}", path.display());
             Ok(())
         }

@@ -606,6 +606,31 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&page).expect("report"), html);
 
+    // Every VM a preemption hit is marked once on its host (paper 001's testbed suspends).
+    let preempting = dir.path().join("p001");
+    let o = igemu(&[
+        "run",
+        "topologies/paper001-testbed.toml",
+        "--report",
+        "--quiet",
+        "--out",
+        preempting.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p001: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(preempting.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let marked = std::fs::read_to_string(preempting.join("report.html"))
+        .expect("report")
+        .matches("class=\"mark\"")
+        .count();
+    assert!(marked > 0);
+    assert_eq!(
+        marked as u64,
+        p001["vm_preemptions"].as_u64().expect("count")
+    );
+
     let Some(chrome) = chromium() else {
         eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
         return;

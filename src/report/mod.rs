@@ -25,12 +25,67 @@ use svg::{escape, number, HostSpan, LEASE_COLOURS, LEASE_TYPES};
 /// Rows of a long table shown in full; the rest are counted.
 const TABLE_ROWS: usize = 300;
 
-/// Writes `report.html` into `dir` (a run's or a sweep's output directory) and returns its
-/// path. The file is written whole or not at all.
-pub fn write(dir: &Path) -> Result<PathBuf, Error> {
-    let html = render(dir)?;
-    let path = dir.join("report.html");
-    let tmp = dir.join("report.html.tmp");
+/// What a report shows and where it goes.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Only this window of emulated time in the Gantt and utilisation charts (a run's report).
+    pub window: Option<Window>,
+    /// The file to write (default `report.html` in the directory).
+    pub out: Option<PathBuf>,
+}
+
+/// A window of emulated time, seconds: `from`, to `to` or the end of the run.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Window {
+    /// Its start.
+    pub from: f64,
+    /// Its end; `None` for the end of the run.
+    pub to: Option<f64>,
+}
+
+impl Window {
+    /// Parses `FROM..TO`, `..TO` or `FROM..`, each a duration (`12h`, `1d6h`, `5400`).
+    pub fn parse(text: &str) -> Result<Window, String> {
+        let hint = "write FROM..TO with durations, e.g. `12h..1d`, `..6h` or `2d..`";
+        let Some((a, b)) = text.split_once("..") else {
+            return Err(format!("`{text}` is not a window; {hint}"));
+        };
+        let secs = |t: &str| -> Result<Option<f64>, String> {
+            if t.trim().is_empty() {
+                return Ok(None);
+            }
+            crate::time::parse_duration(t)
+                .map(|d| Some(d.as_secs_f64()))
+                .map_err(|e| format!("`{text}`: {e}; {hint}"))
+        };
+        let (from, to) = (secs(a)?.unwrap_or(0.0), secs(b)?);
+        if to.is_some_and(|t| t <= from) {
+            return Err(format!("`{text}` ends before it starts; {hint}"));
+        }
+        Ok(Window { from, to })
+    }
+
+    /// The time scale of the window in a run that ended at `end`.
+    fn scale(window: Option<Window>, end: f64) -> svg::TimeScale {
+        match window {
+            None => svg::TimeScale::to(end),
+            Some(w) => svg::TimeScale::between(w.from, w.to.unwrap_or(end.max(w.from + 1.0))),
+        }
+    }
+}
+
+/// Writes the report of `dir` (a run's or a sweep's output directory) — into `report.html`
+/// there unless `options` say otherwise — and returns its path. The file is written whole or
+/// not at all.
+pub fn write(dir: &Path, options: &Options) -> Result<PathBuf, Error> {
+    let html = render(dir, options)?;
+    let path = options
+        .out
+        .clone()
+        .unwrap_or_else(|| dir.join("report.html"));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, html.as_bytes())
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| {
@@ -42,7 +97,7 @@ pub fn write(dir: &Path) -> Result<PathBuf, Error> {
 
 /// The report of `dir` as HTML: a run's if it holds `summary.json`, a sweep's if it holds
 /// `points.csv` (or only `runs.csv`).
-pub fn render(dir: &Path) -> Result<String, Error> {
+pub fn render(dir: &Path, options: &Options) -> Result<String, Error> {
     if !dir.is_dir() {
         return Err(Error::Usage(format!(
             "{} is not a directory; give a run's --out directory (with summary.json) or a sweep's (with points.csv)",
@@ -50,7 +105,7 @@ pub fn render(dir: &Path) -> Result<String, Error> {
         )));
     }
     if dir.join("summary.json").exists() {
-        run_report(dir)
+        run_report(dir, options.window)
     } else if dir.join("points.csv").exists() {
         sweep_report(dir)
     } else {
@@ -239,7 +294,7 @@ fn figure(key: &str, v: &Value) -> String {
     }
 }
 
-fn run_report(dir: &Path) -> Result<String, Error> {
+fn run_report(dir: &Path, window: Option<Window>) -> Result<String, Error> {
     let summary_path = dir.join("summary.json");
     let summary: Value = serde_json::from_str(&read_text(&summary_path)?).map_err(|e| {
         Error::Input(format!(
@@ -266,8 +321,8 @@ fn run_report(dir: &Path) -> Result<String, Error> {
     };
     requests_section(&mut body, &requests);
     let end = summary["emulated_end_s"].as_f64().unwrap_or(0.0);
-    hosts_section(&mut body, dir, &requests, end)?;
-    utilisation_section(&mut body, dir, end)?;
+    hosts_section(&mut body, dir, &requests, end, window)?;
+    utilisation_section(&mut body, dir, end, window)?;
     peering_section(&mut body, dir, &summary, &requests)?;
     let nav = [
         ("provenance", "Provenance"),
@@ -517,6 +572,7 @@ fn hosts_section(
     dir: &Path,
     requests: &[RequestRow],
     end: f64,
+    window: Option<Window>,
 ) -> Result<(), Error> {
     body.push_str("<h2 id=\"hosts\">Hosts</h2>");
     let path = dir.join("intervals.csv");
@@ -531,7 +587,7 @@ fn hosts_section(
         check_time(&path, i + 2, "end_s", r.end_s)?;
         end = end.max(r.end_s);
     }
-    let scale = svg::TimeScale::to(end);
+    let scale = Window::scale(window, end);
     let cancelled: BTreeMap<&str, f64> = requests
         .iter()
         .filter(|r| r.state == "cancelled")
@@ -549,8 +605,10 @@ fn hosts_section(
     }
     let _ = write!(
         body,
-        "<p class=\"note\">One row per host that held a VM, one lane per VM alive on it at once, over {} of emulated time. Spans narrower than a pixel are merged (the tooltip counts them).</p>",
-        svg::duration(end)
+        "<p class=\"note\">One row per host that held a VM, one lane per VM alive on it at once, from {} to {} of emulated time{}. Spans narrower than a pixel are merged (the tooltip counts them); <code>igemu report --window FROM..TO</code> draws a window in detail.</p>",
+        svg::duration(scale.start),
+        svg::duration(scale.end),
+        if window.is_some() { " (the window asked for)" } else { "" }
     );
     lease_key(body);
     for key in clusters {
@@ -654,7 +712,12 @@ fn cluster_spans(
 /// A cluster's cores (%), memory (%) and queue length over time, as change points.
 type ClusterSeries = [Vec<(f64, f64)>; 3];
 
-fn utilisation_section(body: &mut String, dir: &Path, end: f64) -> Result<(), Error> {
+fn utilisation_section(
+    body: &mut String,
+    dir: &Path,
+    end: f64,
+    window: Option<Window>,
+) -> Result<(), Error> {
     body.push_str("<h2 id=\"utilisation\">Utilisation over time</h2>");
     let path = dir.join("utilization.csv");
     if !path.exists() {
@@ -667,7 +730,7 @@ fn utilisation_section(body: &mut String, dir: &Path, end: f64) -> Result<(), Er
         check_time(&path, i + 2, "time_s", r.time_s)?;
         end = end.max(r.time_s);
     }
-    let scale = svg::TimeScale::to(end);
+    let scale = Window::scale(window, end);
     // Per Grid, per cluster in order of appearance.
     let mut grids: Vec<String> = Vec::new();
     let mut series: BTreeMap<String, Vec<(String, ClusterSeries)>> = BTreeMap::new();
@@ -1129,4 +1192,60 @@ fn paired_section(body: &mut String, dir: &Path) -> Result<(), Error> {
         .unwrap_or(header.len());
     table(body, &header, &rows, numeric_from);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_parse_from_durations_and_refuse_nonsense() {
+        let w = Window::parse("12h..1d").expect("valid");
+        assert_eq!((w.from, w.to), (43_200.0, Some(86_400.0)));
+        assert_eq!(Window::parse("..6h").expect("valid").from, 0.0);
+        assert_eq!(Window::parse("2d..").expect("valid").to, None);
+        for bad in ["6h", "5h..2h", "x..2h", "1h..1h"] {
+            let e = Window::parse(bad).expect_err(bad);
+            assert!(e.contains("FROM..TO"), "{bad}: {e}");
+        }
+    }
+
+    fn row(request: &str, host: u32, state: &str, start: f64, end: f64) -> IntervalRow {
+        IntervalRow {
+            request_id: request.into(),
+            vm: 0,
+            grid: "g".into(),
+            cluster: "c".into(),
+            host,
+            lease_type: "suspendable".into(),
+            state: state.into(),
+            start_s: start,
+            end_s: end,
+        }
+    }
+
+    #[test]
+    fn preemptions_are_marked_where_a_running_vm_was_operated_on_or_stopped() {
+        let rows = [
+            // Suspended and resumed on another host: one mark, two instances.
+            row("a", 0, "running", 0.0, 10.0),
+            row("a", 0, "suspending", 10.0, 12.0),
+            row("a", 0, "suspended", 12.0, 20.0),
+            row("a", 1, "resuming", 20.0, 22.0),
+            row("a", 1, "running", 22.0, 30.0),
+            // Cancelled at 15: a mark; completed at 40: none.
+            row("b", 2, "booting", 0.0, 1.0),
+            row("b", 2, "running", 1.0, 15.0),
+            row("c", 3, "running", 0.0, 40.0),
+        ];
+        let refs: Vec<&IntervalRow> = rows.iter().collect();
+        let cancelled = BTreeMap::from([("b", 15.0)]);
+        let (spans, marks, names, hosts) = cluster_spans(&refs, &cancelled);
+        assert_eq!(hosts, vec![0, 1, 2, 3]);
+        // `suspended` holds no place on a host, so it is not drawn.
+        assert_eq!(spans.len(), 7);
+        assert_eq!(names.len(), 4, "{names:?}");
+        let at: Vec<(u32, f64)> = marks.iter().map(|m| (m.host, m.at)).collect();
+        assert_eq!(at, vec![(0, 10.0), (2, 15.0)]);
+    }
 }

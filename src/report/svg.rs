@@ -74,6 +74,27 @@ pub fn duration(secs: f64) -> String {
     }
 }
 
+/// A point in emulated time for an axis: its two largest non-zero parts of days, hours,
+/// minutes and seconds (`0`, `45 s`, `20 h 15 min`, `1 d 6 h`), exact for round ticks.
+pub fn clock(secs: f64) -> String {
+    if !secs.is_finite() {
+        return "–".into();
+    }
+    let mut rest = secs.max(0.0).round() as u64;
+    if rest == 0 {
+        return "0".into();
+    }
+    let mut parts = Vec::new();
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)] {
+        if rest >= size {
+            parts.push(format!("{} {unit}", rest / size));
+            rest %= size;
+        }
+    }
+    parts.truncate(2);
+    parts.join(" ")
+}
+
 /// `x` with at most `decimals` decimals and no trailing zeros.
 pub fn trim(x: f64, decimals: usize) -> String {
     let text = format!("{x:.decimals$}");
@@ -113,8 +134,8 @@ pub fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
     (first..=last).map(|i| i as f64 * step).collect()
 }
 
-/// Round tick times (seconds) covering `[0, end]`: steps of seconds, minutes, hours or days.
-pub fn time_ticks(end: f64, want: usize) -> Vec<f64> {
+/// Round tick times (seconds) within `[start, end]`: steps of seconds, minutes, hours or days.
+pub fn time_ticks(start: f64, end: f64, want: usize) -> Vec<f64> {
     const STEPS: [f64; 22] = [
         1.0,
         2.0,
@@ -139,17 +160,17 @@ pub fn time_ticks(end: f64, want: usize) -> Vec<f64> {
         604_800.0,
         1_209_600.0,
     ];
-    if !end.is_finite() || end <= 0.0 {
-        return vec![0.0];
+    if !(start.is_finite() && end.is_finite()) || end <= start {
+        return vec![start];
     }
-    let raw = end / want.max(1) as f64;
+    let raw = (end - start) / want.max(1) as f64;
     let step = STEPS
         .iter()
         .copied()
         .find(|s| *s >= raw)
         .unwrap_or_else(|| (raw / 2_592_000.0).ceil() * 2_592_000.0);
-    let count = (end / step).floor() as usize;
-    (0..=count).map(|i| i as f64 * step).collect()
+    let (first, last) = ((start / step).ceil() as u64, (end / step).floor() as u64);
+    (first..=last).map(|i| i as f64 * step).collect()
 }
 
 /// A horizontal mapping from emulated time to x.
@@ -164,12 +185,27 @@ pub struct TimeScale {
 impl TimeScale {
     /// The scale over `[0, end]` (at least one second wide).
     pub fn to(end: f64) -> TimeScale {
-        let end = if end.is_finite() && end > 0.0 {
+        TimeScale::between(0.0, end)
+    }
+
+    /// The scale over `[start, end]`, widened to a second when narrower.
+    pub fn between(start: f64, end: f64) -> TimeScale {
+        let start = if start.is_finite() {
+            start.max(0.0)
+        } else {
+            0.0
+        };
+        let end = if end.is_finite() && end >= start + 1.0 {
             end
         } else {
-            1.0
+            start + 1.0
         };
-        TimeScale { start: 0.0, end }
+        TimeScale { start, end }
+    }
+
+    /// Whether `[from, to]` shows in the window.
+    pub fn overlaps(&self, from: f64, to: f64) -> bool {
+        to >= self.start && from <= self.end
     }
 
     /// The plot area's width.
@@ -196,14 +232,14 @@ fn time_axis(svg: &mut String, scale: &TimeScale, y: f64) {
         r#"<line class="axis" x1="{LEFT}" y1="{y}" x2="{}" y2="{y}"/>"#,
         LEFT + scale.width()
     );
-    for t in time_ticks(scale.end, 10) {
+    for t in time_ticks(scale.start, scale.end, 10) {
         let x = scale.x(t);
         let _ = write!(
             svg,
             r#"<line class="axis" x1="{x:.1}" y1="{y}" x2="{x:.1}" y2="{}"/><text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
             y + 4.0,
             y + 16.0,
-            escape(&duration(t))
+            escape(&clock(t))
         );
     }
     let _ = write!(
@@ -295,7 +331,13 @@ pub struct Mark {
 /// number of lanes.
 pub fn lanes(lifetimes: &[(f64, f64)]) -> (Vec<usize>, usize) {
     let mut order: Vec<usize> = (0..lifetimes.len()).collect();
-    order.sort_by(|&a, &b| lifetimes[a].0.total_cmp(&lifetimes[b].0).then(a.cmp(&b)));
+    // Ties by end, so that an instant instance frees its lane for one starting then.
+    order.sort_by(|&a, &b| {
+        let (x, y) = (lifetimes[a], lifetimes[b]);
+        x.0.total_cmp(&y.0)
+            .then(x.1.total_cmp(&y.1))
+            .then(a.cmp(&b))
+    });
     let mut lane_of = vec![0; lifetimes.len()];
     let mut free: BTreeSet<usize> = BTreeSet::new();
     // Busy lanes by end time (min-heap through Reverse on the bit pattern of a finite,
@@ -414,7 +456,10 @@ pub fn gantt(
     let mut run: Option<Run> = None;
     for i in order {
         let s = &spans[i];
-        let Some(top) = row_top.get(&s.host) else {
+        let Some(top) = row_top
+            .get(&s.host)
+            .filter(|_| scale.overlaps(s.start, s.end))
+        else {
             continue;
         };
         let y = top + lane[s.instance] as f64 * lane_h;
@@ -456,7 +501,7 @@ pub fn gantt(
         r.draw(&mut svg, lane_h);
     }
     for m in marks {
-        let Some(top) = row_top.get(&m.host) else {
+        let Some(top) = row_top.get(&m.host).filter(|_| scale.overlaps(m.at, m.at)) else {
             continue;
         };
         let y = top + lane[m.instance] as f64 * lane_h;
@@ -917,13 +962,20 @@ mod tests {
                 spans.push((start, start + len));
             }
             let (lane, count) = lanes(&spans);
+            // Alive just after each start; an instant instance at s meets those alive
+            // strictly around s.
             let most = spans
                 .iter()
-                .map(|(s, _)| spans.iter().filter(|(a, b)| a <= s && s < b).count())
+                .map(|&(s, e)| {
+                    if s < e {
+                        spans.iter().filter(|(a, b)| *a <= s && s < *b).count()
+                    } else {
+                        1 + spans.iter().filter(|(a, b)| *a < s && s < *b).count()
+                    }
+                })
                 .max()
-                .unwrap_or(0)
-                .max(spans.iter().any(|(a, b)| a == b) as usize);
-            assert!(count <= most.max(1), "{count} lanes for {most} at once");
+                .unwrap_or(0);
+            assert_eq!(count, most, "{count} lanes for {most} at once");
             for i in 0..n {
                 for j in 0..i {
                     if lane[i] == lane[j] {
@@ -979,13 +1031,16 @@ mod tests {
     #[test]
     fn time_ticks_are_round() {
         assert_eq!(
-            time_ticks(86_400.0, 4),
+            time_ticks(0.0, 86_400.0, 4),
             vec![0.0, 21_600.0, 43_200.0, 64_800.0, 86_400.0]
         );
         assert_eq!(
             ticks(0.0, 100.0, 5),
             vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
         );
+        assert_eq!(clock(20.25 * 3_600.0), "20 h 15 min");
+        assert_eq!(clock(86_400.0 + 6.0 * 3_600.0), "1 d 6 h");
+        assert_eq!(clock(0.0), "0");
         assert_eq!(duration(90.0), "90 s");
         assert_eq!(duration(5_400.0), "90 min");
         assert_eq!(duration(3.0 * 86_400.0 + 7_200.0), "3 d 2 h");
