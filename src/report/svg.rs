@@ -619,7 +619,7 @@ pub fn step_chart(
     y_label: &str,
     y_max: Option<f64>,
 ) -> String {
-    const HEIGHT: f64 = 220.0;
+    const HEIGHT: f64 = 170.0;
     let columns = scale.width().round() as usize;
     let sampled: Vec<Vec<Option<f64>>> = series
         .iter()
