@@ -430,9 +430,9 @@ fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
         .collect();
     assert!(!progress.is_empty(), "no progress line in {err:?}");
     assert!(
-        progress[0].contains(" h of ~4.0 h, elapsed ")
-            && progress[0].contains("s, ETA ")
-            && !progress[0].contains('?'),
+        progress[0].contains(" h of ~4.0 h, ")
+            && progress[0].contains("s elapsed, ~")
+            && progress[0].ends_with(" left"),
         "{err:?}"
     );
     assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
@@ -722,4 +722,227 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("finite seconds"), "{}", stderr(&o));
+}
+
+/// A sweep of a copy of `peering-small` (so the test can edit it) ending at `end`, varying
+/// the dispatch policy over two seeds, in `dir`: the sweep file's path.
+fn small_sweep(dir: &Path, end: &str) -> PathBuf {
+    let topo = dir.join("small.toml");
+    if !topo.exists() {
+        let text = std::fs::read_to_string(common::path("topologies/peering-small.toml"))
+            .expect("readable");
+        std::fs::write(&topo, text).expect("written");
+    }
+    let sweep = dir.join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = \"small.toml\"\nseeds = 2\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n\
+             [set]\n\"emulation.end\" = \"{end}\"\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\"]\n"
+        ),
+    )
+    .expect("written");
+    sweep
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("json")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+/// `sweep.json` records what a sweep ran, and `--resume` refuses (exit 2, naming the change)
+/// when the fixed `[set]` or the topology file changed since — which `runs.csv` cannot show.
+#[test]
+fn a_sweep_records_its_inputs_and_resume_refuses_changed_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sweep = small_sweep(dir.path(), "3h");
+    let ok = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let r = json(&out.join("sweep.json"));
+    assert_eq!(r["igemu"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(r["sweep_path"], s(&sweep));
+    assert!(
+        r["topology_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("small.toml")),
+        "{r}"
+    );
+    assert_eq!(r["set"]["emulation.end"], "\"3h\"");
+    assert_eq!(r["vary"][0]["key"], "igg.dispatch");
+    assert_eq!(
+        r["vary"][0]["values"],
+        serde_json::json!(["\"rr\"", "\"bcf\""])
+    );
+    assert_eq!(r["seeds"], serde_json::json!([1, 2]));
+    assert_eq!(r["runs"], 4);
+    assert_eq!(r["finished"], true);
+    assert_eq!(r["policies"]["peering"], "contracts price-range");
+    assert_eq!(
+        r["outputs"],
+        serde_json::json!(["runs.csv", "points.csv", "paired.csv"])
+    );
+    let (topology_hash, sweep_hash) = (r["topology_hash"].clone(), r["sweep_hash"].clone());
+    assert!(topology_hash.as_str().is_some_and(|h| h.len() == 16), "{r}");
+    // The same inputs resume (nothing left to run).
+    let again = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume", "--quiet"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        !out.join("sweep.json.tmp").exists(),
+        "written through a temporary file"
+    );
+
+    // Another fixed value: refused, naming it; nothing is replaced.
+    let changed = small_sweep(dir.path(), "2h");
+    let refused = igemu(&["sweep", s(&changed), "--out", s(&out), "--resume"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("sweep.json")
+            && err.contains("[set] \"emulation.end\" was \"3h\", now \"2h\""),
+        "{err}"
+    );
+    assert_eq!(
+        json(&out.join("sweep.json"))["set"]["emulation.end"],
+        "\"3h\""
+    );
+
+    // The same sweep file over an edited topology: refused, naming the file.
+    small_sweep(dir.path(), "3h");
+    let topo = dir.path().join("small.toml");
+    let text = std::fs::read_to_string(&topo).expect("readable");
+    std::fs::write(&topo, text.replace("seed = 3", "seed = 4")).expect("written");
+    let refused = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("the topology file") && err.contains("small.toml changed"),
+        "{err}"
+    );
+    // Without --resume it starts over and records the new inputs.
+    let fresh = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", stderr(&fresh));
+    let r = json(&out.join("sweep.json"));
+    assert_ne!(r["topology_hash"], topology_hash);
+    assert_eq!(r["sweep_hash"], sweep_hash);
+}
+
+/// Shards record their inputs in `sweep-I-of-N.json`; `sweep merge` writes one `sweep.json`
+/// from them, and refuses shards of different sweeps.
+#[test]
+fn merged_shards_record_their_sweep_and_shards_of_two_sweeps_do_not_merge() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "3h");
+    let shards = dir.path().join("shards");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let o = igemu(&[
+            "sweep",
+            s(&sweep),
+            "--out",
+            s(&shards),
+            "--shard",
+            &shard,
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = json(&shards.join(format!("sweep-{i}-of-2.json")));
+        assert_eq!(r["shard"], shard);
+        assert_eq!(
+            r["outputs"],
+            serde_json::json!([format!("runs-{i}-of-2.csv")])
+        );
+    }
+    assert!(!shards.join("sweep.json").exists());
+    let merged = dir.path().join("merged");
+    let runs = |i: usize| shards.join(format!("runs-{i}-of-2.csv"));
+    let (r0, r1) = (runs(0), runs(1));
+    let o = igemu(&["sweep", "merge", "--out", s(&merged), s(&r0), s(&r1)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = json(&merged.join("sweep.json"));
+    let shard0 = json(&shards.join("sweep-0-of-2.json"));
+    assert_eq!(m["shard"], serde_json::Value::Null);
+    assert_eq!(m["finished"], true);
+    assert_eq!(m["topology_hash"], shard0["topology_hash"]);
+    assert_eq!(m["merged_from"], serde_json::json!([s(&r0), s(&r1)]));
+    assert_eq!(
+        m["outputs"],
+        serde_json::json!(["runs.csv", "points.csv", "paired.csv"])
+    );
+
+    // A shard of the same sweep file with another fixed value does not merge with shard 0.
+    let other = dir.path().join("other");
+    let changed = small_sweep(dir.path(), "2h");
+    let o = igemu(&[
+        "sweep",
+        s(&changed),
+        "--out",
+        s(&other),
+        "--shard",
+        "1/2",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r1 = other.join("runs-1-of-2.csv");
+    let o = igemu(&[
+        "sweep",
+        "merge",
+        "--out",
+        s(&dir.path().join("bad")),
+        s(&r0),
+        s(&r1),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("record different sweeps") && stderr(&o).contains("emulation.end"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A sweep of two realtime runs of 3.6 wall seconds each (quickstart to 4 h at 4000×) shows
+/// plain progress lines on a pipe — runs done, elapsed, time left, no escape codes — and
+/// nothing with --quiet.
+#[test]
+fn a_long_sweep_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("rt.toml");
+    let topo = common::path("topologies/quickstart.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 2\nmetrics = [\"makespan_s\"]\n[set]\n\
+             \"emulation.mode\" = \"realtime\"\n\"emulation.speedup\" = 4000.0\n\
+             \"emulation.end\" = \"4h\"\n",
+            s(&topo)
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("out");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--jobs", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("sweep: ")).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("/2 runs, ") && l.contains("s elapsed, ~")),
+        "{err:?}"
+    );
+    assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
+    let o = igemu(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        s(&out),
+        "--jobs",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "sweep --quiet shows no progress");
 }
