@@ -566,19 +566,26 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
             .expect("json");
-    let intervals = std::fs::read_to_string(out.join("intervals.csv")).expect("intervals");
-    let mut clusters = std::collections::BTreeSet::new();
-    for line in intervals.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        clusters.insert(format!("{}/{}", f[2], f[3]));
-    }
+    let clusters = summary["clusters"].as_object().expect("clusters");
     let grids = summary["grids"].as_object().expect("grids").len();
-    for c in &clusters {
+    for (c, figures) in clusters {
         assert!(
             html.contains(&format!("data-chart=\"gantt {c}\"")),
             "no Gantt chart of {c}"
         );
+        // Every host has its row, idle or not.
+        let hosts = figures["hosts"].as_u64().expect("hosts");
+        assert!(
+            html.contains(&format!("{c} — {hosts} hosts (")),
+            "{c}: not {hosts} hosts"
+        );
     }
+    let rows = html.matches(">host ").count() as u64;
+    let all_hosts = summary["hosts"].as_u64().expect("hosts");
+    assert!(
+        rows > 0 && rows <= all_hosts,
+        "{rows} host labels for {all_hosts} hosts"
+    );
     assert!(html.contains("topology_hash") || html.contains("topology hash"));
     assert!(html.contains(
         summary["provenance"]["topology_hash"]

@@ -126,6 +126,10 @@ pub struct RequestCounts {
 /// The paper metrics, for the whole run or one cluster.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PaperMetrics {
+    /// Hosts (of the cluster, or of every cluster): with `cores`, what the figures are over.
+    pub hosts: u64,
+    /// Their cores.
+    pub cores: u64,
     /// VMs preempted.
     pub vm_preemptions: u64,
     /// VMs preempted by lease type.
@@ -369,7 +373,13 @@ fn paper_metrics(
     let (offered, refused): (u64, u64) = counters
         .iter()
         .fold((0, 0), |(o, r), c| (o + c.offered, r + c.refused));
+    let hosts = match cluster {
+        None => topo.clusters.iter().map(|c| c.hosts.len() as u64).sum(),
+        Some(c) => topo.cluster(c).hosts.len() as u64,
+    };
     PaperMetrics {
+        hosts,
+        cores,
         vm_preemptions: counters.iter().map(|c| c.vm_preemptions).sum(),
         vm_preemptions_by_type: ByType::sum(
             &counters

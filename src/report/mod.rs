@@ -22,6 +22,9 @@ use serde_json::Value;
 use crate::Error;
 use svg::{escape, number, HostSpan, LEASE_COLOURS, LEASE_TYPES};
 
+/// Host rows a Gantt chart draws at most: every host that held a VM, then idle ones.
+const MAX_HOST_ROWS: usize = 2_000;
+
 /// Rows of a long table shown in full; the rest are counted.
 const TABLE_ROWS: usize = 300;
 
@@ -321,7 +324,7 @@ fn run_report(dir: &Path, window: Option<Window>) -> Result<String, Error> {
     };
     requests_section(&mut body, &requests);
     let end = summary["emulated_end_s"].as_f64().unwrap_or(0.0);
-    hosts_section(&mut body, dir, &requests, end, window)?;
+    hosts_section(&mut body, dir, &summary, &requests, end, window)?;
     utilisation_section(&mut body, dir, end, window)?;
     peering_section(&mut body, dir, &summary, &requests)?;
     let nav = [
@@ -570,6 +573,7 @@ fn lease_key(out: &mut String) {
 fn hosts_section(
     body: &mut String,
     dir: &Path,
+    summary: &Value,
     requests: &[RequestRow],
     end: f64,
     window: Option<Window>,
@@ -603,26 +607,56 @@ fn hosts_section(
         }
         by_cluster.entry(key).or_default().push(r);
     }
+    // Every cluster's host count, from summary.json (igemu 0.1 runs before it was recorded
+    // show only the hosts that held a VM).
+    let mut host_counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for (name, figures) in summary["clusters"].as_object().into_iter().flatten() {
+        if let (Some((g, c)), Some(n)) = (name.split_once('/'), figures["hosts"].as_u64()) {
+            let key = (g.to_string(), c.to_string());
+            if !by_cluster.contains_key(&key) {
+                clusters.push(key.clone());
+            }
+            host_counts.insert(key, n);
+        }
+    }
     let _ = write!(
         body,
-        "<p class=\"note\">One row per host that held a VM, one lane per VM alive on it at once, from {} to {} of emulated time{}. Spans narrower than a pixel are merged (the tooltip counts them); <code>igemu report --window FROM..TO</code> draws a window in detail.</p>",
+        "<p class=\"note\">One row per host, one lane per VM alive on it at once, from {} to {} of emulated time{}. Spans narrower than a pixel are merged (the tooltip counts them); <code>igemu report --window FROM..TO</code> draws a window in detail.</p>",
         svg::duration(scale.start),
         svg::duration(scale.end),
         if window.is_some() { " (the window asked for)" } else { "" }
     );
     lease_key(body);
     for key in clusters {
-        let spans_of = &by_cluster[&key];
-        let (spans, marks, names, hosts) = cluster_spans(spans_of, &cancelled);
+        let spans_of = by_cluster.get(&key).map_or(&[][..], |v| &v[..]);
+        let (spans, marks, names, busy) = cluster_spans(spans_of, &cancelled);
+        // Idle hosts too, up to a bound on rows so that a huge cluster's page stays small.
+        let count = host_counts.get(&key).copied().unwrap_or(0);
+        let held: BTreeSet<u32> = busy.iter().copied().collect();
+        let shown_idle: Vec<u32> = (0..count.min(u64::from(u32::MAX)) as u32)
+            .filter(|h| !held.contains(h))
+            .take(MAX_HOST_ROWS.saturating_sub(held.len()))
+            .collect();
+        let in_range = held.iter().filter(|h| u64::from(**h) < count).count();
+        let hidden = count.saturating_sub((in_range + shown_idle.len()) as u64);
+        let mut hosts: Vec<u32> = held.iter().copied().chain(shown_idle).collect();
+        hosts.sort_unstable();
         let _ = write!(
             body,
-            "<h3>{}/{} — {} hosts, {} VM spans, {} preemptions</h3>",
+            "<h3>{}/{} — {} hosts ({} held a VM), {} VM spans, {} preemptions</h3>",
             escape(&key.0),
             escape(&key.1),
-            hosts.len(),
+            count.max(hosts.len() as u64),
+            busy.len(),
             spans.len(),
             marks.len()
         );
+        if hidden > 0 {
+            let _ = write!(
+                body,
+                "<p class=\"note\">{hidden} more hosts held no VM and are not drawn.</p>"
+            );
+        }
         body.push_str(&svg::gantt(
             &format!("gantt {}/{}", key.0, key.1),
             &scale,
