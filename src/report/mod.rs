@@ -233,7 +233,7 @@ header{position:sticky;top:0;background:#fafafa;border-bottom:1px solid #ddd;pad
 h1{font-size:20px;margin:0 0 4px}nav a{margin-right:14px;color:#0645ad;text-decoration:none}\
 main{padding:0 20px 30px;max-width:1160px}h2{margin-top:32px;border-bottom:1px solid #ddd}\
 h3{margin:22px 0 6px;font-size:15px}table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}\
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}\
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;white-space:pre-line;overflow-wrap:anywhere}td:first-child{overflow-wrap:normal}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}\
 .note{color:#555;font-size:13px}.key{display:flex;flex-wrap:wrap;gap:14px;font-size:13px;margin:6px 0}\
 .key span{display:inline-flex;align-items:center;gap:5px}.sw{display:inline-block;width:22px;height:11px;border:1px solid #999}\
@@ -1139,10 +1139,18 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
             l.points.sort_by(|a, b| a.x.total_cmp(&b.x));
         }
         let _ = write!(body, "<h3>{}</h3>", escape(metric));
+        // The heading names the metric; the axis its last part, short enough to fit.
+        let y_label: String = metric
+            .rsplit('.')
+            .next()
+            .unwrap_or(metric)
+            .chars()
+            .take(28)
+            .collect();
         body.push_str(&svg::ci_chart(
             metric,
             &x_label,
-            metric,
+            &y_label,
             &lines,
             categories.as_deref(),
         ));
@@ -1179,15 +1187,32 @@ fn sweep_provenance(body: &mut String, dir: &Path) {
         .as_object()
         .into_iter()
         .flatten()
-        .map(|(k, v)| {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            vec![k.clone(), text]
-        })
+        .map(|(k, v)| vec![k.clone(), plain(v)])
         .collect();
     table(body, &["what", "value"], &rows, 9);
+}
+
+/// A JSON value as a reader wants it in a table cell: strings bare, lists joined by commas,
+/// a varied key as `key: values`, objects one `key: value` per line.
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            items.iter().map(plain).collect::<Vec<_>>().join(", ")
+        }
+        Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join("\n"),
+        Value::Object(o) => match (o.get("key"), o.get("values")) {
+            (Some(k), Some(values)) if o.len() == 2 => format!("{}: {}", plain(k), plain(values)),
+            _ if o.is_empty() => "none".into(),
+            _ => o
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", plain(v)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        },
+        other => other.to_string(),
+    }
 }
 
 fn paired_section(body: &mut String, dir: &Path) -> Result<(), Error> {
