@@ -93,6 +93,7 @@ pub mod lrms;
 pub mod metrics;
 pub mod model;
 pub mod progress;
+pub mod report;
 pub mod stress;
 pub mod sweep;
 pub mod time;
@@ -170,12 +171,7 @@ pub struct Provenance {
 impl Provenance {
     /// The provenance of a run of the file at `path` (or the embedded topology) with `sets`.
     pub fn of(path: Option<&Path>, sets: &[String]) -> Provenance {
-        let hash = path.and_then(|p| std::fs::read(p).ok()).map(|bytes| {
-            let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            format!("{h:016x}")
-        });
+        let hash = path.and_then(file_hash);
         Provenance {
             igemu: env!("CARGO_PKG_VERSION").to_string(),
             topology_path: path.map(|p| p.display().to_string()),
@@ -183,6 +179,17 @@ impl Provenance {
             overrides: sets.to_vec(),
         }
     }
+}
+
+/// FNV-1a 64 of a file's bytes, as 16 hex digits (`None` if it cannot be read): enough to
+/// tell two versions of a topology or sweep file apart, as [`Provenance`] and `sweep.json`
+/// record them.
+pub fn file_hash(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Some(format!("{h:016x}"))
 }
 
 /// Timer lateness in realtime runs, emulated milliseconds.
@@ -292,6 +299,10 @@ struct CsvRow<'a> {
     deadline_s: String,
     served_by: &'a str,
     hosts: String,
+    // Added after the others, so readers that take columns by position keep working.
+    outcome: &'static str,
+    reason: &'static str,
+    displacements: u32,
 }
 
 #[derive(Serialize)]
@@ -461,6 +472,9 @@ impl RunResult {
                 hosts: hosts.get(&req.id).map_or_else(String::new, |(_, h)| {
                     h.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
                 }),
+                outcome: metrics::Outcome::of(req, rec).as_str(),
+                reason: rec.reason.map_or("", model::RejectReason::as_str),
+                displacements: rec.displacements,
             };
             w.serialize(row).map_err(|e| io(&csv_path)(e.into()))?;
         }
@@ -534,14 +548,17 @@ impl RunResult {
         }
         let m = &s.metrics;
         out += &format!(
-            "  preemptions {} leases / {} VMs, overhead {:.1} s, AWRT {:.1} s\n",
-            m.lease_preemptions, m.vm_preemptions, m.overhead_s, m.awrt_s
+            "  preemptions {} leases / {} VMs, displacements {} reservations / {} VMs, overhead {:.1} s, AWRT {:.1} s\n",
+            m.lease_preemptions - m.lease_displacements,
+            m.vm_preemptions,
+            m.lease_displacements,
+            m.vm_displacements,
+            m.overhead_s,
+            m.awrt_s
         );
         out += &format!(
             "  utilization {:.1} %, makespan {:.1} s, invariant violations {}",
-            s.metrics.utilization * 100.0,
-            s.makespan_s,
-            s.invariant_violations
+            s.metrics.utilization_pct, s.makespan_s, s.invariant_violations
         );
         if let Some(l) = &s.timer_lateness_ms {
             out += &format!(
@@ -625,8 +642,9 @@ fn summarize(
     (summary, records, decisions, spans)
 }
 
-/// The policies in force, by where they apply (`grid:<g>`, `cluster:<g>/<c>`, `peering`).
-fn policies(topo: &Topology) -> BTreeMap<String, String> {
+/// The policies in force, by where they apply (`grid:<g>`, `cluster:<g>/<c>`, `peering`), as
+/// `summary.json`'s `policies` and `sweep.json` record them.
+pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
     let mut p = BTreeMap::new();
     p.insert(
         "peering".to_string(),

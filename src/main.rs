@@ -36,7 +36,7 @@ enum Command {
         command: Option<SweepCommand>,
         /// The sweep file (TOML).
         file: Option<PathBuf>,
-        /// Output directory (runs.csv, points.csv).
+        /// Output directory (runs.csv, points.csv, paired.csv, sweep.json).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Parallel runs (default: the number of cores).
@@ -46,9 +46,12 @@ enum Command {
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
         /// Keep the finished runs already in the output's run file and run only the others
-        /// (refused if the file was written for a different sweep).
+        /// (refused if the file, or sweep.json, was written for a different sweep).
         #[arg(long)]
         resume: bool,
+        /// Show no progress (shown on stderr when the sweep takes over two seconds).
+        #[arg(long)]
+        quiet: bool,
     },
     /// Stress-test peering: run a topology over seeds and fault settings in parallel and
     /// report invariant violations with the commands that reproduce them.
@@ -88,6 +91,21 @@ enum Command {
         #[command(subcommand)]
         command: WorkloadCommand,
     },
+    /// Write report.html into a run's or a sweep's output directory: one self-contained page
+    /// (provenance, key figures, a Gantt chart per cluster, utilisation over time, peering;
+    /// for a sweep, each metric against the varied key with 95 % CIs) that opens offline.
+    Report {
+        /// The directory: `igemu run --out`'s (summary.json) or `igemu sweep --out`'s
+        /// (points.csv).
+        dir: PathBuf,
+        /// Draw only this window of emulated time in a run's Gantt and utilisation charts:
+        /// FROM..TO, ..TO or FROM.. (durations such as 12h, 1d6h).
+        #[arg(long, value_name = "FROM..TO")]
+        window: Option<String>,
+        /// Write the page here instead of DIR/report.html.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check topology files; exit 0 when all are valid, 2 otherwise.
     Validate {
         /// Topology files.
@@ -101,7 +119,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum SweepCommand {
-    /// Join the runs.csv files of several shards and recompute the per-point summary.
+    /// Join the runs.csv files of several shards and recompute the per-point summary (and
+    /// sweep.json from the shards' sweep-I-of-N.json records, which must agree).
     Merge {
         /// Output directory.
         #[arg(long)]
@@ -126,13 +145,22 @@ fn jobs_or_cores(jobs: Option<usize>) -> usize {
     jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// How a sweep runs, beyond what and where.
+struct SweepFlags {
+    /// Keep the finished runs of the output's run file.
+    resume: bool,
+    /// How progress is shown.
+    style: Style,
+}
+
 fn sweep(
     file: &Path,
     out: Option<PathBuf>,
     jobs: Option<usize>,
     shard: Option<String>,
-    resume: bool,
+    flags: SweepFlags,
 ) -> Result<(), Error> {
+    let SweepFlags { resume, style } = flags;
     let spec = igemu::sweep::parse(file)?;
     let shard = match shard.as_deref().map(parse_shard) {
         None => (0, 1),
@@ -172,6 +200,23 @@ fn sweep(
         out.join("runs.csv")
     };
     let header = igemu::sweep::runs_header(&spec, &metrics);
+    let record_path = out.join(igemu::sweep::record_name(shard));
+    let mut record = igemu::sweep::SweepRecord::new(file, &spec, &metrics, first.as_ref(), shard);
+    if resume && runs.exists() {
+        // The run file shows the varied values, seeds and metrics; what it cannot show — the
+        // topology file's contents and the fixed [set] — the record beside it does.
+        let old = igemu::sweep::SweepRecord::read(&record_path)
+            .map_err(|e| Error::Input(format!("igemu: {e}")))?;
+        let changes = old.map(|o| o.changes(&record)).unwrap_or_default();
+        if !changes.is_empty() {
+            return Err(Error::Input(format!(
+                "igemu: {}: its runs were made from other inputs: {}; resume only with the \
+                 inputs that made them, or give another --out to start over",
+                record_path.display(),
+                changes.join("; ")
+            )));
+        }
+    }
     let mut done = if resume && runs.exists() {
         igemu::sweep::read_done(&spec, &header, &runs)
             .map_err(|e| Error::Input(format!("igemu: {e}")))?
@@ -183,6 +228,12 @@ fn sweep(
     // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
     // process) loses only the runs in flight.
     igemu::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
+    let file_name = |p: &Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().to_string())
+    };
+    record.outputs = vec![file_name(&runs)];
+    record.write(&record_path).map_err(Error::Failed)?;
     let todo: Vec<igemu::sweep::RunSpec> = spec
         .runs()
         .into_iter()
@@ -191,7 +242,7 @@ fn sweep(
     let skipped = done.len();
     let mut sink = igemu::sweep::RowSink::append(&runs).map_err(Error::Failed)?;
     let mut write_error = None;
-    let outcomes = igemu::sweep::execute(&spec, todo, jobs_or_cores(jobs), |o| {
+    let outcomes = igemu::sweep::execute(&spec, todo, jobs_or_cores(jobs), style, |o| {
         let row = igemu::sweep::run_row(o, &metrics);
         if let Err(e) = sink.write(&row) {
             write_error.get_or_insert(e);
@@ -209,8 +260,10 @@ fn sweep(
     } else {
         format!("{} runs", outcomes.len())
     };
+    record.finished = true;
     if shard.1 > 1 {
         // A shard's points would be partial: only `sweep merge` of every shard writes them.
+        record.write(&record_path).map_err(Error::Failed)?;
         println!(
             "{ran} ({failed} failed): {} (join the shards with `igemu sweep merge`)",
             runs.display()
@@ -218,7 +271,12 @@ fn sweep(
     } else {
         let points = igemu::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
             .map_err(Error::Failed)?;
-        write_paired(std::slice::from_ref(&runs), &out).map_err(Error::Failed)?;
+        let paired = write_paired(std::slice::from_ref(&runs), &out).map_err(Error::Failed)?;
+        record.outputs.push("points.csv".into());
+        record
+            .outputs
+            .extend(paired.then(|| "paired.csv".to_string()));
+        record.write(&record_path).map_err(Error::Failed)?;
         println!(
             "{ran} ({failed} failed), {points} points: {} and {}",
             runs.display(),
@@ -235,30 +293,82 @@ fn sweep(
 }
 
 /// Writes `paired.csv` beside `points.csv` when a varied key is policy-like (and removes a
-/// stale one when none is).
-fn write_paired(runs: &[PathBuf], out: &Path) -> Result<(), String> {
+/// stale one when none is); says whether it wrote one.
+fn write_paired(runs: &[PathBuf], out: &Path) -> Result<bool, String> {
     let path = out.join("paired.csv");
-    if igemu::sweep::paired(runs, &path)?.is_none() && path.exists() {
+    let written = igemu::sweep::paired(runs, &path)?.is_some();
+    if !written && path.exists() {
         std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    Ok(())
+    Ok(written)
 }
 
 fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
+    let record = merged_record(files).map_err(|e| Error::Input(format!("igemu: {e}")))?;
     create_dir(out)?;
     let merged = out.join("runs.csv");
-    let points = merge_runs(files, &merged)
+    let (points, paired) = merge_runs(files, &merged)
         .and_then(|_| {
             igemu::sweep::summarize(std::slice::from_ref(&merged), &out.join("points.csv"))
         })
-        .and_then(|p| write_paired(std::slice::from_ref(&merged), out).map(|_| p))
+        .and_then(|p| write_paired(std::slice::from_ref(&merged), out).map(|w| (p, w)))
         .map_err(|e| Error::Input(format!("igemu: {e}")))?;
+    match record {
+        Some(mut record) => {
+            record.outputs = vec!["runs.csv".into(), "points.csv".into()];
+            record
+                .outputs
+                .extend(paired.then(|| "paired.csv".to_string()));
+            record
+                .write(&out.join("sweep.json"))
+                .map_err(Error::Failed)?;
+        }
+        None => eprintln!(
+            "igemu: no shard recorded its inputs (sweep-I-of-N.json beside its run file), so \
+             no sweep.json is written"
+        ),
+    }
     println!(
         "merged {} files, {points} points: {}",
         files.len(),
         out.join("points.csv").display()
     );
     Ok(())
+}
+
+/// The record of a merge: the shards' records (`sweep-I-of-N.json` beside each run file)
+/// must agree on what was run; `None` when no shard has one.
+fn merged_record(files: &[PathBuf]) -> Result<Option<igemu::sweep::SweepRecord>, String> {
+    let mut merged: Option<(PathBuf, igemu::sweep::SweepRecord)> = None;
+    let mut finished = true;
+    for f in files {
+        let path = igemu::sweep::record_beside(f);
+        let Some(r) = igemu::sweep::SweepRecord::read(&path)? else {
+            finished = false;
+            continue;
+        };
+        finished &= r.finished;
+        match &merged {
+            None => merged = Some((path, r)),
+            Some((first, m)) => {
+                let differ = m.shard_mismatch(&r);
+                if !differ.is_empty() {
+                    return Err(format!(
+                        "{} and {} record different sweeps: {}; merge only the shards of one sweep",
+                        first.display(),
+                        path.display(),
+                        differ.join("; ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(merged.map(|(_, mut r)| {
+        r.shard = None;
+        r.finished = finished;
+        r.merged_from = files.iter().map(|f| f.display().to_string()).collect();
+        r
+    }))
 }
 
 #[derive(Subcommand)]
@@ -510,6 +620,9 @@ struct RunArgs {
     /// Show no progress (shown on stderr for runs longer than two seconds).
     #[arg(long)]
     quiet: bool,
+    /// Also write report.html (as `igemu report` does) into --out.
+    #[arg(long)]
+    report: bool,
     /// Replace the outputs of an earlier run in --out (without it, a directory that holds
     /// another run's outputs is refused, so two runs never mix).
     #[arg(long)]
@@ -520,13 +633,14 @@ struct RunArgs {
 }
 
 /// The files a run writes into its output directory.
-const RUN_OUTPUTS: [&str; 6] = [
+const RUN_OUTPUTS: [&str; 7] = [
     "summary.json",
     "requests.csv",
     "decisions.csv",
     "intervals.csv",
     "utilization.csv",
     "trace.jsonl",
+    "report.html",
 ];
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
@@ -618,6 +732,12 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     result.write_outputs(&out)?;
     println!("{}", result.human_summary());
     println!("  outputs in {}/", out.display());
+    if args.report {
+        println!(
+            "  report: {}",
+            igemu::report::write(&out, &igemu::report::Options::default())?.display()
+        );
+    }
     if result.summary.invariant_violations > 0 {
         return Err(Error::Failed(format!(
             "invariant violations: {:?}",
@@ -674,7 +794,17 @@ fn dispatch(command: Command) -> Result<(), Error> {
             jobs,
             shard,
             resume,
-        } => sweep(&file, out, jobs, shard, resume),
+            quiet,
+        } => sweep(
+            &file,
+            out,
+            jobs,
+            shard,
+            SweepFlags {
+                resume,
+                style: Style::detect(quiet),
+            },
+        ),
         Command::Sweep {
             command: None,
             file: None,
@@ -683,6 +813,16 @@ fn dispatch(command: Command) -> Result<(), Error> {
             "sweep needs a sweep file (or `igemu sweep merge`)".into(),
         )),
         Command::Validate { files, sets } => validate(&files, sets),
+        Command::Report { dir, window, out } => {
+            let window = window
+                .as_deref()
+                .map(igemu::report::Window::parse)
+                .transpose()
+                .map_err(|e| Error::Usage(format!("--window: {e}")))?;
+            let path = igemu::report::write(&dir, &igemu::report::Options { window, out })?;
+            println!("{}", path.display());
+            Ok(())
+        }
         Command::Run(args) => run_one(args),
     }
 }

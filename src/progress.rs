@@ -1,14 +1,20 @@
-//! Progress of long work (a single run, a stress test) on stderr: a line rewritten in place
-//! on a terminal, plain lines every ten seconds when stderr is a file or a pipe, nothing with
+//! Progress of long work (a single run, a stress test, a sweep) on stderr: on a terminal a
+//! bar rewritten in place (`[#####.....] 12/40 runs, 1m02s elapsed, ~3m10s left`), plain
+//! lines every ten seconds when stderr is a file or a pipe (no escape codes), nothing with
 //! `--quiet`. Nothing is shown for work done within two seconds. Wall time here only paces
 //! the display; it never reaches the emulation.
+//!
+//! Hand-written rather than a crate such as `indicatif`: the display is one formatted line,
+//! the formatting is a pure function tested as such, and the plain-lines mode for logs and
+//! batch jobs (which such crates hide when stderr is not a terminal) is what sweeps on a
+//! cluster need.
 
 use crate::time::Stopwatch;
 
 /// How progress is shown.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Style {
-    /// One line rewritten in place about once a second (stderr is a terminal).
+    /// A bar rewritten in place about once a second (stderr is a terminal).
     Terminal,
     /// A plain line every ten seconds (stderr is a file or a pipe).
     Lines,
@@ -31,6 +37,9 @@ impl Style {
 
 /// Wall seconds before anything is shown.
 const QUIET_START_S: f64 = 2.0;
+
+/// Cells in a progress bar.
+const BAR_CELLS: usize = 10;
 
 /// A progress display for one piece of work.
 pub struct Progress {
@@ -58,12 +67,11 @@ impl Progress {
         if self.style == Style::Quiet || elapsed < self.next_at {
             return;
         }
-        let text = line(what, elapsed, fraction);
         if self.style == Style::Terminal {
-            eprint!("\r\x1b[2K{text}");
+            eprint!("\r\x1b[2K{}", bar_line(what, elapsed, fraction));
             self.next_at = elapsed + 1.0;
         } else {
-            eprintln!("{text}");
+            eprintln!("{}", line(what, elapsed, fraction));
             self.next_at = elapsed + 10.0;
         }
         self.shown = true;
@@ -78,17 +86,41 @@ impl Progress {
     }
 }
 
-/// A progress line: `  WHAT, elapsed 1m05s, ETA 30s` (`ETA ?` when the fraction done is unknown
-/// or zero).
+/// A plain progress line: `  WHAT, 1m05s elapsed, ~30s left` (`time left unknown` when the
+/// fraction done is unknown or zero).
 pub fn line(what: &str, elapsed_s: f64, fraction: Option<f64>) -> String {
-    let eta = match fraction {
-        Some(f) if f > 0.0 && f.is_finite() => {
-            let left = (elapsed_s * (1.0 - f.min(1.0)) / f).max(0.0);
-            clock(left)
+    format!("  {}", status(what, elapsed_s, fraction))
+}
+
+/// A terminal's progress line: the fraction done as a bar of ten cells, then what [`line`]
+/// says: `[#####.....] 12/40 runs, 1m02s elapsed, ~3m10s left` (`[??????????]` when the
+/// fraction is unknown). Plain ASCII; the caller adds the escape codes that rewrite it.
+pub fn bar_line(what: &str, elapsed_s: f64, fraction: Option<f64>) -> String {
+    let bar = match known(fraction) {
+        Some(f) => {
+            let full = ((f.min(1.0) * BAR_CELLS as f64).floor() as usize).min(BAR_CELLS);
+            format!("{}{}", "#".repeat(full), ".".repeat(BAR_CELLS - full))
         }
-        _ => "?".to_string(),
+        None => "?".repeat(BAR_CELLS),
     };
-    format!("  {what}, elapsed {}, ETA {eta}", clock(elapsed_s))
+    format!("[{bar}] {}", status(what, elapsed_s, fraction))
+}
+
+/// A fraction done that can be used for an estimate: finite and above zero.
+fn known(fraction: Option<f64>) -> Option<f64> {
+    fraction.filter(|f| f.is_finite() && *f > 0.0)
+}
+
+/// `WHAT, 1m05s elapsed, ~30s left`.
+fn status(what: &str, elapsed_s: f64, fraction: Option<f64>) -> String {
+    let left = match known(fraction) {
+        Some(f) => {
+            let left = (elapsed_s * (1.0 - f.min(1.0)) / f).max(0.0);
+            format!("~{} left", clock(left))
+        }
+        None => "time left unknown".to_string(),
+    };
+    format!("{what}, {} elapsed, {left}", clock(elapsed_s))
 }
 
 /// Whole seconds as `45s`, `3m07s` or `2h05m`.
@@ -182,10 +214,38 @@ mod tests {
     fn lines_show_elapsed_time_and_an_estimate_of_what_is_left() {
         assert_eq!(
             line("3/12 runs", 30.0, Some(0.25)),
-            "  3/12 runs, elapsed 30s, ETA 1m30s"
+            "  3/12 runs, 30s elapsed, ~1m30s left"
         );
-        assert_eq!(line("x", 7300.0, None), "  x, elapsed 2h01m, ETA ?");
-        assert_eq!(line("x", 5.0, Some(0.0)), "  x, elapsed 5s, ETA ?");
-        assert_eq!(line("x", 5.0, Some(1.5)), "  x, elapsed 5s, ETA 0s");
+        assert_eq!(
+            line("x", 7300.0, None),
+            "  x, 2h01m elapsed, time left unknown"
+        );
+        assert_eq!(
+            line("x", 5.0, Some(0.0)),
+            "  x, 5s elapsed, time left unknown"
+        );
+        assert_eq!(line("x", 5.0, Some(1.5)), "  x, 5s elapsed, ~0s left");
+    }
+
+    #[test]
+    fn a_terminal_shows_a_bar_of_the_fraction_done() {
+        assert_eq!(
+            bar_line("12/40 runs", 62.0, Some(12.0 / 40.0)),
+            "[###.......] 12/40 runs, 1m02s elapsed, ~2m25s left"
+        );
+        assert_eq!(
+            bar_line("40/40 runs", 10.0, Some(1.0)),
+            "[##########] 40/40 runs, 10s elapsed, ~0s left"
+        );
+        assert_eq!(
+            bar_line("run: emulated 9.0 h, finishing", 3.0, None),
+            "[??????????] run: emulated 9.0 h, finishing, 3s elapsed, time left unknown"
+        );
+        // Never more than ten cells, nor any escape code (the caller adds those).
+        let over = bar_line("x", 1.0, Some(7.0));
+        assert!(
+            over.starts_with("[##########] ") && !over.contains('\x1b'),
+            "{over}"
+        );
     }
 }

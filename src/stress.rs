@@ -150,7 +150,7 @@ pub fn stress(
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                 if let Ok(mut p) = progress.lock() {
                     let fraction = n as f64 / total.max(1) as f64;
-                    p.update(&format!("stress: {n}/{total} runs done"), Some(fraction));
+                    p.update(&format!("stress: {n}/{total} runs"), Some(fraction));
                 }
                 if let Ok(mut r) = results.lock() {
                     r.push(StressRun {

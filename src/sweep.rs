@@ -9,7 +9,7 @@
 //! ```toml
 //! topology = "../topologies/paper000-three-clusters.toml"   # relative to this file
 //! seeds = 10                        # or a list: [1, 2, 3]
-//! metrics = ["vm_preemptions", "utilization"]   # default: every numeric summary key
+//! metrics = ["vm_preemptions", "utilization_pct"]   # default: every numeric summary key
 //! [set]                             # fixed overrides
 //! "emulation.end" = "3d"
 //! [vary]                            # one run per combination
@@ -18,7 +18,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -157,9 +156,14 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
         if names.iter().any(|n| n == m) {
             continue;
         }
-        let hint = match did_you_mean(m, names.iter().map(String::as_str)) {
-            Some(c) => format!("did you mean `{c}`?"),
-            None => {
+        let renamed = renamed_metric(m).filter(|n| names.contains(n));
+        let hint = match (renamed, did_you_mean(m, names.iter().map(String::as_str))) {
+            (Some(n), _) => format!(
+                "did you mean `{n}`? (renamed: every share in summary.json is now a percent, \
+                 0–100, its key ending in `_pct`)"
+            ),
+            (None, Some(c)) => format!("did you mean `{c}`?"),
+            (None, None) => {
                 let top: std::collections::BTreeSet<&str> = names
                     .iter()
                     .filter(|n| !n.contains('.'))
@@ -174,6 +178,35 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
         };
         diags.error(loc, format!("unknown metric `{m}`"), Some(hint));
     }
+}
+
+/// Summary keys renamed when every share became a percent (0–1 fractions and bare percents
+/// before), as (old, new) last path segments.
+const RENAMED: [(&str, &str); 7] = [
+    ("utilization", "utilization_pct"),
+    ("useful_work_fraction", "useful_work_pct"),
+    ("local_rejection_rate", "local_rejection_pct"),
+    ("external_rejection_rate", "external_rejection_pct"),
+    ("migration_rate", "migration_pct"),
+    (
+        "nonpreemptable_rejection_rate",
+        "nonpreemptable_rejection_pct",
+    ),
+    ("dvr", "dvr_pct"),
+];
+
+/// The new name of a metric written with an old key as its last segment
+/// (`clusters.g/c1.utilization` → `clusters.g/c1.utilization_pct`), so an old sweep file gets
+/// a pointer to the new name (the edit distance is too large for a plain "did you mean").
+pub fn renamed_metric(metric: &str) -> Option<String> {
+    let (prefix, last) = match metric.rsplit_once('.') {
+        Some((p, l)) => (format!("{p}."), l),
+        None => (String::new(), metric),
+    };
+    RENAMED
+        .iter()
+        .find(|(old, _)| *old == last)
+        .map(|(_, new)| format!("{prefix}{new}"))
 }
 
 fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
@@ -220,7 +253,7 @@ fn read_metrics(t: &Table<'_>) -> Vec<(String, Loc)> {
         t.diags.error(
             &node.loc,
             "`metrics` must be a list of summary keys",
-            Some("write metrics = [\"utilization\", \"awrt_s\"]".into()),
+            Some("write metrics = [\"utilization_pct\", \"awrt_s\"]".into()),
         );
         Vec::new()
     })
@@ -334,8 +367,191 @@ impl Sweep {
     }
 }
 
+/// What a sweep ran, as `sweep.json` (`sweep-I-of-N.json` for a shard) records it beside its
+/// run file: enough to tell what produced the numbers, and for `--resume` to refuse to mix
+/// runs made from other inputs (see `docs/sweeps.md`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SweepRecord {
+    /// igemu's version.
+    pub igemu: String,
+    /// The sweep file, as given.
+    pub sweep_path: String,
+    /// FNV-1a 64 of the sweep file's bytes (hex), as [`crate::file_hash`].
+    pub sweep_hash: Option<String>,
+    /// The topology file, as the sweep file names it (relative to the sweep file's folder).
+    pub topology_path: String,
+    /// FNV-1a 64 of the topology file's bytes (hex).
+    pub topology_hash: Option<String>,
+    /// The fixed overrides (`[set]`), key to TOML text.
+    pub set: BTreeMap<String, String>,
+    /// The varied keys, in column order, with their values (TOML text).
+    pub vary: Vec<Varied>,
+    /// The seeds every point runs with.
+    pub seeds: Vec<u64>,
+    /// The metrics (the run file's columns).
+    pub metrics: Vec<String>,
+    /// Runs in the whole sweep (every shard).
+    pub runs: usize,
+    /// `I/N` for a shard; `None` for a whole sweep or a merge.
+    pub shard: Option<String>,
+    /// The policies in force at the first point (as `summary.json`'s `policies`); a varied
+    /// policy key's values are in `vary` and in the run file's `set:` columns.
+    pub policies: BTreeMap<String, String>,
+    /// The files written into the output folder, this one aside.
+    pub outputs: Vec<String>,
+    /// Whether every run was made (`false` while the sweep runs, or after an interruption).
+    pub finished: bool,
+    /// For `sweep merge`: the run files merged, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+}
+
+/// A varied key and its values.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Varied {
+    /// The `--set` key.
+    pub key: String,
+    /// Its values, as TOML text.
+    pub values: Vec<String>,
+}
+
+/// The name of the record a sweep writes: `sweep.json`, or `sweep-I-of-N.json` for shard I of
+/// N (N > 1), beside `runs-I-of-N.csv`.
+pub fn record_name(shard: (usize, usize)) -> String {
+    if shard.1 > 1 {
+        format!("sweep-{}-of-{}.json", shard.0, shard.1)
+    } else {
+        "sweep.json".to_string()
+    }
+}
+
+/// The record beside a run file: `runs.csv` → `sweep.json`, `runs-I-of-N.csv` →
+/// `sweep-I-of-N.json` (in the same folder).
+pub fn record_beside(run_file: &Path) -> PathBuf {
+    let name = run_file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let record = match name
+        .strip_prefix("runs")
+        .and_then(|n| n.strip_suffix(".csv"))
+    {
+        Some(shard) => format!("sweep{shard}.json"),
+        None => "sweep.json".to_string(),
+    };
+    run_file.with_file_name(record)
+}
+
+impl SweepRecord {
+    /// The record of sweep `sweep` read from `path`, aggregating `metrics`, whose first point
+    /// loads as `first`, run as shard `shard`; not yet finished, no outputs yet.
+    pub fn new(
+        path: &Path,
+        sweep: &Sweep,
+        metrics: &[String],
+        first: Option<&topology::Topology>,
+        shard: (usize, usize),
+    ) -> SweepRecord {
+        SweepRecord {
+            igemu: env!("CARGO_PKG_VERSION").to_string(),
+            sweep_path: path.display().to_string(),
+            sweep_hash: crate::file_hash(path),
+            topology_path: sweep.topology.display().to_string(),
+            topology_hash: crate::file_hash(&sweep.topology),
+            set: sweep.set.iter().cloned().collect(),
+            vary: sweep
+                .vary
+                .iter()
+                .map(|(key, values)| Varied {
+                    key: key.clone(),
+                    values: values.clone(),
+                })
+                .collect(),
+            seeds: sweep.seeds.clone(),
+            metrics: metrics.to_vec(),
+            runs: sweep.runs().len(),
+            shard: (shard.1 > 1).then(|| format!("{}/{}", shard.0, shard.1)),
+            policies: first.map(crate::policies).unwrap_or_default(),
+            outputs: Vec::new(),
+            finished: false,
+            merged_from: Vec::new(),
+        }
+    }
+
+    /// What differs between the inputs this record's runs were made from and `now`'s that
+    /// the run file cannot show: the topology file's contents and the fixed `[set]` values
+    /// (the varied values, seeds and metrics are checked row by row against the run file).
+    /// Empty when they agree.
+    pub fn changes(&self, now: &SweepRecord) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.topology_hash != now.topology_hash {
+            let shown = |h: &Option<String>| h.clone().unwrap_or_else(|| "unreadable".into());
+            out.push(format!(
+                "the topology file {} changed (hash {} then, {} now)",
+                now.topology_path,
+                shown(&self.topology_hash),
+                shown(&now.topology_hash)
+            ));
+        }
+        let keys: std::collections::BTreeSet<&String> =
+            self.set.keys().chain(now.set.keys()).collect();
+        for k in keys {
+            match (self.set.get(k), now.set.get(k)) {
+                (Some(a), Some(b)) if a != b => out.push(format!("[set] \"{k}\" was {a}, now {b}")),
+                (Some(a), None) => out.push(format!("[set] \"{k}\" was {a}, now not set")),
+                (None, Some(b)) => out.push(format!("[set] \"{k}\" was not set, now {b}")),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// What differs between two shards' records that would make merging them mix sweeps:
+    /// [`Self::changes`], and the varied values, seeds and metrics.
+    pub fn shard_mismatch(&self, other: &SweepRecord) -> Vec<String> {
+        let mut out = self.changes(other);
+        if self.vary != other.vary {
+            out.push("the varied keys or values differ".into());
+        }
+        if self.seeds != other.seeds {
+            out.push("the seeds differ".into());
+        }
+        if self.metrics != other.metrics {
+            out.push("the metrics differ".into());
+        }
+        out
+    }
+
+    /// Reads the record at `path`; `Ok(None)` when there is none.
+    pub fn read(path: &Path) -> Result<Option<SweepRecord>, String> {
+        match std::fs::read_to_string(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+                format!(
+                    "{}: not a sweep record ({e}); delete it, or give another --out",
+                    path.display()
+                )
+            }),
+        }
+    }
+
+    /// Writes the record to `path` whole or not at all (a temporary file beside it, renamed).
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        text.push('\n');
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("{}: {e}", path.display())
+            })
+    }
+}
+
 /// The numeric entries of a summary, nested ones under dotted keys
-/// (`grids.das2.awrt_grid_s`, `clusters.g/c1.utilization`).
+/// (`grids.das2.awrt_grid_s`, `clusters.g/c1.utilization_pct`).
 pub fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
     fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
         match v {
@@ -364,19 +580,22 @@ pub fn numeric(summary: &serde_json::Value) -> BTreeMap<String, f64> {
 /// One finished run: its spec and the metrics it produced (or the error).
 pub type Outcome = (RunSpec, Result<BTreeMap<String, f64>, String>);
 
-/// Runs `todo` on `jobs` threads, reporting progress on stderr and handing every outcome to
-/// `sink` on the calling thread as soon as its run finishes (so a caller can write it to disk
-/// at once). Returns the outcomes in run order.
+/// Runs `todo` on `jobs` threads, showing progress on stderr in `style` and handing every
+/// outcome to `sink` on the calling thread as soon as its run finishes (so a caller can write
+/// it to disk at once). Returns the outcomes in run order.
 pub fn execute(
     sweep: &Sweep,
     todo: Vec<RunSpec>,
     jobs: usize,
+    style: crate::progress::Style,
     mut sink: impl FnMut(&Outcome),
 ) -> Vec<Outcome> {
     let total = todo.len();
     let queue = Arc::new(Mutex::new(todo.into_iter()));
     let (tx, rx) = std::sync::mpsc::channel::<Outcome>();
     let mut out = Vec::with_capacity(total);
+    let mut progress = crate::progress::Progress::new(style);
+    let mut failed = 0;
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             let (queue, tx) = (Arc::clone(&queue), tx.clone());
@@ -397,12 +616,18 @@ pub fn execute(
         drop(tx);
         for outcome in rx {
             sink(&outcome);
+            failed += usize::from(outcome.1.is_err());
             out.push(outcome);
-            eprint!("\r  sweep: {}/{total} runs done", out.len());
-            let _ = std::io::stderr().flush();
+            let done = out.len();
+            let what = if failed > 0 {
+                format!("sweep: {done}/{total} runs ({failed} failed)")
+            } else {
+                format!("sweep: {done}/{total} runs")
+            };
+            progress.update(&what, Some(done as f64 / total.max(1) as f64));
         }
     });
-    eprintln!();
+    progress.finish();
     out.sort_by_key(|(s, _)| s.index);
     out
 }
@@ -775,6 +1000,21 @@ mod tests {
         assert!((t975(40) - 2.0211).abs() < 1e-4);
         assert!(t975(0).is_nan());
         assert!(mean_ci(&[5.0]).1.is_nan());
+    }
+
+    #[test]
+    fn old_share_names_point_to_their_percent_keys() {
+        assert_eq!(
+            renamed_metric("utilization").as_deref(),
+            Some("utilization_pct")
+        );
+        assert_eq!(
+            renamed_metric("clusters.g/c1.local_rejection_rate").as_deref(),
+            Some("clusters.g/c1.local_rejection_pct")
+        );
+        assert_eq!(renamed_metric("dvr").as_deref(), Some("dvr_pct"));
+        assert_eq!(renamed_metric("awrt_s"), None);
+        assert_eq!(renamed_metric("utilization_pct"), None);
     }
 
     #[test]

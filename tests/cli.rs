@@ -430,9 +430,9 @@ fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
         .collect();
     assert!(!progress.is_empty(), "no progress line in {err:?}");
     assert!(
-        progress[0].contains(" h of ~4.0 h, elapsed ")
-            && progress[0].contains("s, ETA ")
-            && !progress[0].contains('?'),
+        progress[0].contains(" h of ~4.0 h, ")
+            && progress[0].contains("s elapsed, ~")
+            && progress[0].ends_with(" left"),
         "{err:?}"
     );
     assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
@@ -699,4 +699,503 @@ fn a_filtered_trace_holds_only_matching_lines_and_the_same_count() {
         assert!(err.contains(says) && err.contains(flag), "{err}");
         assert!(!Path::new(&dir).exists(), "nothing ran");
     }
+}
+
+/// Headless Chromium when this machine has it: `IGEMU_CHROMIUM`, else `chromium` or
+/// `chromium-browser` on the PATH (CI installs Debian's `chromium`).
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IGEMU_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|n| dir.join(n)))
+        .find(|p| p.is_file())
+}
+
+/// Loads `page` in headless Chromium, saves a screenshot to `screenshot`, and returns the
+/// `<body>` tag of the DOM after the page's load event (where the report's self-check writes
+/// what it found) and Chromium's log.
+fn load_in_chromium(chrome: &Path, page: &Path, screenshot: &Path) -> (String, String) {
+    let profile = tempfile::tempdir().expect("temporary directory");
+    let url = format!("file://{}", page.display());
+    let base = |extra: &[String]| {
+        std::process::Command::new(chrome)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--enable-logging=stderr",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("chromium starts")
+    };
+    let dom = base(&["--dump-dom".into()]);
+    assert!(dom.status.success(), "chromium failed: {}", stderr(&dom));
+    let dom_text = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let body = dom_text
+        .find("<body")
+        .and_then(|at| {
+            dom_text[at..]
+                .find('>')
+                .map(|end| dom_text[at..=at + end].to_string())
+        })
+        .unwrap_or_default();
+    let shot = base(&[
+        "--window-size=1200,2400".into(),
+        format!("--screenshot={}", screenshot.display()),
+    ]);
+    assert!(shot.status.success(), "chromium failed: {}", stderr(&shot));
+    (body, stderr(&dom))
+}
+
+/// A report must open offline: nothing fetched at view time.
+fn assert_self_contained(html: &str) {
+    for needle in ["<script src", "<link", "@import", "url(http", "src=\"http"] {
+        assert!(!html.contains(needle), "the report loads `{needle}`");
+    }
+    let outside: Vec<&str> = html
+        .match_indices("http")
+        .map(|(at, _)| &html[at..(at + 40).min(html.len())])
+        .filter(|s| !s.starts_with("http://www.w3.org/2000/svg"))
+        .collect();
+    assert!(outside.is_empty(), "addresses in the report: {outside:?}");
+}
+
+/// Checks what the report's self-check wrote on `<body>`: every chart drew, `charts` of them,
+/// and no script error; and that Chromium logged no uncaught error.
+fn assert_drew(body: &str, log: &str, charts: usize) {
+    assert!(
+        body.contains("data-checked=\"yes\""),
+        "the page never loaded: {body}"
+    );
+    assert!(
+        body.contains(&format!("data-charts=\"{charts}\"")),
+        "expected {charts} charts: {body}"
+    );
+    assert!(
+        body.contains("data-empty-charts=\"\""),
+        "empty charts: {body}"
+    );
+    assert!(body.contains("data-errors=\"\""), "script errors: {body}");
+    assert!(!log.contains("Uncaught"), "console errors:\n{log}");
+}
+
+#[test]
+fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("run");
+    let o = igemu(&[
+        "run",
+        "topologies/peering-small.toml",
+        "--trace",
+        "--report",
+        "--quiet",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html written");
+    assert_self_contained(&html);
+    // What a reader must find: provenance, a Gantt chart per cluster that ran a VM, three
+    // utilisation charts per Grid, and the negotiation list from the trace.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
+            .expect("json");
+    let clusters = summary["clusters"].as_object().expect("clusters");
+    let grids = summary["grids"].as_object().expect("grids").len();
+    for (c, figures) in clusters {
+        assert!(
+            html.contains(&format!("data-chart=\"gantt {c}\"")),
+            "no Gantt chart of {c}"
+        );
+        // Every host has its row, idle or not.
+        let hosts = figures["hosts"].as_u64().expect("hosts");
+        assert!(
+            html.contains(&format!("{c} — {hosts} hosts (")),
+            "{c}: not {hosts} hosts"
+        );
+    }
+    let rows = html.matches(">host ").count() as u64;
+    let all_hosts = summary["hosts"].as_u64().expect("hosts");
+    assert!(
+        rows > 0 && rows <= all_hosts,
+        "{rows} host labels for {all_hosts} hosts"
+    );
+    assert!(html.contains("topology_hash") || html.contains("topology hash"));
+    assert!(html.contains(
+        summary["provenance"]["topology_hash"]
+            .as_str()
+            .expect("hash")
+    ));
+    let negotiations = igemu(&[
+        "trace",
+        out.join("trace.jsonl").to_str().expect("utf-8"),
+        "--negotiations",
+    ]);
+    let offered = String::from_utf8_lossy(&negotiations.stdout)
+        .lines()
+        .count()
+        - 1;
+    assert!(offered > 0, "the topology negotiates");
+    assert!(
+        html.contains(&format!("{offered} offered request(s) in negotiations")),
+        "the report lists every negotiation"
+    );
+    let charts = clusters.len() + 3 * grids;
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), charts);
+    // The report is the same from `igemu report`, byte for byte.
+    let again = igemu(&["report", out.to_str().expect("utf-8")]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&page).expect("report"), html);
+
+    // Every VM a preemption hit is marked once on its host (paper 001's testbed suspends).
+    let preempting = dir.path().join("p001");
+    let o = igemu(&[
+        "run",
+        "topologies/paper001-testbed.toml",
+        "--report",
+        "--quiet",
+        "--out",
+        preempting.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p001: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(preempting.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let marked = std::fs::read_to_string(preempting.join("report.html"))
+        .expect("report")
+        .matches("class=\"mark\"")
+        .count();
+    assert!(marked > 0);
+    assert_eq!(
+        marked as u64,
+        p001["vm_preemptions"].as_u64().expect("count")
+    );
+
+    let Some(chrome) = chromium() else {
+        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
+        return;
+    };
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-run.png");
+    let (body, log) = load_in_chromium(&chrome, &page, &screenshot);
+    assert_drew(&body, &log, charts);
+    let png = std::fs::read(&screenshot).expect("screenshot saved");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a blank screenshot"
+    );
+    eprintln!("screenshot: {}", screenshot.display());
+}
+
+#[test]
+fn a_sweeps_report_plots_each_metric_against_the_varied_key_with_intervals() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let sweep = dir.path().join("s.toml");
+    let topo = common::path("topologies/peering-small.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 3\nmetrics = [\"makespan_s\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\"]\n\"workload.0.das2.arrival_scale\" = [40, 80]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("sweep");
+    let o = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = igemu(&["report", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html written");
+    assert_self_contained(&html);
+    // One chart per metric, the numeric key on the x axis and one line per policy, a point
+    // per (policy, value) with its interval.
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 2);
+    assert!(html.contains("Metrics against workload.0.das2.arrival_scale"));
+    assert_eq!(html.matches("<g class=\"point\">").count(), 2 * 2 * 2);
+    assert!(html.contains("igg.dispatch=rr") && html.contains("igg.dispatch=bcf"));
+    // The table behind it has every row of points.csv.
+    let points = std::fs::read_to_string(out.join("points.csv")).expect("points");
+    assert_eq!(points.lines().count() - 1, 8);
+    let Some(chrome) = chromium() else {
+        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
+        return;
+    };
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-sweep.png");
+    let (body, log) = load_in_chromium(&chrome, &page, &screenshot);
+    assert_drew(&body, &log, 2);
+}
+
+#[test]
+fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("neither a run's outputs"),
+        "{}",
+        stderr(&o)
+    );
+    let o = igemu(&["report", "no/such/dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    // A malformed intervals.csv is named with its line, and no report is left behind.
+    std::fs::write(dir.path().join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+    std::fs::write(
+        dir.path().join("intervals.csv"),
+        "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,0,cancellable,running,5,x\n",
+    )
+    .expect("written");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("intervals.csv:2"), "{}", stderr(&o));
+    assert!(!dir.path().join("report.html").exists());
+    // Negative or infinite times are refused, not drawn.
+    std::fs::write(
+        dir.path().join("intervals.csv"),
+        "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,4294967295,cancellable,running,5,inf\n",
+    )
+    .expect("written");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("finite seconds"), "{}", stderr(&o));
+}
+
+/// A sweep of a copy of `peering-small` (so the test can edit it) ending at `end`, varying
+/// the dispatch policy over two seeds, in `dir`: the sweep file's path.
+fn small_sweep(dir: &Path, end: &str) -> PathBuf {
+    let topo = dir.join("small.toml");
+    if !topo.exists() {
+        let text = std::fs::read_to_string(common::path("topologies/peering-small.toml"))
+            .expect("readable");
+        std::fs::write(&topo, text).expect("written");
+    }
+    let sweep = dir.join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = \"small.toml\"\nseeds = 2\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n\
+             [set]\n\"emulation.end\" = \"{end}\"\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\"]\n"
+        ),
+    )
+    .expect("written");
+    sweep
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("json")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+/// `sweep.json` records what a sweep ran, and `--resume` refuses (exit 2, naming the change)
+/// when the fixed `[set]` or the topology file changed since — which `runs.csv` cannot show.
+#[test]
+fn a_sweep_records_its_inputs_and_resume_refuses_changed_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sweep = small_sweep(dir.path(), "3h");
+    let ok = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let r = json(&out.join("sweep.json"));
+    assert_eq!(r["igemu"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(r["sweep_path"], s(&sweep));
+    assert!(
+        r["topology_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("small.toml")),
+        "{r}"
+    );
+    assert_eq!(r["set"]["emulation.end"], "\"3h\"");
+    assert_eq!(r["vary"][0]["key"], "igg.dispatch");
+    assert_eq!(
+        r["vary"][0]["values"],
+        serde_json::json!(["\"rr\"", "\"bcf\""])
+    );
+    assert_eq!(r["seeds"], serde_json::json!([1, 2]));
+    assert_eq!(r["runs"], 4);
+    assert_eq!(r["finished"], true);
+    assert_eq!(r["policies"]["peering"], "contracts price-range");
+    assert_eq!(
+        r["outputs"],
+        serde_json::json!(["runs.csv", "points.csv", "paired.csv"])
+    );
+    let (topology_hash, sweep_hash) = (r["topology_hash"].clone(), r["sweep_hash"].clone());
+    assert!(topology_hash.as_str().is_some_and(|h| h.len() == 16), "{r}");
+    // The same inputs resume (nothing left to run).
+    let again = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume", "--quiet"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        !out.join("sweep.json.tmp").exists(),
+        "written through a temporary file"
+    );
+
+    // Another fixed value: refused, naming it; nothing is replaced.
+    let changed = small_sweep(dir.path(), "2h");
+    let refused = igemu(&["sweep", s(&changed), "--out", s(&out), "--resume"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("sweep.json")
+            && err.contains("[set] \"emulation.end\" was \"3h\", now \"2h\""),
+        "{err}"
+    );
+    assert_eq!(
+        json(&out.join("sweep.json"))["set"]["emulation.end"],
+        "\"3h\""
+    );
+
+    // The same sweep file over an edited topology: refused, naming the file.
+    small_sweep(dir.path(), "3h");
+    let topo = dir.path().join("small.toml");
+    let text = std::fs::read_to_string(&topo).expect("readable");
+    std::fs::write(&topo, text.replace("seed = 3", "seed = 4")).expect("written");
+    let refused = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("the topology file") && err.contains("small.toml changed"),
+        "{err}"
+    );
+    // Without --resume it starts over and records the new inputs.
+    let fresh = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", stderr(&fresh));
+    let r = json(&out.join("sweep.json"));
+    assert_ne!(r["topology_hash"], topology_hash);
+    assert_eq!(r["sweep_hash"], sweep_hash);
+}
+
+/// Shards record their inputs in `sweep-I-of-N.json`; `sweep merge` writes one `sweep.json`
+/// from them, and refuses shards of different sweeps.
+#[test]
+fn merged_shards_record_their_sweep_and_shards_of_two_sweeps_do_not_merge() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "3h");
+    let shards = dir.path().join("shards");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let o = igemu(&[
+            "sweep",
+            s(&sweep),
+            "--out",
+            s(&shards),
+            "--shard",
+            &shard,
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = json(&shards.join(format!("sweep-{i}-of-2.json")));
+        assert_eq!(r["shard"], shard);
+        assert_eq!(
+            r["outputs"],
+            serde_json::json!([format!("runs-{i}-of-2.csv")])
+        );
+    }
+    assert!(!shards.join("sweep.json").exists());
+    let merged = dir.path().join("merged");
+    let runs = |i: usize| shards.join(format!("runs-{i}-of-2.csv"));
+    let (r0, r1) = (runs(0), runs(1));
+    let o = igemu(&["sweep", "merge", "--out", s(&merged), s(&r0), s(&r1)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = json(&merged.join("sweep.json"));
+    let shard0 = json(&shards.join("sweep-0-of-2.json"));
+    assert_eq!(m["shard"], serde_json::Value::Null);
+    assert_eq!(m["finished"], true);
+    assert_eq!(m["topology_hash"], shard0["topology_hash"]);
+    assert_eq!(m["merged_from"], serde_json::json!([s(&r0), s(&r1)]));
+    assert_eq!(
+        m["outputs"],
+        serde_json::json!(["runs.csv", "points.csv", "paired.csv"])
+    );
+
+    // A shard of the same sweep file with another fixed value does not merge with shard 0.
+    let other = dir.path().join("other");
+    let changed = small_sweep(dir.path(), "2h");
+    let o = igemu(&[
+        "sweep",
+        s(&changed),
+        "--out",
+        s(&other),
+        "--shard",
+        "1/2",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r1 = other.join("runs-1-of-2.csv");
+    let o = igemu(&[
+        "sweep",
+        "merge",
+        "--out",
+        s(&dir.path().join("bad")),
+        s(&r0),
+        s(&r1),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("record different sweeps") && stderr(&o).contains("emulation.end"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A sweep of two realtime runs of 3.6 wall seconds each (quickstart to 4 h at 4000×) shows
+/// plain progress lines on a pipe — runs done, elapsed, time left, no escape codes — and
+/// nothing with --quiet.
+#[test]
+fn a_long_sweep_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("rt.toml");
+    let topo = common::path("topologies/quickstart.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 2\nmetrics = [\"makespan_s\"]\n[set]\n\
+             \"emulation.mode\" = \"realtime\"\n\"emulation.speedup\" = 4000.0\n\
+             \"emulation.end\" = \"4h\"\n",
+            s(&topo)
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("out");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--jobs", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("sweep: ")).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("/2 runs, ") && l.contains("s elapsed, ~")),
+        "{err:?}"
+    );
+    assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
+    let o = igemu(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        s(&out),
+        "--jobs",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "sweep --quiet shows no progress");
 }

@@ -22,7 +22,7 @@ fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {
         "{s:?}"
     );
     assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
-    assert!(s.metrics.utilization > 0.0 && s.metrics.utilization <= 1.0);
+    assert!(s.metrics.utilization_pct > 0.0 && s.metrics.utilization_pct <= 100.0);
     let events = trace(dir.path());
     assert_eq!(events.len() as u64, s.messages);
     assert_eq!(

@@ -86,7 +86,7 @@ fn paper_003_table_iii_is_reproduced() {
     .expect("runs");
     assert_eq!(r.summary.requests.local.rejected, 1);
     assert_eq!(r.summary.metrics.lease_preemptions, 0);
-    assert_eq!(r.summary.metrics.local_rejection_rate, 1.0);
+    assert_eq!(r.summary.metrics.local_rejection_pct, 100.0);
 }
 
 /// Under MOML, lease 5 (2 VMs of 64 MB) is paused at 720 s (5 ms per VM), its VMs are
@@ -954,4 +954,96 @@ fn paper_001_locals_are_served_at_their_start_under_every_policy() {
         "{:?}",
         r.summary.requests
     );
+}
+
+/// Paper 000's scenario preempts running leases and displaces waiting reservations: each
+/// lease's `preemptions` and `displacements` are the operations the decisions chose for it
+/// (stop, suspend or migrate; displace), and the summary's counts are their sums.
+#[test]
+fn preemptions_and_displacements_are_counted_apart_as_the_decisions_chose_them() {
+    let r = run(
+        load("topologies/paper000-three-clusters.toml", &[]),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let mut expected: HashMap<RequestId, (u32, u32)> = HashMap::new();
+    for d in &r.decisions {
+        for (id, op) in &d.decision.set {
+            let e = expected.entry(*id).or_default();
+            match op.as_str() {
+                "displace" => e.1 += 1,
+                "wait" => {}
+                _ => e.0 += 1,
+            }
+        }
+    }
+    let (mut preempted, mut displaced) = (0u64, 0u64);
+    for (req, rec) in r.topology.requests.iter().zip(&r.records) {
+        let (p, d) = expected.get(&req.id).copied().unwrap_or_default();
+        assert_eq!(
+            (rec.preemptions, rec.displacements),
+            (p, d),
+            "{}",
+            r.topology.label(req.id)
+        );
+        preempted += u64::from(rec.preemptions);
+        displaced += u64::from(rec.displacements);
+    }
+    assert!(preempted > 0 && displaced > 0, "the scenario has both");
+    let m = &r.summary.metrics;
+    assert_eq!(m.lease_displacements, displaced);
+    assert_eq!(m.lease_preemptions, preempted + displaced);
+    // A displaced lease that was never preempted completes "after displacement"; one
+    // suspended and resumed "after suspension".
+    for (req, rec) in r.topology.requests.iter().zip(&r.records) {
+        let outcome = igemu::metrics::Outcome::of(req, rec).as_str();
+        if rec.state == Some(RequestState::Completed)
+            && rec.migrations == 0
+            && rec
+                .end
+                .zip(rec.deadline.or(req.deadline))
+                .is_none_or(|(e, d)| e <= d)
+        {
+            let want = match (rec.preemptions, rec.displacements) {
+                (0, 0) => "completed",
+                (0, _) => "completed-after-displacement",
+                _ => "completed-after-suspension",
+            };
+            assert_eq!(outcome, want, "{}", r.topology.label(req.id));
+        }
+    }
+}
+
+/// One 4-core host, admission with no waiting external request allowed, no preemption: a
+/// lease that would wait is refused for the queue limit, one that would end after its
+/// deadline for its deadline, and a local request for the busy host for want of room.
+#[test]
+fn rejections_say_whether_admission_or_room_refused_them() {
+    let topo = Federation::new("admission")
+        .lrms("preemption", "nop")
+        .lrms("admission", "fixed")
+        .lrms("queue_limit", 0)
+        .grid("g", &[("c1", Hosts::new(1, 4, 8192))])
+        .workload(
+            Users::external("ext", "g")
+                .request(Request::new("runs", 0, 4, 1024, 3600).kind("suspendable"))
+                .request(Request::new("would-wait", 60, 4, 1024, 600).kind("suspendable"))
+                .request(
+                    Request::new("would-be-late", 120, 4, 1024, 600)
+                        .kind("migratable")
+                        .deadline(1800),
+                ),
+        )
+        .workload(
+            Users::local("users", "g", "c1").request(Request::new("local", 300, 4, 1024, 600)),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = run(topo, &RunOptions::default()).expect("runs");
+    let reason = |label: &str| record(&r, label).reason.map(|x| x.as_str());
+    assert_eq!(record(&r, "runs").state, Some(RequestState::Completed));
+    assert_eq!(reason("runs"), None);
+    assert_eq!(reason("would-wait"), Some("queue-limit"));
+    assert_eq!(reason("would-be-late"), Some("deadline"));
+    assert_eq!(reason("local"), Some("no-room"));
 }

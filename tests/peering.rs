@@ -80,7 +80,7 @@ fn provider_policies_queue_locals_lose_nothing_and_each_has_an_effect() {
             0,
             "{extra:?}"
         );
-        assert_eq!(r.summary.metrics.local_rejection_rate, 0.0, "{extra:?}");
+        assert_eq!(r.summary.metrics.local_rejection_pct, 0.0, "{extra:?}");
         r
     };
     let cb = with(&["igg.provider=cb"]);
@@ -498,4 +498,62 @@ fn negotiation_listings_survive_a_closed_pipe_and_name_a_bad_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("error"), "{err}");
+}
+
+/// A request of 20 VMs, submitted to the busy Grid of `peering-small` (whose one cluster holds
+/// 16), with `extra` lines appended to the topology and `sets` applied: its state, reason and
+/// the Grid that served it in `requests.csv`.
+fn fate_of_a_big_request(dir: &std::path::Path, extra: &str, sets: &[&str]) -> [String; 3] {
+    let text = std::fs::read_to_string(path(SMALL)).expect("readable");
+    let file = dir.join("big.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "{text}\n[[workload]]\nname = \"big-user\"\norigin = \"external\"\ngrid = \"busy\"\n\
+             [[workload.request]]\nid = \"big\"\narrival = \"1h\"\nvms = 20\nmem_mb = 1024\n\
+             duration = \"1h\"\ntype = \"suspendable\"\n{extra}"
+        ),
+    )
+    .expect("written");
+    let sets = igemu::topology::Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+    };
+    let topo = igemu::topology::load_file(&file, &sets).expect("loads");
+    let r = run(topo, &RunOptions::default()).expect("runs");
+    assert_eq!(
+        r.summary.invariant_violations, 0,
+        "{:?}",
+        r.summary.violation_examples
+    );
+    let out = dir.join("out");
+    r.write_outputs(&out).expect("written");
+    let mut rows = csv::Reader::from_path(out.join("requests.csv")).expect("readable");
+    let headers = rows.headers().expect("header").clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).expect(name);
+    let row = rows
+        .records()
+        .map(|r| r.expect("row"))
+        .find(|r| &r[col("request_id")] == "big")
+        .expect("the big request has a row");
+    ["state", "reason", "served_by"].map(|c| row[col(c)].to_string())
+}
+
+/// The reason a rejected external request gives is where it was decided: its own clusters
+/// (too large), then the peers it was offered to (declined, or silent).
+#[test]
+fn a_request_refused_at_home_then_by_the_peers_says_peering_was_why() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let partition = |peer: &str| {
+        format!("[[fault.partition]]\nbetween = [\"busy\", \"{peer}\"]\nfrom = \"0s\"\nuntil = \"1d\"\n")
+    };
+    // Without contracts nobody else is asked: busy's one cluster finds it too large.
+    let fate = fate_of_a_big_request(dir.path(), "", &["peering.contracts=none"]);
+    assert_eq!(fate, ["rejected", "too-large", ""]);
+    // With contracts it is offered to the peers, who decline it.
+    let fate = fate_of_a_big_request(dir.path(), "", &[]);
+    assert_eq!(fate, ["rejected", "peers-declined", ""]);
+    // Cut off from both peers: every offer times out.
+    let both = partition("idle") + &partition("calm");
+    let fate = fate_of_a_big_request(dir.path(), &both, &[]);
+    assert_eq!(fate, ["rejected", "peering-timeout", ""]);
 }

@@ -110,7 +110,7 @@ fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
         outcomes.push((
             policy,
             r.summary.metrics.completed_external_pct,
-            r.summary.metrics.dvr,
+            r.summary.metrics.dvr_pct,
         ));
     }
     // CACP completes every external request; AACP the fewest.
@@ -366,7 +366,7 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sweep = dir.path().join("s.toml");
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
-    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 2\nmetrics = [\"utilization\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n", topo.display().to_string())).expect("written");
+    std::fs::write(&sweep, format!("topology = {:?}\nseeds = 2\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n", topo.display().to_string())).expect("written");
     let whole = dir.path().join("whole");
     let out = igemu(&[
         "sweep",
@@ -390,7 +390,7 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
             "run",
             "seed",
             "set:igg.dispatch",
-            "utilization",
+            "utilization_pct",
             "makespan_s",
             "error"
         ]
@@ -584,7 +584,9 @@ fn sweep_metric_names_cover_every_numeric_summary_key() {
     let topo = load("topologies/peering-small.toml", &["emulation.seed=3"]);
     let names = igemu::sweep::metric_names(&topo);
     assert!(names.iter().any(|n| n == "grids.busy.awrt_grid_s"));
-    assert!(names.iter().any(|n| n == "clusters.calm/c1.utilization"));
+    assert!(names
+        .iter()
+        .any(|n| n == "clusters.calm/c1.utilization_pct"));
     assert!(names
         .iter()
         .any(|n| n == "vm_preemptions_by_type.migratable"));
@@ -605,7 +607,7 @@ fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
     std::fs::write(
         &sweep,
         format!(
-            "topology = {:?}\nseeds = 1\nmetrics = [\"utilization\",\n  \"grids.busy.awrt_grid\", \"nonsense_xyz_metric\"]\n",
+            "topology = {:?}\nseeds = 1\nmetrics = [\"utilization_pct\",\n  \"grids.busy.awrt_grid\", \"nonsense_xyz_metric\", \"utilization\"]\n",
             topo.display().to_string()
         ),
     )
@@ -631,7 +633,13 @@ fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
         err.contains("m.toml:4:27: error: unknown metric `nonsense_xyz_metric`"),
         "{err}"
     );
-    assert!(err.contains("2 problems found"), "{err}");
+    // A name from before every share became a percent points to its new name.
+    assert!(
+        err.contains("unknown metric `utilization`")
+            && err.contains("did you mean `utilization_pct`?"),
+        "{err}"
+    );
+    assert!(err.contains("3 problems found"), "{err}");
     assert!(!out_dir.exists(), "nothing ran");
 }
 
@@ -645,7 +653,7 @@ fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
     let text = |policies: &str| {
         format!(
-            "topology = {:?}\nseeds = 3\nmetrics = [\"utilization\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [{policies}]\n",
+            "topology = {:?}\nseeds = 3\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [{policies}]\n",
             topo.display().to_string()
         )
     };
@@ -769,7 +777,7 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sweep = sweep_file(
         dir.path(),
-        "seeds = 4\nmetrics = [\"utilization\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n",
+        "seeds = 4\nmetrics = [\"utilization_pct\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n",
     );
     let out_dir = dir.path().join("out");
     assert_ok(&sweep_to(&sweep, &out_dir, &[]));
@@ -826,7 +834,7 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
     // A sweep varying only numbers writes no paired.csv.
     let sweep = sweep_file(
         dir.path(),
-        "seeds = 2\nmetrics = [\"utilization\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n",
+        "seeds = 2\nmetrics = [\"utilization_pct\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n",
     );
     assert_ok(&sweep_to(&sweep, &out_dir, &[]));
     assert!(

@@ -163,7 +163,8 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
         Effect::Observe(o) => {
             let mut m = emu.metrics.borrow_mut();
             match o {
-                Observation::Rejected(lease) => {
+                Observation::Rejected(lease, reason) => {
+                    m.reject_reason(lease, reason);
                     m.ended(lease, crate::model::RequestState::Rejected, emu.now())
                 }
                 Observation::OfferSent(n) => m.offer_sent(n, office.grid),
@@ -237,15 +238,19 @@ async fn assign(
     tries: usize,
 ) {
     let (emu, me) = (&office.emu, office.id);
+    let mut refusals = Vec::new();
     for &j in order.iter().take(tries) {
         let answer = emu
             .call(me, &office.clusters[j].1, AssignLease(req.clone()))
             .await;
-        if answer.is_some_and(|a| a.accepted) {
-            return;
+        match answer {
+            Some(a) if a.accepted() => return,
+            Some(a) => refusals.extend(a.refusal),
+            None => {}
         }
     }
-    on(office, gateway, Input::Unplaced(req));
+    let refusal = crate::lrms::Refusal::combine(&refusals);
+    on(office, gateway, Input::Unplaced { req, refusal });
 }
 
 /// The post office's relocation task: offer the lease to `to_try` in turn; the first that

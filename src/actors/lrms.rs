@@ -423,18 +423,18 @@ impl Handler<AssignLease> for Lrms {
     fn handle(&mut self, msg: AssignLease, ctx: &mut Context<Self>) -> Self::Result {
         let lease = msg.0.id;
         self.emu.metrics.borrow_mut().offered(self.cluster);
-        let accepted = match self.core.submit_external(msg.0, self.emu.now()) {
+        let refusal = match self.core.submit_external(msg.0, self.emu.now()) {
             Ok(actions) => {
                 self.apply(actions, ctx);
-                true
+                None
             }
             Err(why) => {
                 tracing::debug!(lease = lease.0, ?why, "LRMS refuses an external lease");
                 self.emu.metrics.borrow_mut().refused(self.cluster);
-                false
+                Some(why)
             }
         };
-        MessageResult(AssignAnswer { lease, accepted })
+        MessageResult(AssignAnswer { lease, refusal })
     }
 }
 
@@ -449,6 +449,10 @@ impl Handler<SubmitLocal> for Lrms {
             Ok(actions) => self.apply(actions, ctx),
             Err(why) => {
                 tracing::debug!(lease = lease.0, ?why, "LRMS rejects a local request");
+                self.emu
+                    .metrics
+                    .borrow_mut()
+                    .reject_reason(lease, why.reason());
                 self.apply(vec![Action::Ended(lease, RequestState::Rejected)], ctx);
             }
         }

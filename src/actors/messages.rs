@@ -81,8 +81,15 @@ traced!(StartOffer, "StartOffer", |m| Correlation::request(m.lease));
 pub struct AssignAnswer {
     /// The lease.
     pub lease: RequestId,
-    /// Accepted (started or queued) or refused.
-    pub accepted: bool,
+    /// `None`: accepted (started or queued); else why it was refused.
+    pub refusal: Option<crate::lrms::Refusal>,
+}
+
+impl AssignAnswer {
+    /// Whether the LRMS took the lease.
+    pub fn accepted(&self) -> bool {
+        self.refusal.is_none()
+    }
 }
 traced!(AssignAnswer, "AssignAnswer", |m| Correlation::request(
     m.lease

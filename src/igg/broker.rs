@@ -165,6 +165,16 @@ pub(crate) struct Broker {
     /// that a late duplicate is acknowledged again rather than refused — a refusal would make
     /// the requester serve the request a second time.
     taken: BTreeSet<(NegotiationId, RequestId)>,
+    /// Requests every cluster refused, by how many peers declined them and how many let their
+    /// offers time out: why such a request is finally rejected (kept until it is asked).
+    verdicts: BTreeMap<RequestId, PeerVerdicts>,
+}
+
+/// How the peers a request every cluster refused was offered to answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct PeerVerdicts {
+    declined: u32,
+    timed_out: u32,
 }
 
 impl Broker {
@@ -195,6 +205,7 @@ impl Broker {
             outcomes: Outcomes::default(),
             answered: BTreeMap::new(),
             pending: Vec::new(),
+            verdicts: BTreeMap::new(),
             taken: BTreeSet::new(),
         }
     }
@@ -239,6 +250,23 @@ impl Broker {
             unservable: true,
             tried: BTreeSet::new(),
         });
+    }
+
+    /// Why a request every cluster refused, then offered to the peers, is rejected: declined
+    /// by a peer, or else timed out; `None` if no peer was tried for it. Forgets it.
+    pub(crate) fn peering_reason(
+        &mut self,
+        lease: RequestId,
+    ) -> Option<crate::model::RejectReason> {
+        use crate::model::RejectReason;
+        let v = self.verdicts.remove(&lease)?;
+        if v.declined > 0 {
+            Some(RejectReason::PeersDeclined)
+        } else if v.timed_out > 0 {
+            Some(RejectReason::PeeringTimeout)
+        } else {
+            None
+        }
     }
 
     fn new_negotiation(&mut self) -> NegotiationId {
@@ -489,6 +517,9 @@ impl Broker {
                     }
                     let mut q = q;
                     q.tried.insert(ob.peer);
+                    if q.unservable {
+                        self.verdicts.entry(*lease).or_default().declined += 1;
+                    }
                     self.queue.push_back(q);
                 }
             }
@@ -522,8 +553,11 @@ impl Broker {
             self.outbound.insert(negotiation, ob);
             return vec![out];
         }
-        for (_, (mut q, _)) in ob.items {
+        for (lease, (mut q, _)) in ob.items {
             q.tried.insert(ob.peer);
+            if q.unservable {
+                self.verdicts.entry(lease).or_default().timed_out += 1;
+            }
             self.queue.push_back(q);
         }
         Vec::new()
@@ -597,6 +631,9 @@ impl Broker {
             };
             (Vec::new(), Some(payment))
         } else {
+            if r.queued.unservable {
+                self.verdicts.entry(lease).or_default().declined += 1;
+            }
             (vec![Out::ServeLocally(r.queued.item.req)], None)
         }
     }

@@ -17,8 +17,8 @@ use super::peering::{CostModel, NegotiationId, PriceRange};
 use super::protocol::PeerMsg;
 use super::slots::{Published, SlotStore};
 use super::{Dispatcher, Loads};
-use crate::lrms::Relocation;
-use crate::model::{ClusterId, GridId, LeaseRequest, RequestId, RequestState};
+use crate::lrms::{Refusal, Relocation};
+use crate::model::{ClusterId, GridId, LeaseRequest, RejectReason, RequestId, RequestState};
 use crate::time::{EmuDuration, EmuTime};
 
 /// The gateway's fixed settings (from `[peering]` and `[igg]`).
@@ -122,7 +122,13 @@ pub enum Input {
         offers: Vec<Option<u64>>,
     },
     /// A placement found no cluster.
-    Unplaced(LeaseRequest),
+    Unplaced {
+        /// The request.
+        req: LeaseRequest,
+        /// What the clusters' refusals said together ([`Refusal::combine`]); `None` when no
+        /// cluster was offered it (or none answered).
+        refusal: Option<Refusal>,
+    },
     /// A cluster asks to move a suspended migratable lease elsewhere in the Grid.
     Relocate {
         /// The lease and its state (passed on to the clusters that may adopt it).
@@ -166,8 +172,8 @@ pub enum Timer {
 /// What the metrics observe.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Observation {
-    /// A request no cluster took was rejected.
-    Rejected(RequestId),
+    /// A request no cluster took was rejected, for this reason.
+    Rejected(RequestId, RejectReason),
     /// An offer was sent.
     OfferSent(NegotiationId),
     /// An offer was answered, or given up.
@@ -360,7 +366,7 @@ impl Gateway {
                 let order = self.dispatcher.order(&req, &Loads::default(), &offers);
                 out.push(self.place_in(req, order));
             }
-            Input::Unplaced(req) => {
+            Input::Unplaced { req, refusal } => {
                 let foreign = self.broker.origin_of(req.id).is_some();
                 // Paper 001 §4.1, external workflow: a request every cluster refuses is offered
                 // to the peers (once) before it is rejected. Home cannot serve it, so its home
@@ -372,7 +378,14 @@ impl Gateway {
                     self.broker.enqueue_unservable(req, units);
                     return out;
                 }
-                out.push(Effect::Observe(Observation::Rejected(lease)));
+                // Peering's verdict when the peers were tried (the clusters refused first);
+                // else the clusters' own refusal.
+                let reason = self
+                    .broker
+                    .peering_reason(lease)
+                    .or(refusal.map(Refusal::reason))
+                    .unwrap_or(RejectReason::NoCluster);
+                out.push(Effect::Observe(Observation::Rejected(lease, reason)));
                 if foreign {
                     // Its origin learns of it as of one an LRMS ended.
                     self.lease_ended(lease, RequestState::Rejected, now, &mut out);
@@ -1178,17 +1191,45 @@ mod tests {
             &placed[..],
             [Effect::Place { order, tries: 1, .. }] if order == &vec![0]
         ));
-        let unplaced = Input::Unplaced(req(1));
+        let unplaced = Input::Unplaced {
+            req: req(1),
+            refusal: Some(Refusal::TooLarge),
+        };
         assert!(matches!(
             &gw.on(unplaced, EmuTime::ZERO)[..],
             [
-                Effect::Observe(Observation::Rejected(RequestId(1))),
+                Effect::Observe(Observation::Rejected(RequestId(1), RejectReason::TooLarge)),
                 Effect::Dve {
                     note: DveNote::Ended(RequestId(1), RequestState::Rejected),
                     posted: false
                 }
             ]
         ));
+        // Offered to no cluster at all: the IGG found none.
+        gw.on(Input::Submit(req(2)), EmuTime::ZERO);
+        let nowhere = Input::Unplaced {
+            req: req(2),
+            refusal: None,
+        };
+        assert!(matches!(
+            &gw.on(nowhere, EmuTime::ZERO)[..],
+            [
+                Effect::Observe(Observation::Rejected(RequestId(2), RejectReason::NoCluster)),
+                ..
+            ]
+        ));
+    }
+
+    #[test]
+    fn clusters_refusals_combine_to_the_closest_one() {
+        use Refusal::*;
+        assert_eq!(Refusal::combine(&[TooLarge, TooLarge]), Some(TooLarge));
+        assert_eq!(
+            Refusal::combine(&[TooLarge, QueueFull, Deadline]),
+            Some(QueueFull)
+        );
+        assert_eq!(Refusal::combine(&[]), None);
+        assert_eq!(QueueFull.reason(), RejectReason::QueueLimit);
     }
 
     #[test]
@@ -1198,7 +1239,10 @@ mod tests {
         assert!(gw.on(Input::Submit(req(1)), EmuTime::ZERO).is_empty());
         let placed = gw.on(Input::Tick, EmuTime::from_secs(1));
         assert!(placed.iter().any(|e| matches!(e, Effect::Place { .. })));
-        let refused = Input::Unplaced(req(1));
+        let refused = Input::Unplaced {
+            req: req(1),
+            refusal: Some(Refusal::Deadline),
+        };
         assert!(
             gw.on(refused.clone(), EmuTime::ZERO).is_empty(),
             "not rejected yet"
@@ -1221,11 +1265,18 @@ mod tests {
         assert!(next
             .iter()
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
-        // Refused there again: now it is rejected, once and for all.
+        // Refused there again: now it is rejected, once and for all — for peering's silence,
+        // not for the clusters' deadline refusal (the peer was the last hope).
         let again = gw.on(refused, EmuTime::from_secs(121));
         assert!(matches!(
             &again[..],
-            [Effect::Observe(Observation::Rejected(RequestId(1))), ..]
+            [
+                Effect::Observe(Observation::Rejected(
+                    RequestId(1),
+                    RejectReason::PeeringTimeout
+                )),
+                ..
+            ]
         ));
     }
 

@@ -405,6 +405,30 @@ pub enum Refusal {
     QueueFull,
 }
 
+impl Refusal {
+    /// The reason a request refused this way is rejected with (when nothing else takes it).
+    pub fn reason(self) -> crate::model::RejectReason {
+        use crate::model::RejectReason;
+        match self {
+            Refusal::TooLarge => RejectReason::TooLarge,
+            Refusal::Deadline => RejectReason::Deadline,
+            Refusal::NoRoom => RejectReason::NoRoom,
+            Refusal::QueueFull => RejectReason::QueueLimit,
+        }
+    }
+
+    /// What several clusters' refusals of one request say together: too large only if every
+    /// cluster found it too large, else the first other refusal in the order they were
+    /// tried (the cluster the IGG preferred came closest to taking it).
+    pub fn combine(refusals: &[Refusal]) -> Option<Refusal> {
+        refusals
+            .iter()
+            .copied()
+            .find(|r| *r != Refusal::TooLarge)
+            .or_else(|| refusals.first().copied())
+    }
+}
+
 /// A read-only view of one lease, for inspection and tests.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeaseView {

@@ -67,14 +67,14 @@ pub fn grid_figures(
             let fig = GridFigures {
                 awrt_grid_s: awrt(&|q| q.origin == Origin::External && q.grid == gid),
                 awrt_local_s: awrt(&|q| q.origin == Origin::Local && q.grid == gid),
-                redirected_pct: 100.0 * ratio(redirected, external_units),
+                redirected_pct: pct(redirected, external_units),
                 redirected_pct_by_peer: c
                     .redirected_units
                     .iter()
                     .map(|(p, u)| {
                         (
                             topo.grids[usize::from(p.0)].name.clone(),
-                            100.0 * ratio(*u, external_units),
+                            pct(*u, external_units),
                         )
                     })
                     .collect(),
@@ -126,6 +126,10 @@ pub struct RequestCounts {
 /// The paper metrics, for the whole run or one cluster.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PaperMetrics {
+    /// Hosts (of the cluster, or of every cluster): with `cores`, what the figures are over.
+    pub hosts: u64,
+    /// Their cores.
+    pub cores: u64,
     /// VMs preempted.
     pub vm_preemptions: u64,
     /// VMs preempted by lease type.
@@ -133,8 +137,10 @@ pub struct PaperMetrics {
     /// VMs of waiting reservations displaced (moved later) for local requests: with
     /// `vm_preemptions`, what a count of every VM a preemption touched would give.
     pub vm_displacements: u64,
-    /// Leases preempted.
+    /// Leases preempted: running ones, and waiting reservations displaced.
     pub lease_preemptions: u64,
+    /// Of those, waiting reservations displaced (moved later; no VM touched).
+    pub lease_displacements: u64,
     /// Preemption decisions.
     pub decisions: u64,
     /// Decisions whose search ran out of steps (the best set found was used).
@@ -145,15 +151,15 @@ pub struct PaperMetrics {
     /// lease's operations).
     pub overhead_s: f64,
     /// Paper 003 eq. 11: VM-time spent computing leases (completed, or cancelled after some
-    /// work) over capacity × makespan, 0–1.
-    pub utilization: f64,
-    /// Paper 000 eq. 21: 1 − overhead / computation time (the VM-seconds of eq. 11), 0–1.
-    pub useful_work_fraction: f64,
-    /// Rejected local requests over local requests.
-    pub local_rejection_rate: f64,
-    /// Rejected external requests over external requests (per cluster: refusals at admission
-    /// over offers).
-    pub external_rejection_rate: f64,
+    /// work) over capacity × makespan, percent.
+    pub utilization_pct: f64,
+    /// Paper 000 eq. 21: 1 − overhead / computation time (the VM-seconds of eq. 11), percent.
+    pub useful_work_pct: f64,
+    /// Rejected local requests over local requests, percent.
+    pub local_rejection_pct: f64,
+    /// Rejected external requests over external requests, percent (per cluster: refusals at
+    /// admission over offers).
+    pub external_rejection_pct: f64,
     /// Paper 000 eqs. 23–24: average weighted response time of best-effort leases, seconds.
     pub awrt_s: f64,
     /// Paper 003 eq. 13: mean completion minus ready time of best-effort leases, seconds.
@@ -167,13 +173,13 @@ pub struct PaperMetrics {
     pub migrations: u64,
     /// Deadline-constrained leases that completed after their deadline.
     pub deadline_misses: u64,
-    /// Share of migratable leases that were migrated (paper 000 §5.1), 0–1.
-    pub migration_rate: f64,
-    /// Share of non-preemptable external leases rejected (paper 000 §5.1), 0–1.
-    pub nonpreemptable_rejection_rate: f64,
+    /// Share of migratable leases that were migrated (paper 000 §5.1), percent.
+    pub migration_pct: f64,
+    /// Share of non-preemptable external leases rejected (paper 000 §5.1), percent.
+    pub nonpreemptable_rejection_pct: f64,
     /// Deadline violation rate (paper 002 eq. 14), percent, over external requests with a
     /// deadline: (a·v + r) / (a + r) · 100.
-    pub dvr: f64,
+    pub dvr_pct: f64,
     /// Completed external requests, percent of external requests.
     pub completed_external_pct: f64,
 }
@@ -203,6 +209,12 @@ fn ratio(a: f64, b: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// `a` over `b` in percent (0 when `b` is 0): every share in the summary is a percent, so a
+/// reader never has to guess a figure's scale (the keys say it: `_pct`).
+fn pct(a: f64, b: f64) -> f64 {
+    100.0 * ratio(a, b)
 }
 
 fn is_best_effort(t: LeaseType) -> bool {
@@ -361,7 +373,13 @@ fn paper_metrics(
     let (offered, refused): (u64, u64) = counters
         .iter()
         .fold((0, 0), |(o, r), c| (o + c.offered, r + c.refused));
+    let hosts = match cluster {
+        None => topo.clusters.iter().map(|c| c.hosts.len() as u64).sum(),
+        Some(c) => topo.cluster(c).hosts.len() as u64,
+    };
     PaperMetrics {
+        hosts,
+        cores,
         vm_preemptions: counters.iter().map(|c| c.vm_preemptions).sum(),
         vm_preemptions_by_type: ByType::sum(
             &counters
@@ -371,20 +389,21 @@ fn paper_metrics(
         ),
         vm_displacements: counters.iter().map(|c| c.vm_displacements).sum(),
         lease_preemptions: counters.iter().map(|c| c.lease_preemptions).sum(),
+        lease_displacements: counters.iter().map(|c| c.lease_displacements).sum(),
         decisions: counters.iter().map(|c| c.decisions).sum(),
         inexact_decisions: counters.iter().map(|c| c.inexact_decisions).sum(),
         migration_fallbacks: counters.iter().map(|c| c.migration_fallbacks).sum(),
         overhead_s: overhead.as_secs_f64(),
-        utilization: ratio(t.computation, cores as f64 * makespan.as_secs_f64()),
-        useful_work_fraction: if t.computation > 0.0 {
-            (1.0 - overhead.as_secs_f64() / t.computation).max(0.0)
+        utilization_pct: pct(t.computation, cores as f64 * makespan.as_secs_f64()),
+        useful_work_pct: if t.computation > 0.0 {
+            100.0 * (1.0 - overhead.as_secs_f64() / t.computation).max(0.0)
         } else {
             0.0
         },
-        local_rejection_rate: ratio(t.local_rejected as f64, t.local_all as f64),
-        external_rejection_rate: match cluster {
-            None => ratio(t.ext_rejected as f64, t.ext_all as f64),
-            Some(_) => ratio(refused as f64, offered as f64),
+        local_rejection_pct: pct(t.local_rejected as f64, t.local_all as f64),
+        external_rejection_pct: match cluster {
+            None => pct(t.ext_rejected as f64, t.ext_all as f64),
+            Some(_) => pct(refused as f64, offered as f64),
         },
         awrt_s: t.awrt(topo),
         be_makespan_s: ratio(t.be_sum, t.be_n as f64),
@@ -392,15 +411,14 @@ fn paper_metrics(
         external_waiting_s: ratio(t.ext_wait_sum, t.ext_wait_n as f64),
         migrations: t.migrations,
         deadline_misses: t.misses,
-        migration_rate: ratio(t.migrated as f64, t.migratable as f64),
-        nonpreemptable_rejection_rate: ratio(t.np_rejected as f64, t.np_all as f64),
+        migration_pct: pct(t.migrated as f64, t.migratable as f64),
+        nonpreemptable_rejection_pct: pct(t.np_rejected as f64, t.np_all as f64),
         // (a·v + r)/(a + r) with v = violated/accepted is (violated + rejected)/(a + r).
-        dvr: 100.0
-            * ratio(
-                (t.dl_violated + t.dl_rejected) as f64,
-                (t.dl_accepted + t.dl_rejected) as f64,
-            ),
-        completed_external_pct: 100.0 * ratio(t.ext_completed as f64, t.ext_all as f64),
+        dvr_pct: pct(
+            (t.dl_violated + t.dl_rejected) as f64,
+            (t.dl_accepted + t.dl_rejected) as f64,
+        ),
+        completed_external_pct: pct(t.ext_completed as f64, t.ext_all as f64),
     }
 }
 

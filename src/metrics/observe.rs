@@ -21,8 +21,13 @@ pub struct RequestRecord {
     pub end: Option<EmuTime>,
     /// Its terminal state; `None` while open.
     pub state: Option<RequestState>,
-    /// How many times it was preempted.
+    /// How many times it was preempted while running (stopped, suspended or migrated).
     pub preemptions: u32,
+    /// How many times its reservation was moved later, while it waited, for a local request
+    /// (no VM of it touched).
+    pub displacements: u32,
+    /// Why it was rejected (`None` unless it was).
+    pub reason: Option<crate::model::RejectReason>,
     /// Time lost to its preemption operations (pause, suspend, resume, copy, stop).
     pub overhead: EmuDuration,
     /// How many times it moved to another cluster.
@@ -33,6 +38,87 @@ pub struct RequestRecord {
     pub vms: Option<u32>,
     /// Its deadline, when the cluster resolved it from a deadline ratio.
     pub deadline: Option<EmuTime>,
+}
+
+/// How a request turned out, richer than its [`RequestState`]: whether and how preemption
+/// touched it (`requests.csv`'s `outcome` column). Each lease type has its own vocabulary
+/// (see `docs/outputs.md`): a cancellable lease is cancelled, never suspended; a suspendable
+/// one is suspended, never migrated; only leases with a deadline complete late.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    /// Completed, never preempted nor displaced.
+    Completed,
+    /// Completed; its reservation was moved later while it waited, it was never preempted
+    /// while running.
+    CompletedAfterDisplacement,
+    /// Completed after being suspended and resumed on its cluster (for a migratable lease:
+    /// a migration that found no other cluster).
+    CompletedAfterSuspension,
+    /// Completed after moving to another cluster.
+    CompletedAfterMigration,
+    /// A lease with a deadline that completed after it (whatever happened to it).
+    CompletedLate,
+    /// Stopped by a preemption before completing (cancellable leases).
+    CancelledByPreemption,
+    /// Refused (`requests.csv`'s `reason` says why).
+    Rejected,
+    /// Still waiting or running when the emulation ended.
+    Unfinished,
+}
+
+impl Outcome {
+    /// Every outcome, in documentation order.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Completed,
+        Outcome::CompletedAfterDisplacement,
+        Outcome::CompletedAfterSuspension,
+        Outcome::CompletedAfterMigration,
+        Outcome::CompletedLate,
+        Outcome::CancelledByPreemption,
+        Outcome::Rejected,
+        Outcome::Unfinished,
+    ];
+
+    /// How a request with record `rec` turned out. For a completed lease the first that
+    /// applies: late, migrated, suspended, displaced, else plain completed.
+    pub fn of(req: &crate::model::LeaseRequest, rec: &RequestRecord) -> Outcome {
+        match rec.state.unwrap_or(RequestState::Unfinished) {
+            RequestState::Rejected => Outcome::Rejected,
+            RequestState::Cancelled => Outcome::CancelledByPreemption,
+            RequestState::Unfinished => Outcome::Unfinished,
+            RequestState::Completed => {
+                // Any lease with a deadline (paper 002's suspendable ones too), as the DVR
+                // counts them.
+                let deadline = rec.deadline.or(req.deadline);
+                let late = rec.end.zip(deadline).is_some_and(|(e, d)| e > d);
+                if late {
+                    Outcome::CompletedLate
+                } else if rec.migrations > 0 {
+                    Outcome::CompletedAfterMigration
+                } else if rec.preemptions > 0 {
+                    Outcome::CompletedAfterSuspension
+                } else if rec.displacements > 0 {
+                    Outcome::CompletedAfterDisplacement
+                } else {
+                    Outcome::Completed
+                }
+            }
+        }
+    }
+
+    /// The name used in outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::CompletedAfterDisplacement => "completed-after-displacement",
+            Outcome::CompletedAfterSuspension => "completed-after-suspension",
+            Outcome::CompletedAfterMigration => "completed-after-migration",
+            Outcome::CompletedLate => "completed-late",
+            Outcome::CancelledByPreemption => "cancelled-by-preemption",
+            Outcome::Rejected => "rejected",
+            Outcome::Unfinished => "unfinished",
+        }
+    }
 }
 
 /// Running VMs preempted, by the lease type they belong to (paper 000 §5.3.4: how often
@@ -109,6 +195,8 @@ pub struct ClusterCounters {
     pub vm_displacements: u64,
     /// Leases preempted (running or waiting reservations displaced).
     pub lease_preemptions: u64,
+    /// Of those, waiting reservations displaced.
+    pub lease_displacements: u64,
     /// Operation overhead charged here, including δ per decision, µs (signed: a migration
     /// that found no other cluster is corrected to the local suspension it became).
     pub overhead_us: i64,
@@ -255,6 +343,12 @@ impl Metrics {
         self.terminal += 1;
     }
 
+    /// Why a request is rejected (set just before it ends rejected; the first reason given
+    /// stands).
+    pub fn reject_reason(&mut self, id: RequestId, reason: crate::model::RejectReason) {
+        self.records[id.0 as usize].reason.get_or_insert(reason);
+    }
+
     /// Overhead charged to a lease on `cluster`, and, if it was preempted, its running VMs
     /// preempted, its reserved VMs displaced, and its type.
     pub fn charge(
@@ -269,7 +363,14 @@ impl Metrics {
         let c = self.clusters.entry(cluster).or_default();
         c.overhead_us += overhead.as_micros() as i64;
         if let Some((vms, displaced, t)) = preempted {
-            r.preemptions += 1;
+            // A displacement moves a reservation (its VMs were never started); anything
+            // else stopped, suspended or migrated running VMs.
+            if displaced > 0 {
+                r.displacements += 1;
+                c.lease_displacements += 1;
+            } else {
+                r.preemptions += 1;
+            }
             c.lease_preemptions += 1;
             c.vm_preemptions += u64::from(vms);
             c.vm_preemptions_by_type.add(t, u64::from(vms));

@@ -202,6 +202,57 @@ impl RequestState {
     }
 }
 
+/// Why a request was rejected, as written to `requests.csv`'s `reason` column: where the
+/// refusal was decided (the LRMS at admission, the IGG's dispatch, peering), so a researcher
+/// can tell a request that could never run from one turned away by load or by a policy.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RejectReason {
+    /// More than any cluster it was offered to could ever hold, even empty.
+    TooLarge,
+    /// Admission control: it would end after its deadline.
+    Deadline,
+    /// Admission control: the cluster's queue limit for external requests (a fixed or
+    /// model-based limit, or one external lease at a time) was reached.
+    QueueLimit,
+    /// A local request: no room in its interval even after preempting every lease the
+    /// preemption policy may take (or the policy preempts nothing).
+    NoRoom,
+    /// The IGG found no cluster to offer it to (none published or probed a start for it).
+    NoCluster,
+    /// Every cluster of its Grid refused it, then every peer it was offered to declined it
+    /// (rejected the offer, made a counter-offer not taken, or refused the redirection).
+    PeersDeclined,
+    /// Every cluster of its Grid refused it, then the peers it was offered to never answered
+    /// in time (offers timed out after their retries) and none declined.
+    PeeringTimeout,
+}
+
+impl RejectReason {
+    /// Every reason, in documentation order.
+    pub const ALL: [RejectReason; 7] = [
+        RejectReason::TooLarge,
+        RejectReason::Deadline,
+        RejectReason::QueueLimit,
+        RejectReason::NoRoom,
+        RejectReason::NoCluster,
+        RejectReason::PeersDeclined,
+        RejectReason::PeeringTimeout,
+    ];
+
+    /// The name used in outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::TooLarge => "too-large",
+            RejectReason::Deadline => "deadline",
+            RejectReason::QueueLimit => "queue-limit",
+            RejectReason::NoRoom => "no-room",
+            RejectReason::NoCluster => "no-cluster",
+            RejectReason::PeersDeclined => "peers-declined",
+            RejectReason::PeeringTimeout => "peering-timeout",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
