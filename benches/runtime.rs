@@ -390,6 +390,9 @@ fn timed(reps: usize, quick: bool) {
             bare.push(b);
             ratio.push(i / b);
         }
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("  igemu {ig:.3?}\n  bare  {bare:.3?}");
+        }
         println!(
             "timed-deliveries pending={pending} igemu={:.2} bare={:.2} ratio={:.2}  ({d} deliveries)",
             median(ig) / 1e6,
