@@ -244,6 +244,8 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
         done.notified().await;
         deliveries as f64 / start.elapsed().as_secs_f64()
     })
+    // The system (and with it the clock's driver, which frees the pending events, and every
+    // actor) is dropped here: nothing of the run may outlive it.
 }
 
 /// The same pattern without actors, runtime or boxing: a plain `BinaryHeap` of `(due, seq,
@@ -334,6 +336,8 @@ fn vm_memory(n: u32) -> f64 {
         let after = rss_bytes();
         let per_vm = (after.saturating_sub(before)) as f64 / f64::from(n);
         drop(vms);
+        // The clock was never driven: free its pending events here.
+        emu.clock().discard_pending();
         per_vm
     })
 }
@@ -373,6 +377,7 @@ fn immediate(reps: usize, quick: bool) {
 }
 
 fn timed(reps: usize, quick: bool) {
+    let alive = igemu::actors::live_contexts();
     // `-- pending=N` keeps one size (for profiling).
     let only: Option<usize> =
         std::env::args().find_map(|a| a.strip_prefix("pending=")?.parse().ok());
@@ -400,9 +405,36 @@ fn timed(reps: usize, quick: bool) {
             median(ratio)
         );
     }
+    // Each run's pending events held its context; they go with the runtime now.
+    println!(
+        "timed-deliveries: run contexts left behind: {}",
+        igemu::actors::live_contexts() - alive
+    );
+}
+
+/// Resident MiB after each of `checkpoints` runs of the quickstart, all in this process (as
+/// a sweep runs them): flat if no run leaves anything behind.
+fn rss_after_runs(checkpoints: &[usize]) -> Vec<f64> {
+    let mut out = Vec::new();
+    let last = checkpoints.iter().copied().max().unwrap_or(0);
+    for i in 1..=last {
+        igemu::run(quickstart(), &igemu::RunOptions::default()).expect("quickstart runs");
+        if checkpoints.contains(&i) {
+            out.push(rss_bytes() as f64 / f64::from(1u32 << 20));
+        }
+    }
+    out
 }
 
 fn memory(quick: bool) {
+    let before = igemu::actors::live_contexts();
+    let rss = rss_after_runs(&[50, 200]);
+    println!(
+        "resident memory after 50 / 200 quickstart runs in one process: {:.1} / {:.1} MiB  (run contexts alive: {})",
+        rss[0],
+        rss[1],
+        igemu::actors::live_contexts() - before
+    );
     for n in [100_000u32, 1_000_000] {
         let n = if quick { n / 10 } else { n };
         let bytes = vm_memory(n);
