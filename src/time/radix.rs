@@ -2,20 +2,21 @@
 //! heap on `(due, seq)` would, fast when keys are monotone.
 //!
 //! Emulated time never goes back, so nearly every key pushed is at or after the key last
-//! popped. A *radix heap* exploits that: bucket `i` holds the keys whose highest bit differing
-//! from the last popped key is bit `i - 1` (bucket 0: equal to it). Pushing is a `Vec::push`;
-//! popping empties bucket 0 in push order and, when it is empty, redistributes the first
-//! non-empty bucket into lower ones. Each entry moves at most 64 times in its life and the
-//! buckets are contiguous, so a million pending events cost far fewer cache misses than a
-//! binary heap's sift-down through a 32 MB array.
+//! popped (`last`). A *radix heap* exploits that: keys equal to `last` wait in a FIFO, and
+//! bucket `i` holds the keys whose highest bit differing from `last` is bit `i`. Pushing is a
+//! `Vec::push`; popping takes from the FIFO and, when it is empty, redistributes the first
+//! non-empty bucket (its least key becomes `last`) into the FIFO and lower buckets. Each entry
+//! moves at most 64 times in its life and the buckets are contiguous, so a million pending
+//! events cost far fewer cache misses than a binary heap's sift-down through a 40 MB array.
 //!
 //! Ties: equal keys pop in `seq` order (FIFO), as the clock promises. Sequence numbers only
-//! grow, so entries pushed straight into bucket 0 come after those already there, and entries
+//! grow, so entries pushed straight into the FIFO come after those already there, and entries
 //! moved into it by a redistribution are sorted first.
 //!
-//! A key *below* the last popped one (the clock's `at` with a due time before an event that
-//! already fired: possible, if rare) cannot enter the buckets; it waits in a small binary heap
-//! that pops before them, which keeps the order exact without assuming monotonicity.
+//! A key *below* `last` cannot enter the buckets: an event scheduled in the past, or earlier
+//! than everything pending after a look at the head moved `last` up to it. It waits in a small
+//! binary heap that pops before the buckets, which keeps the order exact without assuming
+//! monotonicity.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -46,13 +47,15 @@ impl<T> Ord for Entry<T> {
 
 /// A min-priority queue on `(due, seq)`; see the module documentation.
 pub(crate) struct RadixHeap<T> {
-    /// The key last popped (or the greatest key redistributed into bucket 0): every entry in
-    /// the buckets has a key at or after it.
+    /// The key last popped or looked at (the least key redistributed): every entry in the
+    /// buckets has a key at or after it.
     last: u64,
     /// Keys equal to `last`, in `seq` order.
     equal: VecDeque<Entry<T>>,
-    /// `buckets[i - 1]` holds keys whose highest bit differing from `last` is bit `i - 1`.
+    /// `buckets[i]` holds keys whose highest bit differing from `last` is bit `i`.
     buckets: Vec<Vec<Entry<T>>>,
+    /// Bit `i` is set when `buckets[i]` is not empty (finds the first one in one instruction).
+    filled: u64,
     /// Keys pushed below `last`: they pop before every bucket.
     late: BinaryHeap<Reverse<Entry<T>>>,
     /// Entries in `equal` and `buckets`.
@@ -65,6 +68,7 @@ impl<T> Default for RadixHeap<T> {
             last: 0,
             equal: VecDeque::new(),
             buckets: (0..64).map(|_| Vec::new()).collect(),
+            filled: 0,
             late: BinaryHeap::new(),
             len: 0,
         }
@@ -92,7 +96,9 @@ impl<T> RadixHeap<T> {
             self.equal.push_back(entry);
             self.len += 1;
         } else {
-            self.buckets[bucket(self.last, due)].push(entry);
+            let b = bucket(self.last, due);
+            self.buckets[b].push(entry);
+            self.filled |= 1 << b;
             self.len += 1;
         }
     }
@@ -127,12 +133,11 @@ impl<T> RadixHeap<T> {
 
     /// Makes `equal` hold the least keys of the buckets, if it is empty and they are not.
     fn refill(&mut self) {
-        if !self.equal.is_empty() || self.len == 0 {
+        if !self.equal.is_empty() || self.filled == 0 {
             return;
         }
-        let Some(i) = self.buckets.iter().position(|b| !b.is_empty()) else {
-            return;
-        };
+        let i = self.filled.trailing_zeros() as usize;
+        self.filled &= !(1 << i);
         let mut moving = std::mem::take(&mut self.buckets[i]);
         // Invariant: bucket i is non-empty, so it has a least key.
         let least = moving.iter().map(|e| e.due).min().unwrap_or(self.last);
@@ -142,9 +147,11 @@ impl<T> RadixHeap<T> {
             if e.due == least {
                 equal.push(e);
             } else {
-                // Keys in bucket i share bits above i - 1 with the old `last` and with
+                // Keys in bucket i share the bits above bit i with the old `last` and with
                 // `least`, so they land in a bucket below i.
-                self.buckets[bucket(least, e.due)].push(e);
+                let b = bucket(least, e.due);
+                self.buckets[b].push(e);
+                self.filled |= 1 << b;
             }
         }
         // Keep the capacity for the next time this bucket fills.
@@ -237,7 +244,7 @@ mod tests {
     #[test]
     fn equal_keys_pop_in_push_order_across_redistributions() {
         let mut h = RadixHeap::default();
-        // Interleave two keys so that both buckets and bucket 0 see ties.
+        // Interleave two keys so that both a bucket and the FIFO see ties.
         for seq in 0..100u64 {
             h.push(if seq % 2 == 0 { 7 } else { 1 << 40 }, seq, seq);
         }
