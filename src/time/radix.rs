@@ -142,10 +142,9 @@ impl<T> RadixHeap<T> {
         // Invariant: bucket i is non-empty, so it has a least key.
         let least = moving.iter().map(|e| e.due).min().unwrap_or(self.last);
         self.last = least;
-        let mut equal: Vec<Entry<T>> = Vec::new();
         for e in moving.drain(..) {
             if e.due == least {
-                equal.push(e);
+                self.equal.push_back(e);
             } else {
                 // Keys in bucket i share the bits above bit i with the old `last` and with
                 // `least`, so they land in a bucket below i.
@@ -156,8 +155,8 @@ impl<T> RadixHeap<T> {
         }
         // Keep the capacity for the next time this bucket fills.
         self.buckets[i] = moving;
-        equal.sort_unstable_by_key(|e| e.seq);
-        self.equal.extend(equal);
+        // `equal` was empty: it now holds exactly the entries at `least`, in bucket order.
+        self.equal.make_contiguous().sort_unstable_by_key(|e| e.seq);
     }
 }
 
