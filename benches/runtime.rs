@@ -242,8 +242,58 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
         actix::spawn(emu.clock().clone().drive());
         let start = Instant::now();
         done.notified().await;
-        deliveries as f64 / start.elapsed().as_secs_f64()
+        let rate = deliveries as f64 / start.elapsed().as_secs_f64();
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            let (counted, asked) = emu.clock().step_counts();
+            eprintln!("  {rate:.0}/s: {counted} steps on the count of work, {asked} asking tokio");
+        }
+        rate
     })
+    // The system (and with it the clock's driver, which frees the pending events, and every
+    // actor) is dropped here: nothing of the run may outlive it.
+}
+
+/// The same pattern without actors, runtime or boxing: a plain `BinaryHeap` of `(due, seq,
+/// sleeper)` with FIFO ties, each delivery scheduling the sleeper's next wake with the same
+/// xorshift delays. The baseline the timed-delivery figure is held against.
+fn bare_timers(pending: usize, deliveries: u64) -> f64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let actors = pending.min(10_000);
+    let mut rngs: Vec<u64> = (0..actors)
+        .map(|i| 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1))
+        .collect();
+    let mut heap = BinaryHeap::with_capacity(pending);
+    let mut seq = 0u64;
+    let mut rng = 88_172_645_463_325_252u64;
+    for k in 0..pending {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        heap.push(Reverse((1 + rng % 1_000_000_000, seq, (k % actors) as u32)));
+        seq += 1;
+    }
+    let start = Instant::now();
+    let mut now = 0u64;
+    let mut checksum = 0u64;
+    for left in (1..=deliveries).rev() {
+        let Some(Reverse((due, _, who))) = heap.pop() else {
+            break;
+        };
+        now = now.max(due);
+        checksum = checksum.wrapping_add(u64::from(who));
+        if left == 1 {
+            break;
+        }
+        let r = &mut rngs[who as usize];
+        *r ^= *r << 13;
+        *r ^= *r >> 7;
+        *r ^= *r << 17;
+        heap.push(Reverse((now + 1 + *r % 1_000_000_000, seq, who)));
+        seq += 1;
+    }
+    std::hint::black_box((checksum, now));
+    deliveries as f64 / start.elapsed().as_secs_f64()
 }
 
 // ---- memory per VM actor ----
@@ -291,15 +341,29 @@ fn vm_memory(n: u32) -> f64 {
         let after = rss_bytes();
         let per_vm = (after.saturating_sub(before)) as f64 / f64::from(n);
         drop(vms);
+        // The clock was never driven: free its pending events here.
+        emu.clock().discard_pending();
         per_vm
     })
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
+    // `-- timers` runs only the timed-delivery comparison (for measuring the clock).
+    let only_timers = std::env::args().any(|a| a == "timers");
     let reps = if quick { 1 } else { 5 };
-    let (ring_actors, hops) = if quick { (100, 1_000) } else { (1_000, 5_000) };
     println!("igemu runtime benchmarks (median of {reps})");
+    // Memory first: the runs after it free what they allocate (nothing is left behind), and
+    // memory freed earlier in the process would be reused by the VMs measured here.
+    if !only_timers {
+        memory(quick);
+        immediate(reps, quick);
+    }
+    timed(reps, quick);
+}
+
+fn immediate(reps: usize, quick: bool) {
+    let (ring_actors, hops) = if quick { (100, 1_000) } else { (1_000, 5_000) };
     let off = median((0..reps).map(|_| ring(ring_actors, hops, false)).collect());
     println!(
         "immediate messages, tracing off: {:>12.0} msg/s  ({ring_actors} actors x {hops} hops)",
@@ -315,11 +379,59 @@ fn main() {
         "immediate messages, tracing on:  {:>12.0} msg/s  (JSONL to a file)",
         on
     );
+}
+
+fn timed(reps: usize, quick: bool) {
+    let alive = igemu::actors::live_contexts();
+    // `-- pending=N` keeps one size (for profiling).
+    let only: Option<usize> =
+        std::env::args().find_map(|a| a.strip_prefix("pending=")?.parse().ok());
     for (pending, deliveries) in [(10_000usize, 2_000_000u64), (1_000_000, 3_000_000)] {
+        if only.is_some_and(|n| n != pending) {
+            continue;
+        }
         let d = if quick { deliveries / 20 } else { deliveries };
-        let rate = median((0..reps.min(3)).map(|_| timers(pending, d)).collect());
-        println!("timed deliveries, {pending:>9} pending: {rate:>12.0} /s  ({d} deliveries)");
+        // igemu and the bare loop alternate, so machine noise (other builds on the two
+        // cores) hits both alike; the ratio is the median of the per-pair ratios.
+        let (mut ig, mut bare, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let (i, b) = (timers(pending, d), bare_timers(pending, d));
+            ig.push(i);
+            bare.push(b);
+            ratio.push(i / b);
+        }
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("  igemu {ig:.3?}\n  bare  {bare:.3?}");
+        }
+        println!(
+            "timed-deliveries pending={pending} igemu={:.2} bare={:.2} ratio={:.2}  ({d} deliveries)",
+            median(ig) / 1e6,
+            median(bare) / 1e6,
+            median(ratio)
+        );
     }
+    // Each run's pending events held its context; they go with the runtime now.
+    println!(
+        "timed-deliveries: run contexts left behind: {}",
+        igemu::actors::live_contexts() - alive
+    );
+}
+
+/// Resident MiB after each of `checkpoints` runs of the quickstart, all in this process (as
+/// a sweep runs them): flat if no run leaves anything behind.
+fn rss_after_runs(checkpoints: &[usize]) -> Vec<f64> {
+    let mut out = Vec::new();
+    let last = checkpoints.iter().copied().max().unwrap_or(0);
+    for i in 1..=last {
+        igemu::run(quickstart(), &igemu::RunOptions::default()).expect("quickstart runs");
+        if checkpoints.contains(&i) {
+            out.push(rss_bytes() as f64 / f64::from(1u32 << 20));
+        }
+    }
+    out
+}
+
+fn memory(quick: bool) {
     for n in [100_000u32, 1_000_000] {
         let n = if quick { n / 10 } else { n };
         let bytes = vm_memory(n);
@@ -328,4 +440,12 @@ fn main() {
             bytes * f64::from(n) / f64::from(1u32 << 30)
         );
     }
+    let before = igemu::actors::live_contexts();
+    let rss = rss_after_runs(&[50, 200]);
+    println!(
+        "resident memory after 50 / 200 quickstart runs in one process: {:.1} / {:.1} MiB  (run contexts alive: {})",
+        rss[0],
+        rss[1],
+        igemu::actors::live_contexts() - before
+    );
 }

@@ -41,6 +41,8 @@ impl Director {
 
     fn finish(&mut self) {
         if let Some(tx) = self.done.take() {
+            // Nothing may move between the end and the collection of the results.
+            self.emu.clock().halt();
             // The receiver only goes away if the run was abandoned; nothing to report then.
             let _ = tx.send(self.emu.now());
         }

@@ -13,10 +13,12 @@ use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, Message};
 
 /// A message (or a request answered through [`Emu::call`]) with the trace record that sent
-/// it: its handler runs with that record as the cause of whatever it sends.
+/// it: its handler runs with that record as the cause of whatever it sends. It counts as work
+/// in flight for the virtual clock until its handler takes it apart (or it is dropped).
 pub struct Caused<M> {
     cause: u64,
     msg: M,
+    _work: Work,
 }
 
 impl<M: Message> Message for Caused<M> {
@@ -84,9 +86,18 @@ macro_rules! handles_caused {
 }
 
 impl<M> Caused<M> {
-    /// The sending record and the message.
+    /// The sending record and the message (ending its count as work in flight: the handler
+    /// that takes it apart runs to its end before the clock can look).
     pub fn into_parts(self) -> (u64, M) {
         (self.cause, self.msg)
+    }
+
+    fn new(cause: u64, msg: M) -> Caused<M> {
+        Caused {
+            cause,
+            msg,
+            _work: Work::begin(),
+        }
     }
 }
 
@@ -102,7 +113,7 @@ pub mod vm;
 use crate::fault::Faults;
 use crate::metrics::Metrics;
 use crate::model::{GridId, LeaseRequest, RequestId};
-use crate::time::{Clock, EmuTime, TimerHandle};
+use crate::time::{Clock, EmuTime, TimerHandle, Work};
 use crate::trace::{ActorId, Traced, Tracer};
 
 /// The run's shared context: clock, tracer, observations, faults and the requests. Its parts
@@ -185,6 +196,8 @@ impl Emu {
     /// A context for a run of `requests` with these clock, tracer and faults.
     pub fn new(clock: Clock, tracer: Tracer, requests: Rc<[LeaseRequest]>, faults: Faults) -> Emu {
         LIVE.with(|n| n.set(n.get() + 1));
+        // The send path below counts every message, reply and spawned task it sets going.
+        clock.count_work();
         Emu {
             clock,
             tracer,
@@ -237,7 +250,7 @@ impl Emu {
             .record_with(self.clock.now(), (from, to.id()), cause, || {
                 (msg.kind(), msg.correlation(), msg.peer())
             });
-        to.deliver(Caused { cause: seq, msg });
+        to.deliver(Caused::new(seq, msg));
     }
 
     /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered, as
@@ -297,7 +310,7 @@ impl Emu {
                 if down {
                     emu.faults.borrow_mut().counts.to_crashed += 1;
                 } else {
-                    inbox.deliver(Caused { cause: seq, msg: m });
+                    inbox.deliver(Caused::new(seq, m));
                 }
             });
         }
@@ -327,9 +340,13 @@ impl Emu {
             corr,
             self.tracer.current(),
         );
-        let reply = to.addr.send(Caused { cause: seq, msg });
+        let reply = to.addr.send(Caused::new(seq, msg));
+        // The reply is work in flight until the caller resumes with it.
+        let awaited = Work::begin();
         async move {
-            let answer = reply.await.ok()?;
+            let answer = reply.await.ok();
+            drop(awaited);
+            let answer = answer?;
             let (kind, corr) = (answer.kind(), answer.correlation());
             emu.tracer
                 .record(emu.clock.now(), (to_id, from), kind, corr, Some(seq));
@@ -344,6 +361,7 @@ impl Emu {
             emu: Rc::clone(self),
             cause,
             task: Box::pin(task),
+            unstarted: Some(Work::begin()),
         });
     }
 }
@@ -353,6 +371,8 @@ struct WithCause {
     emu: Rc<Emu>,
     cause: Option<u64>,
     task: Pin<Box<dyn Future<Output = ()>>>,
+    /// Work in flight until the task has been polled once (it is ready from its spawn).
+    unstarted: Option<Work>,
 }
 
 impl Future for WithCause {
@@ -361,6 +381,7 @@ impl Future for WithCause {
         let before = self.emu.tracer.enter(self.cause);
         let done = self.task.as_mut().poll(cx);
         self.emu.tracer.enter(before);
+        self.unstarted = None;
         done
     }
 }

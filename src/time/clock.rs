@@ -14,6 +14,15 @@
 //!   simulator driven by the actor runtime: exact to the microsecond (tokio's timer wheel has
 //!   millisecond resolution, which is why we do not take its time), deterministic (one thread,
 //!   FIFO ties), and as fast as the CPU allows.
+//!
+//!   Asking tokio costs a runtime park per distinct event time, so the clock first asks a
+//!   cheaper question (see [`Work`]): the one send path counts the work it sets in motion —
+//!   messages not yet handled, replies not yet taken, spawned tasks not yet started — and the
+//!   clock, after firing, puts itself at the back of the arbiter's run queue. When it runs
+//!   again, every task that was ready when it fired has run, and if nothing counted is left,
+//!   nothing can still act at the current time: it steps at once. Otherwise (work not
+//!   counted, such as a call whose receiver's mailbox is full) it falls back on tokio's idle
+//!   detection, which is always exact.
 //! * **Realtime mode.** Emulated time is wall time since the start multiplied by `speedup`.
 //!   The sleep waits for the wall instant of the earliest event; when it fires late, the
 //!   lateness (in emulated time) goes into an HDR histogram so a user can see whether the
@@ -22,13 +31,16 @@
 //! Nothing else in igemu reads `Instant::now()` or sleeps; tokio's `timeout` is not used.
 
 use std::cell::{Cell, RefCell};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::task::{Context, Poll};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::radix::RadixHeap;
 use super::{EmuDuration, EmuTime, MICROS_PER_SEC};
 
 /// How emulated time relates to the wall clock.
@@ -45,30 +57,91 @@ pub enum ClockMode {
 
 type Callback = Box<dyn FnOnce()>;
 
+/// How many times the virtual clock lets the ready tasks run while counted work is in flight
+/// before it asks tokio instead (work that stays counted without any task being ready, such
+/// as a call waiting for room in a full mailbox, must not make it spin).
+const COUNTED_ROUNDS: u32 = 16;
+
 /// How long before a realtime deadline the clock stops sleeping and starts yielding.
 const REALTIME_SPIN: std::time::Duration = std::time::Duration::from_micros(1500);
 
+/// A queued event: what to run, and the flag that calls it off (for cancellable events), read
+/// by the clock so that a cancelled event costs no call.
 struct Pending {
-    due: EmuTime,
-    seq: u64,
     fire: Callback,
+    cancelled: Option<Rc<Cell<bool>>>,
 }
 
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.due == other.due && self.seq == other.seq
+thread_local! {
+    /// Counted work in flight on this thread: `(epoch of the clock counting it, count)`.
+    static FLIGHT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// Epochs of clocks, unique in the process, so that a token outliving its run (or dropped on
+/// another thread) can never change another run's count.
+static EPOCHS: AtomicU64 = AtomicU64::new(1);
+
+/// A token of work in flight: while one is alive the virtual clock will not step on its own
+/// say-so (it asks tokio instead). The one send path takes one per message sent (dropped when
+/// its handler starts), per reply awaited (dropped when the caller resumes) and per task
+/// spawned (dropped after its first poll). A token cannot be forgotten: dropping it, by any
+/// path, ends the work. Decrementing at the *start* of a handler is enough because a handler
+/// runs to its end in the same poll of its actor, and the clock only looks between polls.
+#[derive(Debug)]
+pub struct Work {
+    epoch: u64,
+}
+
+impl Work {
+    /// Counts one piece of work in flight on this thread until the token is dropped.
+    #[inline]
+    pub fn begin() -> Work {
+        FLIGHT.with(|f| {
+            let (epoch, n) = f.get();
+            f.set((epoch, n + 1));
+            Work { epoch }
+        })
     }
 }
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+impl Drop for Work {
+    #[inline]
+    fn drop(&mut self) {
+        FLIGHT.with(|f| {
+            let (epoch, n) = f.get();
+            if epoch == self.epoch {
+                f.set((epoch, n.saturating_sub(1)));
+            }
+        });
     }
 }
-impl Ord for Pending {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest `(due, seq)` first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.due, other.seq).cmp(&(self.due, self.seq))
+
+/// Puts the running task at the back of the arbiter's run queue once: a tokio `LocalSet`
+/// runs its ready tasks first-in first-out, so when this completes, every task that was ready
+/// when it was first polled has been polled. (Unlike `tokio::task::yield_now`, which defers
+/// the wake to the runtime's next park, this costs no park.)
+struct ToBack(bool);
+
+impl Future for ToBack {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Drops the clock's pending events when the driver is dropped (its runtime shut down): their
+/// closures hold the actors' shared state, which holds the clock, so without this a run that
+/// ends with events pending would never be freed.
+struct DiscardOnDrop(Clock);
+
+impl Drop for DiscardOnDrop {
+    fn drop(&mut self) {
+        self.0.discard_pending();
     }
 }
 
@@ -76,7 +149,15 @@ struct ClockInner {
     mode: ClockMode,
     origin: tokio::time::Instant,
     virtual_now: Cell<EmuTime>,
-    heap: RefCell<BinaryHeap<Pending>>,
+    heap: RefCell<RadixHeap<Pending>>,
+    /// This clock's epoch in [`FLIGHT`].
+    epoch: u64,
+    /// Set when the run has ended: no event fires any more.
+    halted: Cell<bool>,
+    /// Whether all work is counted (see [`Clock::count_work`]).
+    counted: Cell<bool>,
+    /// Virtual steps taken on the count alone, and after asking tokio.
+    steps: Cell<(u64, u64)>,
     next_seq: Cell<u64>,
     wake: tokio::sync::Notify,
     fired: Cell<u64>,
@@ -121,12 +202,19 @@ impl Clock {
         // Invariant: 1 µs .. 1 day with 3 significant figures is a valid histogram range.
         let hist = Histogram::new_with_bounds(1, 86_400_000_000, 3)
             .expect("static histogram bounds are valid");
+        // The newest clock on a thread owns its count of work in flight.
+        let epoch = EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        FLIGHT.with(|f| f.set((epoch, 0)));
         Clock {
             inner: Rc::new(ClockInner {
                 mode,
                 origin: tokio::time::Instant::now(),
                 virtual_now: Cell::new(EmuTime::ZERO),
-                heap: RefCell::new(BinaryHeap::new()),
+                heap: RefCell::new(RadixHeap::default()),
+                epoch,
+                halted: Cell::new(false),
+                counted: Cell::new(false),
+                steps: Cell::new((0, 0)),
                 next_seq: Cell::new(0),
                 wake: tokio::sync::Notify::new(),
                 fired: Cell::new(0),
@@ -162,31 +250,54 @@ impl Clock {
     /// Runs `fire` at emulated time `due` (or as soon as possible if `due` has passed).
     /// Events due at the same time run in the order they were scheduled.
     pub fn at(&self, due: EmuTime, fire: impl FnOnce() + 'static) {
+        self.push(due, Box::new(fire), None);
+    }
+
+    fn push(&self, due: EmuTime, fire: Callback, cancelled: Option<Rc<Cell<bool>>>) {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let mut heap = self.inner.heap.borrow_mut();
-        let earliest = heap.peek().map(|p| p.due);
-        heap.push(Pending {
-            due,
-            seq,
-            fire: Box::new(fire),
-        });
+        // The driver waits on `wake` when there is nothing to do and, in realtime mode, for
+        // the earliest deadline; in virtual mode only the first case needs a wake.
+        let wake = match self.inner.mode {
+            ClockMode::Virtual => heap.is_empty(),
+            ClockMode::Realtime { .. } => heap.peek_due().is_none_or(|e| due.as_micros() < e),
+        };
+        heap.push(due.as_micros(), seq, Pending { fire, cancelled });
         drop(heap);
-        if earliest.is_none_or(|e| due < e) {
+        if wake {
             self.inner.wake.notify_one();
         }
     }
 
-    /// Like [`Clock::at`], but the event can be called off with the returned handle.
+    /// Like [`Clock::at`], but the event can be called off with the returned handle. A
+    /// cancelled event still counts as fired (the count is an output), but runs nothing.
     pub fn at_cancellable(&self, due: EmuTime, fire: impl FnOnce() + 'static) -> TimerHandle {
         let handle = TimerHandle(Rc::new(Cell::new(false)));
-        let cancelled = Rc::clone(&handle.0);
-        self.at(due, move || {
-            if !cancelled.get() {
-                fire();
-            }
-        });
+        self.push(due, Box::new(fire), Some(Rc::clone(&handle.0)));
         handle
+    }
+
+    /// Promises that, from now on, every piece of work that can still act at the current
+    /// emulated time is either a task ready in the arbiter's run queue or counted by a live
+    /// [`Work`] token. The virtual clock then steps, when nothing is counted, without asking
+    /// tokio whether every task is idle. [`crate::actors::Emu`] makes this promise: its send
+    /// path counts every message, reply and spawned task. Work that is neither (a future
+    /// woken by something else, such as a tokio timer or `yield_now`) must not exist in a run
+    /// that makes it; without the promise the clock always asks tokio.
+    pub fn count_work(&self) {
+        self.inner.counted.set(true);
+    }
+
+    /// Virtual steps taken so far on the count of work alone, and after asking tokio.
+    pub fn step_counts(&self) -> (u64, u64) {
+        self.inner.steps.get()
+    }
+
+    /// Ends the run's time: no event fires after this (the director calls it when the run is
+    /// over, so that nothing moves between its end and the collection of the results).
+    pub fn halt(&self) {
+        self.inner.halted.set(true);
     }
 
     /// Runs `fire` after `delay` of emulated time.
@@ -207,8 +318,14 @@ impl Clock {
     /// Drops every timed event still waiting. Their closures hold the actors' shared state,
     /// which holds this clock: without this, a finished run's state would never be freed.
     pub fn discard_pending(&self) {
+        // Taken out first: dropping closures may drop the last holder of other state.
         let pending = std::mem::take(&mut *self.inner.heap.borrow_mut());
         drop(pending);
+    }
+
+    /// Whether work is counted and none is in flight for this clock.
+    fn quiet(&self) -> bool {
+        self.inner.counted.get() && FLIGHT.with(|f| f.get() == (self.inner.epoch, 0))
     }
 
     /// Timer lateness so far; `None` in virtual mode, where timers are never late.
@@ -237,54 +354,91 @@ impl Clock {
 
     /// Pops and fires every event due at or before `now`, in `(due, seq)` order.
     /// Callbacks may schedule further events; those due by `now` fire in this same pass.
-    fn fire_due(&self, now: EmuTime) {
+    /// Returns whether any callback ran (cancelled events run none).
+    fn fire_due(&self, now: EmuTime) -> bool {
         if let Some(m) = self.inner.now_mirror.get() {
             m.store(now.as_micros(), std::sync::atomic::Ordering::Relaxed);
         }
+        let mut ran = false;
         loop {
-            let next = {
-                let mut heap = self.inner.heap.borrow_mut();
-                match heap.peek() {
-                    Some(p) if p.due <= now => heap.pop(),
-                    _ => None,
-                }
-            };
-            let Some(event) = next else { break };
+            let next = self.inner.heap.borrow_mut().pop_due_by(now.as_micros());
+            let Some((due, event)) = next else { break };
             if let ClockMode::Realtime { .. } = self.inner.mode {
-                let late = now.since(event.due).as_micros().max(1);
+                let late = now.since(EmuTime::from_micros(due)).as_micros().max(1);
                 // Saturating record: a value beyond the histogram's range is clamped, not lost.
                 self.inner.lateness_us.borrow_mut().saturating_record(late);
             }
             self.inner.fired.set(self.inner.fired.get() + 1);
-            (event.fire)();
+            if event.cancelled.is_none_or(|c| !c.get()) {
+                ran = true;
+                (event.fire)();
+            }
         }
+        ran
     }
 
     /// Drives the timers forever; spawn exactly once per run on the run's arbiter.
     pub async fn drive(self) {
+        let _discard = DiscardOnDrop(self.clone());
         // One sleep, re-armed each round: no timer allocation per event.
         let idle = tokio::time::sleep(std::time::Duration::ZERO);
         tokio::pin!(idle);
+        // Whether every actor is known to be idle (nothing ran since they last were).
+        let mut settled = false;
         loop {
-            let head = self.inner.heap.borrow().peek().map(|p| p.due);
+            if self.inner.halted.get() {
+                // The run is over; the runtime will drop this task (and the pending events).
+                std::future::pending::<()>().await;
+            }
+            let head = self.inner.heap.borrow_mut().peek_due();
             match (head, self.inner.mode) {
-                (None, _) => self.inner.wake.notified().await,
+                (None, _) => {
+                    self.inner.wake.notified().await;
+                    settled = false;
+                }
                 (Some(_), ClockMode::Virtual) => {
-                    // Wait until every actor is idle: the paused tokio clock only advances
-                    // (and wakes this sleep) when no task is ready. Events scheduled
-                    // meanwhile are in the heap when we look again, earlier ones included.
-                    let step = tokio::time::Instant::now() + std::time::Duration::from_millis(1);
-                    idle.as_mut().reset(step);
-                    idle.as_mut().await;
-                    let head = self.inner.heap.borrow().peek().map(|p| p.due);
+                    if !settled {
+                        // Let every task that is ready run; if none of them left counted
+                        // work behind, nothing can act at the current time any more.
+                        // Counted work left means tasks made ready behind this one (a
+                        // handler's messages): let them run too, a bounded number of rounds.
+                        let mut rounds = if self.inner.counted.get() {
+                            COUNTED_ROUNDS
+                        } else {
+                            0
+                        };
+                        while rounds > 0 {
+                            ToBack(false).await;
+                            rounds = if self.quiet() { 0 } else { rounds - 1 };
+                        }
+                        let (fast, slow) = self.inner.steps.get();
+                        if self.quiet() {
+                            self.inner.steps.set((fast + 1, slow));
+                        } else {
+                            self.inner.steps.set((fast, slow + 1));
+                            // Not known: wait until every actor is idle. The paused tokio
+                            // clock only advances (and wakes this sleep) when no task is ready.
+                            let step =
+                                tokio::time::Instant::now() + std::time::Duration::from_millis(1);
+                            idle.as_mut().reset(step);
+                            idle.as_mut().await;
+                        }
+                        if self.inner.halted.get() {
+                            continue;
+                        }
+                    }
+                    // Events scheduled meanwhile are in the heap, earlier ones included.
+                    let head = self.inner.heap.borrow_mut().peek_due();
                     if let Some(next) = head {
                         // Time never goes back: an event scheduled in the past fires now.
-                        let now = next.max(self.inner.virtual_now.get());
+                        let now = EmuTime::from_micros(next).max(self.inner.virtual_now.get());
                         self.inner.virtual_now.set(now);
-                        self.fire_due(now);
+                        // Only cancelled events fired: nothing ran, so all is still idle.
+                        settled = !self.fire_due(now);
                     }
                 }
                 (Some(due), ClockMode::Realtime { speedup }) => {
+                    let due = EmuTime::from_micros(due);
                     // Tokio's timer wheel rounds to whole milliseconds, which at a speed-up of
                     // 10^4 is 10 emulated seconds. So sleep to just before the deadline and
                     // yield (letting other tasks run) for the last stretch.
@@ -393,5 +547,129 @@ mod tests {
             v
         });
         assert_eq!(seen, vec![EmuTime::from_micros(3), EmuTime::from_secs(100)]);
+    }
+
+    /// Yields to the back of the run queue `n` times (a task that is busy, but not counted
+    /// by itself).
+    async fn busy(n: usize) {
+        for _ in 0..n {
+            ToBack(false).await;
+        }
+    }
+
+    #[test]
+    fn counted_work_holds_the_step_and_quiet_steps_skip_tokio() {
+        let rt = virtual_runtime();
+        let local = tokio::task::LocalSet::new();
+        let (seen, steps) = local.block_on(&rt, async {
+            let clock = Clock::new(ClockMode::Virtual);
+            clock.count_work();
+            let log = Rc::new(RefCell::new(Vec::new()));
+            for secs in [100, 200, 300] {
+                let (l, c) = (log.clone(), clock.clone());
+                clock.at(EmuTime::from_secs(secs), move || {
+                    l.borrow_mut().push(c.now())
+                });
+            }
+            // Work in flight from before the first step: it schedules an earlier event only
+            // after being polled more times than the clock lets ready tasks run, and the
+            // clock must wait for it (asking tokio).
+            let work = Work::begin();
+            let (l, c) = (log.clone(), clock.clone());
+            tokio::task::spawn_local(async move {
+                busy(3 * COUNTED_ROUNDS as usize).await;
+                let c2 = c.clone();
+                c.at(EmuTime::from_micros(3), move || {
+                    l.borrow_mut().push(c2.now())
+                });
+                drop(work);
+            });
+            tokio::task::spawn_local(clock.clone().drive());
+            while clock.pending() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            let v = log.borrow().clone();
+            (v, clock.step_counts())
+        });
+        assert_eq!(
+            seen,
+            vec![
+                EmuTime::from_micros(3),
+                EmuTime::from_secs(100),
+                EmuTime::from_secs(200),
+                EmuTime::from_secs(300)
+            ]
+        );
+        // The first look found work in flight and asked tokio; later steps did not need to.
+        assert!(steps.0 >= 3, "steps on the count: {steps:?}");
+        assert!(steps.1 >= 1, "steps after asking tokio: {steps:?}");
+    }
+
+    #[test]
+    fn events_scheduled_in_the_past_fire_at_now_in_due_then_sequence_order() {
+        let rt = virtual_runtime();
+        let local = tokio::task::LocalSet::new();
+        let seen = local.block_on(&rt, async {
+            let clock = Clock::new(ClockMode::Virtual);
+            clock.count_work();
+            let log = Rc::new(RefCell::new(Vec::new()));
+            let note = |name: &'static str| {
+                let (l, c) = (log.clone(), clock.clone());
+                move || l.borrow_mut().push((name, c.now().as_micros()))
+            };
+            let (c, past, now_too) = (clock.clone(), note("past"), note("now-too"));
+            let (earlier, later) = (note("past-but-earlier"), note("later"));
+            let a = note("a");
+            clock.at(EmuTime::from_micros(10), move || {
+                a();
+                // At 10 µs: two events in the past, one at now, one later.
+                c.at(EmuTime::from_micros(5), past);
+                c.at(EmuTime::from_micros(10), now_too);
+                c.at(EmuTime::from_micros(3), earlier);
+                c.at(EmuTime::from_micros(11), later);
+            });
+            clock.at(EmuTime::from_micros(10), note("b"));
+            tokio::task::spawn_local(clock.clone().drive());
+            while clock.pending() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            let v = log.borrow().clone();
+            v
+        });
+        // Time never goes back: past events fire at now, earliest due first, and before
+        // events due now (as a priority queue on (due, sequence) pops them).
+        assert_eq!(
+            seen,
+            vec![
+                ("a", 10),
+                ("past-but-earlier", 10),
+                ("past", 10),
+                ("b", 10),
+                ("now-too", 10),
+                ("later", 11)
+            ]
+        );
+    }
+
+    #[test]
+    fn cancelled_events_count_as_fired_but_run_nothing() {
+        let rt = virtual_runtime();
+        let local = tokio::task::LocalSet::new();
+        let (ran, fired, now) = local.block_on(&rt, async {
+            let clock = Clock::new(ClockMode::Virtual);
+            clock.count_work();
+            let ran = Rc::new(Cell::new(0u32));
+            let r = ran.clone();
+            let h = clock.at_cancellable(EmuTime::from_secs(1), move || r.set(r.get() + 1));
+            let r = ran.clone();
+            clock.at(EmuTime::from_secs(2), move || r.set(r.get() + 10));
+            h.cancel();
+            tokio::task::spawn_local(clock.clone().drive());
+            while clock.pending() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            (ran.get(), clock.fired(), clock.now())
+        });
+        assert_eq!((ran, fired, now), (10, 2, EmuTime::from_secs(2)));
     }
 }

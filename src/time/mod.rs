@@ -3,9 +3,10 @@
 //! sets timers with, and the per-component seeds of a run's random streams.
 
 mod clock;
+mod radix;
 mod text;
 
-pub use clock::{Clock, ClockMode, Lateness, Stopwatch, TimerHandle};
+pub use clock::{Clock, ClockMode, Lateness, Stopwatch, TimerHandle, Work};
 pub use text::{format_secs, parse_duration, write_secs};
 
 use std::fmt;
