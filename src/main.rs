@@ -9,6 +9,15 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use igemu::progress::Style;
+
+/// `println!` that ignores a reader that went away (`igemu validate ... | head`): the output
+/// is for that reader, and its leaving is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, Error, RunOptions};
 
@@ -264,7 +273,7 @@ fn sweep(
     if shard.1 > 1 {
         // A shard's points would be partial: only `sweep merge` of every shard writes them.
         record.write(&record_path).map_err(Error::Failed)?;
-        println!(
+        say!(
             "{ran} ({failed} failed): {} (join the shards with `igemu sweep merge`)",
             runs.display()
         );
@@ -277,7 +286,7 @@ fn sweep(
             .outputs
             .extend(paired.then(|| "paired.csv".to_string()));
         record.write(&record_path).map_err(Error::Failed)?;
-        println!(
+        say!(
             "{ran} ({failed} failed), {points} points: {} and {}",
             runs.display(),
             out.join("points.csv").display()
@@ -328,7 +337,7 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
              no sweep.json is written"
         ),
     }
-    println!(
+    say!(
         "merged {} files, {points} points: {}",
         files.len(),
         out.join("points.csv").display()
@@ -439,7 +448,7 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
     ];
     let text = igemu::workload::swf::write(&jobs, &header);
     write_atomically(out, text.as_bytes())?;
-    println!("{} jobs written to {}", jobs.len(), out.display());
+    say!("{} jobs written to {}", jobs.len(), out.display());
     Ok(())
 }
 
@@ -488,9 +497,9 @@ fn inspect(file: &Path) -> Result<(), Error> {
                 "GWF job lines have 29 whitespace-separated fields",
             )
         })?;
-        println!("{}", file.display());
+        say!("{}", file.display());
         for (k, v) in trace.header.iter().take(10) {
-            println!("  {k}: {v}");
+            say!("  {k}: {v}");
         }
         let sites = trace.sites();
         let mut shown: Vec<String> = sites
@@ -504,32 +513,32 @@ fn inspect(file: &Path) -> Result<(), Error> {
         if shown.is_empty() {
             shown.push("none given".into());
         }
-        println!("  sites           {} (OrigSiteID)", shown.join(", "));
+        say!("  sites           {} (OrigSiteID)", shown.join(", "));
         gwf::summarize(&trace)
     } else {
         let trace = swf::parse(&text)
             .map_err(|errors| malformed(file, &errors, "SWF job lines have 18 numeric fields"))?;
-        println!("{}", file.display());
+        say!("{}", file.display());
         for (k, v) in trace.header.iter().filter(|(k, _)| {
             ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
         }) {
-            println!("  {k}: {v}");
+            say!("  {k}: {v}");
         }
         swf::summarize(&trace)
     };
-    println!(
+    say!(
         "  jobs            {} ({} usable as leases, {} skipped: no size or no run time)",
         s.jobs,
         s.usable,
         s.jobs - s.usable
     );
-    println!(
+    say!(
         "  span            {:.0} s ({:.2} days)",
         s.span_s,
         s.span_s / 86_400.0
     );
-    println!("  arrival rate    {:.2} jobs/hour", s.arrivals_per_hour);
-    println!(
+    say!("  arrival rate    {:.2} jobs/hour", s.arrivals_per_hour);
+    say!(
         "  size (VMs)      min {}  mean {:.2}  max {}  (serial {:.1} %, power of two {:.1} %)",
         s.size.0,
         s.size.1,
@@ -537,9 +546,11 @@ fn inspect(file: &Path) -> Result<(), Error> {
         100.0 * s.serial_share,
         100.0 * s.pow2_share
     );
-    println!(
+    say!(
         "  runtime (s)     min {:.0}  mean {:.0}  max {:.0}",
-        s.runtime.0, s.runtime.1, s.runtime.2
+        s.runtime.0,
+        s.runtime.1,
+        s.runtime.2
     );
     Ok(())
 }
@@ -562,7 +573,7 @@ fn validate(files: &[PathBuf], sets: Vec<String>) -> Result<(), Error> {
     let mut reports = Vec::new();
     for f in files {
         match topology::load_file(f, &overrides) {
-            Ok(t) => println!(
+            Ok(t) => say!(
                 "{}: ok ({} grids, {} clusters, {} requests)",
                 f.display(),
                 t.grids.len(),
@@ -730,10 +741,10 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     watch.finish();
     let result = result?;
     result.write_outputs(&out)?;
-    println!("{}", result.human_summary());
-    println!("  outputs in {}/", out.display());
+    say!("{}", result.human_summary());
+    say!("  outputs in {}/", out.display());
     if args.report {
-        println!(
+        say!(
             "  report: {}",
             igemu::report::write(&out, &igemu::report::Options::default())?.display()
         );
@@ -820,7 +831,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
                 .transpose()
                 .map_err(|e| Error::Usage(format!("--window: {e}")))?;
             let path = igemu::report::write(&dir, &igemu::report::Options { window, out })?;
-            println!("{}", path.display());
+            say!("{}", path.display());
             Ok(())
         }
         Command::Run(args) => run_one(args),
@@ -922,7 +933,7 @@ fn stress(
         write_atomically(&dir.join("stress.csv"), &csv)?;
         let json = igemu::stress::to_json(path, &runs).to_string() + "\n";
         write_atomically(&dir.join("stress.json"), json.as_bytes())?;
-        println!("results in {}/stress.csv and stress.json", dir.display());
+        say!("results in {}/stress.csv and stress.json", dir.display());
     }
     if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
         Ok(())

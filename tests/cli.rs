@@ -1199,3 +1199,22 @@ fn a_long_sweep_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stderr(&o), "", "sweep --quiet shows no progress");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    // More lines than a pipe holds, to a reader that closed its end at once: `validate ...
+    // | head -1` must not panic (exit 101) on the broken pipe.
+    let files = vec!["topologies/quickstart.toml"; 5_000];
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .arg("validate")
+        .args(&files)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("igemu ends");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
