@@ -975,6 +975,16 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("finite seconds"), "{}", stderr(&o));
+    // So are amounts that are not numbers (they would draw as nothing, or break the SVG).
+    std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
+    std::fs::write(
+        dir.path().join("utilization.csv"),
+        "time_s,grid,cluster,cores_used,cores_total,mem_mb_used,mem_mb_total,queued\n0,g,c,5,8,1,2,NaN\n",
+    )
+    .expect("written");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("utilization.csv:2"), "{}", stderr(&o));
 }
 
 /// A sweep of a copy of `peering-small` (so the test can edit it) ending at `end`, varying

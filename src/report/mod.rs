@@ -153,6 +153,18 @@ fn check_time(path: &Path, line: usize, what: &str, value: f64) -> Result<(), Er
     }
 }
 
+/// A count or amount read from a file: finite and not negative.
+fn check_value(path: &Path, line: usize, what: &str, value: f64) -> Result<(), Error> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(Error::Input(format!(
+            "{}:{line}: error: `{what}` is {value}; it is a finite amount ≥ 0",
+            path.display()
+        )))
+    }
+}
+
 #[derive(Deserialize)]
 struct IntervalRow {
     request_id: String,
@@ -762,6 +774,15 @@ fn utilisation_section(
     let mut end = end;
     for (i, r) in rows.iter().enumerate() {
         check_time(&path, i + 2, "time_s", r.time_s)?;
+        for (what, v) in [
+            ("cores_used", r.cores_used),
+            ("cores_total", r.cores_total),
+            ("mem_mb_used", r.mem_mb_used),
+            ("mem_mb_total", r.mem_mb_total),
+            ("queued", r.queued),
+        ] {
+            check_value(&path, i + 2, what, v)?;
+        }
         end = end.max(r.time_s);
     }
     let scale = Window::scale(window, end);
