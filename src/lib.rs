@@ -88,7 +88,7 @@ pub mod actors;
 mod error;
 pub mod fault;
 pub mod igg;
-mod input;
+pub mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
@@ -185,7 +185,19 @@ impl Provenance {
 /// tell two versions of a topology or sweep file apart, as [`Provenance`] and `sweep.json`
 /// record them.
 pub fn file_hash(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+    // Capped as the file's reader caps it: an endless file has no hash, not an endless read.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(
+            std::fs::File::open(path).ok()?,
+            crate::input::MAX_TOML_BYTES + 1,
+        ),
+        &mut bytes,
+    )
+    .ok()?;
+    if bytes.len() as u64 > crate::input::MAX_TOML_BYTES {
+        return None;
+    }
     let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     });

@@ -150,8 +150,14 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(Error::output(dir))
 }
 
+/// The most seeds one `stress` takes (each is a run per fault setting).
+const MAX_STRESS_SEEDS: u64 = 100_000;
+
+/// Parallel runs: `--jobs` or the cores, at least 1 and at most four per core (each job is a
+/// thread; more would only contend for the cores and memory).
 fn jobs_or_cores(jobs: Option<usize>) -> usize {
-    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    jobs.unwrap_or(cores).clamp(1, 4 * cores)
 }
 
 /// How a sweep runs, beyond what and where.
@@ -475,7 +481,20 @@ fn malformed(file: &Path, errors: &[igemu::workload::tracefile::LineError], shap
 
 fn inspect(file: &Path) -> Result<(), Error> {
     use igemu::workload::{gwf, swf};
-    let text = std::fs::read(file)
+    let text = std::fs::File::open(file)
+        .and_then(|f| {
+            use std::io::Read as _;
+            let mut bytes = Vec::new();
+            f.take(igemu::input::MAX_TRACE_BYTES + 1)
+                .read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > igemu::input::MAX_TRACE_BYTES {
+                return Err(std::io::Error::other(format!(
+                    "larger than {} MiB, more than a workload trace igemu reads",
+                    igemu::input::MAX_TRACE_BYTES >> 20
+                )));
+            }
+            Ok(bytes)
+        })
         .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
     let text = String::from_utf8(text)
         .ok()
@@ -912,6 +931,11 @@ fn stress(
     }
     if seeds == 0 {
         return Err(Error::Usage("--seeds must be at least 1".into()));
+    }
+    if seeds > MAX_STRESS_SEEDS {
+        return Err(Error::Usage(format!(
+            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; run several stress tests with --set emulation.seed offsets instead"
+        )));
     }
     if let Some(dir) = out {
         create_dir(dir)?; // before the runs, so that a bad directory wastes none

@@ -57,7 +57,7 @@ pub struct RunSpec {
 /// Reads a sweep file; every problem is reported at once, at its `file:line:col`.
 pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::read_capped(path, crate::input::MAX_TOML_BYTES).map_err(|e| {
         Box::new(Report::unreadable(
             &shown,
             &e,
@@ -81,6 +81,20 @@ fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
     let set = t.table("set").map(|s| read_set(&s)).unwrap_or_default();
     let vary = t.table("vary").map(|v| read_vary(&v)).unwrap_or_default();
     t.finish();
+    // Points × seeds, checked before anything lists them.
+    if let (Some(seeds), Some(node)) = (&seeds, t.get("seeds").or_else(|| t.get("vary"))) {
+        let runs = vary
+            .iter()
+            .fold(seeds.len() as f64, |n, (_, values)| n * values.len() as f64);
+        if runs > MAX_SWEEP_RUNS as f64 {
+            diags.error(
+                &node.loc,
+                format!("{runs} runs (points × seeds); a sweep has at most {MAX_SWEEP_RUNS}"),
+                Some("vary fewer values, or split the study into several sweeps".into()),
+            );
+            return None;
+        }
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     let sweep = Sweep {
         topology: base.join(topology?.0),
@@ -209,6 +223,10 @@ pub fn renamed_metric(metric: &str) -> Option<String> {
         .map(|(_, new)| format!("{prefix}{new}"))
 }
 
+/// The most runs a sweep may have (points × seeds): far beyond any study, small enough that
+/// listing them cannot exhaust memory.
+pub const MAX_SWEEP_RUNS: u64 = 1_000_000;
+
 fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
     let Some(node) = t.get("seeds") else {
         return Some(vec![1]);
@@ -222,6 +240,14 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
         None
     };
     match &node.kind {
+        NodeKind::Int(n) if *n as u64 > MAX_SWEEP_RUNS => {
+            t.diags.error(
+                &node.loc,
+                format!("{n} seeds; a sweep has at most {MAX_SWEEP_RUNS} runs"),
+                Some("use fewer seeds, or split the study into several sweeps".into()),
+            );
+            None
+        }
         NodeKind::Int(n) if *n > 0 => Some((1..=*n as u64).collect()),
         NodeKind::Array(items) => items
             .iter()
@@ -315,7 +341,19 @@ fn read_range(r: &Table<'_>) -> Option<Vec<String>> {
         );
         return None;
     }
-    let n = ((to - from) / step + 1e-9).floor() as usize;
+    let count = ((to - from) / step + 1e-9).floor() + 1.0;
+    if !count.is_finite() || count > MAX_SWEEP_RUNS as f64 {
+        r.diags.error(
+            loc,
+            format!(
+                "{} has {count} values; a sweep has at most {MAX_SWEEP_RUNS} runs",
+                r.what
+            ),
+            Some("use a larger step or a narrower range".into()),
+        );
+        return None;
+    }
+    let n = count as usize - 1;
     Some(
         (0..=n)
             .map(|i| format!("{:?}", from + step * i as f64))

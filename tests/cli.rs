@@ -1228,3 +1228,52 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }
+
+#[test]
+fn inputs_beyond_their_caps_are_refused_with_the_cap_named_not_a_crash() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let topo = common::path("topologies/quickstart.toml");
+    let cases = [
+        ("seeds = 1000000000000\n", "1000000000000 seeds"),
+        (
+            "[vary]\n\"emulation.seed\" = { from = 1, to = 1e15, step = 1 }\n",
+            "1000000000000000 values",
+        ),
+        (
+            "seeds = 1000\n[vary]\n\"emulation.seed\" = { from = 1, to = 2000, step = 1 }\n",
+            "2000000 runs (points × seeds)",
+        ),
+    ];
+    for (k, (body, expect)) in cases.iter().enumerate() {
+        let sweep = dir.path().join(format!("s{k}.toml"));
+        std::fs::write(
+            &sweep,
+            format!("topology = {:?}\n{body}", topo.display().to_string()),
+        )
+        .expect("written");
+        let o = igemu(&[
+            "sweep",
+            sweep.to_str().expect("utf-8"),
+            "--out",
+            &tmp_str(&dir, "o"),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{body}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{body}: {}", stderr(&o));
+    }
+    let o = igemu(&[
+        "stress",
+        "topologies/quickstart.toml",
+        "--seeds",
+        "18446744073709551615",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("more than 100000"), "{}", stderr(&o));
+    // An endless file is read only up to the cap.
+    if Path::new("/dev/zero").exists() {
+        for args in [&["validate", "/dev/zero"][..], &["run", "/dev/zero"][..]] {
+            let o = igemu(args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains("larger than 16 MiB"), "{}", stderr(&o));
+        }
+    }
+}

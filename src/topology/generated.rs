@@ -458,7 +458,7 @@ fn read_trace(
         return Vec::new();
     };
     let full = base_dir.map_or_else(|| Path::new(path).to_path_buf(), |d| d.join(path));
-    let text = match std::fs::read_to_string(&full) {
+    let text = match crate::input::read_capped(&full, crate::input::MAX_TRACE_BYTES) {
         Ok(t) => t,
         Err(e) => {
             w.diags.error(

@@ -729,7 +729,7 @@ pub struct Overrides {
 /// Reads and validates a topology file.
 pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Report>> {
     let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::input::read_capped(path, crate::input::MAX_TOML_BYTES) {
         Ok(t) => t,
         Err(e) => {
             let hint = "check the path; `igemu run` with no file runs the embedded quickstart";

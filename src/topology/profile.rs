@@ -56,7 +56,7 @@ pub(crate) fn load(
 ) -> Option<(LrmsProfile, (String, String, String))> {
     let (path, text) = if name.ends_with(".toml") {
         let path = base_dir.map_or_else(|| Path::new(name).to_path_buf(), |d| d.join(name));
-        match std::fs::read_to_string(&path) {
+        match crate::input::read_capped(&path, crate::input::MAX_TOML_BYTES) {
             Ok(t) => (path.display().to_string(), t),
             Err(e) => {
                 diags.error(
