@@ -100,6 +100,9 @@ pub(crate) const CV_EXTERNAL: f64 = 0.5;
 /// See [`CV_EXTERNAL`].
 pub(crate) const CV_LOCAL: f64 = 0.1;
 
+/// The most halvings PAP's bisection makes: more than any pair of finite f64 bounds needs.
+const MAX_BISECTIONS: usize = 2_200;
+
 /// Algorithm 1 (PAP): the arrival rate Λ̂_j for each cluster, given the total Λ, bisecting z
 /// to precision `eps`. Heavily loaded clusters (largest ψ) may get zero.
 pub fn pap_rates(clusters: &[ClusterModel], total: f64, eps: f64) -> Vec<f64> {
@@ -129,8 +132,17 @@ pub fn pap_rates(clusters: &[ClusterModel], total: f64, eps: f64) -> Vec<f64> {
         ub *= 2.0;
         guard += 1;
     }
-    while ub - lb > eps {
+    // Bounded: f64 halves at most ~2 100 times between any two finite numbers, and a
+    // midpoint that no longer moves (eps below the numbers' resolution), or bounds that are
+    // not finite (an overloaded cluster: ρ ≥ 1), end the search with the best z found.
+    for _ in 0..MAX_BISECTIONS {
+        if (ub - lb).partial_cmp(&eps) != Some(std::cmp::Ordering::Greater) {
+            break;
+        }
         let z = (lb + ub) / 2.0;
+        if !(z > lb && z < ub) {
+            break;
+        }
         if sum_phi(k, z) >= target(k) {
             lb = z;
         } else {
@@ -318,6 +330,33 @@ impl Dispatcher {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn pap_ends_on_overloaded_and_extreme_clusters() {
+        // Hung before: local load alone at or past capacity (ρ ≥ 1), rates far beyond what
+        // the cluster takes, and an eps below the numbers' resolution. Each must return, with
+        // rates that are numbers ≥ 0.
+        let model = |local_rate: f64, theta: f64| ClusterModel {
+            cores: 4.0,
+            speed: 4.0,
+            local_rate,
+            tau: 1.0,
+            mu: 2.0,
+            theta,
+            omega: 2.0 * theta * theta,
+        };
+        for (clusters, total, eps) in [
+            (vec![model(1.5, 10.0)], 0.5, 1e-9),
+            (vec![model(0.9, 10.0)], 1e6, 1e-300),
+            (vec![model(0.5, 1e-300), model(1.0, 1e300)], 1e300, 0.0),
+            (vec![model(f64::MIN_POSITIVE, 1.0)], f64::MAX, 1e-12),
+        ] {
+            let rates = pap_rates(&clusters, total, eps);
+            assert_eq!(rates.len(), clusters.len());
+            assert!(rates.iter().all(|r| *r >= 0.0), "{rates:?}");
+        }
+    }
+
     use super::*;
     use crate::model::Origin;
 
