@@ -1277,3 +1277,20 @@ fn inputs_beyond_their_caps_are_refused_with_the_cap_named_not_a_crash() {
         }
     }
 }
+
+#[test]
+fn a_workload_no_draw_can_satisfy_is_an_error_not_a_hang() {
+    // Before: validate never returned (a rejection loop waiting for a run time under 1 ms).
+    let o = igemu(&[
+        "validate",
+        "topologies/paper000-three-clusters.toml",
+        "--set",
+        "workload.0.das2.duration_max_s=0.001",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("raise duration_max_s or lower duration_a"),
+        "{}",
+        stderr(&o)
+    );
+}

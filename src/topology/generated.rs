@@ -296,28 +296,38 @@ fn read_jobs(
     seed: u64,
     base_dir: Option<&Path>,
 ) -> Vec<workload::Job> {
+    let generated = |jobs: Result<Vec<workload::Job>, String>| {
+        jobs.unwrap_or_else(|e| {
+            w.diags.error(
+                &w.node.loc,
+                format!("workload cannot be generated: {e}"),
+                Some("see the model's parameters in docs/topology.md".into()),
+            );
+            Vec::new()
+        })
+    };
     let jobs = match model {
-        WorkloadModel::Das2 => workload::generate(
+        WorkloadModel::Das2 => generated(workload::generate(
             &Model::Das2(read_das2(w.table("das2"))),
             model_span,
             max_vms,
             max_jobs,
             seed,
-        ),
-        WorkloadModel::Lublin99 => workload::generate(
+        )),
+        WorkloadModel::Lublin99 => generated(workload::generate(
             &Model::Lublin99(read_lublin(w.table("lublin99"))),
             model_span,
             max_vms,
             max_jobs,
             seed,
-        ),
-        WorkloadModel::Gwa => workload::generate(
+        )),
+        WorkloadModel::Gwa => generated(workload::generate(
             &Model::Gwa(read_gwa(w.table("gwa"))),
             model_span,
             max_vms,
             max_jobs,
             seed,
-        ),
+        )),
         WorkloadModel::Swf | WorkloadModel::Inline => {
             read_trace(w, TraceFormat::Swf, base_dir, max_vms, max_jobs)
         }

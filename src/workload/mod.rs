@@ -213,18 +213,22 @@ impl Lublin99 {
         (self.pa * nodes + self.pb).clamp(0.0, 1.0)
     }
 
-    fn log_runtime(&self, rng: &mut StdRng, nodes: f64) -> f64 {
+    fn log_runtime(&self, rng: &mut StdRng, nodes: f64) -> Result<f64, String> {
         let (g1, g2) = (gamma_dist(self.a1, self.b1), gamma_dist(self.a2, self.b2));
-        loop {
-            let v = if rng.random::<f64>() < self.gamma1_prob(nodes) {
-                g1.sample(rng)
+        let p1 = self.gamma1_prob(nodes);
+        let draw = |r: &mut StdRng| {
+            if r.random::<f64>() < p1 {
+                g1.sample(r)
             } else {
-                g2.sample(rng)
-            };
-            if v <= 12.0 {
-                return v;
+                g2.sample(r)
             }
-        }
+        };
+        rejection_sample(rng, draw, |v| v <= 12.0).ok_or_else(|| {
+            format!(
+                "no log run time ≤ 12 in {MAX_REJECTIONS} draws from the gammas (a1 = {:?}, b1 = {:?}; a2 = {:?}, b2 = {:?}); lower them",
+                self.a1, self.b1, self.a2, self.b2
+            )
+        })
     }
 
     /// The 48 half-hour weights of the daily cycle (mean 1), from 00:00.
@@ -306,15 +310,30 @@ fn weibull(scale: f64, shape: f64) -> Weibull<f64> {
         .unwrap_or_else(|_| Weibull::new(1.0, 1.0).expect("1, 1 is a valid Weibull"))
 }
 
+/// Draws a rejection sampler makes for one value before it gives up: the shipped models
+/// accept nearly every draw, so running out means the parameters leave (almost) nothing to
+/// accept — an error naming them, not an endless loop.
+pub const MAX_REJECTIONS: usize = 10_000;
+
+/// Draws from `draw` until `accept` takes one, at most [`MAX_REJECTIONS`] times.
+fn rejection_sample(
+    rng: &mut StdRng,
+    mut draw: impl FnMut(&mut StdRng) -> f64,
+    accept: impl Fn(f64) -> bool,
+) -> Option<f64> {
+    (0..MAX_REJECTIONS).map(|_| draw(rng)).find(|v| accept(*v))
+}
+
 /// Generates the jobs arriving within `span`, at most `max_jobs`, with sizes capped at
-/// `max_vms`, from the random stream seeded with `seed`.
+/// `max_vms`, from the random stream seeded with `seed`. Parameters under which a sampler
+/// accepts no draw in [`MAX_REJECTIONS`] tries are an error saying which.
 pub fn generate(
     model: &Model,
     span: EmuDuration,
     max_vms: u32,
     max_jobs: usize,
     seed: u64,
-) -> Vec<Job> {
+) -> Result<Vec<Job>, String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let limits = Limits {
         span_s: span.as_secs_f64(),
@@ -342,7 +361,7 @@ impl Limits {
     }
 }
 
-fn das2_jobs(m: &Das2, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
+fn das2_jobs(m: &Das2, limits: &Limits, rng: &mut StdRng) -> Result<Vec<Job>, String> {
     let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
     let cap = |v: f64| limits.cap(v);
     let mut jobs = Vec::new();
@@ -356,22 +375,24 @@ fn das2_jobs(m: &Das2, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
             break;
         }
         let vms = cap(m.size(rng));
-        let d = loop {
-            let d = dur.sample(rng);
-            if d <= m.duration_max_s {
-                break d;
-            }
-        };
+        let d = rejection_sample(rng, |r| dur.sample(r), |d| d <= m.duration_max_s).ok_or_else(
+            || {
+                format!(
+                    "no run time ≤ duration_max_s = {:?} s in {MAX_REJECTIONS} draws from the log-normal (duration_a = {:?}, duration_b = {:?}); raise duration_max_s or lower duration_a",
+                    m.duration_max_s, m.duration_a, m.duration_b
+                )
+            },
+        )?;
         jobs.push(Job {
             arrival: EmuDuration::from_secs_f64(t),
             vms,
             duration: EmuDuration::from_secs_f64(d.max(1.0)),
         });
     }
-    jobs
+    Ok(jobs)
 }
 
-fn lublin_jobs(m: &Lublin99, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
+fn lublin_jobs(m: &Lublin99, limits: &Limits, rng: &mut StdRng) -> Result<Vec<Job>, String> {
     let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
     let cap = |v: f64| limits.cap(v);
     let mut jobs = Vec::new();
@@ -379,12 +400,15 @@ fn lublin_jobs(m: &Lublin99, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
     let weights = m.bucket_weights();
     let arr = gamma_dist(m.a_arr * m.arar, m.b_arr);
     while jobs.len() < max_jobs {
-        let g = loop {
-            let v = arr.sample(rng);
-            if v <= 13.0 {
-                break v.exp();
-            }
-        };
+        let g = rejection_sample(rng, |r| arr.sample(r), |v| v <= 13.0)
+            .ok_or_else(|| {
+                format!(
+                    "no log inter-arrival time ≤ 13 in {MAX_REJECTIONS} draws from the gamma (a_arr × arar = {:?}, b_arr = {:?}); lower a_arr, arar or b_arr",
+                    m.a_arr * m.arar,
+                    m.b_arr
+                )
+            })?
+            .exp();
         t = if m.daily_cycle {
             advance_cyclic(t, g, &weights)
         } else {
@@ -394,17 +418,17 @@ fn lublin_jobs(m: &Lublin99, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
             break;
         }
         let nodes = m.size(rng);
-        let runtime = m.log_runtime(rng, nodes).exp();
+        let runtime = m.log_runtime(rng, nodes)?.exp();
         jobs.push(Job {
             arrival: EmuDuration::from_secs_f64(t),
             vms: cap(nodes),
             duration: EmuDuration::from_secs_f64(runtime.max(1.0)),
         });
     }
-    jobs
+    Ok(jobs)
 }
 
-fn gwa_jobs(m: &Gwa, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
+fn gwa_jobs(m: &Gwa, limits: &Limits, rng: &mut StdRng) -> Result<Vec<Job>, String> {
     let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
     let cap = |v: f64| limits.cap(v);
     let mut jobs = Vec::new();
@@ -426,7 +450,7 @@ fn gwa_jobs(m: &Gwa, limits: &Limits, rng: &mut StdRng) -> Vec<Job> {
             duration: EmuDuration::from_secs_f64(d),
         });
     }
-    jobs
+    Ok(jobs)
 }
 
 /// Spends an inter-arrival "work" of `gap` seconds across half-hour buckets whose weights say
@@ -591,7 +615,8 @@ mod tests {
             4096,
             n,
             2,
-        );
+        )
+        .expect("the model is valid");
         let d = mean(jobs.iter().map(|j| j.duration.as_secs_f64()));
         assert!(
             (d / m.mean_duration_eq30() - 1.0).abs() < 0.05,
@@ -630,7 +655,8 @@ mod tests {
             1 << 20,
             100_000,
             3,
-        );
+        )
+        .expect("the model is valid");
         assert_eq!(jobs.len(), 100_000);
         let serial = jobs.iter().filter(|j| j.vms == 1).count() as f64 / jobs.len() as f64;
         // Serial jobs: the serial probability plus power-of-two draws that round to 2^0 (rare).
@@ -665,7 +691,8 @@ mod tests {
             64,
             200_000,
             4,
-        );
+        )
+        .expect("the model is valid");
         let d = mean(jobs.iter().map(|j| j.duration.as_secs_f64()));
         assert!((d - m.duration_mean).abs() < 0.1, "{d}");
         let gaps = mean(
@@ -681,8 +708,8 @@ mod tests {
     #[test]
     fn generation_is_deterministic_and_capped() {
         let model = Model::Das2(Das2::default());
-        let a = generate(&model, EmuDuration::from_secs(86_400), 16, 10_000, 9);
-        let b = generate(&model, EmuDuration::from_secs(86_400), 16, 10_000, 9);
+        let a = generate(&model, EmuDuration::from_secs(86_400), 16, 10_000, 9).expect("valid");
+        let b = generate(&model, EmuDuration::from_secs(86_400), 16, 10_000, 9).expect("valid");
         assert_eq!(a, b);
         assert!(a.iter().all(|j| (1..=16).contains(&j.vms)));
         assert!(a.windows(2).all(|w| w[0].arrival <= w[1].arrival));
