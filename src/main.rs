@@ -869,7 +869,21 @@ fn main() -> ExitCode {
 }
 
 /// Concatenates shards' run files (same columns), keeping one header.
+/// Written through a temporary file renamed at the end, so `out` may be one of `files`
+/// (`sweep merge --out D D/runs.csv`) and a failed merge leaves the old file whole.
 fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let result = merge_runs_into(files, &tmp)
+        .and_then(|_| std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display())));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
     let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut header: Option<csv::StringRecord> = None;
     for f in files {

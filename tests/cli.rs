@@ -1294,3 +1294,40 @@ fn a_workload_no_draw_can_satisfy_is_an_error_not_a_hang() {
         stderr(&o)
     );
 }
+
+#[test]
+fn merging_a_run_file_into_its_own_directory_keeps_it() {
+    // `sweep merge --out D D/runs.csv` used to truncate its own input before reading it.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let sweep = dir.path().join("s.toml");
+    let topo = common::path("topologies/quickstart.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 2\nmetrics = [\"makespan_s\"]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("o");
+    let o = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = out.join("runs.csv");
+    let before = std::fs::read_to_string(&runs).expect("runs");
+    let o = igemu(&[
+        "sweep",
+        "merge",
+        "--out",
+        out.to_str().expect("utf-8"),
+        runs.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&runs).expect("runs"), before);
+    assert_eq!(before.lines().count(), 3);
+}
