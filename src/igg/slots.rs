@@ -69,22 +69,33 @@ impl Published {
             .map_or(self.cores, |(_, f)| *f)
     }
 
-    /// Used resource units (core-seconds) over `[from, to)`, counting time past the horizon
-    /// as fully used.
+    /// Used resource units (core-seconds) over `[from, to)`. Past the horizon the last
+    /// published step holds on (a step at or after the horizon counts as fully used); unlike
+    /// [`Published::free_at`], which calls unknown time not free. Kept so: the paper 004
+    /// reproductions were measured with it.
     pub fn used_units(&self, from: EmuTime, to: EmuTime) -> f64 {
         if to <= from {
             return 0.0;
         }
+        // One pass over the steps in [from, to): the segment before each step (and before
+        // `to`) is busy at the free cores in force where it begins. Segments are summed in
+        // time order, as before, so the float result does not change.
         let mut t = from;
+        let mut free = self.free_at(from);
         let mut used = 0.0;
-        let mut points: Vec<EmuTime> = self.free.range(from..to).map(|(k, _)| *k).collect();
-        points.push(to);
-        for p in points {
+        let mut segment = |until: EmuTime, free_then: u64, t: EmuTime| {
+            let busy = self.cores.saturating_sub(free_then);
+            used += busy as f64 * until.since(t).as_secs_f64();
+        };
+        for (&p, &f) in self.free.range(from..to) {
             if p > t {
-                let busy = self.cores.saturating_sub(self.free_at(t));
-                used += busy as f64 * p.since(t).as_secs_f64();
+                segment(p, free, t);
                 t = p;
             }
+            free = if p >= self.until { 0 } else { f };
+        }
+        if to > t {
+            segment(to, free, t);
         }
         used
     }
@@ -109,18 +120,24 @@ impl Published {
     /// The earliest start at or after `now` with `cores` free for `length`, if within the
     /// published horizon.
     pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
-        let candidates = std::iter::once(now).chain(self.free.range(now..).map(|(t, _)| *t));
-        for t in candidates {
-            let end = t + length;
-            if end > self.until {
-                return None;
+        // One pass over the steps: the candidate is the start of the current run of steps
+        // with enough cores (`now` included); it wins once the run outlasts `length`. A
+        // start that fits past the horizon means none fits within it (later ends are later).
+        let within = |start: EmuTime| (start + length <= self.until).then_some(start);
+        let mut candidate = (self.free_at(now) >= cores).then_some(now);
+        for (&step, &free) in self.free.range(now..) {
+            if let Some(start) = candidate {
+                if start + length <= step {
+                    return within(start);
+                }
             }
-            let ok = self.free_at(t) >= cores && self.free.range(t..end).all(|(_, f)| *f >= cores);
-            if ok {
-                return Some(t);
+            if free < cores {
+                candidate = None;
+            } else if candidate.is_none() {
+                candidate = Some(step);
             }
         }
-        None
+        candidate.and_then(within)
     }
 }
 
@@ -332,5 +349,62 @@ mod tests {
             .expect("all known");
         assert_eq!((loads.busy, loads.cores), (vec![4], vec![8]));
         assert!(s.loads(2, t(0), EmuDuration::from_secs(200)).is_none());
+    }
+
+    /// The definitions, by brute force: every instant a start could be (`now` and each
+    /// step), tested over its whole window; busy core-seconds summed second by second.
+    fn earliest_by_definition(
+        p: &Published,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) -> Option<EmuTime> {
+        let mut starts: Vec<EmuTime> = p.free.keys().copied().filter(|&s| s >= now).collect();
+        starts.push(now);
+        starts.sort();
+        starts.into_iter().find_map(|s| {
+            let ok = p.free_at(s) >= cores
+                && p.free.range(s..s + length).all(|(_, f)| *f >= cores)
+                && s + length <= p.until;
+            ok.then_some(s)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(500), failure_persistence: None, ..Default::default() })]
+
+        /// The one-pass searches agree with the definitions on random publications (steps
+        /// on whole seconds, so the per-second sum is exact).
+        #[test]
+        fn one_pass_searches_match_the_definitions(
+            steps in proptest::collection::vec((0u64..300, 0u64..9), 0..25),
+            until in 0u64..320,
+            now in 0u64..300,
+            cores in 0u64..10,
+            length in 0u64..200,
+            to in 0u64..340,
+        ) {
+            let p = Published {
+                free: steps.iter().map(|&(s, f)| (t(s), f)).collect(),
+                until: t(until),
+                cores: 8,
+                price: 1.0,
+            };
+            let length = EmuDuration::from_secs(length);
+            proptest::prop_assert_eq!(
+                p.earliest(t(now), cores, length),
+                earliest_by_definition(&p, t(now), cores, length)
+            );
+            // Each second at the free cores in force where its segment began: at `now` or
+            // at the last step since, none at or past the horizon.
+            let step_at = |s: u64| {
+                let began = p.free.range(t(now)..=t(s)).next_back().map_or(t(now), |(&a, _)| a);
+                if began >= p.until { 0 } else { p.free_at(began) }
+            };
+            let by_second: u64 = (now..to.max(now))
+                .map(|s| p.cores.saturating_sub(step_at(s)))
+                .sum();
+            proptest::prop_assert_eq!(p.used_units(t(now), t(to)), by_second as f64);
+        }
     }
 }
