@@ -411,14 +411,59 @@ impl Availability {
         if shape.cores > cores || u64::from(shape.mem_mb) > mem {
             return 0;
         }
-        // Use only rises at a slot's start: sweep the window's events in time order (ends
-        // before starts at the same instant) and keep the peak.
-        let mut events: Vec<(EmuTime, bool, u64, u64)> = Vec::new();
+        // Use only rises at a slot's start, and the window yields slots by start: sweep them
+        // in order, dropping the slots that ended by each rise (ends before starts at the same
+        // instant), and keep the peak. The slots alive at once are few (each takes a core), so
+        // they stay in a small array; a host with more falls back to sorting all events.
+        const INLINE: usize = 32;
+        let mut alive = [(EmuTime::ZERO, 0u64, 0u64); INLINE];
+        let mut n_alive = 0;
+        let (mut c, mut m, mut peak) = (0u64, 0u64, (0u64, 0u64));
         let ignored = |s: &Slot| {
             without
                 .iter()
                 .any(|&(l, from)| s.lease == l && s.start >= from)
         };
+        for s in self
+            .window(h, start, end)
+            .filter(|s| s.start < end && s.end > start && !ignored(s))
+        {
+            let rise = s.start.max(start);
+            let mut i = 0;
+            while i < n_alive {
+                if alive[i].0 <= rise {
+                    c -= alive[i].1;
+                    m -= alive[i].2;
+                    n_alive -= 1;
+                    alive[i] = alive[n_alive];
+                } else {
+                    i += 1;
+                }
+            }
+            if n_alive == INLINE {
+                return self.room_by_sorting(h, shape, start, end, &ignored);
+            }
+            alive[n_alive] = (s.end, u64::from(s.cores), s.mem_mb);
+            n_alive += 1;
+            c += u64::from(s.cores);
+            m += s.mem_mb;
+            peak = (peak.0.max(c), peak.1.max(m));
+        }
+        Self::vms_in(cores, mem, peak, shape)
+    }
+
+    /// [`Availability::room_without`] by sorting every start and end in the window (for a
+    /// host with many slots alive at once).
+    fn room_by_sorting(
+        &self,
+        h: usize,
+        shape: VmShape,
+        start: EmuTime,
+        end: EmuTime,
+        ignored: &dyn Fn(&Slot) -> bool,
+    ) -> u64 {
+        let (cores, mem) = self.capacity[h];
+        let mut events: Vec<(EmuTime, bool, u64, u64)> = Vec::new();
         for s in self
             .window(h, start, end)
             .filter(|s| s.start < end && s.end > start && !ignored(s))
@@ -440,6 +485,12 @@ impl Availability {
                 m -= dm;
             }
         }
+        Self::vms_in(cores, mem, peak, shape)
+    }
+
+    /// How many VMs of `shape` fit beside a peak use of `peak` (cores, MB) on a host of
+    /// `cores` and `mem`.
+    fn vms_in(cores: u32, mem: u64, peak: (u64, u64), shape: VmShape) -> u64 {
         let free_c = u64::from(cores).saturating_sub(peak.0);
         let free_m = mem.saturating_sub(peak.1);
         (free_c / u64::from(shape.cores.max(1))).min(free_m / u64::from(shape.mem_mb.max(1)))
@@ -766,6 +817,35 @@ pub(crate) mod tests {
             expected.sort();
             proptest::prop_assert_eq!(held, expected);
         }
+    }
+
+    /// A host with more slots alive at once than the sweep keeps inline answers as the full
+    /// scan does (the sorting fallback), on windows before, across and after the crowd.
+    #[test]
+    fn a_crowded_host_is_measured_by_its_fallback() {
+        let mut a = Availability::new(&hosts(1, 64, 1 << 30), true);
+        let mut naive = Naive::default();
+        for i in 0..50u32 {
+            // Staggered: VM i from i s to 100 + 3i s, so up to 50 are alive at once.
+            let (s, e) = (t(u64::from(i)), t(100 + 3 * u64::from(i)));
+            a.reserve_vm(0, RequestId(i), 0, VM, s, e);
+            naive.0.push((0, RequestId(i), 0, s, e));
+        }
+        for (from, to) in [
+            (0, 10),
+            (0, 400),
+            (20, 60),
+            (49, 50),
+            (120, 200),
+            (240, 300),
+        ] {
+            assert_eq!(
+                a.room(0, VM, t(from), t(to)),
+                naive.room(0, 64, t(from), t(to)),
+                "window {from}..{to}"
+            );
+        }
+        assert_eq!(a.room(0, VM, t(49), t(50)), 14, "50 alive of 64 cores");
     }
 
     #[test]
