@@ -463,6 +463,8 @@ type Memo = HashMap<(usize, u128), u64, BuildHasherDefault<FxHasher>>;
 pub(crate) struct RoomTracker<'a> {
     c: &'a Contention,
     masks: Vec<u128>,
+    /// Each host's room at its current mask (their sum is `room`).
+    host_room: Vec<u64>,
     room: u64,
     memo: Memo,
     /// Hosts with too many candidates for a mask: recomputed from membership.
@@ -475,21 +477,27 @@ impl<'a> RoomTracker<'a> {
         let mut t = RoomTracker {
             c,
             masks: vec![0; c.hosts.len()],
+            host_room: Vec::with_capacity(c.hosts.len()),
             room: 0,
             memo: Memo::default(),
             removed: vec![false; c.candidates.len()],
         };
-        t.room = (0..c.hosts.len()).map(|h| t.host(h)).sum();
+        for h in 0..c.hosts.len() {
+            let r = t.room_at(h, 0);
+            t.host_room.push(r);
+        }
+        t.room = t.host_room.iter().sum();
         t
     }
 
-    fn host(&mut self, h: usize) -> u64 {
+    /// Host `h`'s room with the candidates of `mask` removed (for a host with more
+    /// candidates than a mask holds, those of `removed`).
+    fn room_at(&mut self, h: usize, mask: u128) -> u64 {
         let c = self.c;
         if c.hosts[h].members.len() > 128 {
             let removed = &self.removed;
             return c.host_room(h, |b| removed[c.hosts[h].members[b]]);
         }
-        let mask = self.masks[h];
         *self
             .memo
             .entry((h, mask))
@@ -512,25 +520,33 @@ impl<'a> RoomTracker<'a> {
             return;
         }
         let c = self.c;
-        // Each of its hosts' room before and after the change.
-        let before: u64 = c.spans(i).iter().map(|&(h, _)| self.host(h)).sum();
         self.removed[i] = on;
+        // Only its hosts' rooms change: each is looked up once at its new mask.
         for &(h, bit) in c.spans(i) {
             if bit < 128 {
                 self.masks[h] ^= 1u128 << bit;
             }
+            let now = self.room_at(h, self.masks[h]);
+            self.room = self.room + now - self.host_room[h];
+            self.host_room[h] = now;
         }
-        let after: u64 = c.spans(i).iter().map(|&(h, _)| self.host(h)).sum();
-        self.room = self.room + after - before;
     }
 
     /// The room with candidate `i` toggled, leaving the set as it was.
     pub(crate) fn room_if_toggled(&mut self, i: usize) -> u64 {
-        let on = self.removed[i];
-        self.set(i, !on);
-        let r = self.room;
-        self.set(i, on);
-        r
+        let c = self.c;
+        self.removed[i] = !self.removed[i];
+        let mut room = self.room;
+        for &(h, bit) in c.spans(i) {
+            let mask = if bit < 128 {
+                self.masks[h] ^ (1u128 << bit)
+            } else {
+                self.masks[h]
+            };
+            room = room + self.room_at(h, mask) - self.host_room[h];
+        }
+        self.removed[i] = !self.removed[i];
+        room
     }
 
     /// Sets the tracked set to exactly `set`.
