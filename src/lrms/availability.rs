@@ -47,6 +47,13 @@ pub struct Held {
     pub mem_mb: u64,
 }
 
+/// Per host, a span throughout which it was found too full for one more VM of a shape: see
+/// [`Availability::place_skipping`]. Only valid for one shape on an unchanged profile.
+#[derive(Clone, Debug, Default)]
+pub struct Blocked {
+    at: Vec<Option<(EmuTime, EmuTime)>>,
+}
+
 /// What one VM of a request needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VmShape {
@@ -394,23 +401,29 @@ impl Availability {
 
     /// How many VMs of `shape` host `h` can hold throughout `[start, end)`.
     pub fn room(&self, h: usize, shape: VmShape, start: EmuTime, end: EmuTime) -> u64 {
-        self.room_without(h, shape, start, end, &[])
+        self.room_and_block(h, shape, start, end).0
     }
 
-    /// Like [`Availability::room`], ignoring the slots of each `(lease, from)` in `without`
-    /// that start at or after `from` (what releasing those reservations would free).
-    pub fn room_without(
+    /// [`Availability::room`], and a span `[from, until)` meeting the window throughout
+    /// which host `h` is too full for one more VM of `shape` — the one lasting longest
+    /// (`None` if there is none). Any window meeting that span has no room on `h`: what lets
+    /// a search over start times skip the host.
+    fn room_and_block(
         &self,
         h: usize,
         shape: VmShape,
         start: EmuTime,
         end: EmuTime,
-        without: &[(RequestId, EmuTime)],
-    ) -> u64 {
+    ) -> (u64, Option<(EmuTime, EmuTime)>) {
         let (cores, mem) = self.capacity[h];
         if shape.cores > cores || u64::from(shape.mem_mb) > mem {
-            return 0;
+            return (0, None);
         }
+        // Use above these leaves no room for one more VM.
+        let full = (
+            u64::from(cores - shape.cores),
+            mem - u64::from(shape.mem_mb),
+        );
         // Use only rises at a slot's start, and the window yields slots by start: sweep them
         // in order, dropping the slots that ended by each rise (ends before starts at the same
         // instant), and keep the peak. The slots alive at once are few (each takes a core), so
@@ -419,14 +432,10 @@ impl Availability {
         let mut alive = [(EmuTime::ZERO, 0u64, 0u64); INLINE];
         let mut n_alive = 0;
         let (mut c, mut m, mut peak) = (0u64, 0u64, (0u64, 0u64));
-        let ignored = |s: &Slot| {
-            without
-                .iter()
-                .any(|&(l, from)| s.lease == l && s.start >= from)
-        };
+        let mut block: Option<(EmuTime, EmuTime)> = None;
         for s in self
             .window(h, start, end)
-            .filter(|s| s.start < end && s.end > start && !ignored(s))
+            .filter(|s| s.start < end && s.end > start)
         {
             let rise = s.start.max(start);
             let mut i = 0;
@@ -441,18 +450,26 @@ impl Availability {
                 }
             }
             if n_alive == INLINE {
-                return self.room_by_sorting(h, shape, start, end, &ignored);
+                return self.room_by_sorting(h, shape, start, end);
             }
             alive[n_alive] = (s.end, u64::from(s.cores), s.mem_mb);
             n_alive += 1;
             c += u64::from(s.cores);
             m += s.mem_mb;
             peak = (peak.0.max(c), peak.1.max(m));
+            if c > full.0 || m > full.1 {
+                // Too full from this rise until the first alive slot ends (slots starting
+                // later only add).
+                let until = alive[..n_alive].iter().map(|a| a.0).min().unwrap_or(rise);
+                if block.is_none_or(|(_, u)| until > u) {
+                    block = Some((rise, until));
+                }
+            }
         }
-        Self::vms_in(cores, mem, peak, shape)
+        (Self::vms_in(cores, mem, peak, shape), block)
     }
 
-    /// [`Availability::room_without`] by sorting every start and end in the window (for a
+    /// [`Availability::room_and_block`] by sorting every start and end in the window (for a
     /// host with many slots alive at once).
     fn room_by_sorting(
         &self,
@@ -460,13 +477,16 @@ impl Availability {
         shape: VmShape,
         start: EmuTime,
         end: EmuTime,
-        ignored: &dyn Fn(&Slot) -> bool,
-    ) -> u64 {
+    ) -> (u64, Option<(EmuTime, EmuTime)>) {
         let (cores, mem) = self.capacity[h];
+        let full = (
+            u64::from(cores - shape.cores),
+            mem - u64::from(shape.mem_mb),
+        );
         let mut events: Vec<(EmuTime, bool, u64, u64)> = Vec::new();
         for s in self
             .window(h, start, end)
-            .filter(|s| s.start < end && s.end > start && !ignored(s))
+            .filter(|s| s.start < end && s.end > start)
         {
             events.push((s.start.max(start), true, u64::from(s.cores), s.mem_mb));
             if s.end < end {
@@ -475,17 +495,22 @@ impl Availability {
         }
         events.sort_unstable_by_key(|e| (e.0, e.1));
         let (mut c, mut m, mut peak) = (0u64, 0u64, (0u64, 0u64));
-        for (_, rise, dc, dm) in events {
+        let mut block = None;
+        for (t, rise, dc, dm) in events {
             if rise {
                 c += dc;
                 m += dm;
                 peak = (peak.0.max(c), peak.1.max(m));
+                if c > full.0 || m > full.1 {
+                    // The instant itself, at least.
+                    block = Some((t, t + EmuDuration::from_micros(1)));
+                }
             } else {
                 c -= dc;
                 m -= dm;
             }
         }
-        Self::vms_in(cores, mem, peak, shape)
+        (Self::vms_in(cores, mem, peak, shape), block)
     }
 
     /// How many VMs of `shape` fit beside a peak use of `peak` (cores, MB) on a host of
@@ -504,44 +529,39 @@ impl Availability {
         start: EmuTime,
         end: EmuTime,
     ) -> Option<Vec<u16>> {
-        self.place_without(vms, shape, start, end, &[])
+        self.place_skipping(vms, shape, start, end, &mut Blocked::default())
     }
 
-    /// Like [`Availability::place`], as if the reservations in `without` were released (see
-    /// [`Availability::room_without`]).
-    pub fn place_without(
+    /// [`Availability::place`] for one of a series of windows of the same shape on an
+    /// unchanged profile: hosts `blocked` knows to be too full somewhere in this window are
+    /// skipped (they have no room), and what the hosts looked at show is added to it.
+    pub fn place_skipping(
         &self,
         vms: u32,
         shape: VmShape,
         start: EmuTime,
         end: EmuTime,
-        without: &[(RequestId, EmuTime)],
+        blocked: &mut Blocked,
     ) -> Option<Vec<u16>> {
+        if blocked.at.len() != self.capacity.len() {
+            blocked.at = vec![None; self.capacity.len()];
+        }
         let mut hosts = Vec::with_capacity(vms as usize);
         for h in 0..self.capacity.len() {
-            let take = self
-                .room_without(h, shape, start, end, without)
-                .min(u64::from(vms) - hosts.len() as u64);
+            if blocked.at[h].is_some_and(|(from, until)| start < until && from < end) {
+                continue;
+            }
+            let (room, block) = self.room_and_block(h, shape, start, end);
+            if block.is_some() {
+                blocked.at[h] = block;
+            }
+            let take = room.min(u64::from(vms) - hosts.len() as u64);
             hosts.extend(std::iter::repeat_n(h as u16, take as usize));
             if hosts.len() == vms as usize {
                 return Some(hosts);
             }
         }
         None
-    }
-
-    /// How many VMs of `shape` the cluster can hold throughout `[start, end)`, as if the
-    /// reservations in `without` were released.
-    pub fn total_room(
-        &self,
-        shape: VmShape,
-        start: EmuTime,
-        end: EmuTime,
-        without: &[(RequestId, EmuTime)],
-    ) -> u64 {
-        (0..self.capacity.len())
-            .map(|h| self.room_without(h, shape, start, end, without))
-            .sum()
     }
 
     /// How many VMs of `shape` the empty cluster holds.
@@ -580,8 +600,9 @@ impl Availability {
         candidates.push(not_before);
         candidates.sort_unstable();
         candidates.dedup();
+        let mut blocked = Blocked::default();
         candidates.into_iter().find_map(|t| {
-            self.place(vms, shape, t, t + length)
+            self.place_skipping(vms, shape, t, t + length, &mut blocked)
                 .map(|hosts| (t, hosts))
         })
     }
@@ -810,6 +831,25 @@ pub(crate) mod tests {
             for &(h, at, len) in &probes {
                 let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));
                 proptest::prop_assert_eq!(a.room(h as usize, VM, s, e), naive.room(h as usize, 4, s, e));
+            }
+            // A search over rising starts with a shared `Blocked` places as fresh
+            // first-fit placements do, for every shape.
+            for shape in [VM, VmShape { cores: 2, mem_mb: 1024 }, VmShape { cores: 1, mem_mb: 1 << 29 }] {
+                for vms in [1, 2, 5] {
+                    let mut blocked = Blocked::default();
+                    let mut starts: Vec<u64> = probes.iter().map(|p| p.1).collect();
+                    starts.sort_unstable();
+                    for (k, &at) in starts.iter().enumerate() {
+                        // Lengths vary (as resuming plans' do) but windows only move later.
+                        let len = EmuDuration::from_secs(probes[k].2);
+                        let (s, e) = (t(at), t(at) + len);
+                        proptest::prop_assert_eq!(
+                            a.place_skipping(vms, shape, s, e, &mut blocked),
+                            a.place(vms, shape, s, e),
+                            "{} VMs of {:?} over {:?}..{:?}", vms, shape, s, e
+                        );
+                    }
+                }
             }
             let mut held: Vec<_> = a.holds(EmuTime::ZERO, EmuTime::NEVER).iter().map(|x| (x.host, x.lease, x.vm, x.start, x.end)).collect();
             let mut expected = naive.0.clone();

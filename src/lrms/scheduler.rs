@@ -40,7 +40,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::admission::{Admission, AdmissionPolicy, Monitor};
-use super::availability::{Availability, UsageSteps, VmShape};
+use super::availability::{Availability, Blocked, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
 use super::policy::{self, PreemptionPolicy};
@@ -629,6 +629,9 @@ impl Core {
         }
         let steps = self.avail.usage_steps();
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
+        // Hosts found too full at some instant are skipped for the later starts whose
+        // windows hold it.
+        let mut blocked = Blocked::default();
         for t in self.avail.start_candidates(not_before) {
             // The plan's length only depends on t through storage waits, which only make it
             // longer: the plain length is a valid quick test.
@@ -639,7 +642,10 @@ impl Core {
             if !steps.fits(t, plan.end, cores, total) {
                 continue;
             }
-            if let Some(hosts) = self.avail.place(l.req.vms, l.shape(), t, plan.end) {
+            let placed = self
+                .avail
+                .place_skipping(l.req.vms, l.shape(), t, plan.end, &mut blocked);
+            if let Some(hosts) = placed {
                 return Some((t, plan, hosts));
             }
         }
