@@ -145,8 +145,7 @@ impl Lrms {
         let owner = self.me(ctx);
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
-            let name = format!("vm:{}/{}", self.emu.tracer.label(lease), plan.vm);
-            let id = self.emu.tracer.register(name);
+            let id = self.emu.tracer.register_vm(lease, plan.vm);
             let host = self.hosts[usize::from(plan.host)].clone();
             let vm = VmRef { lease, vm: plan.vm };
             let spec = VmSpec {

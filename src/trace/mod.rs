@@ -323,12 +323,29 @@ struct Line<'a> {
     items: Vec<ItemLine<'a>>,
 }
 
+/// An actor's name as registered.
+enum ActorName {
+    Text(String),
+    /// VM `.1` of lease `.0`, registered while nothing is written.
+    Vm(RequestId, u32),
+}
+
+impl ActorName {
+    /// The name as written: with a sink every name is registered as text.
+    fn text(&self) -> &str {
+        match self {
+            ActorName::Text(name) => name,
+            ActorName::Vm(..) => "vm",
+        }
+    }
+}
+
 /// Counts messages and, when enabled, writes them to `trace.jsonl`.
 pub struct Tracer {
     sink: Option<RefCell<BufWriter<File>>>,
     failed: RefCell<Option<String>>,
     messages: Cell<u64>,
-    names: RefCell<Vec<String>>,
+    names: RefCell<Vec<ActorName>>,
     labels: Vec<String>,
     /// The record being handled right now (every actor runs on one thread).
     current: Cell<Option<u64>>,
@@ -377,14 +394,35 @@ impl Tracer {
         if let Some(f) = &self.filter {
             self.actor_kept.borrow_mut().push(f.keeps_actor(&name));
         }
+        self.push_name(ActorName::Text(name))
+    }
+
+    /// Registers VM `vm` of `lease` (named `vm:LEASE/VM`). Untraced, the name is only
+    /// spelled out when asked for: a run starts a VM actor per VM, and formatting and
+    /// keeping every name cost more than the rest of registering it.
+    pub fn register_vm(&self, lease: RequestId, vm: u32) -> ActorId {
+        if self.sink.is_some() || self.filter.is_some() {
+            return self.register(self.vm_name(lease, vm));
+        }
+        self.push_name(ActorName::Vm(lease, vm))
+    }
+
+    fn push_name(&self, name: ActorName) -> ActorId {
         let mut names = self.names.borrow_mut();
         names.push(name);
         ActorId((names.len() - 1) as u32)
     }
 
+    fn vm_name(&self, lease: RequestId, vm: u32) -> String {
+        format!("vm:{}/{}", self.label(lease), vm)
+    }
+
     /// The name of actor `id`.
     pub fn name(&self, id: ActorId) -> String {
-        self.names.borrow()[id.0 as usize].clone()
+        match &self.names.borrow()[id.0 as usize] {
+            ActorName::Text(name) => name.clone(),
+            ActorName::Vm(lease, vm) => self.vm_name(*lease, *vm),
+        }
     }
 
     /// The label of request `id` (as in the topology and the outputs).
@@ -523,8 +561,8 @@ impl Tracer {
             seq,
             t_us: t.as_micros(),
             t: ts,
-            from: &names[from.0 as usize],
-            to: &names[to.0 as usize],
+            from: names[from.0 as usize].text(),
+            to: names[to.0 as usize].text(),
             kind,
             request: corr.request.map(|r| self.labels[r.0 as usize].as_str()),
             vm: corr.vm,
