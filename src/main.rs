@@ -10,6 +10,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use igemu::progress::Style;
 
+/// mimalloc: with the system allocator, malloc and free took a fifth to a third of a
+/// scenario's CPU (docs/performance.md, "Scenarios").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `println!` that ignores a reader that went away (`igemu validate ... | head`): the output
 /// is for that reader, and its leaving is not an error.
 macro_rules! say {
