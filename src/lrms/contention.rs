@@ -458,6 +458,12 @@ impl Hasher for FxHasher {
 
 type Memo = HashMap<(usize, u128), u64, BuildHasherDefault<FxHasher>>;
 
+/// Hosts with at most this many candidates keep their rooms in a table of `2^n` entries.
+const SMALL_HOST_MEMBERS: usize = 6;
+
+/// A room not computed yet (no host holds `u64::MAX` VMs).
+const UNKNOWN: u64 = u64::MAX;
+
 /// Keeps the room of a changing set of removed candidates, one host at a time, with a memo of
 /// host rooms: what searches over many sets use.
 pub(crate) struct RoomTracker<'a> {
@@ -466,6 +472,9 @@ pub(crate) struct RoomTracker<'a> {
     /// Each host's room at its current mask (their sum is `room`).
     host_room: Vec<u64>,
     room: u64,
+    /// Per host with few candidates, its room by mask (`UNKNOWN` until computed), made on
+    /// first use: an index instead of a hash for most hosts.
+    small: Vec<Vec<u64>>,
     memo: Memo,
     /// Hosts with too many candidates for a mask: recomputed from membership.
     removed: Vec<bool>,
@@ -479,6 +488,7 @@ impl<'a> RoomTracker<'a> {
             masks: vec![0; c.hosts.len()],
             host_room: Vec::with_capacity(c.hosts.len()),
             room: 0,
+            small: vec![Vec::new(); c.hosts.len()],
             memo: Memo::default(),
             removed: vec![false; c.candidates.len()],
         };
@@ -494,9 +504,22 @@ impl<'a> RoomTracker<'a> {
     /// candidates than a mask holds, those of `removed`).
     fn room_at(&mut self, h: usize, mask: u128) -> u64 {
         let c = self.c;
-        if c.hosts[h].members.len() > 128 {
+        let members = c.hosts[h].members.len();
+        if members > 128 {
             let removed = &self.removed;
             return c.host_room(h, |b| removed[c.hosts[h].members[b]]);
+        }
+        if members <= SMALL_HOST_MEMBERS {
+            let table = &mut self.small[h];
+            if table.is_empty() {
+                *table = vec![UNKNOWN; 1 << members];
+            }
+            // Bits at or above `members` are never set on this host's mask.
+            let room = &mut table[mask as usize];
+            if *room == UNKNOWN {
+                *room = c.host_room_mask(h, mask);
+            }
+            return *room;
         }
         *self
             .memo
