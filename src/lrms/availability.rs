@@ -5,6 +5,7 @@
 //! testbed of paper 001 let KVM overcommit it).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::{Bound, RangeBounds};
 
 use crate::model::HostSpec;
 use crate::model::RequestId;
@@ -26,6 +27,48 @@ type SlotKey = (EmuTime, RequestId, u32);
 
 fn key_of(s: &Slot) -> SlotKey {
     (s.start, s.lease, s.vm)
+}
+
+/// One host's slots, sorted by key: a sorted vector, as a host holds few slots and every
+/// placement query looks up a range on every host (a search is cache-bound on this).
+#[derive(Clone, Debug, Default)]
+struct HostSlots(Vec<(SlotKey, Slot)>);
+
+impl HostSlots {
+    fn position(&self, bound: Bound<&SlotKey>) -> usize {
+        match bound {
+            Bound::Included(k) => self.0.partition_point(|(x, _)| x < k),
+            Bound::Excluded(k) => self.0.partition_point(|(x, _)| x <= k),
+            Bound::Unbounded => 0,
+        }
+    }
+
+    /// The slots with keys in `range`, by key.
+    fn range(&self, range: impl RangeBounds<SlotKey>) -> impl Iterator<Item = (&SlotKey, &Slot)> {
+        let from = self.position(range.start_bound());
+        let to = match range.end_bound() {
+            Bound::Included(k) => self.0.partition_point(|(x, _)| x <= k),
+            Bound::Excluded(k) => self.0.partition_point(|(x, _)| x < k),
+            Bound::Unbounded => self.0.len(),
+        };
+        self.0[from..to.max(from)].iter().map(|(k, s)| (k, s))
+    }
+
+    fn insert(&mut self, key: SlotKey, slot: Slot) {
+        match self.0.binary_search_by(|(x, _)| x.cmp(&key)) {
+            Ok(i) => self.0[i].1 = slot,
+            Err(i) => self.0.insert(i, (key, slot)),
+        }
+    }
+
+    fn remove(&mut self, key: &SlotKey) -> Option<Slot> {
+        let i = self.0.binary_search_by(|(x, _)| x.cmp(key)).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Slot> {
+        self.0.iter().map(|(_, s)| s)
+    }
 }
 
 /// A slot as [`Availability::holds`] reports it.
@@ -70,7 +113,7 @@ pub struct Availability {
     capacity: Vec<(u32, u64)>,
     enforce_memory: bool,
     /// Per host, its slots by (start, lease, VM).
-    slots: Vec<BTreeMap<SlotKey, Slot>>,
+    slots: Vec<HostSlots>,
     /// Per host, the longest slot it has held (never shrinks): a slot overlapping an
     /// instant starts at most this long before it, which bounds every window's scan.
     longest: Vec<EmuDuration>,
@@ -173,7 +216,7 @@ impl Availability {
                 })
                 .collect(),
             enforce_memory,
-            slots: vec![BTreeMap::new(); hosts.len()],
+            slots: vec![HostSlots::default(); hosts.len()],
             longest: vec![EmuDuration::ZERO; hosts.len()],
             owned: BTreeMap::new(),
             freed: None,
@@ -609,15 +652,13 @@ impl Availability {
 
     /// The instants at which a reservation could start, at or after `not_before`: it, and
     /// every slot end after it (availability only grows when a slot ends), ascending.
-    pub fn start_candidates(&self, not_before: EmuTime) -> Vec<EmuTime> {
+    pub fn start_candidates(&self, not_before: EmuTime) -> impl Iterator<Item = EmuTime> + '_ {
         use std::ops::Bound::{Excluded, Unbounded};
-        std::iter::once(not_before)
-            .chain(
-                self.ends
-                    .range((Excluded(not_before), Unbounded))
-                    .map(|(t, _)| *t),
-            )
-            .collect()
+        std::iter::once(not_before).chain(
+            self.ends
+                .range((Excluded(not_before), Unbounded))
+                .map(|(t, _)| *t),
+        )
     }
 
     /// The slot ends in `[from, to)`, ascending.

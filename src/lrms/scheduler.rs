@@ -624,6 +624,26 @@ impl Core {
     }
 
     fn find_slot_for(&self, l: &Lease, not_before: EmuTime) -> Option<(EmuTime, Plan, Vec<u16>)> {
+        self.find_slot_before(l, not_before, EmuTime::NEVER)
+    }
+
+    /// [`Core::find_slot_for`] among the starts before `before` only.
+    fn find_slot_before(
+        &self,
+        l: &Lease,
+        not_before: EmuTime,
+        before: EmuTime,
+    ) -> Option<(EmuTime, Plan, Vec<u16>)> {
+        let candidates = self.avail.start_candidates(not_before);
+        self.find_slot_among(l, candidates.take_while(|&t| t < before))
+    }
+
+    /// The first of `candidates` (ascending starts) at which `l` can be reserved.
+    fn find_slot_among(
+        &self,
+        l: &Lease,
+        candidates: impl Iterator<Item = EmuTime>,
+    ) -> Option<(EmuTime, Plan, Vec<u16>)> {
         if !self.avail.could_ever_fit(l.req.vms, l.shape()) {
             return None;
         }
@@ -632,21 +652,25 @@ impl Core {
         // Hosts found too full at some instant are skipped for the later starts whose
         // windows hold it.
         let mut blocked = Blocked::default();
-        for t in self.avail.start_candidates(not_before) {
+        for t in candidates {
             // The plan's length only depends on t through storage waits, which only make it
             // longer: the plain length is a valid quick test.
             if !steps.fits(t, t + l.remaining(), cores, total) {
                 continue;
             }
-            let plan = self.plan(l, t);
-            if !steps.fits(t, plan.end, cores, total) {
+            // A fresh lease's plan is only built for the start it gets.
+            let end = match l.images_ready {
+                None => t + self.cfg.boot + l.remaining(),
+                Some(_) => self.plan(l, t).end,
+            };
+            if !steps.fits(t, end, cores, total) {
                 continue;
             }
             let placed = self
                 .avail
-                .place_skipping(l.req.vms, l.shape(), t, plan.end, &mut blocked);
+                .place_skipping(l.req.vms, l.shape(), t, end, &mut blocked);
             if let Some(hosts) = placed {
-                return Some((t, plan, hosts));
+                return Some((t, self.plan(l, t), hosts));
             }
         }
         None
@@ -1019,26 +1043,31 @@ impl Core {
         let (promised, end) = (res.start, res.end);
         let floor = now.max(l.not_before);
         let skippable = l.images_ready.is_none() && self.cfg.backfilling != Backfilling::Fcfs;
-        if skippable
-            && !self.could_start_earlier(
+        // Only starts whose windows meet capacity freed since are worth trying: every other
+        // one did not fit before and still does not.
+        let mut only = None;
+        if skippable {
+            let starts = self.earlier_starts(
                 l,
                 (promised, end),
                 floor,
                 freed,
                 steps.get_or_insert_with(|| self.avail.usage_steps()),
                 total,
-            )
-        {
-            debug_assert!(
-                self.stays_put(id, promised, now),
-                "compression skipped lease #{} that could move",
-                id.0
             );
-            return None;
+            if starts.is_empty() {
+                debug_assert!(
+                    self.stays_put(id, promised, now),
+                    "compression skipped lease #{} that could move",
+                    id.0
+                );
+                return None;
+            }
+            only = Some(starts);
         }
         let hosts = res.hosts.clone();
         self.drop_reservation(id);
-        self.reserve_again(id, (promised, hosts.clone()), now, out);
+        self.reserve_again(id, (promised, hosts.clone()), now, only, out);
         // Placed again at the same start on other hosts (or, resuming, ending at another
         // time), it still frees what it held.
         let same = self.leases[&id]
@@ -1053,10 +1082,10 @@ impl Core {
         Some((promised, end))
     }
 
-    /// Whether fresh lease `l`, reserved at `own`, might start earlier than `own.0` now:
-    /// some candidate start in `[floor, own.0)` whose window meets freed capacity fits on the
-    /// cluster-wide cores, its own reservation set aside.
-    fn could_start_earlier(
+    /// The starts at which fresh lease `l`, reserved at `own`, might start earlier than
+    /// `own.0` now, ascending: the candidate starts in `[floor, own.0)` whose windows meet
+    /// freed capacity and fit on the cluster-wide cores, its own reservation set aside.
+    fn earlier_starts(
         &self,
         l: &Lease,
         own: (EmuTime, EmuTime),
@@ -1064,24 +1093,31 @@ impl Core {
         freed: &Freed,
         steps: &UsageSteps,
         total: u64,
-    ) -> bool {
+    ) -> Vec<EmuTime> {
         let (promised, end) = own;
         let len = end.since(promised);
         let cores = l.req.cores();
         let fits =
             |t: EmuTime| steps.fits_excluding(t, t + len, cores, total, (promised, end, cores));
-        freed.0.iter().any(|&(fs, fe)| {
+        let mut starts = Vec::new();
+        for &(fs, fe) in &freed.0 {
             // Starts whose window [t, t + len) meets [fs, fe), before the promised one.
             let (from, to) = (floor.max(fs.earlier_by(len)), promised.min(fe));
             if from >= to {
-                return false;
+                continue;
             }
-            (from <= floor && fits(floor))
-                || self
-                    .avail
+            if from <= floor && fits(floor) {
+                starts.push(floor);
+            }
+            starts.extend(
+                self.avail
                     .ends_in(from.max(floor + EmuDuration::from_micros(1)), to)
-                    .any(fits)
-        })
+                    .filter(|&t| fits(t)),
+            );
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        starts
     }
 
     /// Whether placing `id` again now would leave it at `promised` (checks the skip rule of
@@ -1094,7 +1130,7 @@ impl Core {
             .map(|r| r.hosts.clone())
             .unwrap_or_default();
         copy.drop_reservation(id);
-        copy.reserve_again(id, (promised, hosts), now, &mut Vec::new());
+        copy.reserve_again(id, (promised, hosts), now, None, &mut Vec::new());
         copy.leases[&id].res.as_ref().map(|r| r.start) == Some(promised)
     }
 
@@ -1106,6 +1142,7 @@ impl Core {
         id: RequestId,
         (promised, hosts): (EmuTime, Vec<u16>),
         now: EmuTime,
+        only: Option<Vec<EmuTime>>,
         out: &mut Vec<Action>,
     ) {
         let l = &self.leases[&id];
@@ -1114,9 +1151,21 @@ impl Core {
             _ => now.max(l.not_before),
         };
         let deadline = l.deadline();
-        if let Some((start, plan, hosts)) = self
-            .find_slot(id, floor)
-            .filter(|(s, plan, _)| *s < promised && deadline.is_none_or(|d| plan.end <= d))
+        let found = match only {
+            Some(starts) => {
+                let found = self.find_slot_among(l, starts.into_iter());
+                debug_assert_eq!(
+                    found.as_ref().map(|f| f.0),
+                    self.find_slot_before(l, floor, promised).map(|f| f.0),
+                    "lease #{}: the starts meeting freed capacity missed its earliest",
+                    id.0
+                );
+                found
+            }
+            None => self.find_slot_before(l, floor, promised),
+        };
+        if let Some((start, plan, hosts)) =
+            found.filter(|(_, plan, _)| deadline.is_none_or(|d| plan.end <= d))
         {
             self.commit(id, start, plan, hosts, out);
             return;
