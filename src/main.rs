@@ -95,6 +95,10 @@ enum Command {
         /// Show no progress (shown on stderr when the runs take over two seconds).
         #[arg(long)]
         quiet: bool,
+        /// Run the deliberately broken peering variant (a requester may serve a request it
+        /// has redirected), to check that the invariant checker catches it.
+        #[arg(long, hide = true)]
+        broken_protocol: bool,
     },
     /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
     /// render it as text, a Mermaid sequence diagram or a Gantt chart for Perfetto (Chrome
@@ -262,7 +266,7 @@ fn sweep(
     let skipped = done.len();
     let mut sink = igemu::sweep::RowSink::append(&runs).map_err(Error::Failed)?;
     let mut write_error = None;
-    let outcomes = igemu::sweep::execute(&spec, todo, jobs_or_cores(jobs), style, |o| {
+    let (ran, failed) = igemu::sweep::execute(&spec, todo, jobs_or_cores(jobs), style, |o| {
         let row = igemu::sweep::run_row(o, &metrics);
         if let Err(e) = sink.write(&row) {
             write_error.get_or_insert(e);
@@ -274,11 +278,10 @@ fn sweep(
     }
     // Finished: the file again in run order, so it is the same whatever order runs ended in.
     igemu::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
-    let failed = outcomes.iter().filter(|(_, r)| r.is_err()).count();
     let ran = if skipped > 0 {
-        format!("{} runs ({skipped} already done, kept)", outcomes.len())
+        format!("{ran} runs ({skipped} already done, kept)")
     } else {
-        format!("{} runs", outcomes.len())
+        format!("{ran} runs")
     };
     record.finished = true;
     if shard.1 > 1 {
@@ -817,7 +820,14 @@ fn dispatch(command: Command) -> Result<(), Error> {
             sets,
             out,
             quiet,
-        } => stress(&path, seeds, &faults, jobs, &sets, out.as_deref(), quiet),
+            broken_protocol,
+        } => stress(
+            &path,
+            (seeds, &faults, jobs, &sets),
+            out.as_deref(),
+            quiet,
+            broken_protocol,
+        ),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
             ..
@@ -921,12 +931,10 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
 
 fn stress(
     path: &Path,
-    seeds: u64,
-    faults: &[String],
-    jobs: Option<usize>,
-    sets: &[String],
+    (seeds, faults, jobs, sets): (u64, &[String], Option<usize>, &[String]),
     out: Option<&Path>,
     quiet: bool,
+    broken_protocol: bool,
 ) -> Result<(), Error> {
     let topo = topology::load_file(
         path,
@@ -967,7 +975,7 @@ fn stress(
         &chosen,
         &seeds,
         jobs_or_cores(jobs),
-        false,
+        broken_protocol,
         style,
     );
     print!("{}", igemu::stress::report(path, &runs));

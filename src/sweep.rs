@@ -620,18 +620,19 @@ pub type Outcome = (RunSpec, Result<BTreeMap<String, f64>, String>);
 
 /// Runs `todo` on `jobs` threads, showing progress on stderr in `style` and handing every
 /// outcome to `sink` on the calling thread as soon as its run finishes (so a caller can write
-/// it to disk at once). Returns the outcomes in run order.
+/// it to disk at once). Outcomes are not kept (a run's numeric summary is kilobytes, and a
+/// sweep may hold a million runs): returns how many runs ran and how many failed.
 pub fn execute(
     sweep: &Sweep,
     todo: Vec<RunSpec>,
     jobs: usize,
     style: crate::progress::Style,
     mut sink: impl FnMut(&Outcome),
-) -> Vec<Outcome> {
+) -> (usize, usize) {
     let total = todo.len();
     let queue = Arc::new(Mutex::new(todo.into_iter()));
     let (tx, rx) = std::sync::mpsc::channel::<Outcome>();
-    let mut out = Vec::with_capacity(total);
+    let mut done = 0;
     let mut progress = crate::progress::Progress::new(style);
     let mut failed = 0;
     std::thread::scope(|scope| {
@@ -655,8 +656,7 @@ pub fn execute(
         for outcome in rx {
             sink(&outcome);
             failed += usize::from(outcome.1.is_err());
-            out.push(outcome);
-            let done = out.len();
+            done += 1;
             let what = if failed > 0 {
                 format!("sweep: {done}/{total} runs ({failed} failed)")
             } else {
@@ -666,8 +666,7 @@ pub fn execute(
         }
     });
     progress.finish();
-    out.sort_by_key(|(s, _)| s.index);
-    out
+    (done, failed)
 }
 
 /// The columns of a run file: run, seed, each varied key (`set:<key>`), the metrics, error.
