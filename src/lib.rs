@@ -87,6 +87,8 @@ macro_rules! named_enum {
 pub mod actors;
 mod error;
 pub mod fault;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod igg;
 pub mod input;
 pub mod lrms;
@@ -135,11 +137,54 @@ pub trait Named: Sized + Copy {
 pub use input::{Diagnostic, Report};
 use trace::Tracer;
 
+/// The files a run writes into its output directory, in the order they are put in place:
+/// `summary.json` last, so a directory with a `summary.json` holds one whole run.
+pub const RUN_OUTPUTS: [&str; 6] = [
+    "trace.jsonl",
+    "requests.csv",
+    "decisions.csv",
+    "intervals.csv",
+    "utilization.csv",
+    "summary.json",
+];
+
+/// Where output `name` is written before it is put in place: a hidden file beside it, on the
+/// same file system, so that putting it in place is a rename.
+pub fn staged(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(".{name}.tmp"))
+}
+
+/// Puts a run's staged outputs in place: the old `summary.json` goes first (a directory
+/// without one holds no whole run), then each output is renamed over the old one — or an old
+/// one this run did not write (a trace, intervals) is removed, with the report drawn from the
+/// old run — and `summary.json` comes last.
+fn put_in_place(dir: &Path) -> Result<(), Error> {
+    let remove = |path: PathBuf| match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::output(path)(e)),
+        _ => Ok(()),
+    };
+    remove(dir.join("summary.json"))?;
+    remove(dir.join("report.html"))?;
+    for name in RUN_OUTPUTS {
+        let (from, to) = (staged(dir, name), dir.join(name));
+        if from.exists() {
+            std::fs::rename(&from, &to).map_err(Error::output(to))?;
+        } else {
+            remove(to)?;
+        }
+    }
+    Ok(())
+}
+
 /// How to run, beyond the topology.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// Write `trace.jsonl` here (the directory must exist).
     pub trace_dir: Option<PathBuf>,
+    /// Write the trace under a temporary name instead, for [`RunResult::write_outputs`] to
+    /// put in place with the other outputs (so a directory never holds a new trace beside an
+    /// old summary).
+    pub stage_trace: bool,
     /// Which messages the trace holds (all by default); see [`trace::TraceFilter`].
     pub trace_filter: trace::TraceFilter,
     /// Test-only: a deliberately broken peering protocol (a requester serves a request itself
@@ -435,9 +480,22 @@ impl RunResult {
     /// Writes `requests.csv`, `decisions.csv`, `intervals.csv` (when spans were recorded) and
     /// `summary.json` into `dir` (created if needed).
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
+        std::fs::create_dir_all(dir).map_err(Error::output(dir))?;
+        let written = self.write_staged(dir);
+        if written.is_err() {
+            // The previous outputs stay whole; this run's partial files go.
+            for name in RUN_OUTPUTS {
+                let _ = std::fs::remove_file(staged(dir, name));
+            }
+            return written;
+        }
+        put_in_place(dir)
+    }
+
+    /// Writes every output under its temporary name ([`staged`]).
+    fn write_staged(&self, dir: &Path) -> Result<(), Error> {
         let io = |path: &Path| Error::output(path.to_path_buf());
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let csv_path = dir.join("requests.csv");
+        let csv_path = staged(dir, "requests.csv");
         let mut w = csv::Writer::from_path(&csv_path).map_err(|e| io(&csv_path)(e.into()))?;
         let topo = &self.topology;
         // The hosts each request's VMs held last (from the spans, when recorded).
@@ -491,7 +549,7 @@ impl RunResult {
             w.serialize(row).map_err(|e| io(&csv_path)(e.into()))?;
         }
         w.flush().map_err(io(&csv_path))?;
-        let log_path = dir.join("decisions.csv");
+        let log_path = staged(dir, "decisions.csv");
         let mut w = csv::WriterBuilder::new()
             .has_headers(false)
             .from_path(&log_path)
@@ -528,10 +586,10 @@ impl RunResult {
         }
         w.flush().map_err(io(&log_path))?;
         if !self.intervals.is_empty() {
-            self.write_intervals(&dir.join("intervals.csv"))?;
-            self.write_utilization(&dir.join("utilization.csv"))?;
+            self.write_intervals(&staged(dir, "intervals.csv"))?;
+            self.write_utilization(&staged(dir, "utilization.csv"))?;
         }
-        let summary_path = dir.join("summary.json");
+        let summary_path = staged(dir, "summary.json");
         let mut text =
             serde_json::to_string_pretty(&self.summary).map_err(|e| io(&summary_path)(e.into()))?;
         text.push('\n');
@@ -698,7 +756,11 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let labels = topo.request_labels.clone();
     let tracer = match &options.trace_dir {
         Some(dir) => {
-            let path = dir.join("trace.jsonl");
+            let path = if options.stage_trace {
+                staged(dir, "trace.jsonl")
+            } else {
+                dir.join("trace.jsonl")
+            };
             Tracer::to_file(&path, labels)
                 .map_err(|source| Error::Output { path, source })?
                 .with_filter(options.trace_filter.clone())

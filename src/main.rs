@@ -670,24 +670,19 @@ struct RunArgs {
     sets: Vec<String>,
 }
 
-/// The files a run writes into its output directory.
-const RUN_OUTPUTS: [&str; 7] = [
-    "summary.json",
-    "requests.csv",
-    "decisions.csv",
-    "intervals.csv",
-    "utilization.csv",
-    "trace.jsonl",
-    "report.html",
-];
-
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
-/// `overwrite`, which removes them (and only them). The outputs of the same run — same
-/// topology file, contents and overrides, as `provenance` says — are simply replaced.
+/// `overwrite`; the outputs of the same run — same topology file, contents and overrides, as
+/// `provenance` says — may be replaced. Nothing is removed before the new outputs are whole
+/// ([`igemu::RunResult::write_outputs`] replaces them), only temporary files a run that was
+/// stopped left behind.
 fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
     create_dir(out)?;
-    let present: Vec<&str> = RUN_OUTPUTS
+    for name in igemu::RUN_OUTPUTS {
+        let _ = std::fs::remove_file(igemu::staged(out, name));
+    }
+    let present: Vec<&str> = igemu::RUN_OUTPUTS
         .into_iter()
+        .chain(["report.html"])
         .filter(|f| out.join(f).exists())
         .collect();
     if present.is_empty() {
@@ -704,10 +699,6 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
             out.display(),
             present.join(", ")
         )));
-    }
-    for f in present {
-        let path = out.join(f);
-        std::fs::remove_file(&path).map_err(Error::output(&path))?;
     }
     Ok(())
 }
@@ -758,6 +749,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     let watch = igemu::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
+        stage_trace: true,
         trace_filter,
         intervals: true,
         provenance: Some(provenance),

@@ -64,11 +64,19 @@ pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
             "check the sweep file's path",
         ))
     })?;
+    parse_text(&text, path)
+}
+
+/// Reads sweep text as if from the file at `path` (which resolves its topology).
+pub fn parse_text(text: &str, path: &Path) -> Result<Sweep, Box<Report>> {
     let diags = Diags::default();
-    let sweep = parse_str(&text, path, &diags);
-    match sweep {
+    match parse_str(text, path, &diags) {
         Some(s) if diags.is_empty() => Ok(s),
-        _ => Err(Box::new(Report::of_file(&shown, &text, diags.into_vec()))),
+        _ => Err(Box::new(Report::of_file(
+            &path.display().to_string(),
+            text,
+            diags.into_vec(),
+        ))),
     }
 }
 

@@ -207,6 +207,60 @@ fn a_runs_summary_says_what_was_run_and_under_which_policies() {
     assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
 }
 
+/// A run's outputs replace the previous run's as a set: when writing them fails part-way
+/// (here the summary's temporary file cannot be created), the old requests.csv, trace and
+/// summary are still there, whole, and no temporary file is left; the next run replaces them
+/// all, its trace included, and leaves no temporary file either.
+#[test]
+fn a_failed_write_leaves_the_previous_run_whole() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let file = "topologies/peering-small.toml";
+    let first = igemu(&["run", file, "--trace", "--out", out]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let read = |name: &str| std::fs::read(dir.path().join(name)).expect(name);
+    let old = ["requests.csv", "summary.json", "trace.jsonl"].map(read);
+    // A directory where the new summary would be staged: its write fails.
+    let blocker = dir.path().join(".summary.json.tmp");
+    std::fs::create_dir(&blocker).expect("blocker");
+    let seed = [
+        "run",
+        file,
+        "--trace",
+        "--set",
+        "emulation.seed=7",
+        "--out",
+        out,
+        "--overwrite",
+    ];
+    let failed = igemu(&seed);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert_eq!(
+        ["requests.csv", "summary.json", "trace.jsonl"].map(read),
+        old
+    );
+    std::fs::remove_dir(&blocker).expect("blocker removed");
+    let staged: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(staged.is_empty(), "temporary files left: {staged:?}");
+    let replaced = igemu(&seed);
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    assert_ne!(read("requests.csv"), old[0]);
+    assert_ne!(read("trace.jsonl"), old[2]);
+    let summary: serde_json::Value = serde_json::from_slice(&read("summary.json")).expect("json");
+    assert_eq!(summary["seed"], 7);
+    let left = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(left, 0);
+}
+
 fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
     dir.path().join(name).to_str().expect("utf-8").to_string()
 }

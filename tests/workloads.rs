@@ -864,3 +864,30 @@ fn merging_something_that_is_not_a_run_file_is_an_input_error() {
         assert!(err.contains("not a sweep's run file"), "{name}: {err}");
     }
 }
+
+/// The fuzz corpus (fuzz/corpus/<target>/, seeds and every input the fuzzers kept, crashes
+/// they found included) through the fuzz targets' checks, on stable: a reader that panics or
+/// breaks an invariant on an input the fuzzers met fails here. The fuzzers themselves run on
+/// nightly (docs/fuzzing.md).
+#[test]
+fn the_fuzz_corpus_passes_every_reader_check() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let targets: [(&str, fn(&[u8])); 4] = [
+        ("fuzz_topology", igemu::fuzzing::check_topology),
+        ("fuzz_swf", igemu::fuzzing::check_swf),
+        ("fuzz_sweep", igemu::fuzzing::check_sweep),
+        ("fuzz_trace", igemu::fuzzing::check_trace),
+    ];
+    for (target, check) in targets {
+        let dir = corpus.join(target);
+        let mut inputs = 0;
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a corpus entry").path();
+            let data = std::fs::read(&path).expect("a corpus file");
+            let caught = std::panic::catch_unwind(|| check(&data));
+            assert!(caught.is_ok(), "{target} fails on {}", path.display());
+            inputs += 1;
+        }
+        assert!(inputs >= 3, "{target}: a corpus of {inputs} inputs");
+    }
+}
