@@ -875,7 +875,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Concatenates shards' run files (same columns), keeping one header.
+/// Joins shards' run files (same columns) into one with one header and the rows in run
+/// order, as the unsharded sweep writes them.
 /// Written through a temporary file renamed at the end, so `out` may be one of `files`
 /// (`sweep merge --out D D/runs.csv`) and a failed merge leaves the old file whole.
 fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
@@ -893,6 +894,9 @@ fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
 fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
     let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut header: Option<csv::StringRecord> = None;
+    // Rows by run number (the first column); rows without one keep file order, after.
+    let mut rows: BTreeMap<(u64, usize), csv::StringRecord> = BTreeMap::new();
+    let mut unnumbered = 0usize;
     for f in files {
         let mut r = csv::Reader::from_path(f).map_err(|e| format!("{}: {e}", f.display()))?;
         let h = r
@@ -914,9 +918,25 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
             _ => {}
         }
         for rec in r.records() {
-            w.write_record(&rec.map_err(|e| format!("{}: {e}", f.display()))?)
-                .map_err(|e| e.to_string())?;
+            let rec = rec.map_err(|e| format!("{}: {e}", f.display()))?;
+            let key = match rec.get(0).and_then(|x| x.parse::<u64>().ok()) {
+                Some(run) => (run, 0),
+                None => {
+                    unnumbered += 1;
+                    (u64::MAX, unnumbered)
+                }
+            };
+            if rows.insert(key, rec).is_some() {
+                return Err(format!(
+                    "{}: run {} is also in another file; merge each shard once",
+                    f.display(),
+                    key.0
+                ));
+            }
         }
+    }
+    for rec in rows.values() {
+        w.write_record(rec).map_err(|e| e.to_string())?;
     }
     w.flush().map_err(|e| e.to_string())
 }
