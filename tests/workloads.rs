@@ -881,7 +881,8 @@ fn merging_something_that_is_not_a_run_file_is_an_input_error() {
 #[test]
 fn the_fuzz_corpus_passes_every_reader_check() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    let targets: [(&str, fn(&[u8])); 4] = [
+    type Check = fn(&[u8]);
+    let targets: [(&str, Check); 4] = [
         ("fuzz_topology", igemu::fuzzing::check_topology),
         ("fuzz_swf", igemu::fuzzing::check_swf),
         ("fuzz_sweep", igemu::fuzzing::check_sweep),

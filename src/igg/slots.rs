@@ -362,11 +362,10 @@ mod tests {
         let mut starts: Vec<EmuTime> = p.free.keys().copied().filter(|&s| s >= now).collect();
         starts.push(now);
         starts.sort();
-        starts.into_iter().find_map(|s| {
-            let ok = p.free_at(s) >= cores
+        starts.into_iter().find(|&s| {
+            p.free_at(s) >= cores
                 && p.free.range(s..s + length).all(|(_, f)| *f >= cores)
-                && s + length <= p.until;
-            ok.then_some(s)
+                && s + length <= p.until
         })
     }
 
