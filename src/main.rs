@@ -725,7 +725,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     let mut sets = args.sets;
     // Explicit flags are overrides like any other, applied last so they win.
     if let Some(s) = args.seed {
-        sets.push(format!("emulation.seed={s}"));
+        sets.push(igemu::topology::seed_override(s));
     }
     if let Some(m) = args.mode {
         let name = match m {

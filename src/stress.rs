@@ -106,7 +106,7 @@ pub fn stress(
         for &seed in seeds {
             let mut sets = user_sets.to_vec();
             sets.extend(s.sets.iter().cloned());
-            sets.push(format!("emulation.seed={seed}"));
+            sets.push(crate::topology::seed_override(seed));
             sets.push("emulation.mode=\"virtual\"".to_string());
             todo.push((s.name.clone(), seed, sets));
         }

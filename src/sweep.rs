@@ -243,7 +243,12 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
         t.diags.error(
             &node.loc,
             "`seeds` must be a positive count or a list of seeds",
-            Some("write seeds = 10 (seeds 1 to 10) or seeds = [1, 7, 42]".into()),
+            Some(
+                "write seeds = 10 (seeds 1 to 10) or seeds = [1, 7, 42]; a seed is a whole \
+                 number from 0 to 18446744073709551615, written as a string above \
+                 9223372036854775807 (TOML's largest integer)"
+                    .into(),
+            ),
         );
         None
     };
@@ -259,8 +264,10 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
         NodeKind::Int(n) if *n > 0 => Some((1..=*n as u64).collect()),
         NodeKind::Array(items) => items
             .iter()
-            .map(|v| match v.kind {
-                NodeKind::Int(i) if i >= 0 => Some(i as u64),
+            .map(|v| match &v.kind {
+                NodeKind::Int(i) => u64::try_from(*i).ok(),
+                // Seeds above TOML's largest integer (2^63 − 1), as `emulation.seed` takes them.
+                NodeKind::Str(s) => s.trim().parse::<u64>().ok(),
                 _ => None,
             })
             .collect::<Option<Vec<u64>>>()
@@ -408,7 +415,7 @@ impl Sweep {
                 .zip(&r.point)
                 .map(|((k, _), v)| format!("{k}={v}")),
         );
-        sets.push(format!("emulation.seed={}", r.seed));
+        sets.push(crate::topology::seed_override(r.seed));
         sets
     }
 }

@@ -1385,3 +1385,343 @@ fn merging_a_run_file_into_its_own_directory_keeps_it() {
     assert_eq!(std::fs::read_to_string(&runs).expect("runs"), before);
     assert_eq!(before.lines().count(), 3);
 }
+
+/// `igemu validate` of `topologies/quickstart.toml` with `sets`: (exit code, standard error).
+fn validate_quickstart(sets: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["validate", "topologies/quickstart.toml"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = igemu(&args);
+    (o.status.code(), stderr(&o))
+}
+
+/// Writes `body` as `name` in `dir` and validates it: (exit code, standard error).
+fn validate_text(dir: &Path, name: &str, body: &str) -> (Option<i32>, String) {
+    let file = dir.join(name);
+    std::fs::write(&file, body).expect("written");
+    let o = igemu(&["validate", file.to_str().expect("utf-8")]);
+    (o.status.code(), stderr(&o))
+}
+
+/// One Grid of `clusters` clusters, each of `groups` host groups of `count` hosts.
+fn hosts_topology(clusters: usize, groups: usize, count: u64) -> String {
+    let mut t = String::from("[[grid]]\nname = \"g\"\n");
+    for c in 0..clusters {
+        t.push_str(&format!("[[grid.cluster]]\nname = \"c{c}\"\nhosts = ["));
+        for _ in 0..groups {
+            t.push_str(&format!(
+                "{{ count = {count}, cores = 1, memory_mb = 1024 }}, "
+            ));
+        }
+        t.push_str("]\n");
+    }
+    t
+}
+
+#[test]
+fn clusters_past_16_bit_host_indices_and_topologies_past_the_host_cap_are_refused() {
+    // Before: up to a million hosts a group and any number of groups and clusters were
+    // taken (and allocated); hosts are numbered in 16 bits, so VMs of host 65 536 and up
+    // landed on the wrong hosts.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (code, err) = validate_quickstart(&["grid.0.cluster.0.hosts.count=70000"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("`count` = 70000 is out of range") && err.contains("0 to 65535"),
+        "{err}"
+    );
+    let (code, err) = validate_text(dir.path(), "two.toml", &hosts_topology(1, 2, 40_000));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("two.toml:5:"), "{err}");
+    assert!(
+        err.contains("has 80000 hosts so far, more than 65535"),
+        "{err}"
+    );
+    assert!(err.contains("split it into several clusters"), "{err}");
+    let (code, err) = validate_text(dir.path(), "many.toml", &hosts_topology(17, 1, 60_000));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("the topology has 1020000 hosts so far, more than 1000000"),
+        "{err}"
+    );
+    assert!(err.contains("about 1 KB"), "{err}");
+    // At the limits, it validates.
+    let (code, err) = validate_text(dir.path(), "max.toml", &hosts_topology(1, 1, 65_535));
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn times_past_the_end_of_emulated_time_are_errors_at_their_place_not_wrapped() {
+    // Before: an integer of seconds saturated to "never", an hour count times 3600 wrapped
+    // around to a short time, a trace's run time saturated, a rate factor stretched the span
+    // past the end of time: all silently accepted.
+    let range = "from 0 to 10^12 s";
+    for (set, expect) in [
+        ("emulation.end=1000000000000000", range),
+        ("emulation.end=1e15", range),
+        ("emulation.horizon=-5", range),
+        ("emulation.end=\"5124095576030432:00:00\"", range),
+        ("emulation.end=\"18446744073709551615:00:00\"", range),
+        ("workload.0.request.0.arrival=1000000000001", range),
+        ("workload.0.request.0.duration=1e15", range),
+        ("workload.0.request.2.deadline=9223372036854775807", range),
+        ("peering.interval=[\"1m\", 1e300]", range),
+        ("fault.delay=1e13", range),
+    ] {
+        let (code, err) = validate_quickstart(&[set]);
+        assert_eq!(code, Some(2), "{set}: {err}");
+        assert!(
+            err.contains(&format!("--set {set}: error:")),
+            "{set}: {err}"
+        );
+        assert!(err.contains(expect), "{set}: {err}");
+    }
+    let o = igemu(&[
+        "validate",
+        "topologies/paper000-three-clusters.toml",
+        "--set",
+        "workload.0.span=900000000000",
+        "--set",
+        "workload.0.rate_factor=100",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("span × rate_factor = 90000000000000 s"),
+        "{}",
+        stderr(&o)
+    );
+    // A trace's times past the end are errors at their line and field.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    std::fs::write(
+        dir.path().join("t.swf"),
+        "1 0 0 1e15 1 -1 -1 1 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n",
+    )
+    .expect("written");
+    let (code, err) = validate_text(
+        dir.path(),
+        "swf.toml",
+        "[[grid]]\nname = \"a\"\n[[grid.cluster]]\nname = \"c\"\n\
+         hosts = { count = 1, cores = 4, memory_mb = 8192 }\n\
+         [[workload]]\norigin = \"external\"\ngrid = \"a\"\nmodel = \"swf\"\n\
+         [workload.swf]\npath = \"t.swf\"\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("line 1") && err.contains("field 4 is 1000000000000000 s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rate_too_small_for_a_finite_operation_time_is_an_error_at_its_place() {
+    // Before: suspend_rate_mb_s = 1e-310 (a denormal, above zero) was taken, 1024 MB / 1e-310
+    // overflowed to infinity and the suspension took no time at all.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let profile = |rate: &str| {
+        format!(
+            "name = \"slow\"\n[timings]\nsuspend_rate_mb_s = {rate}\nresume_rate_mb_s = 8.0\n\
+             copy_rate_mb_s = 6.0\n"
+        )
+    };
+    let topo = "[lrms]\nprofile = \"slow.toml\"\n[[grid]]\nname = \"a\"\n[[grid.cluster]]\n\
+                name = \"c\"\nhosts = { count = 1, cores = 4, memory_mb = 8192 }\n";
+    for rate in ["1e-310", "0.0", "nan", "inf", "1e300"] {
+        std::fs::write(dir.path().join("slow.toml"), profile(rate)).expect("written");
+        let (code, err) = validate_text(dir.path(), "t.toml", topo);
+        assert_eq!(code, Some(2), "{rate}: {err}");
+        assert!(
+            err.contains("slow.toml:3:21: error: `suspend_rate_mb_s`"),
+            "{rate}: {err}"
+        );
+        if rate != "nan" && rate != "inf" {
+            assert!(err.contains("from 0.01 to 1000000000"), "{rate}: {err}");
+        }
+    }
+    std::fs::write(dir.path().join("slow.toml"), profile("0.01")).expect("written");
+    let (code, err) = validate_text(dir.path(), "t.toml", topo);
+    assert_eq!(code, Some(0), "{err}");
+    // The realtime speedup is a rate too.
+    let (code, err) = validate_quickstart(&["emulation.mode=realtime", "emulation.speedup=1e-310"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`speedup` = 1e-310 is out of range"), "{err}");
+}
+
+#[test]
+fn a_written_request_id_cannot_take_a_generated_ones_name() {
+    // Before: `g-1` written in one workload and generated as the first request of workload
+    // `g` were two requests under one id in every output.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let body = |first: bool| {
+        let written = "[[workload]]\nname = \"x\"\norigin = \"external\"\ngrid = \"a\"\n\
+                       [[workload.request]]\nid = \"g-1\"\narrival = \"0s\"\nduration = \"1h\"\n\
+                       vms = 1\nmem_mb = 512\n";
+        let generated = "[[workload]]\nname = \"g\"\norigin = \"external\"\ngrid = \"a\"\n\
+                         model = \"das2\"\nspan = \"1h\"\n";
+        let (a, b) = if first {
+            (written, generated)
+        } else {
+            (generated, written)
+        };
+        format!(
+            "[[grid]]\nname = \"a\"\n[[grid.cluster]]\nname = \"c\"\n\
+             hosts = {{ count = 4, cores = 4, memory_mb = 8192 }}\n{a}{b}"
+        )
+    };
+    for first in [true, false] {
+        let (code, err) = validate_text(dir.path(), "dup.toml", &body(first));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.contains("error: request id `g-1` is used twice"),
+            "{err}"
+        );
+        assert!(
+            err.contains("request #1 of workload `x` (its `id`)"),
+            "{err}"
+        );
+        assert!(
+            err.contains("request 1 of workload `g` (named `g-<n>`"),
+            "{err}"
+        );
+        let line = if first { 11 } else { 17 };
+        assert!(err.contains(&format!("dup.toml:{line}:6: error")), "{err}");
+    }
+}
+
+#[test]
+fn empty_hosts_clusters_and_grids_are_errors_at_their_place() {
+    // Before: `hosts = []` dropped the cluster without a word (only "unknown cluster" where a
+    // workload named it), and `grid = []` or `cluster = []` said nothing of the empty list.
+    for (set, expect) in [
+        (
+            "grid.0.cluster.0.hosts=[]",
+            "--set grid.0.cluster.0.hosts=[]: error: `hosts` of cluster `a1` of grid `alpha` is empty",
+        ),
+        (
+            "grid.0.cluster=[]",
+            "--set grid.0.cluster=[]: error: `cluster` of grid `alpha` is empty",
+        ),
+        ("grid=[]", "--set grid=[]: error: `grid` is empty"),
+    ] {
+        let (code, err) = validate_quickstart(&[set]);
+        assert_eq!(code, Some(2), "{set}: {err}");
+        assert!(err.contains(expect), "{set}: {err}");
+    }
+}
+
+#[test]
+fn seeds_take_the_whole_u64_range_on_the_command_line_in_topologies_and_sweeps() {
+    // Before: TOML integers stop at 2^63 − 1, so `--seed 18446744073709551615` (a u64) was
+    // refused as an out-of-range integer.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let big = "18446744073709551615";
+    let out = tmp_str(&dir, "run");
+    let o = igemu(&[
+        "run",
+        "topologies/quickstart.toml",
+        "--seed",
+        big,
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = json(&dir.path().join("run/summary.json"));
+    assert_eq!(summary["seed"].as_u64(), Some(u64::MAX));
+    let (code, err) = validate_quickstart(&[&format!("emulation.seed=\"{big}\"")]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = validate_quickstart(&["emulation.seed=-1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("from 0 to 18446744073709551615"), "{err}");
+    let sweep = dir.path().join("s.toml");
+    let topo = common::path("topologies/quickstart.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = [1, \"{big}\"]\nmetrics = [\"makespan_s\"]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let o = igemu(&["sweep", s(&sweep), "--out", &tmp_str(&dir, "sw"), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = std::fs::read_to_string(dir.path().join("sw/runs.csv")).expect("runs");
+    assert!(runs.contains(&format!("\n1,{big},")), "{runs}");
+}
+
+#[test]
+fn numeric_settings_out_of_their_documented_range_are_errors_naming_value_and_range() {
+    // Before: each of these was taken (non-finite floats are valid TOML) and broke a run
+    // later: infinite prices, a Weibull shape whose draws overflow, an endless wall wait.
+    for (set, expect) in [
+        (
+            "peering.steepness=1e300",
+            "`steepness` = 1e300 is out of range",
+        ),
+        (
+            "peering.steepness=nan",
+            "`steepness` = NaN in [peering] must be a finite number",
+        ),
+        (
+            "peering.unit_cost=[0.5, inf]",
+            "`unit_cost` = [0.5, inf] in [peering] is out of range",
+        ),
+        ("peering.load_threshold=-inf", "must be a finite number"),
+        (
+            "contract.0.price_max=1e300",
+            "`price_max` = 1e300 is out of range",
+        ),
+        (
+            "lrms.pacp_low_ratio=1e300",
+            "`pacp_low_ratio` = 1e300 is out of range",
+        ),
+        (
+            "lrms.cp_alpha=2",
+            "`cp_alpha` = 2 is out of range in [lrms]",
+        ),
+        ("fault.drop=nan", "must be a finite number"),
+        (
+            "grid.0.cluster.0.hosts.cores=100000",
+            "`cores` = 100000 is out of range",
+        ),
+        ("grid.0.cluster.0.hosts.mips=0", "`mips` must be at least 1"),
+    ] {
+        let (code, err) = validate_quickstart(&[set]);
+        assert_eq!(code, Some(2), "{set}: {err}");
+        assert!(
+            err.contains(&format!("--set {set}: error:")),
+            "{set}: {err}"
+        );
+        assert!(err.contains(expect), "{set}: {err}");
+    }
+    for (set, expect) in [
+        (
+            "workload.0.das2.arrival_shape=1e-300",
+            "`arrival_shape` = 1e-300 is out of range",
+        ),
+        (
+            "workload.0.das2.size_h=1e300",
+            "`size_h` = 1e300 is out of range",
+        ),
+        ("workload.0.das2.duration_a=inf", "must be a finite number"),
+        (
+            "workload.0.deadlines.high_mean=1e300",
+            "`high_mean` = 1e300 is out of range",
+        ),
+    ] {
+        let o = igemu(&[
+            "validate",
+            "topologies/paper000-three-clusters.toml",
+            "--set",
+            set,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{set}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{set}: {}", stderr(&o));
+        if !expect.contains("finite") {
+            assert!(
+                stderr(&o).contains("hint: use a number"),
+                "{set}: {}",
+                stderr(&o)
+            );
+        }
+    }
+}

@@ -127,8 +127,12 @@ fn convert(value: &Spanned<DeValue<'_>>, origin: Origin<'_>, diags: &Diags) -> N
             Err(_) => {
                 diags.error(
                     &loc,
-                    "integer out of range",
-                    Some("use a value that fits in 64 bits".into()),
+                    format!("integer {} is out of range", i.as_str()),
+                    Some(
+                        "TOML integers run from -9223372036854775808 to 9223372036854775807 \
+                         (64 bits, signed); a larger seed is written as a string of digits"
+                            .into(),
+                    ),
                 );
                 NodeKind::Int(0)
             }

@@ -5,7 +5,17 @@ use std::cell::RefCell;
 
 use super::diag::{did_you_mean, suggest, Diags, Loc};
 use super::node::{Key, Node, NodeKind};
-use crate::time::{parse_duration, EmuDuration};
+use crate::time::{parse_duration, EmuDuration, MAX_SECS};
+
+/// A number as messages show it: plain, or in exponent form when very large or small
+/// (`1e300`, not three hundred digits).
+pub(crate) fn show(v: f64) -> String {
+    if v != 0.0 && !(1e-4..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
 
 /// A table being read; remembers which keys were looked at so [`Table::finish`] can report
 /// the others as unknown, with a "did you mean" among the keys the reader asked for.
@@ -203,19 +213,25 @@ impl<'a> Table<'a> {
             }
         };
         if !v.is_finite() {
-            self.diags
-                .error(&node.loc, format!("`{key}` must be finite"), None);
+            self.diags.error(
+                &node.loc,
+                format!("`{key}` = {v} in {} must be a finite number", self.what),
+                Some("nan and inf are TOML floats but no setting takes them".into()),
+            );
             return None;
         }
         Some((v, &node.loc))
     }
 
-    /// A number strictly above zero.
-    pub(crate) fn positive_number(&self, key: &str) -> Option<(f64, &'a Loc)> {
+    /// A number above zero and at most `hi`.
+    pub(crate) fn positive_number(&self, key: &str, hi: f64) -> Option<(f64, &'a Loc)> {
         let (v, loc) = self.number(key)?;
-        if v <= 0.0 {
-            self.diags
-                .error(loc, format!("`{key}` must be above zero, found {v}"), None);
+        if v <= 0.0 || v > hi {
+            self.diags.error(
+                loc,
+                format!("`{key}` = {} is out of range in {}", show(v), self.what),
+                Some(format!("use a number above 0 and at most {}", show(hi))),
+            );
             return None;
         }
         Some((v, loc))
@@ -227,8 +243,8 @@ impl<'a> Table<'a> {
         if !(lo..=hi).contains(&v) {
             self.diags.error(
                 loc,
-                format!("`{key}` must be between {lo} and {hi}, found {v}"),
-                None,
+                format!("`{key}` = {} is out of range in {}", show(v), self.what),
+                Some(format!("use a number from {} to {}", show(lo), show(hi))),
             );
             return None;
         }
@@ -288,33 +304,56 @@ impl<'a> Table<'a> {
         }
     }
 
-    /// `node`, the value of `key` or an element of it, as a duration.
+    /// `node`, the value of `key` or an element of it, as a duration: from 0 to
+    /// [`MAX_SECS`] seconds, else a problem naming the value and that range.
     fn duration_in(&self, key: &str, node: &'a Node) -> Option<EmuDuration> {
-        match &node.kind {
-            NodeKind::Str(s) => match parse_duration(s) {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    self.diags.error(
-                        &node.loc,
-                        format!("`{key}` in {}: {e}", self.what),
-                        Some("write a duration like \"90s\", \"2h\", \"1d\", \"1h30m\" or \"01:15:00\"".into()),
-                    );
-                    None
-                }
-            },
-            NodeKind::Int(v) if *v >= 0 => Some(EmuDuration::from_secs(*v as u64)),
-            NodeKind::Float(v) if *v >= 0.0 && v.is_finite() && *v < 1e12 => {
-                Some(EmuDuration::from_secs_f64(*v))
+        let secs = match &node.kind {
+            NodeKind::Str(s) => {
+                return match parse_duration(s) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        self.diags.error(
+                            &node.loc,
+                            format!("`{key}` in {}: {e}", self.what),
+                            Some("write a duration like \"90s\", \"2h\", \"1d\", \"1h30m\" or \"01:15:00\"".into()),
+                        );
+                        None
+                    }
+                };
             }
+            NodeKind::Int(v) => *v as f64,
+            NodeKind::Float(v) => *v,
             _ => {
                 self.wrong_type(
                     key,
                     node,
                     "a duration such as \"90s\" or a non-negative number of seconds",
                 );
-                None
+                return None;
             }
+        };
+        // Whole seconds are exact below 2^53, far above the limit.
+        let d = match node.kind {
+            NodeKind::Int(v) if (0..=MAX_SECS as i64).contains(&v) => {
+                Some(EmuDuration::from_secs(v as u64))
+            }
+            NodeKind::Int(_) => None,
+            _ => EmuDuration::checked_from_secs_f64(secs),
+        };
+        if d.is_none() {
+            self.diags.error(
+                &node.loc,
+                format!(
+                    "`{key}` = {} s is out of range in {}",
+                    node.toml_text().unwrap_or_default(),
+                    self.what
+                ),
+                Some(format!(
+                    "durations and times run from 0 to 10^12 s ({MAX_SECS}, about 31 700 years)"
+                )),
+            );
         }
+        d
     }
 
     /// One of a fixed set of names.

@@ -24,6 +24,12 @@ pub struct EmuDuration(u64);
 
 const MICROS_PER_SEC: u64 = 1_000_000;
 
+/// The longest duration and the latest time an input may give, in seconds: 10^12 s (about
+/// 31 700 years). Emulated time is a `u64` of microseconds, which ends at 1.8·10^13 s; the
+/// limit leaves room for the sums a run makes (arrival + wait + run time + overheads) without
+/// reaching the end, so no time read from input saturates or wraps.
+pub const MAX_SECS: u64 = 1_000_000_000_000;
+
 impl EmuTime {
     /// The start of every run.
     pub const ZERO: EmuTime = EmuTime(0);
@@ -72,14 +78,23 @@ impl EmuDuration {
     pub const fn from_secs(secs: u64) -> Self {
         EmuDuration(secs.saturating_mul(MICROS_PER_SEC))
     }
-    /// A duration from decimal seconds, rounded to the nearest microsecond; negative and
-    /// non-finite inputs give zero.
+    /// A duration from decimal seconds, rounded to the nearest microsecond; negative and NaN
+    /// inputs give zero, and anything past the end of emulated time (`+inf` included) gives
+    /// the longest duration — never zero, so an endless operation is not taken for an instant
+    /// one. Inputs are checked with [`EmuDuration::checked_from_secs_f64`].
     pub fn from_secs_f64(secs: f64) -> Self {
-        if secs.is_finite() && secs > 0.0 {
+        if secs > 0.0 {
+            // A float-to-integer cast saturates.
             EmuDuration((secs * MICROS_PER_SEC as f64).round() as u64)
         } else {
             EmuDuration::ZERO
         }
+    }
+    /// A duration from decimal seconds if they are a number from 0 to [`MAX_SECS`], else
+    /// `None`.
+    pub fn checked_from_secs_f64(secs: f64) -> Option<Self> {
+        (secs.is_finite() && (0.0..=MAX_SECS as f64).contains(&secs))
+            .then(|| EmuDuration::from_secs_f64(secs))
     }
     /// Microseconds in this duration.
     pub const fn as_micros(self) -> u64 {
@@ -188,6 +203,22 @@ mod tests {
         assert_eq!(
             EmuDuration::from_secs_f64(1024.0 / 6.36).as_micros(),
             161_006_289
+        );
+        // An infinite time (a rate that underflows to zero) is not an instant.
+        assert_eq!(
+            EmuDuration::from_secs_f64(f64::INFINITY).as_micros(),
+            u64::MAX
+        );
+        assert_eq!(
+            EmuDuration::from_secs_f64(1024.0 / 1e-310).as_micros(),
+            u64::MAX
+        );
+        assert_eq!(EmuDuration::from_secs_f64(f64::NAN), EmuDuration::ZERO);
+        assert_eq!(EmuDuration::checked_from_secs_f64(1e15), None);
+        assert_eq!(EmuDuration::checked_from_secs_f64(-1.0), None);
+        assert_eq!(
+            EmuDuration::checked_from_secs_f64(1e12).map(EmuDuration::as_micros),
+            Some(1_000_000_000_000_000_000)
         );
     }
 

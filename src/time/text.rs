@@ -1,7 +1,7 @@
 //! Durations as people write them (`"90s"`, `"1h30m"`, `"01:15:00"`) and seconds as the
 //! outputs print them.
 
-use super::{EmuDuration, MICROS_PER_SEC};
+use super::{EmuDuration, MAX_SECS, MICROS_PER_SEC};
 
 /// Seconds with up to six decimals and no trailing zeros: `90`, `2.3`, `0.005`.
 pub fn format_secs(micros: u64) -> String {
@@ -99,10 +99,9 @@ fn checked_secs(secs: f64, text: &str) -> Result<EmuDuration, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("`{text}` is not a non-negative duration"));
     }
-    if secs > 1e12 {
-        return Err(format!("`{text}` is too long (more than 10^12 s)"));
-    }
-    Ok(EmuDuration::from_secs_f64(secs))
+    EmuDuration::checked_from_secs_f64(secs).ok_or_else(|| {
+        format!("`{text}` is too long: durations and times run from 0 to 10^12 s ({MAX_SECS} s, about 31 700 years)")
+    })
 }
 
 fn parse_clock(s: &str) -> Result<EmuDuration, String> {
@@ -122,7 +121,8 @@ fn parse_clock(s: &str) -> Result<EmuDuration, String> {
     if m >= 60 || !(0.0..60.0).contains(&sec) {
         return Err(format!("`{s}`: minutes and seconds must be below 60"));
     }
-    checked_secs((h * 3600 + m * 60) as f64 + sec, s)
+    // In floating point: hours × 3600 in integers wraps for a huge hour count.
+    checked_secs(h as f64 * 3600.0 + (m * 60) as f64 + sec, s)
 }
 
 #[cfg(test)]
@@ -172,6 +172,10 @@ mod tests {
             "1e400",
             "s5",
             "5x",
+            "1e13",
+            "5124095576030432:00:00",
+            "18446744073709551615:00:00",
+            "40000000w",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
         }

@@ -174,7 +174,7 @@ impl Federation {
 
     /// The run's seed.
     pub fn seed(self, seed: u64) -> Federation {
-        self.override_key(&format!("emulation.seed={seed}"))
+        self.override_key(&super::seed_override(seed))
     }
 
     /// A topology-wide `[lrms]` setting, e.g. `.lrms("preemption", "mov")`.

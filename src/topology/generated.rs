@@ -37,6 +37,8 @@ pub(super) struct Sink<'a> {
     pub requests: &'a mut Vec<LeaseRequest>,
     /// Their labels.
     pub labels: &'a mut Vec<String>,
+    /// The requests whose id is written in the file, with its place.
+    pub written: &'a mut Vec<(RequestId, Loc)>,
 }
 
 /// What the workload is attached to.
@@ -53,17 +55,26 @@ pub(super) struct Target<'a> {
     pub clusters: Vec<&'a Cluster>,
 }
 
-fn set(t: &Table<'_>, key: &str, field: &mut f64) {
-    if let Some((v, _)) = t.number(key) {
+/// Sets `field` from `key` if it is in `[lo, hi]`.
+fn set(t: &Table<'_>, key: &str, (lo, hi): (f64, f64), field: &mut f64) {
+    if let Some((v, _)) = t.number_in(key, lo, hi) {
         *field = v;
     }
 }
 
-fn set_positive(t: &Table<'_>, key: &str, field: &mut f64) {
-    if let Some((v, _)) = t.positive_number(key) {
+/// Sets `field` from `key` if it is above 0 and at most `hi`.
+fn set_positive(t: &Table<'_>, key: &str, hi: f64, field: &mut f64) {
+    if let Some((v, _)) = t.positive_number(key, hi) {
         *field = v;
     }
 }
+
+/// The range of a log2 of a size in VMs (sizes are at most 2^30 VMs).
+const LOG2_SIZE: (f64, f64) = (0.0, 30.0);
+/// The largest time or duration a model parameter may give, seconds (10^12).
+const SECS: f64 = crate::time::MAX_SECS as f64;
+/// The largest Weibull or gamma shape or scale that is not a time.
+const SHAPE: f64 = 1e6;
 
 fn set_prob(t: &Table<'_>, key: &str, field: &mut f64) {
     if let Some((v, _)) = t.number_in(key, 0.0, 1.0) {
@@ -76,15 +87,17 @@ fn read_das2(t: Option<Table<'_>>) -> Das2 {
     let Some(t) = t else { return m };
     set_prob(&t, "p_one", &mut m.p_one);
     set_prob(&t, "p_pow2", &mut m.p_pow2);
-    set(&t, "size_l", &mut m.size_l);
-    set(&t, "size_m", &mut m.size_m);
-    set(&t, "size_h", &mut m.size_h);
+    set(&t, "size_l", LOG2_SIZE, &mut m.size_l);
+    set(&t, "size_m", LOG2_SIZE, &mut m.size_m);
+    set(&t, "size_h", LOG2_SIZE, &mut m.size_h);
     set_prob(&t, "size_q", &mut m.size_q);
-    set(&t, "duration_a", &mut m.duration_a);
-    set_positive(&t, "duration_b", &mut m.duration_b);
-    set_positive(&t, "duration_max_s", &mut m.duration_max_s);
-    set_positive(&t, "arrival_scale", &mut m.arrival_scale);
-    set_positive(&t, "arrival_shape", &mut m.arrival_shape);
+    // ln of seconds: e^±60 is far beyond any duration, and the draws are cut at
+    // duration_max_s anyway.
+    set(&t, "duration_a", (-60.0, 60.0), &mut m.duration_a);
+    set_positive(&t, "duration_b", 60.0, &mut m.duration_b);
+    set_positive(&t, "duration_max_s", SECS, &mut m.duration_max_s);
+    set_positive(&t, "arrival_scale", SECS, &mut m.arrival_scale);
+    set(&t, "arrival_shape", (0.01, 100.0), &mut m.arrival_shape);
     if m.p_one + m.p_pow2 > 1.0 {
         t.diags.error(
             &t.node.loc,
@@ -112,9 +125,9 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
     let Some(t) = t else { return m };
     set_prob(&t, "serial_prob", &mut m.serial_prob);
     set_prob(&t, "pow2_prob", &mut m.pow2_prob);
-    set(&t, "u_low", &mut m.u_low);
-    set(&t, "u_med", &mut m.u_med);
-    set(&t, "u_hi", &mut m.u_hi);
+    set(&t, "u_low", LOG2_SIZE, &mut m.u_low);
+    set(&t, "u_med", LOG2_SIZE, &mut m.u_med);
+    set(&t, "u_hi", LOG2_SIZE, &mut m.u_hi);
     set_prob(&t, "u_prob", &mut m.u_prob);
     for (k, f) in [
         ("a1", &mut m.a1),
@@ -127,10 +140,10 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
         ("b_num", &mut m.b_num),
         ("arar", &mut m.arar),
     ] {
-        set_positive(&t, k, f);
+        set_positive(&t, k, SHAPE, f);
     }
-    set(&t, "pa", &mut m.pa);
-    set(&t, "pb", &mut m.pb);
+    set(&t, "pa", (-1e3, 1e3), &mut m.pa);
+    set(&t, "pb", (-1e3, 1e3), &mut m.pb);
     if let Some((b, _)) = t.bool("daily_cycle") {
         m.daily_cycle = b;
     }
@@ -141,14 +154,12 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
 fn read_gwa(t: Option<Table<'_>>) -> Gwa {
     let mut m = Gwa::default();
     let Some(t) = t else { return m };
-    set_positive(&t, "arrival_scale", &mut m.arrival_scale);
-    set_positive(&t, "arrival_shape", &mut m.arrival_shape);
-    set_positive(&t, "tasks_scale", &mut m.tasks_scale);
-    set_positive(&t, "tasks_shape", &mut m.tasks_shape);
-    set_positive(&t, "duration_mean", &mut m.duration_mean);
-    if let Some((v, _)) = t.number_in("duration_sd", 0.0, 1e9) {
-        m.duration_sd = v;
-    }
+    set_positive(&t, "arrival_scale", SECS, &mut m.arrival_scale);
+    set(&t, "arrival_shape", (0.01, 100.0), &mut m.arrival_shape);
+    set_positive(&t, "tasks_scale", SHAPE, &mut m.tasks_scale);
+    set(&t, "tasks_shape", (0.01, 100.0), &mut m.tasks_shape);
+    set_positive(&t, "duration_mean", SECS, &mut m.duration_mean);
+    set(&t, "duration_sd", (0.0, SECS), &mut m.duration_sd);
     t.finish();
     m
 }
@@ -187,8 +198,8 @@ fn read_deadlines(t: Option<Table<'_>>) -> (Deadlines, bool) {
     let mut d = Deadlines::default();
     let Some(t) = t else { return (d, false) };
     set_prob(&t, "low_urgency", &mut d.low_urgency);
-    set_positive(&t, "low_mean", &mut d.low_mean);
-    set_positive(&t, "high_mean", &mut d.high_mean);
+    set_positive(&t, "low_mean", super::MAX_RATIO, &mut d.low_mean);
+    set_positive(&t, "high_mean", super::MAX_RATIO, &mut d.high_mean);
     for (k, f) in [
         ("low_sd", &mut d.low_sd),
         ("high_sd", &mut d.high_sd),
@@ -228,7 +239,24 @@ pub(super) fn read(
     let rate = w
         .number_in("rate_factor", 1e-6, 1e6)
         .map_or(1.0, |(v, _)| v);
-    let model_span = EmuDuration::from_secs_f64(span.as_secs_f64() * rate);
+    let model_secs = span.as_secs_f64() * rate;
+    if model_secs > SECS {
+        let at = w
+            .get("rate_factor")
+            .or_else(|| w.get("span"))
+            .map_or(&w.node.loc, |n| &n.loc);
+        diags.error(
+            at,
+            format!(
+                "span × rate_factor = {model_secs} s in workload `{}`: the model would generate past 10^12 s",
+                target.name
+            ),
+            Some("the span the model generates over, span × rate_factor, runs up to 10^12 s; shorten span or lower rate_factor".into()),
+        );
+        w.skip(KEYS);
+        return Vec::new();
+    }
+    let model_span = EmuDuration::from_secs_f64(model_secs);
     let mem_mb = w
         .positive("mem_mb", 1 << 30)
         .map_or(1024, |(v, _)| v as u32);
@@ -284,6 +312,14 @@ pub(super) fn read(
         moldable,
         soft,
     };
+    if let Some(problem) = past_the_end(&jobs, &kinds, target, &shape) {
+        diags.error(
+            &w.node.loc,
+            format!("workload `{}`: {problem}", target.name),
+            Some("arrivals and deadlines run up to 10^12 s: lower `start`, the span, the durations or the deadline ratios ([workload.deadlines])".into()),
+        );
+        return Vec::new();
+    }
     push_requests(&jobs, kinds, target, &shape, sink)
 }
 
@@ -356,6 +392,37 @@ struct RequestShape {
     moldable: bool,
     /// Whether best-effort requests get (soft) deadlines too.
     soft: bool,
+}
+
+/// The first job whose arrival or deadline would be past [`crate::time::MAX_SECS`], said in a
+/// few words; computed in floating point, so nothing saturates on the way.
+fn past_the_end(
+    jobs: &[workload::Job],
+    kinds: &[(LeaseType, f64)],
+    target: &Target<'_>,
+    shape: &RequestShape,
+) -> Option<String> {
+    let start = shape.start.as_secs_f64();
+    for (n, (job, (kind, ratio))) in jobs.iter().zip(kinds).enumerate() {
+        let arrival = start + job.arrival.as_secs_f64();
+        if arrival > SECS {
+            return Some(format!("request {} would arrive at {arrival} s", n + 1));
+        }
+        let lease_type = match target.origin {
+            Origin::Local => LeaseType::DeadlineNonPreemptable,
+            Origin::External => *kind,
+        };
+        let has_deadline =
+            target.origin == Origin::External && (lease_type.deadline_constrained() || shape.soft);
+        let deadline = arrival + job.duration.as_secs_f64() * ratio;
+        if has_deadline && !shape.moldable && deadline > SECS {
+            return Some(format!(
+                "request {} would have its deadline at {deadline} s",
+                n + 1
+            ));
+        }
+    }
+    None
 }
 
 /// One request per job, with its type and deadline (ratio), into `sink`.

@@ -423,7 +423,7 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     if let Some((v, _)) = t.uint("retries", 100) {
         p.retries = v as u32;
     }
-    if let Some((v, _)) = t.positive_number("steepness") {
+    if let Some((v, _)) = t.positive_number("steepness", MAX_STEEPNESS) {
         p.steepness = v;
     }
     if let Some(n) = t.get("unit_cost") {
@@ -434,12 +434,20 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
                     node::NodeKind::Float(f) => Some(f),
                     _ => None,
                 };
+                // NaN fails every comparison, so it is refused with the rest.
                 match (num(&a[0]), num(&a[1])) {
-                    (Some(lo), Some(hi)) if lo > 0.0 && lo <= hi => p.unit_cost = (lo, hi),
+                    (Some(lo), Some(hi)) if lo > 0.0 && lo <= hi && hi <= MAX_PRICE => {
+                        p.unit_cost = (lo, hi)
+                    }
                     _ => t.diags.error(
                         &n.loc,
-                        "`unit_cost` must be [low, high] with 0 < low ≤ high",
-                        None,
+                        format!(
+                            "`unit_cost` = {} in [peering] is out of range",
+                            n.toml_text().unwrap_or_default()
+                        ),
+                        Some(format!(
+                            "write [low, high] with 0 < low ≤ high ≤ {MAX_PRICE:e}, e.g. [0.9, 1.0]"
+                        )),
                     ),
                 }
             }
@@ -833,8 +841,12 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
         cp_alpha: t.number_in("cp_alpha", 0.0, 1.0).map(|(v, _)| v),
         admission: t.named::<AdmissionName>("admission").map(|(v, _)| v),
         pacp_low_urgency: t.number_in("pacp_low_urgency", 0.0, 1.0).map(|(v, _)| v),
-        pacp_low_ratio: t.positive_number("pacp_low_ratio").map(|(v, _)| v),
-        pacp_high_ratio: t.positive_number("pacp_high_ratio").map(|(v, _)| v),
+        pacp_low_ratio: t
+            .positive_number("pacp_low_ratio", MAX_RATIO)
+            .map(|(v, _)| v),
+        pacp_high_ratio: t
+            .positive_number("pacp_high_ratio", MAX_RATIO)
+            .map(|(v, _)| v),
         queue_limit: t
             .uint("queue_limit", 1_000_000_000)
             .map(|(v, _)| v as usize),
@@ -869,6 +881,66 @@ fn read_igg_table(t: &Table<'_>) -> IggOverrides {
 }
 
 const DEFAULT_PROFILE: &str = "nfs-100mbps";
+/// The slowest and fastest realtime speedups (emulated seconds per wall second): slower than
+/// a thousandth, a timer's wall time would pass 10^15 s; faster than 10^9, every timer fires
+/// at once.
+const MIN_SPEEDUP: f64 = 1e-3;
+const MAX_SPEEDUP: f64 = 1e9;
+/// The largest deadline ratio (PACP's mean ratios, a workload's deadline ratios).
+pub(crate) const MAX_RATIO: f64 = 1e6;
+/// The largest price per resource unit (`unit_cost`, `price_max`): prices stay far from
+/// overflowing when multiplied by a Grid's resource units.
+const MAX_PRICE: f64 = 1e9;
+/// The largest β of the cost function: (βL)² stays finite.
+const MAX_STEEPNESS: f64 = 1e6;
+/// Hosts in one cluster: a host's index is 16 bits wide wherever hosts are kept (slots,
+/// intervals, traces), so a larger cluster would put VMs on the wrong hosts.
+pub const MAX_CLUSTER_HOSTS: u64 = u16::MAX as u64;
+/// Hosts in a topology: each host and VM costs about 1 KB of memory while the run lasts
+/// (docs/performance.md), so a million hosts — and their VMs — already take gigabytes;
+/// checked before any host is allocated.
+pub const MAX_TOPOLOGY_HOSTS: u64 = 1_000_000;
+/// Cores of one host: with `mips` at most 2^30, a cluster's Σ cores × MIPS fits 64 bits.
+const MAX_HOST_CORES: u64 = 1 << 16;
+
+/// `emulation.seed`: a whole number from 0 to 2^64 − 1. TOML integers stop at 2^63 − 1, so
+/// larger seeds are written as strings of digits (`seed = "18446744073709551615"`); `--seed`
+/// passes them so ([`seed_override`]).
+fn read_seed(t: &Table<'_>) -> Option<u64> {
+    let node = t.get("seed")?;
+    let seed = match &node.kind {
+        node::NodeKind::Int(v) => u64::try_from(*v).ok(),
+        node::NodeKind::Str(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    if seed.is_none() {
+        t.diags.error(
+            &node.loc,
+            format!(
+                "`seed` in {} must be a whole number from 0 to 18446744073709551615 (2^64 − 1), \
+                 found {}",
+                t.what,
+                node.toml_text().unwrap_or_default(),
+            ),
+            Some(
+                "write a seed above 9223372036854775807 (TOML's largest integer) as a string, \
+                 e.g. seed = \"18446744073709551615\""
+                    .into(),
+            ),
+        );
+    }
+    seed
+}
+
+/// The `--set` override that sets the run's seed: a TOML integer, or a string for a seed
+/// beyond TOML's integers (above 2^63 − 1).
+pub fn seed_override(seed: u64) -> String {
+    if i64::try_from(seed).is_ok() {
+        format!("emulation.seed={seed}")
+    } else {
+        format!("emulation.seed=\"{seed}\"")
+    }
+}
 /// α of CP chosen in paper 001 §5.1.
 const DEFAULT_CP_ALPHA: f64 = 0.31;
 const DEFAULT_HORIZON: EmuDuration = EmuDuration::from_secs(365 * 86_400);
@@ -885,8 +957,8 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         });
     };
     let mode = t.named::<ModeName>("mode").map(|(m, _)| m);
-    let speedup = t.positive_number("speedup");
-    let seed = t.uint("seed", u64::MAX).map_or(1, |(s, _)| s);
+    let speedup = t.number_in("speedup", MIN_SPEEDUP, MAX_SPEEDUP);
+    let seed = read_seed(&t).unwrap_or(1);
     let reference_mips = t.positive("reference_mips", 1 << 30).map(|(v, _)| v as u32);
     let mut ok = true;
     let end = match t.get("end") {
@@ -952,6 +1024,8 @@ struct ReadCx<'a> {
     base_dir: Option<&'a Path>,
     profiles: Vec<(String, Option<LrmsProfile>)>,
     profile_sources: &'a mut Vec<(String, String, String)>,
+    /// Hosts read so far, in every cluster.
+    hosts: u64,
 }
 
 impl ReadCx<'_> {
@@ -959,17 +1033,16 @@ impl ReadCx<'_> {
         if let Some((_, p)) = self.profiles.iter().find(|(n, _)| n == name) {
             return p.clone();
         }
-        let loaded = profile::load(name, at, self.base_dir, self.diags);
-        let p = loaded.map(|(p, src)| {
-            self.profile_sources.push(src);
-            p
-        });
+        let (p, source) = profile::load_with_source(name, at, self.base_dir, self.diags);
+        self.profile_sources.extend(source);
         self.profiles.push((name.to_string(), p.clone()));
         p
     }
 }
 
-fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
+/// A cluster's hosts; `total` counts the topology's hosts so far, checked against
+/// [`MAX_TOPOLOGY_HOSTS`] before any is allocated.
+fn read_hosts(t: &Table<'_>, what: &str, total: &mut u64) -> Vec<HostSpec> {
     let Some(node) = t.get("hosts") else {
         t.missing(
             "hosts",
@@ -981,12 +1054,23 @@ fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
         node::NodeKind::Array(items) => items.iter().collect(),
         _ => vec![node],
     };
+    if groups.is_empty() {
+        t.diags.error(
+            &node.loc,
+            format!("`hosts` of {what} is empty: the cluster has no host"),
+            Some(
+                "list at least one group, e.g. hosts = [{ count = 4, cores = 4, memory_mb = 8192 }]"
+                    .into(),
+            ),
+        );
+    }
     let mut hosts = Vec::new();
+    let mut in_cluster = 0u64;
     for (i, g) in groups.into_iter().enumerate() {
         let Some(h) = Table::of(g, format!("hosts group {} of {what}", i + 1), t.diags) else {
             continue;
         };
-        let count = h.uint("count", 1_000_000);
+        let count = h.uint("count", MAX_CLUSTER_HOSTS);
         if let Some((0, loc)) = count {
             h.diags.error(
                 loc,
@@ -997,7 +1081,7 @@ fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
         if h.get("count").is_none() {
             h.missing("count", "how many hosts of this kind, e.g. count = 4");
         }
-        let cores = h.positive("cores", 1 << 20).map(|(v, _)| v as u32);
+        let cores = h.positive("cores", MAX_HOST_CORES).map(|(v, _)| v as u32);
         let memory_mb = h.positive("memory_mb", 1 << 40).map(|(v, _)| v);
         let mips = h
             .positive("mips", 1 << 30)
@@ -1011,9 +1095,31 @@ fn read_hosts(t: &Table<'_>, what: &str) -> Vec<HostSpec> {
             }
         }
         h.finish();
-        if let (Some((n, _)), Some(cores), Some(memory_mb), Some(mips)) =
-            (count, cores, memory_mb, mips)
-        {
+        let Some((n, loc)) = count else { continue };
+        in_cluster += n;
+        *total += n;
+        if in_cluster > MAX_CLUSTER_HOSTS && in_cluster - n <= MAX_CLUSTER_HOSTS {
+            h.diags.error(
+                loc,
+                format!("{what} has {in_cluster} hosts so far, more than {MAX_CLUSTER_HOSTS}"),
+                Some(format!(
+                    "a cluster has at most {MAX_CLUSTER_HOSTS} hosts (hosts are numbered in 16 bits); split it into several clusters"
+                )),
+            );
+        }
+        if *total > MAX_TOPOLOGY_HOSTS && *total - n <= MAX_TOPOLOGY_HOSTS {
+            h.diags.error(
+                loc,
+                format!("the topology has {total} hosts so far, more than {MAX_TOPOLOGY_HOSTS}"),
+                Some(format!(
+                    "a topology has at most {MAX_TOPOLOGY_HOSTS} hosts: each host and VM takes about 1 KB while a run lasts (docs/performance.md)"
+                )),
+            );
+        }
+        if in_cluster > MAX_CLUSTER_HOSTS || *total > MAX_TOPOLOGY_HOSTS {
+            continue;
+        }
+        if let (Some(cores), Some(memory_mb), Some(mips)) = (cores, memory_mb, mips) {
             hosts.extend((0..n).map(|_| HostSpec {
                 cores,
                 memory_mb,
@@ -1037,6 +1143,7 @@ fn read_topology(
         base_dir,
         profiles: Vec::new(),
         profile_sources,
+        hosts: 0,
     };
     let name = top
         .str("name")
@@ -1121,8 +1228,16 @@ fn read_grids(
     let mut grids: Vec<Grid> = Vec::new();
     let mut clusters: Vec<Cluster> = Vec::new();
     let grid_nodes = top.tables("grid");
-    if grid_nodes.is_empty() && top.get("grid").is_none() {
-        top.missing("grid", "add at least one [[grid]] with a [[grid.cluster]]");
+    match top.get("grid") {
+        None => top.missing("grid", "add at least one [[grid]] with a [[grid.cluster]]"),
+        Some(n) if grid_nodes.is_empty() && matches!(n.kind, node::NodeKind::Array(_)) => {
+            diags.error(
+                &n.loc,
+                "`grid` is empty: the topology has no Grid",
+                Some("add at least one [[grid]] with a [[grid.cluster]]".into()),
+            );
+        }
+        Some(_) => {}
     }
     for (gi, gnode) in grid_nodes.into_iter().enumerate() {
         let Some(g) = Table::of(gnode, format!("grid #{}", gi + 1), diags) else {
@@ -1156,8 +1271,16 @@ fn read_grids(
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
         let cluster_nodes = g.tables("cluster");
-        if cluster_nodes.is_empty() {
-            g.missing("cluster", "a grid needs at least one [[grid.cluster]]");
+        match g.get("cluster") {
+            None => g.missing("cluster", "a grid needs at least one [[grid.cluster]]"),
+            Some(n) if cluster_nodes.is_empty() && matches!(n.kind, node::NodeKind::Array(_)) => {
+                diags.error(
+                    &n.loc,
+                    format!("`cluster` of {what} is empty: the Grid has no cluster"),
+                    Some("a grid needs at least one [[grid.cluster]]".into()),
+                );
+            }
+            Some(_) => {}
         }
         for (ci, cnode) in cluster_nodes.into_iter().enumerate() {
             let siblings: Vec<&Cluster> = ids
@@ -1213,7 +1336,7 @@ fn read_cluster(
             s.to_string()
         });
     let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
-    let hosts = read_hosts(&c, &cwhat);
+    let hosts = read_hosts(&c, &cwhat, &mut cx.hosts);
     let own_table = c.table("lrms");
     let own = own_table
         .as_ref()
@@ -1327,7 +1450,7 @@ fn read_contracts(top: &Table<'_>, grids: &GridNames<'_>) -> Vec<Contract> {
         }
         let kind = c.named::<ContractKind>("kind").map(|(k, _)| k);
         let both_ways = c.bool("both_ways").is_none_or(|(b, _)| b);
-        let price_max = c.positive_number("price_max").map(|(v, _)| v);
+        let price_max = c.positive_number("price_max", MAX_PRICE).map(|(v, _)| v);
         let load_threshold = c
             .number_in("load_threshold", 0.0, 1.0)
             .map_or(0.95, |(v, _)| v);

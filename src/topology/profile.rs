@@ -28,6 +28,13 @@ pub(crate) const BUILTIN: &[(&str, &str)] = &[
 
 pub use crate::lrms::overhead::Timings;
 
+/// The slowest suspend, resume and copy rate, MB/s: the largest VM (2^30 MB) then takes at most
+/// about 10^11 s, inside emulated time. A smaller rate — a denormal such as 1e-310 — would make
+/// an operation's time infinite.
+pub(crate) const MIN_RATE_MB_S: f64 = 0.01;
+/// The fastest such rate, MB/s (a terabyte per millisecond).
+pub(crate) const MAX_RATE_MB_S: f64 = 1e9;
+
 /// A named LRMS profile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LrmsProfile {
@@ -48,12 +55,25 @@ pub struct LrmsProfile {
 /// Loads profile `name` (a built-in name, or a `.toml` path relative to `base_dir`).
 /// Problems are recorded at `at` (where the topology names the profile) or inside the
 /// profile. The second value is the profile's path and source, for printing places.
+#[cfg(test)]
 pub(crate) fn load(
     name: &str,
     at: &Loc,
     base_dir: Option<&Path>,
     diags: &Diags,
 ) -> Option<(LrmsProfile, (String, String, String))> {
+    let (profile, source) = load_with_source(name, at, base_dir, diags);
+    Some((profile?, source?))
+}
+
+/// As `load`, but the profile's path and source come back whenever it was read — also when
+/// it has problems, so that their places print as `file:line:col`.
+pub(crate) fn load_with_source(
+    name: &str,
+    at: &Loc,
+    base_dir: Option<&Path>,
+    diags: &Diags,
+) -> (Option<LrmsProfile>, Option<(String, String, String)>) {
     let (path, text) = if name.ends_with(".toml") {
         let path = base_dir.map_or_else(|| Path::new(name).to_path_buf(), |d| d.join(name));
         match crate::input::read_capped(&path, crate::input::MAX_TOML_BYTES) {
@@ -64,7 +84,7 @@ pub(crate) fn load(
                     format!("cannot read LRMS profile {}: {e}", path.display()),
                     Some("profile paths are relative to the topology file".into()),
                 );
-                return None;
+                return (None, None);
             }
         }
     } else {
@@ -77,12 +97,12 @@ pub(crate) fn load(
                     format!("unknown LRMS profile `{name}`"),
                     Some(suggest(name, &names)),
                 );
-                return None;
+                return (None, None);
             }
         }
     };
-    let profile = parse(name, &text, diags)?;
-    Some((profile, (name.to_string(), path, text)))
+    let profile = parse(name, &text, diags);
+    (profile, Some((name.to_string(), path, text)))
 }
 
 fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
@@ -96,7 +116,10 @@ fn parse(name: &str, text: &str, diags: &Diags) -> Option<LrmsProfile> {
         .map_or_else(String::new, |(s, _)| s.to_string());
     let timings = t.table("timings").and_then(|tt| {
         let d = |k: &str| tt.duration(k).map(|(v, _)| v);
-        let rate = |k: &str| tt.positive_number(k).map(|(v, _)| v);
+        let rate = |k: &str| {
+            tt.number_in(k, MIN_RATE_MB_S, MAX_RATE_MB_S)
+                .map(|(v, _)| v)
+        };
         let read = (
             d("boot").unwrap_or_default(),
             d("shutdown").unwrap_or_default(),

@@ -44,7 +44,7 @@ pub(super) fn read_request(
 ) -> Option<RequestId> {
     let what = scope.what;
     let r = Table::of(rnode, format!("request #{} of {what}", ri + 1), diags)?;
-    let label = read_label(&r, ri, scope.workload, sink.labels);
+    let label = read_label(&r, ri, scope.workload);
     let rwhat = format!("request `{}` of {what}", label.as_deref().unwrap_or("?"));
     let size = read_size(&r, &rwhat);
     let lease_type = read_lease_type(&r, scope.origin, &rwhat);
@@ -70,26 +70,20 @@ pub(super) fn read_request(
         deadline_ratio: None,
     };
     sink.labels.push(label?);
+    if let Some(node) = r.get("id") {
+        sink.written.push((id, node.loc.clone()));
+    }
     sink.requests.push(request);
     Some(id)
 }
 
-/// The request's id: given (a string or a number) or `workload-N`; unique in the topology.
-fn read_label(r: &Table<'_>, ri: usize, workload: &str, labels: &[String]) -> Option<String> {
-    let label = match r.get("id") {
+/// The request's id: given (a string or a number) or `workload-N` (uniqueness in the
+/// topology is checked once every workload is read: `workloads::check_unique_ids`).
+fn read_label(r: &Table<'_>, ri: usize, workload: &str) -> Option<String> {
+    match r.get("id") {
         Some(_) => r.str_or_int("id").map(|(l, _)| l),
         None => Some(format!("{workload}-{}", ri + 1)),
-    };
-    if let (Some(l), Some(node)) = (&label, r.get("id")) {
-        if labels.contains(l) {
-            r.diags.error(
-                &node.loc,
-                format!("request id `{l}` is used twice"),
-                Some("request ids must be unique in a topology".into()),
-            );
-        }
     }
-    label
 }
 
 fn read_size<'a>(r: &Table<'a>, rwhat: &str) -> Size<'a> {

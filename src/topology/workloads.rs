@@ -6,10 +6,10 @@ use std::path::Path;
 use super::generated::{self, Sink, Target};
 use super::requests::{read_request, RequestScope};
 use super::{Cluster, GridNames, Workload, WorkloadModel};
-use crate::input::diag::suggest;
+use crate::input::diag::{suggest, Loc};
 use crate::input::node::Node;
 use crate::input::table::Table;
-use crate::model::{ClusterId, GridId, LeaseRequest, Origin};
+use crate::model::{ClusterId, GridId, LeaseRequest, Origin, RequestId};
 
 /// Every workload with the requests it submits, and the requests' labels.
 #[derive(Default)]
@@ -20,6 +20,10 @@ pub(super) struct Workloads {
     pub requests: Vec<LeaseRequest>,
     /// Their labels (ids as written, or generated).
     pub labels: Vec<String>,
+    /// The requests whose id is written in the file, with its place.
+    written: Vec<(RequestId, Loc)>,
+    /// Each workload as read: its first request's index, its name and its place.
+    sources: Vec<(usize, String, Loc)>,
 }
 
 /// Reads every `[[workload]]` of the topology.
@@ -35,7 +39,62 @@ pub(super) fn read_workloads(
         let place = (grids, clusters, run_seed, base_dir);
         read_workload(wnode, wi, place, &mut out);
     }
+    check_unique_ids(&out, grids.diags);
     out
+}
+
+/// Every request id is unique in the topology: one written in the file may not repeat another
+/// written one, nor a generated one (`<workload>-<n>`), wherever each comes from. Each
+/// repeat is an error at the written id (or, between generated ones, at the later workload)
+/// naming both requests.
+fn check_unique_ids(out: &Workloads, diags: &crate::input::diag::Diags) {
+    use std::collections::HashMap;
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(out.labels.len());
+    let mut repeats = Vec::new();
+    for (i, l) in out.labels.iter().enumerate() {
+        if let Some(&j) = first.get(l.as_str()) {
+            repeats.push((j, i));
+        } else {
+            first.insert(l, i);
+        }
+    }
+    let written = |i: usize| {
+        out.written
+            .binary_search_by_key(&i, |(id, _)| id.0 as usize)
+            .ok()
+            .map(|k| &out.written[k].1)
+    };
+    let source = |i: usize| {
+        let k = out.sources.partition_point(|(start, _, _)| *start <= i);
+        &out.sources[k.saturating_sub(1)]
+    };
+    let describe = |i: usize| {
+        let (start, name, _) = source(i);
+        match written(i) {
+            Some(_) => format!("request #{} of workload `{name}` (its `id`)", i - start + 1),
+            None => format!(
+                "request {} of workload `{name}` (named `{name}-<n>` as it has no `id`)",
+                i - start + 1
+            ),
+        }
+    };
+    for (j, i) in repeats {
+        let at = written(i).or_else(|| written(j)).unwrap_or(&source(i).2);
+        diags.error(
+            at,
+            format!(
+                "request id `{}` is used twice: by {} and by {}",
+                out.labels[i],
+                describe(j),
+                describe(i)
+            ),
+            Some(
+                "request ids must be unique in a topology; a request without an `id` is named \
+                 `<workload>-<n>`, so choose another id or rename the workload"
+                    .into(),
+            ),
+        );
+    }
 }
 
 fn read_workload(
@@ -66,9 +125,12 @@ fn read_workload(
         .named::<WorkloadModel>("model")
         .map_or(WorkloadModel::Inline, |(m, _)| m);
     let mut ids = Vec::new();
+    out.sources
+        .push((out.requests.len(), wname.clone(), wnode.loc.clone()));
     let mut sink = Sink {
         requests: &mut out.requests,
         labels: &mut out.labels,
+        written: &mut out.written,
     };
     if model == WorkloadModel::Inline {
         generated::reject_on_inline(&w);

@@ -160,6 +160,9 @@ fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
     let alloc_procs = number(fields, 5)? as i64;
     let req_procs = number(fields, 8)? as i64;
     let req_time = number(fields, 9)?;
+    for (v, n) in [(submit, 2), (run, 4), (req_time, 9)] {
+        super::swf::check_secs(v, n)?;
+    }
     let site = fields[16];
     Ok(Some(GwfJob {
         swf: SwfJob {

@@ -71,6 +71,9 @@ fn job(fields: &[&str], line: usize) -> Parsed<SwfJob> {
     if nums[1] < 0.0 {
         return Err(("submit time (field 2) is negative".into(), FIX.into()));
     }
+    for k in [1, 3, 8] {
+        check_secs(nums[k], k + 1)?;
+    }
     Ok(Some(SwfJob {
         line,
         number: nums[0] as i64,
@@ -81,6 +84,19 @@ fn job(fields: &[&str], line: usize) -> Parsed<SwfJob> {
         req_time: nums[8],
         status: nums[10] as i64,
     }))
+}
+
+/// A time field (`n`, 1-based) past [`MAX_SECS`](crate::time::MAX_SECS) is an error: emulated
+/// time could not hold it (the fields of both formats at these places are times).
+pub(crate) fn check_secs(v: f64, n: usize) -> Result<(), (String, String)> {
+    let max = crate::time::MAX_SECS;
+    if v > max as f64 {
+        return Err((
+            format!("field {n} is {v} s, past the latest time igemu takes ({max} s, 10^12)"),
+            "times and durations in a trace run up to 10^12 s; check the field order".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a whole trace; returns every malformed line (at most 20) if any.
