@@ -938,7 +938,9 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
             .or_default()
             .push(row);
     }
-    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // Written whole or not at all: a temporary file beside it, renamed at the end.
+    let tmp = out.with_extension("csv.tmp");
+    let mut w = csv::Writer::from_path(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let mut h: Vec<String> = param_cols.iter().map(|&c| header[c].clone()).collect();
     h.extend(["metric", "n", "mean", "ci95_low", "ci95_high"].map(str::to_string));
     w.write_record(&h).map_err(|e| e.to_string())?;
@@ -954,6 +956,8 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
         }
     }
     w.flush().map_err(|e| e.to_string())?;
+    drop(w);
+    std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display()))?;
     Ok(points.len())
 }
 
@@ -983,7 +987,9 @@ pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String
     if policy_like.is_empty() {
         return Ok(None);
     }
-    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // Written whole or not at all: a temporary file beside it, renamed at the end.
+    let tmp = out.with_extension("csv.tmp");
+    let mut w = csv::Writer::from_path(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let mut h: Vec<String> = ["key", "a", "b"].map(str::to_string).to_vec();
     h.extend(param_cols.iter().map(|&c| header[c].clone()));
     h.extend(["metric", "n", "mean_diff", "ci95_low", "ci95_high"].map(str::to_string));
@@ -1034,6 +1040,8 @@ pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String
         }
     }
     w.flush().map_err(|e| e.to_string())?;
+    drop(w);
+    std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display()))?;
     Ok(Some(written))
 }
 

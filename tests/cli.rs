@@ -1684,6 +1684,10 @@ fn numeric_settings_out_of_their_documented_range_are_errors_naming_value_and_ra
             "`cores` = 100000 is out of range",
         ),
         ("grid.0.cluster.0.hosts.mips=0", "`mips` must be at least 1"),
+        (
+            "fault.delay={kind=\"uniform\",min=\"5s\",max=\"1s\"}",
+            "has min 5s above max 1s",
+        ),
     ] {
         let (code, err) = validate_quickstart(&[set]);
         assert_eq!(code, Some(2), "{set}: {err}");
@@ -1723,5 +1727,47 @@ fn numeric_settings_out_of_their_documented_range_are_errors_naming_value_and_ra
                 stderr(&o)
             );
         }
+    }
+}
+
+#[test]
+fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
+    // Before: points.csv and paired.csv were written in place, so a failure midway (a full
+    // disk) left a truncated file; now each goes through a temporary file renamed at the end.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let sweep = dir.path().join("s.toml");
+    let topo = common::path("topologies/quickstart.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 2\nmetrics = [\"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"lrf\"]\n",
+            topo.display().to_string()
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("o");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (file, blocked) in [
+        ("points.csv", "points.csv.tmp"),
+        ("paired.csv", "paired.csv.tmp"),
+    ] {
+        let merged = dir.path().join(format!("m-{file}"));
+        std::fs::create_dir_all(merged.join(blocked)).expect("a directory in the way");
+        std::fs::write(merged.join(file), "old\n").expect("written");
+        let o = igemu(&[
+            "sweep",
+            "merge",
+            "--out",
+            s(&merged),
+            s(&out.join("runs.csv")),
+        ]);
+        assert!(!o.status.success(), "{file}: the merge should fail");
+        assert_eq!(
+            std::fs::read_to_string(merged.join(file)).expect("still there"),
+            "old\n",
+            "{file}: {}",
+            stderr(&o)
+        );
     }
 }

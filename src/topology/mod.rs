@@ -480,10 +480,23 @@ fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
                         .map_or(DelayKind::Fixed, |(k, _)| k);
                     let get = |k: &str| d.duration(k).map(|(v, _)| v);
                     into.delay = match kind {
-                        DelayKind::Uniform => Delay::Uniform(
-                            get("min").unwrap_or_default(),
-                            get("max").unwrap_or_default(),
-                        ),
+                        DelayKind::Uniform => {
+                            let (lo, hi) = (
+                                get("min").unwrap_or_default(),
+                                get("max").unwrap_or_default(),
+                            );
+                            if lo > hi {
+                                d.diags.error(
+                                    &n.loc,
+                                    format!(
+                                        "a uniform `delay` in {} has min {lo} above max {hi}",
+                                        t.what
+                                    ),
+                                    Some("write min ≤ max".into()),
+                                );
+                            }
+                            Delay::Uniform(lo, hi)
+                        }
                         DelayKind::Exponential => {
                             Delay::Exponential(get("mean").unwrap_or_default())
                         }
@@ -599,6 +612,15 @@ fn read_partition(n: &Node, i: usize, names: &GridNames<'_>) -> Option<crate::fa
     }
     let from = p.duration("from").map(|(d, _)| EmuTime::ZERO + d);
     let until = p.duration("until").map(|(d, _)| EmuTime::ZERO + d);
+    if let (Some(f), Some(u), Some(n)) = (from, until, p.get("until")) {
+        if u < f {
+            diags.error(
+                &n.loc,
+                format!("partition #{} ends ({u}) before it begins ({f})", i + 1),
+                Some("write until ≥ from".into()),
+            );
+        }
+    }
     p.finish();
     let b = between?;
     Some(crate::fault::Partition {
