@@ -1491,6 +1491,16 @@ fn times_past_the_end_of_emulated_time_are_errors_at_their_place_not_wrapped() {
         "{}",
         stderr(&o)
     );
+    // A duration stated at the reference speed lasts longer on a slower cluster.
+    let (code, err) = validate_quickstart(&[
+        "emulation.reference_mips=1000000000",
+        "workload.0.request.0.duration=900000000",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("request `ext-1` (900000000 s at the reference speed) would run until"),
+        "{err}"
+    );
     // A trace's times past the end are errors at their line and field.
     let dir = tempfile::tempdir().expect("temporary directory");
     std::fs::write(

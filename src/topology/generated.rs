@@ -414,8 +414,15 @@ fn past_the_end(
         };
         let has_deadline =
             target.origin == Origin::External && (lease_type.deadline_constrained() || shape.soft);
-        let deadline = arrival + job.duration.as_secs_f64() * ratio;
-        if has_deadline && !shape.moldable && deadline > SECS {
+        // A moldable request's deadline is resolved on its cluster, from a run time of at
+        // most its VMs' work.
+        let work = if shape.moldable {
+            f64::from(job.vms)
+        } else {
+            1.0
+        };
+        let deadline = arrival + job.duration.as_secs_f64() * work * ratio;
+        if has_deadline && deadline > SECS {
             return Some(format!(
                 "request {} would have its deadline at {deadline} s",
                 n + 1

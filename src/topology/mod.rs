@@ -1199,7 +1199,7 @@ fn read_topology(
     let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
     let w = workloads::read_workloads(&top, &names, &clusters, run_seed, base_dir);
     top.finish();
-    Some(Topology {
+    let topo = Topology {
         name,
         emulation: emulation?,
         grids,
@@ -1210,7 +1210,53 @@ fn read_topology(
         workloads: w.workloads,
         requests: w.requests,
         request_labels: w.labels,
-    })
+    };
+    check_scaled_durations(&topo, &top);
+    Some(topo)
+}
+
+/// A request's duration is stated at the reference speed and takes `reference / cluster`
+/// times as long on a slower cluster: that time, too, must end by 10^12 s. Checked against the
+/// slowest cluster (a request may be served anywhere through peering); one error names the
+/// longest request.
+fn check_scaled_durations(topo: &Topology, top: &Table<'_>) {
+    let slowest = (0..topo.clusters.len())
+        .map(|c| {
+            let s = topo.speed_of(ClusterId(c as u16));
+            (s.reference_mips as f64 / s.cluster_mips as f64, c)
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((ratio, c)) = slowest else { return };
+    // A moldable request may run its VMs' work on fewer VMs: at most vms × duration.
+    let end_of = |r: &LeaseRequest| {
+        let work = if r.moldable { f64::from(r.vms) } else { 1.0 };
+        r.arrival.as_secs_f64() + r.duration.as_secs_f64() * work * ratio
+    };
+    let Some((latest, r)) = topo
+        .requests
+        .iter()
+        .map(|r| (end_of(r), r))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+    else {
+        return;
+    };
+    if latest > crate::time::MAX_SECS as f64 {
+        top.diags.error(
+            &top.node.loc,
+            format!(
+                "request `{}` ({} s at the reference speed) would run until {latest:.0} s on \
+                 cluster `{}`, {ratio} times slower than the reference",
+                topo.label(r.id),
+                r.duration.as_secs_f64(),
+                topo.clusters[c].qualified_name(topo)
+            ),
+            Some(
+                "times run up to 10^12 s: shorten the request, or bring the clusters' mips \
+                 closer to emulation.reference_mips"
+                    .into(),
+            ),
+        );
+    }
 }
 
 /// Finds grids by name for the sections that name them.
