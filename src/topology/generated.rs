@@ -320,8 +320,24 @@ pub(super) fn read(
         );
         return Vec::new();
     }
+    let total = sink.requests.len() + jobs.len();
+    if total > MAX_TOPOLOGY_REQUESTS {
+        diags.error(
+            &w.node.loc,
+            format!(
+                "workload `{}` brings the topology to {total} requests, more than {MAX_TOPOLOGY_REQUESTS}",
+                target.name
+            ),
+            Some("lower max_requests, or split the study into several topologies (each request takes memory for the whole run)".into()),
+        );
+        return Vec::new();
+    }
     push_requests(&jobs, kinds, target, &shape, sink)
 }
+
+/// Requests in a topology: far beyond any study (requests are numbered in 32 bits, and each
+/// holds memory for the whole run).
+pub(super) const MAX_TOPOLOGY_REQUESTS: usize = 100_000_000;
 
 /// The jobs of `model` over `span` (at most `max_jobs`, none over `max_vms`); settings for
 /// another model are a problem.
