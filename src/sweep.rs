@@ -262,6 +262,14 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
             None
         }
         NodeKind::Int(n) if *n > 0 => Some((1..=*n as u64).collect()),
+        NodeKind::Array(items) if items.is_empty() => {
+            t.diags.error(
+                &node.loc,
+                "`seeds` lists no seed: the sweep would make no run",
+                Some("list at least one seed, e.g. seeds = [1], or give a count".into()),
+            );
+            None
+        }
         NodeKind::Array(items) => items
             .iter()
             .map(|v| match &v.kind {
@@ -281,6 +289,14 @@ fn read_metrics(t: &Table<'_>) -> Vec<(String, Loc)> {
         return Vec::new();
     };
     let names = match &node.kind {
+        NodeKind::Array(items) if items.is_empty() => {
+            t.diags.error(
+                &node.loc,
+                "`metrics` lists no metric",
+                Some("leave `metrics` out for every numeric summary key, or name some".into()),
+            );
+            return Vec::new();
+        }
         NodeKind::Array(items) => items
             .iter()
             .map(|v| match &v.kind {
@@ -319,6 +335,17 @@ fn read_vary(t: &Table<'_>) -> Vec<(String, Vec<String>)> {
     let mut vary = Vec::new();
     for (k, v) in t.entries() {
         let values = match &v.kind {
+            NodeKind::Array(items) if items.is_empty() => {
+                t.diags.error(
+                    &v.loc,
+                    format!(
+                        "`{}` in [vary] lists no value: the sweep would make no run",
+                        k.name
+                    ),
+                    Some("list at least one value, or move the key to [set]".into()),
+                );
+                continue;
+            }
             NodeKind::Array(items) => items.iter().filter_map(|x| set_text(t, x)).collect(),
             NodeKind::Table(_) => {
                 let what = format!("range `{}`", k.name);

@@ -1617,6 +1617,30 @@ fn empty_hosts_clusters_and_grids_are_errors_at_their_place() {
         assert_eq!(code, Some(2), "{set}: {err}");
         assert!(err.contains(expect), "{set}: {err}");
     }
+    // A sweep's empty lists made no run at all (or silently took every metric).
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let topo = common::path("topologies/quickstart.toml");
+    for (body, expect) in [
+        ("seeds = []\n", "s.toml:2:9: error: `seeds` lists no seed"),
+        (
+            "metrics = []\n",
+            "s.toml:2:11: error: `metrics` lists no metric",
+        ),
+        (
+            "[vary]\n\"igg.dispatch\" = []\n",
+            "s.toml:3:18: error: `igg.dispatch` in [vary] lists no value",
+        ),
+    ] {
+        let sweep = dir.path().join("s.toml");
+        std::fs::write(
+            &sweep,
+            format!("topology = {:?}\n{body}", topo.display().to_string()),
+        )
+        .expect("written");
+        let o = igemu(&["sweep", s(&sweep), "--out", &tmp_str(&dir, "o"), "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{body}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{body}: {}", stderr(&o));
+    }
 }
 
 #[test]
