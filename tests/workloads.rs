@@ -442,6 +442,53 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
             "{f} of the merge differs from the unsharded sweep's"
         );
     }
+    // Three shards sharing one folder, merged in a shuffled order: the same bytes again.
+    let three = dir.path().join("three");
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let out = igemu(&[
+            "sweep",
+            sweep.to_str().expect("utf-8"),
+            "--out",
+            three.to_str().expect("utf-8"),
+            "--shard",
+            &shard,
+            "--jobs",
+            "1",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let merged3 = dir.path().join("merged3");
+    let files: Vec<String> = [1, 2, 0]
+        .iter()
+        .map(|i| {
+            three
+                .join(format!("runs-{i}-of-3.csv"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut args = vec!["sweep", "merge", "--out", merged3.to_str().expect("utf-8")];
+    args.extend(files.iter().map(String::as_str));
+    let out = igemu(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in ["runs.csv", "points.csv", "paired.csv"] {
+        assert_eq!(
+            std::fs::read(whole.join(f)).ok(),
+            std::fs::read(merged3.join(f)).ok(),
+            "{f} of the three-shard merge differs from the unsharded sweep's"
+        );
+    }
     // Bad shard syntax and a bad sweep file exit 2.
     assert_eq!(
         igemu(&["sweep", sweep.to_str().expect("utf-8"), "--shard", "3/2"])
