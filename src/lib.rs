@@ -158,7 +158,7 @@ pub fn staged(dir: &Path, name: &str) -> PathBuf {
 /// without one holds no whole run), then each output is renamed over the old one — or an old
 /// one this run did not write (a trace, intervals) is removed, with the report drawn from the
 /// old run — and `summary.json` comes last.
-fn put_in_place(dir: &Path) -> Result<(), Error> {
+fn put_in_place(dir: &Path, keep_trace: bool) -> Result<(), Error> {
     let remove = |path: PathBuf| match std::fs::remove_file(&path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::output(path)(e)),
         _ => Ok(()),
@@ -169,7 +169,7 @@ fn put_in_place(dir: &Path) -> Result<(), Error> {
         let (from, to) = (staged(dir, name), dir.join(name));
         if from.exists() {
             std::fs::rename(&from, &to).map_err(Error::output(to))?;
-        } else {
+        } else if !(keep_trace && name == "trace.jsonl") {
             remove(to)?;
         }
     }
@@ -335,6 +335,9 @@ pub struct RunResult {
     pub intervals: Vec<metrics::VmSpan>,
     /// The summary.
     pub summary: Summary,
+    /// The directory this run wrote `trace.jsonl` into directly (not staged): that trace is
+    /// this run's, so putting outputs in place there keeps it.
+    trace_in_place: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -489,7 +492,9 @@ impl RunResult {
             }
             return written;
         }
-        put_in_place(dir)
+        // A trace this run wrote straight into `dir` (not staged) is its own: kept.
+        let same = |a: &Path| a.canonicalize().ok() == dir.canonicalize().ok();
+        put_in_place(dir, self.trace_in_place.as_deref().is_some_and(same))
     }
 
     /// Writes every output under its temporary name ([`staged`]).
@@ -810,5 +815,6 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         decisions,
         intervals,
         summary,
+        trace_in_place: options.trace_dir.clone().filter(|_| !options.stage_trace),
     })
 }
