@@ -1733,6 +1733,10 @@ fn numeric_settings_out_of_their_documented_range_are_errors_naming_value_and_ra
     }
     for (set, expect) in [
         (
+            "workload.0.das2.arrival_scale=1e-310",
+            "`arrival_scale` = 1e-310 is out of range",
+        ),
+        (
             "workload.0.das2.arrival_shape=1e-300",
             "`arrival_shape` = 1e-300 is out of range",
         ),

@@ -73,6 +73,9 @@ fn set_positive(t: &Table<'_>, key: &str, hi: f64, field: &mut f64) {
 const LOG2_SIZE: (f64, f64) = (0.0, 30.0);
 /// The largest time or duration a model parameter may give, seconds (10^12).
 const SECS: f64 = crate::time::MAX_SECS as f64;
+/// The smallest scale of inter-arrival times, seconds: a millisecond (a denormal scale put
+/// every arrival at time 0).
+const MIN_SCALE_S: f64 = 1e-3;
 /// The largest Weibull or gamma shape or scale that is not a time.
 const SHAPE: f64 = 1e6;
 
@@ -96,7 +99,12 @@ fn read_das2(t: Option<Table<'_>>) -> Das2 {
     set(&t, "duration_a", (-60.0, 60.0), &mut m.duration_a);
     set_positive(&t, "duration_b", 60.0, &mut m.duration_b);
     set_positive(&t, "duration_max_s", SECS, &mut m.duration_max_s);
-    set_positive(&t, "arrival_scale", SECS, &mut m.arrival_scale);
+    set(
+        &t,
+        "arrival_scale",
+        (MIN_SCALE_S, SECS),
+        &mut m.arrival_scale,
+    );
     set(&t, "arrival_shape", (0.01, 100.0), &mut m.arrival_shape);
     if m.p_one + m.p_pow2 > 1.0 {
         t.diags.error(
@@ -154,7 +162,12 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
 fn read_gwa(t: Option<Table<'_>>) -> Gwa {
     let mut m = Gwa::default();
     let Some(t) = t else { return m };
-    set_positive(&t, "arrival_scale", SECS, &mut m.arrival_scale);
+    set(
+        &t,
+        "arrival_scale",
+        (MIN_SCALE_S, SECS),
+        &mut m.arrival_scale,
+    );
     set(&t, "arrival_shape", (0.01, 100.0), &mut m.arrival_shape);
     set_positive(&t, "tasks_scale", SHAPE, &mut m.tasks_scale);
     set(&t, "tasks_shape", (0.01, 100.0), &mut m.tasks_shape);
