@@ -1431,6 +1431,12 @@ fn clusters_past_16_bit_host_indices_and_topologies_past_the_host_cap_are_refuse
         err.contains("`count` = 70000 is out of range") && err.contains("0 to 65535"),
         "{err}"
     );
+    let (code, err) = validate_quickstart(&["grid.0.cluster.0.hosts.count=99999999999999999999"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("`count` = 99999999999999999999 is out of range"),
+        "{err}"
+    );
     let (code, err) = validate_text(dir.path(), "two.toml", &hosts_topology(1, 2, 40_000));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("two.toml:5:"), "{err}");
@@ -1661,8 +1667,17 @@ fn seeds_take_the_whole_u64_range_on_the_command_line_in_topologies_and_sweeps()
     assert!(o.status.success(), "{}", stderr(&o));
     let summary = json(&dir.path().join("run/summary.json"));
     assert_eq!(summary["seed"].as_u64(), Some(u64::MAX));
-    let (code, err) = validate_quickstart(&[&format!("emulation.seed=\"{big}\"")]);
-    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        summary["provenance"]["overrides"][0].as_str(),
+        Some(format!("emulation.seed={big}").as_str())
+    );
+    for set in [
+        format!("emulation.seed=\"{big}\""),
+        format!("emulation.seed={big}"),
+    ] {
+        let (code, err) = validate_quickstart(&[&set]);
+        assert_eq!(code, Some(0), "{set}: {err}");
+    }
     let (code, err) = validate_quickstart(&["emulation.seed=-1"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("from 0 to 18446744073709551615"), "{err}");

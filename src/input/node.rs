@@ -215,9 +215,13 @@ pub(crate) fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: 
         return;
     }
     let raw = raw.trim();
+    // An integer beyond TOML's 64 signed bits is no TOML value: a bare string too (so
+    // `--set emulation.seed=18446744073709551615` gives the seed as digits, as a seed above
+    // 2^63 − 1 is written in a file).
+    let huge = |v: &DeValue<'_>| matches!(v, DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err());
     let value = match DeValue::parse(raw) {
-        Ok(v) => convert(&v, Origin::Set(index), diags),
-        Err(_) => Node {
+        Ok(v) if !huge(v.get_ref()) => convert(&v, Origin::Set(index), diags),
+        _ => Node {
             kind: NodeKind::Str(raw.to_string()),
             loc: loc.clone(),
         },

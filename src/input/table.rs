@@ -180,6 +180,15 @@ impl<'a> Table<'a> {
                 );
                 None
             }
+            // Digits beyond TOML's integers, as a `--set` passes them.
+            NodeKind::Str(ref s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                self.diags.error(
+                    &node.loc,
+                    format!("`{key}` = {s} is out of range in {}", self.what),
+                    Some(format!("use a whole number from 0 to {max}")),
+                );
+                None
+            }
             _ => {
                 self.wrong_type(key, node, "a whole number");
                 None

@@ -927,7 +927,7 @@ const MAX_HOST_CORES: u64 = 1 << 16;
 
 /// `emulation.seed`: a whole number from 0 to 2^64 − 1. TOML integers stop at 2^63 − 1, so
 /// larger seeds are written as strings of digits (`seed = "18446744073709551615"`); `--seed`
-/// passes them so ([`seed_override`]).
+/// takes them as digits too ([`seed_override`]).
 fn read_seed(t: &Table<'_>) -> Option<u64> {
     let node = t.get("seed")?;
     let seed = match &node.kind {
@@ -954,14 +954,10 @@ fn read_seed(t: &Table<'_>) -> Option<u64> {
     seed
 }
 
-/// The `--set` override that sets the run's seed: a TOML integer, or a string for a seed
-/// beyond TOML's integers (above 2^63 − 1).
+/// The `--set` override that sets the run's seed (`emulation.seed=N`; a seed above TOML's
+/// integers, 2^63 − 1, is read from the override as digits).
 pub fn seed_override(seed: u64) -> String {
-    if i64::try_from(seed).is_ok() {
-        format!("emulation.seed={seed}")
-    } else {
-        format!("emulation.seed=\"{seed}\"")
-    }
+    format!("emulation.seed={seed}")
 }
 /// α of CP chosen in paper 001 §5.1.
 const DEFAULT_CP_ALPHA: f64 = 0.31;
