@@ -23,6 +23,14 @@ macro_rules! say {
         let _ = writeln!(std::io::stdout(), $($arg)*);
     }};
 }
+/// `eprintln!` that ignores a standard error gone away (`igemu validate ... 2>&1 | head`):
+/// the exit code still tells the outcome.
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, Error, RunOptions};
 
@@ -346,7 +354,7 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
                 .write(&out.join("sweep.json"))
                 .map_err(Error::Failed)?;
         }
-        None => eprintln!(
+        None => tell!(
             "igemu: no shard recorded its inputs (sweep-I-of-N.json beside its run file), so \
              no sweep.json is written"
         ),
@@ -869,7 +877,7 @@ fn main() -> ExitCode {
     match dispatch(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
+            tell!("{e}");
             ExitCode::from(e.exit_code())
         }
     }
@@ -1193,12 +1201,14 @@ impl LineSink {
             done.map_err(Error::output(&path))?;
         }
         if self.leases > 0 {
-            eprintln!(
+            tell!(
                 "{} message(s) and {} lease line(s) standing for {} more (--vm-steps shows them)",
-                self.messages, self.leases, self.collapsed
+                self.messages,
+                self.leases,
+                self.collapsed
             );
         } else {
-            eprintln!("{} message(s)", self.messages);
+            tell!("{} message(s)", self.messages);
         }
         Ok(())
     }
@@ -1267,7 +1277,7 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
                 }
             }
         };
-        eprintln!("{rows} offered request(s) in negotiations");
+        tell!("{rows} offered request(s) in negotiations");
         return Ok(());
     }
     let mut sink = LineSink::new(&args)?;
@@ -1282,7 +1292,7 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
                     )));
                 }
                 if let Some(c) = chain.cut_at {
-                    eprintln!(
+                    tell!(
                         "the chain goes on with message {c}, which {} does not hold (a trace written with --trace-kinds, --trace-actors or --trace-window)",
                         file.display()
                     );

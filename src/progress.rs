@@ -9,6 +9,8 @@
 //! batch jobs (which such crates hide when stderr is not a terminal) is what sweeps on a
 //! cluster need.
 
+use std::io::Write as _;
+
 use crate::time::Stopwatch;
 
 /// How progress is shown.
@@ -68,10 +70,14 @@ impl Progress {
             return;
         }
         if self.style == Style::Terminal {
-            eprint!("\r\x1b[2K{}", bar_line(what, elapsed, fraction));
+            let _ = write!(
+                std::io::stderr(),
+                "\r\x1b[2K{}",
+                bar_line(what, elapsed, fraction)
+            );
             self.next_at = elapsed + 1.0;
         } else {
-            eprintln!("{}", line(what, elapsed, fraction));
+            let _ = writeln!(std::io::stderr(), "{}", line(what, elapsed, fraction));
             self.next_at = elapsed + 10.0;
         }
         self.shown = true;
@@ -80,7 +86,7 @@ impl Progress {
     /// Ends the display: on a terminal, clears the line if one was shown.
     pub fn finish(&mut self) {
         if self.style == Style::Terminal && self.shown {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
         self.shown = false;
     }

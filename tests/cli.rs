@@ -1824,3 +1824,20 @@ fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
         );
     }
 }
+
+#[test]
+fn errors_to_a_reader_that_goes_away_end_quietly_with_exit_code_2() {
+    // `igemu validate BAD 2>&1 | head -1`: the diagnostics went through eprintln!, which
+    // panicked (exit 101) on the closed standard error.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(["validate", "topologies/quickstart.toml"])
+        .args(["--set", "grid.0.cluster.0.hosts.count=70000"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts");
+    drop(child.stderr.take());
+    let status = child.wait().expect("igemu ends");
+    assert_eq!(status.code(), Some(2));
+}
