@@ -644,10 +644,21 @@ impl Core {
         l: &Lease,
         candidates: impl Iterator<Item = EmuTime>,
     ) -> Option<(EmuTime, Plan, Vec<u16>)> {
+        let steps = self.avail.usage_steps();
+        self.first_placement(l, candidates, Some(&steps))
+    }
+
+    /// [`Core::find_slot_among`], testing each start on the cluster-wide use `quick` first
+    /// (`None`: the caller has, for the window the placement takes).
+    fn first_placement(
+        &self,
+        l: &Lease,
+        candidates: impl Iterator<Item = EmuTime>,
+        quick: Option<&UsageSteps>,
+    ) -> Option<(EmuTime, Plan, Vec<u16>)> {
         if !self.avail.could_ever_fit(l.req.vms, l.shape()) {
             return None;
         }
-        let steps = self.avail.usage_steps();
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         // Hosts found too full at some instant are skipped for the later starts whose
         // windows hold it.
@@ -655,7 +666,7 @@ impl Core {
         for t in candidates {
             // The plan's length only depends on t through storage waits, which only make it
             // longer: the plain length is a valid quick test.
-            if !steps.fits(t, t + l.remaining(), cores, total) {
+            if quick.is_some_and(|steps| !steps.fits(t, t + l.remaining(), cores, total)) {
                 continue;
             }
             // A fresh lease's plan is only built for the start it gets.
@@ -663,7 +674,7 @@ impl Core {
                 None => t + self.cfg.boot + l.remaining(),
                 Some(_) => self.plan(l, t).end,
             };
-            if !steps.fits(t, end, cores, total) {
+            if quick.is_some_and(|steps| !steps.fits(t, end, cores, total)) {
                 continue;
             }
             let placed = self
@@ -1097,8 +1108,18 @@ impl Core {
         let (promised, end) = own;
         let len = end.since(promised);
         let cores = l.req.cores();
-        let fits =
-            |t: EmuTime| steps.fits_excluding(t, t + len, cores, total, (promised, end, cores));
+        if floor >= promised {
+            return Vec::new();
+        }
+        let earlier = steps.earlier_fits(floor, cores, total, (promised, end, cores));
+        let fits = |t: EmuTime| {
+            let fits = earlier.fits(t);
+            debug_assert_eq!(
+                fits,
+                steps.fits_excluding(t, t + len, cores, total, (promised, end, cores))
+            );
+            fits
+        };
         let mut starts = Vec::new();
         for &(fs, fe) in &freed.0 {
             // Starts whose window [t, t + len) meets [fs, fe), before the promised one.
@@ -1153,7 +1174,9 @@ impl Core {
         let deadline = l.deadline();
         let found = match only {
             Some(starts) => {
-                let found = self.find_slot_among(l, starts.into_iter());
+                // They passed the cluster-wide test in `earlier_starts`, over the window a
+                // fresh lease's reservation takes (boot and remaining work, as before).
+                let found = self.first_placement(l, starts.into_iter(), None);
                 debug_assert_eq!(
                     found.as_ref().map(|f| f.0),
                     self.find_slot_before(l, floor, promised).map(|f| f.0),
