@@ -198,7 +198,7 @@ impl Handler<Wake> for Sleeper {
             addr: ctx.address(),
         };
         let due = self.emu.now() + self.delay();
-        self.emu.send_at(due, self.id, &me, Wake);
+        self.emu.send_at(due, self.id, me, Wake);
     }
 }
 
@@ -235,7 +235,7 @@ fn timers(pending: usize, deliveries: u64) -> f64 {
             emu.send_at(
                 emu.now() + EmuDuration::from_micros(1 + rng % 1_000_000_000),
                 p.id,
-                p,
+                p.clone(),
                 Wake,
             );
         }

@@ -676,6 +676,10 @@ struct RunArgs {
     /// Override any topology key: --set lrms.preemption=nop (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Run the deliberately broken peering variant (what `stress --broken-protocol` ran; its
+    /// reproduce lines pass this).
+    #[arg(long, hide = true)]
+    broken_protocol: bool,
 }
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
@@ -762,7 +766,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         intervals: true,
         provenance: Some(provenance),
         progress: Some(watch.now()),
-        ..RunOptions::default()
+        broken_protocol: args.broken_protocol,
     };
     let result = run(topo, &options);
     watch.finish();

@@ -76,6 +76,8 @@ pub struct StressRun {
     pub ended: (u64, u64),
     /// Messages the fault injector dropped, duplicated, reordered, cut.
     pub faults: crate::fault::FaultCounts,
+    /// The run used the deliberately broken protocol (its reproduce line must too).
+    pub broken_protocol: bool,
 }
 
 impl StressRun {
@@ -84,6 +86,9 @@ impl StressRun {
         let mut c = format!("igemu run {} --mode virtual", topology.display());
         for s in &self.sets {
             c += &format!(" --set '{s}'");
+        }
+        if self.broken_protocol {
+            c += " --broken-protocol";
         }
         c
     }
@@ -160,6 +165,7 @@ pub fn stress(
                         outcome,
                         ended,
                         faults,
+                        broken_protocol: broken,
                     });
                 }
             });

@@ -175,13 +175,36 @@ fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
             || example.contains("confirmed twice"),
         "{example}"
     );
-    // Every report names the command that reproduces it.
+    // Every report names the command that reproduces it, and that command does: the broken
+    // variant included, the same violations come out of `igemu run`.
     let cmd = broken[0].command(&path(SMALL));
     assert!(
         cmd.contains("--mode virtual")
             && cmd.contains("emulation.seed=1")
-            && cmd.contains("fault.drop=0.1"),
+            && cmd.contains("fault.drop=0.1")
+            && cmd.ends_with(" --broken-protocol"),
         "{cmd}"
+    );
+    let failing = broken
+        .iter()
+        .find(|r| r.outcome.as_ref().is_ok_and(|o| o.0 > 0))
+        .expect("a run with violations");
+    let out = std::env::temp_dir().join(format!("igemu-broken-repro-{}", std::process::id()));
+    let mut args = vec!["run", SMALL, "--mode", "virtual", "--quiet", "--overwrite"];
+    for s in &failing.sets {
+        args.extend(["--set", s.as_str()]);
+    }
+    let dir = out.to_string_lossy().into_owned();
+    args.extend(["--out", dir.as_str(), "--broken-protocol"]);
+    let rerun = igemu(&args);
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(rerun.status.code(), Some(1), "{rerun:?}");
+    let summary: serde_json::Value = serde_json::from_str(&summary).expect("summary.json");
+    assert_eq!(
+        summary["invariant_violations"].as_u64(),
+        failing.outcome.as_ref().ok().map(|o| o.0),
+        "the reproduce command gave other violations"
     );
 }
 

@@ -61,7 +61,7 @@ impl Actor for Director {
             id: self.id,
             addr: ctx.address(),
         };
-        self.emu.send_at(self.end.limit(), self.id, &me, EndOfRun);
+        self.emu.send_at(self.end.limit(), self.id, me, EndOfRun);
         if self.outstanding == 0 && matches!(self.end, EndCondition::AllDone { .. }) {
             self.finish();
         }

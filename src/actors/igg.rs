@@ -111,16 +111,16 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
             let id = office.id;
             let handle = match timer {
                 Timer::Tick => {
-                    emu.send_at(at, id, me, NegotiationTick);
+                    emu.send_at(at, id, me.clone(), NegotiationTick);
                     return;
                 }
-                Timer::Offer(n) => emu.send_at_cancellable(at, id, me, OfferTimeout(n)),
+                Timer::Offer(n) => emu.send_at_cancellable(at, id, me.clone(), OfferTimeout(n)),
                 Timer::Redirect(negotiation, lease) => {
                     let msg = RedirectTimeout { negotiation, lease };
-                    emu.send_at_cancellable(at, id, me, msg)
+                    emu.send_at_cancellable(at, id, me.clone(), msg)
                 }
                 Timer::Report(lease) => {
-                    emu.send_at_cancellable(at, id, me, RemoteLeaseTimeout(lease))
+                    emu.send_at_cancellable(at, id, me.clone(), RemoteLeaseTimeout(lease))
                 }
             };
             if let Some(old) = office.timers.borrow_mut().insert(timer, handle) {
@@ -336,11 +336,16 @@ impl Handler<SetPeers> for Igg {
             .iter()
             .filter(|c| c.grid == office.grid)
         {
-            emu.send_at(crash.at, office.id, me, CrashOrRestart { crash: true });
+            emu.send_at(
+                crash.at,
+                office.id,
+                me.clone(),
+                CrashOrRestart { crash: true },
+            );
             emu.send_at(
                 crash.at + crash.down_for,
                 office.id,
-                me,
+                me.clone(),
                 CrashOrRestart { crash: false },
             );
         }

@@ -269,7 +269,7 @@ impl Lrms {
                 }
                 Action::Wake(at) => {
                     let me = self.me(ctx);
-                    self.emu.send_at(at, self.id, &me, Tick);
+                    self.emu.send_at(at, self.id, me, Tick);
                 }
                 Action::Relocate(relocation) => {
                     let msg = RelocateLease {
@@ -351,7 +351,7 @@ impl Actor for Lrms {
             .is_some_and(|p| p.interval.is_some())
         {
             let me = self.me(ctx);
-            self.emu.send_at(self.emu.now(), self.id, &me, PublishTick);
+            self.emu.send_at(self.emu.now(), self.id, me, PublishTick);
         }
     }
 }
@@ -369,10 +369,11 @@ impl Handler<PublishTick> for Lrms {
         }
         let me = self.me(ctx);
         let now = self.emu.now();
-        self.emu.send_at(now + interval, self.id, &me, PublishTick);
+        self.emu
+            .send_at(now + interval, self.id, me.clone(), PublishTick);
         if self.forecasts() {
             let half = EmuDuration::from_micros(interval.as_micros() / 2);
-            self.emu.send_at(now + half, self.id, &me, Reallocate);
+            self.emu.send_at(now + half, self.id, me, Reallocate);
         }
     }
 }

@@ -254,13 +254,15 @@ impl Emu {
     }
 
     /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered, as
-    /// caused by the record under way now).
-    pub fn send_at<M, P>(self: &Rc<Self>, due: EmuTime, from: ActorId, to: &P, msg: M)
+    /// caused by the record under way now). Takes the address by value: the pending event owns
+    /// it, and an actix address clone allocates, so a caller that made one for this call
+    /// (`ctx.address()`) hands it over instead of paying for a second.
+    pub fn send_at<M, P>(self: &Rc<Self>, due: EmuTime, from: ActorId, to: P, msg: M)
     where
         M: Message<Result = ()> + Traced + Send + 'static,
         P: Inbox<M>,
     {
-        let (emu, to, cause) = (Rc::clone(self), to.clone(), self.tracer.current());
+        let (emu, cause) = (Rc::clone(self), self.tracer.current());
         self.clock
             .at(due, move || emu.send_caused(from, &to, msg, cause));
     }
@@ -270,14 +272,14 @@ impl Emu {
         self: &Rc<Self>,
         due: EmuTime,
         from: ActorId,
-        to: &P,
+        to: P,
         msg: M,
     ) -> TimerHandle
     where
         M: Message<Result = ()> + Traced + Send + 'static,
         P: Inbox<M>,
     {
-        let (emu, to, cause) = (Rc::clone(self), to.clone(), self.tracer.current());
+        let (emu, cause) = (Rc::clone(self), self.tracer.current());
         self.clock
             .at_cancellable(due, move || emu.send_caused(from, &to, msg, cause))
     }

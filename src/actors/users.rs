@@ -64,7 +64,7 @@ impl Actor for Users {
         };
         for &r in &self.requests {
             let due = self.emu.request(r).arrival;
-            self.emu.send_at(due, self.id, &me, Arrive(r));
+            self.emu.send_at(due, self.id, me.clone(), Arrive(r));
         }
     }
 }

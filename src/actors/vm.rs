@@ -109,7 +109,7 @@ impl Handler<VmCommand> for Vm {
                 event,
                 last: i + 1 == n,
             };
-            let handle = self.emu.send_at_cancellable(at, self.id, &me, step);
+            let handle = self.emu.send_at_cancellable(at, self.id, me.clone(), step);
             self.pending.push((at, handle));
         }
     }
