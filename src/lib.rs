@@ -785,6 +785,10 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             time::stream_seed(topo.emulation.seed, "faults"),
         );
         let clock = Clock::new(mode);
+        if topo.emulation.interleaving > 0 {
+            let name = format!("interleaving-{}", topo.emulation.interleaving);
+            clock.interleave(time::stream_seed(topo.emulation.seed, &name));
+        }
         if let Some(p) = &options.progress {
             clock.mirror_now(std::sync::Arc::clone(p));
         }

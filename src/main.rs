@@ -93,6 +93,11 @@ enum Command {
         /// Parallel runs (default: the number of cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Explore K orders of same-time deliveries per seed and fault setting (schedules
+        /// 1..=K, each a seeded PCT-style perturbation; emulation.interleaving) instead of
+        /// the FIFO order alone.
+        #[arg(long, value_name = "K", default_value_t = 0)]
+        interleavings: u64,
         /// Overrides applied to every run.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
@@ -169,6 +174,10 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
 
 /// The most seeds one `stress` takes (each is a run per fault setting).
 const MAX_STRESS_SEEDS: u64 = 100_000;
+/// The most schedules `stress --interleavings` explores per seed.
+const MAX_STRESS_INTERLEAVINGS: u64 = 10_000;
+/// The most runs one stress test makes (fault settings × seeds × schedules).
+const MAX_STRESS_RUNS: u64 = 1_000_000;
 
 /// Parallel runs: `--jobs` or the cores, at least 1 and at most four per core (each job is a
 /// thread; more would only contend for the cores and memory).
@@ -821,13 +830,14 @@ fn dispatch(command: Command) -> Result<(), Error> {
             seeds,
             faults,
             jobs,
+            interleavings,
             sets,
             out,
             quiet,
             broken_protocol,
         } => stress(
             &path,
-            (seeds, &faults, jobs, &sets),
+            (seeds, &faults, interleavings, jobs, &sets),
             out.as_deref(),
             quiet,
             broken_protocol,
@@ -955,7 +965,7 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
 
 fn stress(
     path: &Path,
-    (seeds, faults, jobs, sets): (u64, &[String], Option<usize>, &[String]),
+    (seeds, faults, interleavings, jobs, sets): (u64, &[String], u64, Option<usize>, &[String]),
     out: Option<&Path>,
     quiet: bool,
     broken_protocol: bool,
@@ -988,16 +998,39 @@ fn stress(
             "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; run several stress tests with --set emulation.seed offsets instead"
         )));
     }
+    if interleavings > MAX_STRESS_INTERLEAVINGS {
+        return Err(Error::Usage(format!(
+            "--interleavings {interleavings} is more than {MAX_STRESS_INTERLEAVINGS}; run several stress tests with more seeds instead"
+        )));
+    }
+    let schedules: Vec<u64> = if interleavings == 0 {
+        vec![0]
+    } else {
+        (1..=interleavings).collect()
+    };
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let plan = igemu::stress::StressPlan {
+        settings: &chosen,
+        seeds: &seeds,
+        schedules: &schedules,
+    };
+    if plan.runs() as u64 > MAX_STRESS_RUNS {
+        return Err(Error::Usage(format!(
+            "{} runs ({} fault settings x {} seeds x {} schedules) is more than {MAX_STRESS_RUNS}; ask for fewer",
+            plan.runs(),
+            chosen.len(),
+            seeds.len(),
+            schedules.len()
+        )));
+    }
     if let Some(dir) = out {
         create_dir(dir)?; // before the runs, so that a bad directory wastes none
     }
-    let seeds: Vec<u64> = (1..=seeds).collect();
     let style = Style::detect(quiet);
     let runs = igemu::stress::stress(
         path,
         sets,
-        &chosen,
-        &seeds,
+        &plan,
         jobs_or_cores(jobs),
         broken_protocol,
         style,

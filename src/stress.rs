@@ -78,6 +78,27 @@ pub struct StressRun {
     pub faults: crate::fault::FaultCounts,
     /// The run used the deliberately broken protocol (its reproduce line must too).
     pub broken_protocol: bool,
+    /// The order same-time deliveries ran in: 0 FIFO, k > 0 the k-th perturbed schedule
+    /// (`emulation.interleaving`; its override is among `sets`).
+    pub schedule: u64,
+}
+
+/// What a stress test runs: every fault setting × seed × schedule.
+pub struct StressPlan<'a> {
+    /// Fault settings.
+    pub settings: &'a [FaultSetting],
+    /// Seeds.
+    pub seeds: &'a [u64],
+    /// Orders of same-time deliveries: 0 is FIFO, k > 0 the k-th perturbed schedule
+    /// (`emulation.interleaving = k`; see [`crate::time::interleave`]).
+    pub schedules: &'a [u64],
+}
+
+impl StressPlan<'_> {
+    /// Runs the plan makes.
+    pub fn runs(&self) -> usize {
+        self.settings.len() * self.seeds.len() * self.schedules.len()
+    }
 }
 
 impl StressRun {
@@ -94,26 +115,31 @@ impl StressRun {
     }
 }
 
-/// Runs `topology` for every seed and fault setting on `jobs` threads (with `user_sets`
-/// applied to all), showing progress on stderr in `style` (runs done, elapsed time, time
-/// left). `broken` is the test-only broken protocol.
+/// Runs `topology` for every fault setting, seed and schedule of `plan` on `jobs` threads
+/// (with `user_sets` applied to all), showing progress on stderr in `style` (runs done,
+/// elapsed time, time left). `broken` is the test-only broken protocol.
 pub fn stress(
     topology: &Path,
     user_sets: &[String],
-    settings: &[FaultSetting],
-    seeds: &[u64],
+    plan: &StressPlan<'_>,
     jobs: usize,
     broken: bool,
     style: Style,
 ) -> Vec<StressRun> {
+    let settings = plan.settings;
     let mut todo = Vec::new();
     for s in settings {
-        for &seed in seeds {
-            let mut sets = user_sets.to_vec();
-            sets.extend(s.sets.iter().cloned());
-            sets.push(crate::topology::seed_override(seed));
-            sets.push("emulation.mode=\"virtual\"".to_string());
-            todo.push((s.name.clone(), seed, sets));
+        for &seed in plan.seeds {
+            for &schedule in plan.schedules {
+                let mut sets = user_sets.to_vec();
+                sets.extend(s.sets.iter().cloned());
+                sets.push(crate::topology::seed_override(seed));
+                sets.push("emulation.mode=\"virtual\"".to_string());
+                if schedule > 0 {
+                    sets.push(format!("emulation.interleaving={schedule}"));
+                }
+                todo.push((s.name.clone(), seed, schedule, sets));
+            }
         }
     }
     let total = todo.len();
@@ -125,7 +151,7 @@ pub fn stress(
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
                 let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
-                let Some((fault, seed, sets)) = next else {
+                let Some((fault, seed, schedule, sets)) = next else {
                     break;
                 };
                 let loaded = topology::load_file(topology, &Overrides { sets: sets.clone() });
@@ -166,6 +192,7 @@ pub fn stress(
                         ended,
                         faults,
                         broken_protocol: broken,
+                        schedule,
                     });
                 }
             });
@@ -175,18 +202,16 @@ pub fn stress(
         p.finish();
     }
     let mut out = results.into_inner().unwrap_or_default();
-    out.sort_by(|a, b| {
-        (settings.iter().position(|s| s.name == a.fault), a.seed)
-            .cmp(&(settings.iter().position(|s| s.name == b.fault), b.seed))
-    });
+    let place = |r: &StressRun| (settings.iter().position(|s| s.name == r.fault), r.seed);
+    out.sort_by_key(|r| (place(r), r.schedule));
     out
 }
 
 /// The report `igemu stress` prints.
 pub fn report(topology: &Path, runs: &[StressRun]) -> String {
     let mut s = format!(
-        "{:<10} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10}\n",
-        "faults", "seed", "violations", "dropped", "dup", "reorder", "cut", "ended"
+        "{:<10} {:>6} {:>8} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10}\n",
+        "faults", "seed", "schedule", "violations", "dropped", "dup", "reorder", "cut", "ended"
     );
     for r in runs {
         let v = match &r.outcome {
@@ -195,9 +220,10 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
         };
         let f = &r.faults;
         s += &format!(
-            "{:<10} {:>6} {:>11} {:>8} {:>8} {:>8} {:>8} {:>5}/{:<5}\n",
+            "{:<10} {:>6} {:>8} {:>11} {:>8} {:>8} {:>8} {:>8} {:>5}/{:<5}\n",
             r.fault,
             r.seed,
+            schedule_name(r.schedule),
             v,
             f.dropped,
             f.duplicated,
@@ -220,8 +246,10 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
         match &r.outcome {
             Ok((n, examples)) => {
                 s += &format!(
-                    "\n{n} violation(s) with faults `{}`, seed {}:\n",
-                    r.fault, r.seed
+                    "\n{n} violation(s) with faults `{}`, seed {}, schedule {}:\n",
+                    r.fault,
+                    r.seed,
+                    schedule_name(r.schedule)
                 );
                 for e in examples.iter().take(3) {
                     s += &format!("  - {e}\n");
@@ -229,9 +257,10 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
             }
             Err(e) => {
                 s += &format!(
-                    "\nerror with faults `{}`, seed {}: {}\n",
+                    "\nerror with faults `{}`, seed {}, schedule {}: {}\n",
                     r.fault,
                     r.seed,
+                    schedule_name(r.schedule),
                     e.lines().next().unwrap_or_default()
                 )
             }
@@ -241,10 +270,20 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
     s
 }
 
+/// How a schedule reads in reports: `fifo`, or its number.
+fn schedule_name(schedule: u64) -> String {
+    if schedule == 0 {
+        "fifo".into()
+    } else {
+        schedule.to_string()
+    }
+}
+
 /// The columns of `stress.csv`, one row per run.
-pub const CSV_COLUMNS: [&str; 11] = [
+pub const CSV_COLUMNS: [&str; 12] = [
     "faults",
     "seed",
+    "schedule",
     "violations",
     "error",
     "dropped",
@@ -271,6 +310,7 @@ pub fn to_csv(topology: &Path, runs: &[StressRun]) -> Result<Vec<u8>, csv::Error
         w.write_record([
             r.fault.clone(),
             r.seed.to_string(),
+            r.schedule.to_string(),
             violations,
             error,
             f.dropped.to_string(),
@@ -303,6 +343,7 @@ pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
             serde_json::json!({
                 "faults": r.fault,
                 "seed": r.seed,
+                "schedule": r.schedule,
                 "sets": r.sets,
                 "violations": violations,
                 "violation_examples": examples,

@@ -430,10 +430,11 @@ fn stress_writes_its_results_as_csv_and_json() {
     assert_eq!(lines.len(), 5, "a header and 4 runs:\n{csv}");
     assert_eq!(
         lines[0],
-        "faults,seed,violations,error,dropped,duplicated,reordered,cut,ended,requests,reproduce"
+        "faults,seed,schedule,violations,error,dropped,duplicated,reordered,cut,ended,requests,reproduce"
     );
-    assert!(lines[1].starts_with("none,1,0,,0,0,0,0,"), "{}", lines[1]);
-    assert!(lines[3].starts_with("lossy,1,0,,"), "{}", lines[3]);
+    // faults, seed, schedule (0: FIFO), violations, no error, no faults applied.
+    assert!(lines[1].starts_with("none,1,0,0,,0,0,0,0,"), "{}", lines[1]);
+    assert!(lines[3].starts_with("lossy,1,0,0,,"), "{}", lines[3]);
     let json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("stress.json")).expect("stress.json written"),
     )

@@ -1,16 +1,25 @@
 //! The host actor: keeps its own account of the cores and memory its VM instances take and
 //! records an invariant violation if the LRMS ever places more than it holds (memory only
 //! where the cluster enforces it: `lrms.enforce_memory`).
+//!
+//! A VM holds its host over a half-open interval [start, end): one leaving at the instant
+//! another arrives does not overlap it, whichever message the host handles first (FIFO
+//! happens to put the leaving first; real concurrency and explored interleavings need not).
+//! So capacity is judged when an instant is over — at the host's first message of a later
+//! instant, or by a [`CapacityCheck`] it sends itself one microsecond on when an arrival put
+//! it over.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use actix::{Actor, Context, Handler};
+use actix::{Actor, AsyncContext, Context, Handler};
 
-use super::messages::{Occupy, Vacate, VmRef};
+use super::messages::{CapacityCheck, Occupy, Vacate, VmRef};
 use super::Emu;
+use super::Peer;
 use crate::metrics::Violation;
 use crate::model::RequestId;
+use crate::time::{EmuDuration, EmuTime};
 use crate::topology::HostSpec;
 use crate::trace::ActorId;
 
@@ -22,7 +31,13 @@ pub struct Host {
     enforce_memory: bool,
     used_cores: u64,
     used_mem_mb: u64,
-    vms: BTreeMap<(RequestId, u32), (u32, u32)>,
+    /// What each VM takes here, and how many instances of it are here: a resumed or migrated
+    /// VM's new instance may arrive at the instant its old one leaves, in either order.
+    vms: BTreeMap<(RequestId, u32), (u32, u32, u32)>,
+    /// The instant of the last message handled.
+    instant: EmuTime,
+    /// Whether an arrival at `instant` put the host over capacity (judged when it is over).
+    over_at_instant: bool,
 }
 
 impl Host {
@@ -36,7 +51,32 @@ impl Host {
             used_cores: 0,
             used_mem_mb: 0,
             vms: BTreeMap::new(),
+            instant: EmuTime::ZERO,
+            over_at_instant: false,
         }
+    }
+
+    fn over(&self) -> bool {
+        let mem_over = self.enforce_memory && self.used_mem_mb > self.spec.memory_mb;
+        self.used_cores > u64::from(self.spec.cores) || mem_over
+    }
+
+    /// Ends the last instant if `now` is later: a host still over capacity then is a
+    /// violation (at that instant, with what it held when it ended).
+    fn close_instant(&mut self, now: EmuTime) {
+        if now <= self.instant {
+            return;
+        }
+        if std::mem::take(&mut self.over_at_instant) && self.over() {
+            let what = Violation::HostOverCapacity {
+                host: self.emu.tracer.name(self.id).to_string(),
+                at: self.instant,
+                cores: (self.used_cores, self.spec.cores),
+                memory_mb: (self.used_mem_mb, self.spec.memory_mb),
+            };
+            self.emu.metrics.borrow_mut().violation(what);
+        }
+        self.instant = now;
     }
 
     fn key(vm: VmRef) -> (RequestId, u32) {
@@ -46,7 +86,7 @@ impl Host {
 
 emu_shell!(Host);
 
-handles_caused!(Host; Occupy, Vacate);
+handles_caused!(Host; Occupy, Vacate, CapacityCheck);
 
 impl Actor for Host {
     type Context = Context<Self>;
@@ -54,29 +94,46 @@ impl Actor for Host {
 
 impl Handler<Occupy> for Host {
     type Result = ();
-    fn handle(&mut self, msg: Occupy, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Occupy, ctx: &mut Context<Self>) {
+        let now = self.emu.now();
+        self.close_instant(now);
         self.used_cores += u64::from(msg.cores);
         self.used_mem_mb += u64::from(msg.mem_mb);
-        let mem_over = self.enforce_memory && self.used_mem_mb > self.spec.memory_mb;
-        if self.used_cores > u64::from(self.spec.cores) || mem_over {
-            let what = Violation::HostOverCapacity {
-                host: self.emu.tracer.name(self.id).to_string(),
-                at: self.emu.now(),
-                cores: (self.used_cores, self.spec.cores),
-                memory_mb: (self.used_mem_mb, self.spec.memory_mb),
+        if self.over() && !self.over_at_instant {
+            self.over_at_instant = true;
+            let me = Peer {
+                id: self.id,
+                addr: ctx.address(),
             };
-            self.emu.metrics.borrow_mut().violation(what);
+            let next = now + EmuDuration::from_micros(1);
+            self.emu.send_at(next, self.id, me, CapacityCheck);
         }
-        self.vms.insert(Self::key(msg.vm), (msg.cores, msg.mem_mb));
+        let held = self.vms.entry(Self::key(msg.vm)).or_insert((0, 0, 0));
+        *held = (msg.cores, msg.mem_mb, held.2 + 1);
     }
 }
 
 impl Handler<Vacate> for Host {
     type Result = ();
     fn handle(&mut self, msg: Vacate, _: &mut Context<Self>) {
-        if let Some((cores, mem)) = self.vms.remove(&Self::key(msg.vm)) {
-            self.used_cores -= u64::from(cores);
-            self.used_mem_mb -= u64::from(mem);
+        self.close_instant(self.emu.now());
+        let key = Self::key(msg.vm);
+        let Some(&(cores, mem, instances)) = self.vms.get(&key) else {
+            return;
+        };
+        self.used_cores -= u64::from(cores);
+        self.used_mem_mb -= u64::from(mem);
+        if instances > 1 {
+            self.vms.insert(key, (cores, mem, instances - 1));
+        } else {
+            self.vms.remove(&key);
         }
+    }
+}
+
+impl Handler<CapacityCheck> for Host {
+    type Result = ();
+    fn handle(&mut self, _: CapacityCheck, _: &mut Context<Self>) {
+        self.close_instant(self.emu.now());
     }
 }

@@ -179,6 +179,15 @@ pub struct Vacate {
 }
 traced!(Vacate, "Vacate", |m| Correlation::vm(m.vm.lease, m.vm.vm));
 
+/// Host → itself, one microsecond after an instant that left it over capacity: is it still,
+/// now that every VM leaving at that instant has left?
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct CapacityCheck;
+impl Traced for CapacityCheck {
+    const KIND: &'static str = "CapacityCheck";
+}
+
 /// VM → its LRMS: the VM finished, was cancelled, or is suspended.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "()")]

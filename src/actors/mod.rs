@@ -3,7 +3,7 @@
 //! pure core (`lrms`, `igg`), send messages and set timers — through [`Emu`], the one path
 //! that stamps, counts and traces every message.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -113,7 +113,7 @@ pub mod vm;
 use crate::fault::Faults;
 use crate::metrics::Metrics;
 use crate::model::{GridId, LeaseRequest, RequestId};
-use crate::time::{Clock, EmuTime, TimerHandle, Work};
+use crate::time::{Clock, EmuTime, Lane, TimerHandle, Work};
 use crate::trace::{ActorId, Traced, Tracer};
 
 /// The run's shared context: clock, tracer, observations, faults and the requests. Its parts
@@ -130,6 +130,8 @@ pub struct Emu {
     pub(crate) requests: Rc<[LeaseRequest]>,
     /// Faults on the links between IGGs.
     pub(crate) faults: RefCell<Faults>,
+    /// Tasks spawned so far (each its own lane when interleavings are explored).
+    tasks: Cell<u64>,
 }
 
 /// An actor's address together with its trace name.
@@ -204,6 +206,7 @@ impl Emu {
             metrics: RefCell::new(Metrics::new(requests.len())),
             requests,
             faults: RefCell::new(faults),
+            tasks: Cell::new(0),
         }
     }
 
@@ -250,7 +253,29 @@ impl Emu {
             .record_with(self.clock.now(), (from, to.id()), cause, || {
                 (msg.kind(), msg.correlation(), msg.peer())
             });
-        to.deliver(Caused::new(seq, msg));
+        self.hand_over(from, to, seq, msg);
+    }
+
+    /// Puts `msg` (recorded as `seq`) in `to`'s mailbox now, or, when interleavings are
+    /// explored, when the clock's interleaver chooses (at the same emulated time).
+    #[inline]
+    fn hand_over<M, P>(&self, from: ActorId, to: &P, seq: u64, msg: M)
+    where
+        M: Message<Result = ()> + Send + 'static,
+        P: Inbox<M>,
+    {
+        if self.clock.interleaves() {
+            let lane = Lane::Channel {
+                from: from.0,
+                to: to.id().0,
+            };
+            let to = to.clone();
+            // The message becomes work in flight when it is put in the mailbox.
+            self.clock
+                .deliver(lane, move || to.deliver(Caused::new(seq, msg)));
+        } else {
+            to.deliver(Caused::new(seq, msg));
+        }
     }
 
     /// Delivers `msg` from `from` to `to` at emulated time `due` (recorded when delivered, as
@@ -312,7 +337,7 @@ impl Emu {
                 if down {
                     emu.faults.borrow_mut().counts.to_crashed += 1;
                 } else {
-                    inbox.deliver(Caused::new(seq, m));
+                    emu.hand_over(from, &inbox, seq, m);
                 }
             });
         }
@@ -357,14 +382,24 @@ impl Emu {
     }
 
     /// Runs `task` on its own (the IGG's post office), as caused by the record under way now.
+    /// With interleavings explored, the task starts when the clock's interleaver chooses.
     pub fn spawn(self: &Rc<Self>, task: impl Future<Output = ()> + 'static) {
-        let cause = self.tracer.current();
-        actix::spawn(WithCause {
-            emu: Rc::clone(self),
-            cause,
-            task: Box::pin(task),
-            unstarted: Some(Work::begin()),
-        });
+        let (emu, cause) = (Rc::clone(self), self.tracer.current());
+        let start = move || {
+            actix::spawn(WithCause {
+                emu,
+                cause,
+                task: Box::pin(task),
+                unstarted: Some(Work::begin()),
+            });
+        };
+        if self.clock.interleaves() {
+            let n = self.tasks.get();
+            self.tasks.set(n + 1);
+            self.clock.deliver(Lane::Task(n), start);
+        } else {
+            start();
+        }
     }
 }
 

@@ -40,6 +40,7 @@ use std::task::{Context, Poll};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::interleave::{Interleaver, Lane};
 use super::radix::RadixHeap;
 use super::{EmuDuration, EmuTime, MICROS_PER_SEC};
 
@@ -163,6 +164,9 @@ struct ClockInner {
     fired: Cell<u64>,
     lateness_us: RefCell<Histogram<u64>>,
     now_mirror: std::cell::OnceCell<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Deliveries held back to be handed out in a perturbed order (virtual mode with
+    /// interleaving on; see [`Clock::interleave`]).
+    held: RefCell<Option<Interleaver<Callback>>>,
 }
 
 /// The one source of "now" and of timers, shared by every actor of a run (cheap to clone).
@@ -220,8 +224,52 @@ impl Clock {
                 fired: Cell::new(0),
                 lateness_us: RefCell::new(hist),
                 now_mirror: std::cell::OnceCell::new(),
+                held: RefCell::new(None),
             }),
         }
+    }
+
+    /// Turns interleaving exploration on (virtual mode only; a realtime clock ignores it):
+    /// from now on, what is handed to [`Clock::deliver`] is held back and delivered one at a
+    /// time, each once the actors have settled from the last and nothing else is due at the
+    /// current instant, in the order [`Interleaver`] draws from `seed`.
+    pub fn interleave(&self, seed: u64) {
+        if self.inner.mode == ClockMode::Virtual {
+            *self.inner.held.borrow_mut() = Some(Interleaver::new(seed));
+        }
+    }
+
+    /// Whether deliveries are held back and perturbed (see [`Clock::interleave`]).
+    #[inline]
+    pub fn interleaves(&self) -> bool {
+        self.inner.held.borrow().is_some()
+    }
+
+    /// Runs `deliver` now, or, with interleaving on, holds it back in `lane` until the
+    /// interleaver's order reaches it (still at the current emulated time).
+    pub fn deliver(&self, lane: Lane, deliver: impl FnOnce() + 'static) {
+        let mut held = self.inner.held.borrow_mut();
+        let Some(queue) = held.as_mut() else {
+            drop(held);
+            deliver();
+            return;
+        };
+        let was_idle = queue.is_empty() && self.inner.heap.borrow().is_empty();
+        queue.push(lane, Box::new(deliver));
+        drop(held);
+        if was_idle {
+            // The driver may be waiting for anything at all to happen.
+            self.inner.wake.notify_one();
+        }
+    }
+
+    /// Whether deliveries are being held back now.
+    fn holding(&self) -> bool {
+        self.inner
+            .held
+            .borrow()
+            .as_ref()
+            .is_some_and(|q| !q.is_empty())
     }
 
     /// From now on, stores emulated now (µs) into `mirror` whenever timed events fire, for a
@@ -321,6 +369,12 @@ impl Clock {
         // Taken out first: dropping closures may drop the last holder of other state.
         let pending = std::mem::take(&mut *self.inner.heap.borrow_mut());
         drop(pending);
+        let held = self.inner.held.borrow_mut().as_mut().map(|q| {
+            let mut taken = Interleaver::new(0);
+            std::mem::swap(q, &mut taken);
+            taken
+        });
+        drop(held);
     }
 
     /// Whether work is counted and none is in flight for this clock.
@@ -390,7 +444,11 @@ impl Clock {
                 // The run is over; the runtime will drop this task (and the pending events).
                 std::future::pending::<()>().await;
             }
-            let head = self.inner.heap.borrow_mut().peek_due();
+            // Deliveries held back by the interleaver are due now (only a virtual clock holds
+            // any; the virtual branch looks at the heap again itself).
+            let now = self.inner.virtual_now.get().as_micros();
+            let head =
+                (self.inner.heap.borrow_mut().peek_due()).or_else(|| self.holding().then_some(now));
             match (head, self.inner.mode) {
                 (None, _) => {
                     self.inner.wake.notified().await;
@@ -429,6 +487,17 @@ impl Clock {
                     }
                     // Events scheduled meanwhile are in the heap, earlier ones included.
                     let head = self.inner.heap.borrow_mut().peek_due();
+                    let now = self.inner.virtual_now.get().as_micros();
+                    if self.holding() && head.is_none_or(|h| h > now) {
+                        // Everything due now has been handed to the interleaver: deliver the
+                        // next it chooses, alone, and let the actors settle from it.
+                        let next = self.inner.held.borrow_mut().as_mut().and_then(|q| q.pop());
+                        if let Some(deliver) = next {
+                            deliver();
+                            settled = false;
+                        }
+                        continue;
+                    }
                     if let Some(next) = head {
                         // Time never goes back: an event scheduled in the past fires now.
                         let now = EmuTime::from_micros(next).max(self.inner.virtual_now.get());

@@ -1,12 +1,15 @@
 //! Emulated time: [`EmuTime`] and [`EmuDuration`] in integer microseconds, their text forms
 //! ([`parse_duration`], [`format_secs`]), the one [`Clock`] every actor reads "now" from and
-//! sets timers with, and the per-component seeds of a run's random streams.
+//! sets timers with, the order of same-time deliveries when interleavings are explored
+//! ([`interleave`]), and the per-component seeds of a run's random streams.
 
 mod clock;
+pub mod interleave;
 mod radix;
 mod text;
 
 pub use clock::{Clock, ClockMode, Lateness, Stopwatch, TimerHandle, Work};
+pub use interleave::Lane;
 pub use text::{format_secs, parse_duration, write_secs};
 
 use std::fmt;

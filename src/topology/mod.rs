@@ -59,6 +59,9 @@ pub struct Emulation {
     /// The speed (MIPS per core) request durations are stated at; `None`: the core-weighted
     /// mean speed of every host in the topology, so that equal speeds change nothing.
     pub reference_mips: Option<u32>,
+    /// Which perturbed order same-time deliveries run in (interleaving exploration, virtual
+    /// mode only; see [`crate::time::interleave`]); 0: the FIFO order.
+    pub interleaving: u64,
 }
 
 named_enum! {
@@ -972,12 +975,14 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
                 horizon: EmuTime::ZERO + DEFAULT_HORIZON,
             },
             reference_mips: None,
+            interleaving: 0,
         });
     };
     let mode = t.named::<ModeName>("mode").map(|(m, _)| m);
     let speedup = t.number_in("speedup", MIN_SPEEDUP, MAX_SPEEDUP);
     let seed = read_seed(&t).unwrap_or(1);
     let reference_mips = t.positive("reference_mips", 1 << 30).map(|(v, _)| v as u32);
+    let interleaving = t.uint("interleaving", i64::MAX as u64);
     let mut ok = true;
     let end = match t.get("end") {
         None => Some(EndCondition::AllDone {
@@ -1026,6 +1031,16 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         }
         _ => ClockMode::Virtual,
     };
+    if let (ClockMode::Realtime { .. }, Some((k, loc))) = (mode, interleaving) {
+        if k > 0 {
+            t.diags.error(
+                loc,
+                "`interleaving` perturbs the order of same-time deliveries in virtual mode only",
+                Some("remove it, or set mode = \"virtual\"".into()),
+            );
+            ok = false;
+        }
+    }
     if !ok {
         return None;
     }
@@ -1034,6 +1049,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         seed,
         end: end?,
         reference_mips,
+        interleaving: interleaving.map_or(0, |(k, _)| k),
     })
 }
 

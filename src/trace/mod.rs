@@ -36,6 +36,7 @@ pub const KINDS: &[&str] = &[
     "VmReport",
     "Occupy",
     "Vacate",
+    "CapacityCheck",
     "Deploy",
     "Booted",
     "Completed",
