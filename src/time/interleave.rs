@@ -40,6 +40,11 @@ pub enum Lane {
 /// After a lane is served, one chance in this many that it drops below every other lane.
 pub const CHANGE_ONE_IN: u32 = 8;
 
+/// Lanes whose priorities are remembered before those with nothing queued are forgotten (a
+/// forgotten lane draws a new priority when it comes back): a run that starts millions of VM
+/// actors sees millions of lanes, most never again.
+const MAX_REMEMBERED: usize = 1 << 16;
+
 /// Initial priorities are drawn at or above this; demoted lanes get priorities below it,
 /// falling, so a demoted lane is below every lane not yet demoted.
 const DEMOTED_BELOW: u64 = 1 << 62;
@@ -74,6 +79,11 @@ impl<T> Interleaver<T> {
     /// Queues `item` at the back of `lane`.
     pub fn push(&mut self, lane: Lane, item: T) {
         if !self.priority.contains_key(&lane) {
+            if self.priority.len() >= MAX_REMEMBERED {
+                let queued = &self.queued;
+                self.priority
+                    .retain(|l, _| queued.iter().any(|(q, _)| q == l));
+            }
             let value = self.rng.random_range(DEMOTED_BELOW..=u64::MAX);
             self.priority.insert(lane, (value, self.seen));
             self.seen += 1;
@@ -256,6 +266,19 @@ mod tests {
             Some(5000),
             "a lane never demoted outranks a demoted one"
         );
+    }
+
+    #[test]
+    fn lanes_with_nothing_queued_are_forgotten_past_a_bound() {
+        let mut il = Interleaver::new(3);
+        il.push(chan(0, 0), 0u32);
+        for i in 1..(3 * MAX_REMEMBERED as u32) {
+            il.push(chan(i, i), i);
+            il.pop();
+        }
+        assert!(il.priority.len() <= MAX_REMEMBERED);
+        // Every lane with something queued keeps its priority.
+        assert!(il.queued.iter().all(|(l, _)| il.priority.contains_key(l)));
     }
 
     #[test]
