@@ -278,6 +278,32 @@ fn realtime_mode_finishes_a_known_length_run_in_sane_wall_time_and_reports_laten
 }
 
 #[test]
+fn a_realtime_run_gives_the_virtual_runs_results_whatever_its_lateness() {
+    // Logical time: the wall clock decides when events run, not what time they see, so a
+    // realtime run (even one too fast for its timers) decides exactly as the virtual run.
+    let v = run(quickstart(&[]), &RunOptions::default()).expect("runs");
+    for speedup in ["20000.0", "1e9"] {
+        let r = run(
+            quickstart(&[
+                "emulation.mode=\"realtime\"",
+                &format!("emulation.speedup={speedup}"),
+            ]),
+            &RunOptions::default(),
+        )
+        .expect("runs");
+        let (a, b) = (&v.summary, &r.summary);
+        assert_eq!(a.messages, b.messages, "x{speedup}");
+        assert_eq!(a.timed_events, b.timed_events, "x{speedup}");
+        assert_eq!(a.metrics, b.metrics, "x{speedup}");
+        assert_eq!(a.emulated_end_s, b.emulated_end_s, "x{speedup}");
+        let starts = |x: &igemu::RunResult| -> Vec<_> {
+            x.records.iter().map(|r| (r.start, r.end)).collect()
+        };
+        assert_eq!(starts(&v), starts(&r), "x{speedup}");
+    }
+}
+
+#[test]
 fn a_fixed_end_time_leaves_open_requests_unfinished() {
     let result = run(
         quickstart(&["emulation.end=\"1h\""]),

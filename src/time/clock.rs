@@ -23,10 +23,13 @@
 //!   nothing can still act at the current time: it steps at once. Otherwise (work not
 //!   counted, such as a call whose receiver's mailbox is full) it falls back on tokio's idle
 //!   detection, which is always exact.
-//! * **Realtime mode.** Emulated time is wall time since the start multiplied by `speedup`.
-//!   The sleep waits for the wall instant of the earliest event; when it fires late, the
-//!   lateness (in emulated time) goes into an HDR histogram so a user can see whether the
-//!   chosen speed-up was sustainable.
+//! * **Realtime mode.** The wall clock paces the run: an event due at emulated time `t` fires
+//!   when the wall time since the start reaches `t / speedup`, and not before. What the
+//!   actors see is still the event's own time (logical time, as ns-3's realtime scheduler
+//!   keeps it), one instant at a time, each settled before the next; so a run that cannot keep
+//!   up runs late in wall time but gives the virtual run's results. How late each event fired
+//!   (wall-clock emulated time minus its due time) goes into an HDR histogram so a user can
+//!   see whether the chosen speed-up was sustainable.
 //!
 //! Nothing else in igemu reads `Instant::now()` or sleeps; tokio's `timeout` is not used.
 
@@ -63,14 +66,26 @@ type Callback = Box<dyn FnOnce()>;
 /// as a call waiting for room in a full mailbox, must not make it spin).
 const COUNTED_ROUNDS: u32 = 16;
 
-/// How long before a realtime deadline the clock stops sleeping and starts yielding.
+/// How long before a realtime deadline the clock stops sleeping and starts yielding, when it
+/// must let other tasks run meanwhile.
 const REALTIME_SPIN: std::time::Duration = std::time::Duration::from_micros(1500);
+
+/// How long before a realtime deadline the clock stops sleeping the thread and spins, when
+/// every actor is idle: the OS wakes a sleeping thread up to a few hundred microseconds late.
+const REALTIME_BLOCKING_SPIN: std::time::Duration = std::time::Duration::from_micros(400);
+
+/// The longest the clock sleeps the thread at once (it looks again after).
+const REALTIME_BLOCKING_NAP: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A queued event: what to run, and the flag that calls it off (for cancellable events), read
 /// by the clock so that a cancelled event costs no call.
 struct Pending {
     fire: Callback,
     cancelled: Option<Rc<Cell<bool>>>,
+    /// Scheduled for a later instant than the one it was scheduled at: a timer, whose
+    /// lateness a realtime run measures (an event for the current instant is part of the
+    /// work of that instant, not a timer that can be on time).
+    timer: bool,
 }
 
 thread_local! {
@@ -148,8 +163,10 @@ impl Drop for DiscardOnDrop {
 
 struct ClockInner {
     mode: ClockMode,
-    origin: tokio::time::Instant,
-    virtual_now: Cell<EmuTime>,
+    /// When emulated time zero was on the wall (realtime): set when the driver starts, so
+    /// that building the actors is not counted as lateness.
+    origin: Cell<tokio::time::Instant>,
+    logical_now: Cell<EmuTime>,
     heap: RefCell<RadixHeap<Pending>>,
     /// This clock's epoch in [`FLIGHT`].
     epoch: u64,
@@ -212,8 +229,8 @@ impl Clock {
         Clock {
             inner: Rc::new(ClockInner {
                 mode,
-                origin: tokio::time::Instant::now(),
-                virtual_now: Cell::new(EmuTime::ZERO),
+                origin: Cell::new(tokio::time::Instant::now()),
+                logical_now: Cell::new(EmuTime::ZERO),
                 heap: RefCell::new(RadixHeap::default()),
                 epoch,
                 halted: Cell::new(false),
@@ -284,15 +301,18 @@ impl Clock {
         self.inner.mode
     }
 
-    /// The current emulated time.
+    /// The current emulated time: the time of the events being handled, in both modes (in
+    /// realtime mode the wall clock decides when they are handled, not what time they see).
+    #[inline]
     pub fn now(&self) -> EmuTime {
-        match self.inner.mode {
-            ClockMode::Virtual => self.inner.virtual_now.get(),
-            ClockMode::Realtime { speedup } => {
-                let wall = self.inner.origin.elapsed().as_secs_f64();
-                EmuTime::from_micros((wall * speedup * MICROS_PER_SEC as f64) as u64)
-            }
-        }
+        self.inner.logical_now.get()
+    }
+
+    /// Emulated time as the wall clock has it in realtime mode (wall time since the start
+    /// times the speed-up): where the run should be; `now` lags it by the lateness.
+    fn wall_now(&self, speedup: f64) -> EmuTime {
+        let wall = self.inner.origin.get().elapsed().as_secs_f64();
+        EmuTime::from_micros((wall * speedup * MICROS_PER_SEC as f64) as u64)
     }
 
     /// Runs `fire` at emulated time `due` (or as soon as possible if `due` has passed).
@@ -311,7 +331,16 @@ impl Clock {
             ClockMode::Virtual => heap.is_empty(),
             ClockMode::Realtime { .. } => heap.peek_due().is_none_or(|e| due.as_micros() < e),
         };
-        heap.push(due.as_micros(), seq, Pending { fire, cancelled });
+        let timer = due > self.inner.logical_now.get();
+        heap.push(
+            due.as_micros(),
+            seq,
+            Pending {
+                fire,
+                cancelled,
+                timer,
+            },
+        );
         drop(heap);
         if wake {
             self.inner.wake.notify_one();
@@ -403,13 +432,15 @@ impl Clock {
     fn wall_deadline(&self, due: EmuTime, speedup: f64) -> tokio::time::Instant {
         let wall_secs = due.as_micros() as f64 / MICROS_PER_SEC as f64 / speedup;
         let wall = std::time::Duration::from_secs_f64(wall_secs.min(1e9));
-        self.inner.origin + wall
+        self.inner.origin.get() + wall
     }
 
     /// Pops and fires every event due at or before `now`, in `(due, seq)` order.
     /// Callbacks may schedule further events; those due by `now` fire in this same pass.
     /// Returns whether any callback ran (cancelled events run none).
-    fn fire_due(&self, now: EmuTime) -> bool {
+    /// `wall`: in realtime mode, emulated time by the wall clock, to measure each event's
+    /// lateness against.
+    fn fire_due(&self, now: EmuTime, wall: Option<EmuTime>) -> bool {
         if let Some(m) = self.inner.now_mirror.get() {
             m.store(now.as_micros(), std::sync::atomic::Ordering::Relaxed);
         }
@@ -417,8 +448,8 @@ impl Clock {
         loop {
             let next = self.inner.heap.borrow_mut().pop_due_by(now.as_micros());
             let Some((due, event)) = next else { break };
-            if let ClockMode::Realtime { .. } = self.inner.mode {
-                let late = now.since(EmuTime::from_micros(due)).as_micros().max(1);
+            if let (Some(wall), true) = (wall, event.timer) {
+                let late = wall.since(EmuTime::from_micros(due)).as_micros().max(1);
                 // Saturating record: a value beyond the histogram's range is clamped, not lost.
                 self.inner.lateness_us.borrow_mut().saturating_record(late);
             }
@@ -434,6 +465,8 @@ impl Clock {
     /// Drives the timers forever; spawn exactly once per run on the run's arbiter.
     pub async fn drive(self) {
         let _discard = DiscardOnDrop(self.clone());
+        // Emulated time starts now, with every actor built and started.
+        self.inner.origin.set(tokio::time::Instant::now());
         // One sleep, re-armed each round: no timer allocation per event.
         let idle = tokio::time::sleep(std::time::Duration::ZERO);
         tokio::pin!(idle);
@@ -446,7 +479,7 @@ impl Clock {
             }
             // Deliveries held back by the interleaver are due now (only a virtual clock holds
             // any; the virtual branch looks at the heap again itself).
-            let now = self.inner.virtual_now.get().as_micros();
+            let now = self.inner.logical_now.get().as_micros();
             let head =
                 (self.inner.heap.borrow_mut().peek_due()).or_else(|| self.holding().then_some(now));
             match (head, self.inner.mode) {
@@ -487,7 +520,7 @@ impl Clock {
                     }
                     // Events scheduled meanwhile are in the heap, earlier ones included.
                     let head = self.inner.heap.borrow_mut().peek_due();
-                    let now = self.inner.virtual_now.get().as_micros();
+                    let now = self.inner.logical_now.get().as_micros();
                     if self.holding() && head.is_none_or(|h| h > now) {
                         // Everything due now has been handed to the interleaver: deliver the
                         // next it chooses, alone, and let the actors settle from it.
@@ -500,31 +533,70 @@ impl Clock {
                     }
                     if let Some(next) = head {
                         // Time never goes back: an event scheduled in the past fires now.
-                        let now = EmuTime::from_micros(next).max(self.inner.virtual_now.get());
-                        self.inner.virtual_now.set(now);
+                        let now = EmuTime::from_micros(next).max(self.inner.logical_now.get());
+                        self.inner.logical_now.set(now);
                         // Only cancelled events fired: nothing ran, so all is still idle.
-                        settled = !self.fire_due(now);
+                        settled = !self.fire_due(now, None);
                     }
                 }
                 (Some(due), ClockMode::Realtime { speedup }) => {
                     let due = EmuTime::from_micros(due);
-                    // Tokio's timer wheel rounds to whole milliseconds, which at a speed-up of
-                    // 10^4 is 10 emulated seconds. So sleep to just before the deadline and
-                    // yield (letting other tasks run) for the last stretch.
                     let deadline = self.wall_deadline(due, speedup);
-                    let coarse = deadline.checked_sub(REALTIME_SPIN).unwrap_or(deadline);
-                    idle.as_mut().reset(coarse);
-                    tokio::select! {
-                        biased;
-                        _ = self.inner.wake.notified() => continue,
-                        _ = idle.as_mut() => {}
+                    if self.quiet() {
+                        // Every actor is idle, so nothing on this thread can run or schedule
+                        // an earlier event before the deadline: sleep the thread itself (the
+                        // OS wakes it within microseconds, tokio's timer wheel only to the
+                        // millisecond, which at a speed-up of 3 600 is 3.6 emulated seconds)
+                        // and spin the last stretch.
+                        wait_blocking(deadline.into_std());
+                    } else if tokio::time::Instant::now() < deadline {
+                        // Tokio's timer wheel rounds to whole milliseconds, which at a
+                        // speed-up of 10^4 is 10 emulated seconds. So sleep to just before
+                        // the deadline and yield (letting other tasks run) for the last
+                        // stretch. An earlier event scheduled meanwhile wakes the loop.
+                        let coarse = deadline.checked_sub(REALTIME_SPIN).unwrap_or(deadline);
+                        idle.as_mut().reset(coarse);
+                        tokio::select! {
+                            biased;
+                            _ = self.inner.wake.notified() => continue,
+                            _ = idle.as_mut() => {}
+                        }
+                        while tokio::time::Instant::now() < deadline {
+                            tokio::task::yield_now().await;
+                        }
                     }
-                    while tokio::time::Instant::now() < deadline {
-                        tokio::task::yield_now().await;
+                    // Logical time, as ns-3's realtime scheduler keeps it: the events run at
+                    // their own time, only as late as the wall makes them; one instant at a
+                    // time, each settled before the next (as in virtual mode), so a late
+                    // timer delays what follows in wall time but changes no result.
+                    let now = due.max(self.inner.logical_now.get());
+                    self.inner.logical_now.set(now);
+                    let wall = self.wall_now(speedup);
+                    if self.fire_due(now, Some(wall)) && self.inner.counted.get() {
+                        let mut rounds = COUNTED_ROUNDS;
+                        while rounds > 0 {
+                            ToBack(false).await;
+                            rounds = if self.quiet() { 0 } else { rounds - 1 };
+                        }
                     }
-                    self.fire_due(self.now());
                 }
             }
+        }
+    }
+}
+
+/// Blocks the thread until `deadline`: sleeps in naps of at most [`REALTIME_BLOCKING_NAP`]
+/// until [`REALTIME_BLOCKING_SPIN`] before it, then spins.
+fn wait_blocking(deadline: std::time::Instant) {
+    loop {
+        let now = std::time::Instant::now();
+        let Some(left) = deadline.checked_duration_since(now) else {
+            return;
+        };
+        if left > REALTIME_BLOCKING_SPIN {
+            std::thread::sleep((left - REALTIME_BLOCKING_SPIN).min(REALTIME_BLOCKING_NAP));
+        } else {
+            std::hint::spin_loop();
         }
     }
 }
