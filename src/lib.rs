@@ -198,6 +198,9 @@ pub struct RunOptions {
     /// If given, the run stores its emulated time (µs) here as it goes, for a progress
     /// display on another thread.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Virtual mode: record each instant's handling time ([`RunResult::load`]), what
+    /// [`choose_speedup`] calibrates from.
+    pub record_load: bool,
 }
 
 /// What was run: enough to run it again.
@@ -271,6 +274,42 @@ pub fn lateness_verdict(lateness: &TimerLateness) -> String {
     }
 }
 
+/// The p99 timer lateness, emulated milliseconds, `--speedup auto` aims at: half of
+/// [`SUSTAINABLE_P99_LATENESS_MS`], a margin for what a virtual run cannot measure (other
+/// processes, the realtime clock's own waits).
+pub const AUTO_P99_LATENESS_MS: f64 = SUSTAINABLE_P99_LATENESS_MS / 2.0;
+
+/// What `--speedup auto` chose, and from what.
+#[derive(Clone, Debug)]
+pub struct SpeedupChoice {
+    /// The highest speed-up whose predicted p99 timer lateness is at most
+    /// [`AUTO_P99_LATENESS_MS`].
+    pub speedup: f64,
+    /// That prediction, emulated milliseconds.
+    pub predicted_p99_ms: f64,
+    /// Wall seconds of the virtual run it was measured on.
+    pub calibration_wall_s: f64,
+}
+
+/// Chooses a realtime speed-up for `topo` (given in virtual mode): runs it in virtual time
+/// recording how long each instant's handling takes on this machine, then finds the highest
+/// speed-up at which the realtime clock's model ([`time::pacing`]) predicts a p99 timer
+/// lateness of at most [`AUTO_P99_LATENESS_MS`].
+pub fn choose_speedup(topo: Topology) -> Result<SpeedupChoice, Error> {
+    let options = RunOptions {
+        record_load: true,
+        ..RunOptions::default()
+    };
+    let result = run(topo, &options)?;
+    let range = (topology::MIN_SPEEDUP, topology::MAX_SPEEDUP);
+    let speedup = time::pacing::highest_sustainable(&result.load, AUTO_P99_LATENESS_MS, range);
+    Ok(SpeedupChoice {
+        speedup,
+        predicted_p99_ms: time::pacing::predicted_p99_ms(&result.load, speedup),
+        calibration_wall_s: result.summary.wall_s,
+    })
+}
+
 /// The machine-readable summary of a run (`summary.json`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -325,6 +364,8 @@ pub struct Summary {
 
 /// Everything a run produced.
 pub struct RunResult {
+    /// Each instant's handling time, with [`RunOptions::record_load`] (else empty).
+    pub load: Vec<time::InstantLoad>,
     /// The topology that ran.
     pub topology: Rc<Topology>,
     /// One record per request, indexed like the topology's requests.
@@ -789,6 +830,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             let name = format!("interleaving-{}", topo.emulation.interleaving);
             clock.interleave(time::stream_seed(topo.emulation.seed, &name));
         }
+        if options.record_load {
+            clock.record_load();
+        }
         if let Some(p) = &options.progress {
             clock.mirror_now(std::sync::Arc::clone(p));
         }
@@ -808,12 +852,14 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     // Timers still pending hold the actors' state, which holds the clock: drop them so the
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
+    let load = emu.clock.take_load();
     emu.tracer.finish().map_err(Error::Trace)?;
     let (mut summary, records, decisions, intervals) = summarize(&topo, &emu, end, wall_s);
     summary.provenance = options.provenance.clone();
     drop(emu);
     drop(system);
     Ok(RunResult {
+        load,
         topology: topo,
         records,
         decisions,

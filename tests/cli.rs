@@ -353,6 +353,52 @@ fn speedup_in_virtual_mode_is_an_error() {
 }
 
 #[test]
+fn speedup_auto_measures_a_virtual_run_and_runs_at_what_it_chose() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "auto",
+        "--out",
+        &tmp_str(&tmp, "o"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let chosen: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("speed-up auto: x"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no choice printed: {stdout}"));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("o/summary.json")).expect("written"),
+    )
+    .expect("JSON");
+    let ran = summary["speedup"].as_f64().expect("a realtime speed-up");
+    assert!((ran - chosen).abs() <= 0.5, "printed x{chosen}, ran x{ran}");
+    // The provenance names the speed-up that ran, not a placeholder.
+    let overrides = summary["provenance"]["overrides"].to_string();
+    assert!(
+        // (serde_json's float parsing may differ in the last digit: compare the whole part.)
+        overrides.contains(&format!("emulation.speedup={}.", ran.trunc() as u64))
+            && !overrides.contains("speedup=1.0\""),
+        "{overrides}"
+    );
+    // Auto is a realtime speed-up too, and other words are no speed-up.
+    let virt = igemu(&["run", "--speedup", "auto", "--out", &tmp_str(&tmp, "v")]);
+    assert_eq!(virt.status.code(), Some(2), "{}", stderr(&virt));
+    let word = igemu(&["run", "--mode", "realtime", "--speedup", "fast"]);
+    assert_eq!(word.status.code(), Some(2));
+    assert!(
+        stderr(&word).contains("neither a number nor `auto`"),
+        "{}",
+        stderr(&word)
+    );
+}
+
+#[test]
 fn a_realtime_run_too_fast_for_its_timers_says_so() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let out = igemu(&[

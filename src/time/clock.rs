@@ -184,6 +184,21 @@ struct ClockInner {
     /// Deliveries held back to be handed out in a perturbed order (virtual mode with
     /// interleaving on; see [`Clock::interleave`]).
     held: RefCell<Option<Interleaver<Callback>>>,
+    /// Each instant's handling time, when asked for (see [`Clock::record_load`]).
+    load: RefCell<Option<Vec<InstantLoad>>>,
+}
+
+/// One instant of a virtual run as realtime pacing would meet it: when it is due, how long its
+/// handling took on this machine (firing its events and the actors settling), and how many
+/// timers came due in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InstantLoad {
+    /// Emulated time of the instant, µs.
+    pub due_us: u64,
+    /// Wall time its handling took, ns.
+    pub busy_ns: u64,
+    /// Timers that came due in it.
+    pub timers: u32,
 }
 
 /// The one source of "now" and of timers, shared by every actor of a run (cheap to clone).
@@ -242,6 +257,7 @@ impl Clock {
                 lateness_us: RefCell::new(hist),
                 now_mirror: std::cell::OnceCell::new(),
                 held: RefCell::new(None),
+                load: RefCell::new(None),
             }),
         }
     }
@@ -254,6 +270,19 @@ impl Clock {
         if self.inner.mode == ClockMode::Virtual {
             *self.inner.held.borrow_mut() = Some(Interleaver::new(seed));
         }
+    }
+
+    /// From now on (virtual mode), records each instant's handling time, for
+    /// [`Clock::take_load`] (what `--speedup auto` calibrates from).
+    pub fn record_load(&self) {
+        if self.inner.mode == ClockMode::Virtual {
+            *self.inner.load.borrow_mut() = Some(Vec::new());
+        }
+    }
+
+    /// The instants recorded since [`Clock::record_load`] (empty if it was not called).
+    pub fn take_load(&self) -> Vec<InstantLoad> {
+        self.inner.load.borrow_mut().take().unwrap_or_default()
     }
 
     /// Whether deliveries are held back and perturbed (see [`Clock::interleave`]).
@@ -441,13 +470,19 @@ impl Clock {
     /// `wall`: in realtime mode, emulated time by the wall clock, to measure each event's
     /// lateness against.
     fn fire_due(&self, now: EmuTime, wall: Option<EmuTime>) -> bool {
+        self.fire_counting(now, wall).0
+    }
+
+    /// [`Clock::fire_due`], also saying how many timers (see `Pending::timer`) came due.
+    fn fire_counting(&self, now: EmuTime, wall: Option<EmuTime>) -> (bool, u32) {
         if let Some(m) = self.inner.now_mirror.get() {
             m.store(now.as_micros(), std::sync::atomic::Ordering::Relaxed);
         }
-        let mut ran = false;
+        let (mut ran, mut timers) = (false, 0u32);
         loop {
             let next = self.inner.heap.borrow_mut().pop_due_by(now.as_micros());
             let Some((due, event)) = next else { break };
+            timers = timers.saturating_add(u32::from(event.timer));
             if let (Some(wall), true) = (wall, event.timer) {
                 let late = wall.since(EmuTime::from_micros(due)).as_micros().max(1);
                 // Saturating record: a value beyond the histogram's range is clamped, not lost.
@@ -459,7 +494,7 @@ impl Clock {
                 (event.fire)();
             }
         }
-        ran
+        (ran, timers)
     }
 
     /// Drives the timers forever; spawn exactly once per run on the run's arbiter.
@@ -470,6 +505,8 @@ impl Clock {
         // One sleep, re-armed each round: no timer allocation per event.
         let idle = tokio::time::sleep(std::time::Duration::ZERO);
         tokio::pin!(idle);
+        // The instant being handled, when its load is recorded: (due µs, start, timers).
+        let mut open: Option<(u64, std::time::Instant, u32)> = None;
         // Whether every actor is known to be idle (nothing ran since they last were).
         let mut settled = false;
         loop {
@@ -518,6 +555,16 @@ impl Clock {
                             continue;
                         }
                     }
+                    if let Some((due_us, start, timers)) = open.take() {
+                        let busy_ns = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                        if let Some(load) = self.inner.load.borrow_mut().as_mut() {
+                            load.push(InstantLoad {
+                                due_us,
+                                busy_ns,
+                                timers,
+                            });
+                        }
+                    }
                     // Events scheduled meanwhile are in the heap, earlier ones included.
                     let head = self.inner.heap.borrow_mut().peek_due();
                     let now = self.inner.logical_now.get().as_micros();
@@ -535,8 +582,14 @@ impl Clock {
                         // Time never goes back: an event scheduled in the past fires now.
                         let now = EmuTime::from_micros(next).max(self.inner.logical_now.get());
                         self.inner.logical_now.set(now);
+                        let recording = self.inner.load.borrow().is_some();
+                        let start = recording.then(std::time::Instant::now);
+                        let (ran, timers) = self.fire_counting(now, None);
+                        if let Some(start) = start {
+                            open = Some((now.as_micros(), start, timers));
+                        }
                         // Only cancelled events fired: nothing ran, so all is still idle.
-                        settled = !self.fire_due(now, None);
+                        settled = !ran;
                     }
                 }
                 (Some(due), ClockMode::Realtime { speedup }) => {

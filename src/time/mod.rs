@@ -5,10 +5,11 @@
 
 mod clock;
 pub mod interleave;
+pub mod pacing;
 mod radix;
 mod text;
 
-pub use clock::{Clock, ClockMode, Lateness, Stopwatch, TimerHandle, Work};
+pub use clock::{Clock, ClockMode, InstantLoad, Lateness, Stopwatch, TimerHandle, Work};
 pub use interleave::Lane;
 pub use text::{format_secs, parse_duration, write_secs};
 

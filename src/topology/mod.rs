@@ -909,8 +909,9 @@ const DEFAULT_PROFILE: &str = "nfs-100mbps";
 /// The slowest and fastest realtime speedups (emulated seconds per wall second): slower than
 /// a thousandth, a timer's wall time would pass 10^15 s; faster than 10^9, every timer fires
 /// at once.
-const MIN_SPEEDUP: f64 = 1e-3;
-const MAX_SPEEDUP: f64 = 1e9;
+pub const MIN_SPEEDUP: f64 = 1e-3;
+/// See [`MIN_SPEEDUP`].
+pub const MAX_SPEEDUP: f64 = 1e9;
 /// The largest deadline ratio (PACP's mean ratios, a workload's deadline ratios).
 pub(crate) const MAX_RATIO: f64 = 1e6;
 /// The largest price per resource unit (`unit_cost`, `price_max`): prices stay far from
