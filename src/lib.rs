@@ -115,6 +115,7 @@ use metrics::{DecisionRecord, PaperMetrics, RequestCounts, RequestRecord};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
 
+pub use actors::graph::Broken;
 pub use error::Error;
 
 /// Cases a property test runs: `PROPTEST_CASES` when set, else `default` (what CI runs).
@@ -187,10 +188,10 @@ pub struct RunOptions {
     pub stage_trace: bool,
     /// Which messages the trace holds (all by default); see [`trace::TraceFilter`].
     pub trace_filter: trace::TraceFilter,
-    /// Test-only: a deliberately broken peering protocol (a requester serves a request itself
-    /// when a redirection's acknowledgement is late), to prove the invariant checker bites.
+    /// Test-only: a deliberately broken variant of the protocols, to prove the invariant
+    /// checker (and the exploration of interleavings) bites.
     #[doc(hidden)]
-    pub broken_protocol: bool,
+    pub broken: Broken,
     /// Record every VM instance's state spans (`intervals.csv`; memory grows with them).
     pub intervals: bool,
     /// What was run, to record in the summary (the caller knows the file and the overrides).
@@ -322,6 +323,9 @@ pub struct Summary {
     pub speedup: Option<f64>,
     /// The run's seed.
     pub seed: u64,
+    /// The explored order of same-time deliveries (`emulation.interleaving`), when not FIFO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interleaving: Option<u64>,
     /// What was run (version, topology file and hash, overrides), when the caller said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
@@ -690,10 +694,10 @@ impl RunResult {
 }
 
 /// Builds the actor graph for `topo` and runs it to its end; returns the end time.
-async fn emulate(emu: Rc<Emu>, topo: &Topology, broken_protocol: bool) -> EmuTime {
+async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> EmuTime {
     actix::spawn(emu.clock.clone().drive());
     let (done_tx, done_rx) = oneshot::channel();
-    let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken_protocol);
+    let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken);
     // Invariant: the director holds the sender until it fires; if it were dropped the run
     // is over anyway, so "now" is the end.
     done_rx.await.unwrap_or_else(|_| emu.now())
@@ -735,6 +739,7 @@ fn summarize(
             ClockMode::Realtime { speedup } => Some(speedup),
         },
         seed: topo.emulation.seed,
+        interleaving: Some(topo.emulation.interleaving).filter(|&k| k > 0),
         provenance: None,
         policies: policies(topo),
         emulated_end_s: end.as_secs_f64(),
@@ -845,7 +850,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         if options.intervals {
             emu.metrics.borrow_mut().record_spans();
         }
-        let end = emulate(Rc::clone(&emu), &topo, options.broken_protocol).await;
+        let end = emulate(Rc::clone(&emu), &topo, options.broken).await;
         (end, emu)
     });
     let wall_s = wall.elapsed_secs();

@@ -47,6 +47,25 @@ enum Mode {
     Realtime,
 }
 
+/// The deliberately broken variants `--broken-protocol[=FLAW]` runs (tests only).
+#[derive(Copy, Clone, ValueEnum)]
+enum FlawArg {
+    /// A requester serves a request itself when a redirection's acknowledgement is late.
+    LateAck,
+    /// A host judges capacity at each arrival, assuming one leaving at the same instant has
+    /// left first.
+    EagerCapacity,
+}
+
+/// The variant `--broken-protocol[=FLAW]` asks for (none without the flag).
+fn broken(flaw: Option<FlawArg>) -> igemu::Broken {
+    match flaw {
+        None => igemu::Broken::None,
+        Some(FlawArg::LateAck) => igemu::Broken::LateAck,
+        Some(FlawArg::EagerCapacity) => igemu::Broken::EagerCapacity,
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run an emulation (the embedded quickstart topology when no file is given).
@@ -108,10 +127,11 @@ enum Command {
         /// Show no progress (shown on stderr when the runs take over two seconds).
         #[arg(long)]
         quiet: bool,
-        /// Run the deliberately broken peering variant (a requester may serve a request it
-        /// has redirected), to check that the invariant checker catches it.
-        #[arg(long, hide = true)]
-        broken_protocol: bool,
+        /// Run a deliberately broken variant (late-ack, the default: a requester may serve a
+        /// request it has redirected; eager-capacity: hosts judge capacity at each
+        /// arrival), to check that the invariant checker catches it.
+        #[arg(long, hide = true, value_name = "FLAW", num_args = 0..=1, require_equals = true, default_missing_value = "late-ack")]
+        broken_protocol: Option<FlawArg>,
     },
     /// Filter a trace.jsonl to one request or negotiation, or list its negotiations as CSV;
     /// render it as text, a Mermaid sequence diagram or a Gantt chart for Perfetto (Chrome
@@ -705,10 +725,10 @@ struct RunArgs {
     /// Override any topology key: --set lrms.preemption=nop (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
-    /// Run the deliberately broken peering variant (what `stress --broken-protocol` ran; its
-    /// reproduce lines pass this).
-    #[arg(long, hide = true)]
-    broken_protocol: bool,
+    /// Run a deliberately broken variant (what `stress --broken-protocol` ran; its reproduce
+    /// lines pass this).
+    #[arg(long, hide = true, value_name = "FLAW", num_args = 0..=1, require_equals = true, default_missing_value = "late-ack")]
+    broken_protocol: Option<FlawArg>,
 }
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
@@ -813,7 +833,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         intervals: true,
         provenance: Some(provenance),
         progress: Some(watch.now()),
-        broken_protocol: args.broken_protocol,
+        broken: broken(args.broken_protocol),
         record_load: false,
     };
     let result = run(topo, &options);
@@ -879,7 +899,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             (seeds, &faults, interleavings, jobs, &sets),
             out.as_deref(),
             quiet,
-            broken_protocol,
+            broken(broken_protocol),
         ),
         Command::Sweep {
             command: Some(SweepCommand::Merge { out, files }),
@@ -1007,7 +1027,7 @@ fn stress(
     (seeds, faults, interleavings, jobs, sets): (u64, &[String], u64, Option<usize>, &[String]),
     out: Option<&Path>,
     quiet: bool,
-    broken_protocol: bool,
+    broken: igemu::Broken,
 ) -> Result<(), Error> {
     let topo = topology::load_file(
         path,
@@ -1019,6 +1039,8 @@ fn stress(
     let mut chosen = Vec::new();
     for f in faults {
         match presets.iter().find(|p| p.name == *f) {
+            // A setting named twice would run the same runs twice.
+            Some(p) if chosen.contains(p) => {}
             Some(p) => chosen.push(p.clone()),
             None => {
                 let names: Vec<&str> = presets.iter().map(|p| p.name.as_str()).collect();
@@ -1066,14 +1088,7 @@ fn stress(
         create_dir(dir)?; // before the runs, so that a bad directory wastes none
     }
     let style = Style::detect(quiet);
-    let runs = igemu::stress::stress(
-        path,
-        sets,
-        &plan,
-        jobs_or_cores(jobs),
-        broken_protocol,
-        style,
-    );
+    let runs = igemu::stress::stress(path, sets, &plan, jobs_or_cores(jobs), broken, style);
     print!("{}", igemu::stress::report(path, &runs));
     if let Some(dir) = out {
         let csv = igemu::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::progress::{Progress, Style};
 use crate::topology::{self, Overrides, Topology};
-use crate::{run, RunOptions};
+use crate::{run, Broken, RunOptions};
 
 /// A named set of fault overrides.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,8 +76,8 @@ pub struct StressRun {
     pub ended: (u64, u64),
     /// Messages the fault injector dropped, duplicated, reordered, cut.
     pub faults: crate::fault::FaultCounts,
-    /// The run used the deliberately broken protocol (its reproduce line must too).
-    pub broken_protocol: bool,
+    /// The deliberately broken variant the run used (its reproduce line must too).
+    pub broken: Broken,
     /// The order same-time deliveries ran in: 0 FIFO, k > 0 the k-th perturbed schedule
     /// (`emulation.interleaving`; its override is among `sets`).
     pub schedule: u64,
@@ -108,8 +108,10 @@ impl StressRun {
         for s in &self.sets {
             c += &format!(" --set '{s}'");
         }
-        if self.broken_protocol {
-            c += " --broken-protocol";
+        match self.broken {
+            Broken::None => {}
+            Broken::LateAck => c += " --broken-protocol",
+            other => c += &format!(" --broken-protocol={}", other.name()),
         }
         c
     }
@@ -117,13 +119,13 @@ impl StressRun {
 
 /// Runs `topology` for every fault setting, seed and schedule of `plan` on `jobs` threads
 /// (with `user_sets` applied to all), showing progress on stderr in `style` (runs done,
-/// elapsed time, time left). `broken` is the test-only broken protocol.
+/// elapsed time, time left). `broken` is the test-only broken variant.
 pub fn stress(
     topology: &Path,
     user_sets: &[String],
     plan: &StressPlan<'_>,
     jobs: usize,
-    broken: bool,
+    broken: Broken,
     style: Style,
 ) -> Vec<StressRun> {
     let settings = plan.settings;
@@ -135,9 +137,9 @@ pub fn stress(
                 sets.extend(s.sets.iter().cloned());
                 sets.push(crate::topology::seed_override(seed));
                 sets.push("emulation.mode=\"virtual\"".to_string());
-                if schedule > 0 {
-                    sets.push(format!("emulation.interleaving={schedule}"));
-                }
+                // Always set, so that schedule 0 is FIFO whatever the topology or the
+                // user's overrides say.
+                sets.push(format!("emulation.interleaving={schedule}"));
                 todo.push((s.name.clone(), seed, schedule, sets));
             }
         }
@@ -160,7 +162,7 @@ pub fn stress(
                         run(
                             t,
                             &RunOptions {
-                                broken_protocol: broken,
+                                broken,
                                 ..RunOptions::default()
                             },
                         )
@@ -191,7 +193,7 @@ pub fn stress(
                         outcome,
                         ended,
                         faults,
-                        broken_protocol: broken,
+                        broken,
                         schedule,
                     });
                 }

@@ -137,6 +137,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         mode: "virtual",
         speedup: None,
         seed: 0,
+        interleaving: None,
         emulated_end_s: 0.0,
         wall_s: 0.0,
         messages: 0,

@@ -8,7 +8,7 @@ use common::{igemu, load, path};
 use igemu::progress::Style;
 use igemu::stress::{presets, stress, StressPlan};
 use igemu::topology::Topology;
-use igemu::{run, RunOptions};
+use igemu::{run, Broken, RunOptions};
 
 const SMALL: &str = "topologies/peering-small.toml";
 
@@ -150,7 +150,7 @@ fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
         seeds: &seeds,
         schedules: &[0],
     };
-    let sound = stress(&path(SMALL), &[], &plan, 2, false, Style::Quiet);
+    let sound = stress(&path(SMALL), &[], &plan, 2, Broken::None, Style::Quiet);
     for r in &sound {
         assert_eq!(
             r.outcome.as_ref().map(|o| o.0),
@@ -162,7 +162,7 @@ fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
     }
     // The broken variant serves a request at home when an acknowledgement is late, though
     // the provider may be running it: some Grid serves a request twice.
-    let broken = stress(&path(SMALL), &[], &plan, 2, true, Style::Quiet);
+    let broken = stress(&path(SMALL), &[], &plan, 2, Broken::LateAck, Style::Quiet);
     let caught: u64 = broken
         .iter()
         .filter_map(|r| r.outcome.as_ref().ok().map(|o| o.0))
@@ -629,7 +629,7 @@ fn the_sound_protocol_keeps_every_invariant_under_explored_interleavings() {
         seeds: &[1, 2, 3],
         schedules: &[1, 2, 3],
     };
-    let runs = stress(&path(SMALL), &[], &plan, 2, false, Style::Quiet);
+    let runs = stress(&path(SMALL), &[], &plan, 2, Broken::None, Style::Quiet);
     assert_eq!(runs.len(), 18);
     for r in &runs {
         assert_eq!(
@@ -642,6 +642,49 @@ fn the_sound_protocol_keeps_every_invariant_under_explored_interleavings() {
             .command(&path(SMALL))
             .contains(&format!("--set 'emulation.interleaving={}'", r.schedule)));
     }
+}
+
+#[test]
+fn an_order_dependent_flaw_is_caught_by_explored_interleavings_and_never_by_faults_alone() {
+    // Hosts that judge capacity at each arrival take for granted that a VM leaving at the
+    // instant another arrives leaves first: true in FIFO order, whatever the faults.
+    let topo = small(&[]);
+    let settings = presets(&topo);
+    let seeds = [1, 2, 3, 4];
+    let caught = |schedules: &[u64]| {
+        let plan = StressPlan {
+            settings: &settings,
+            seeds: &seeds,
+            schedules,
+        };
+        let runs = stress(
+            &path(SMALL),
+            &[],
+            &plan,
+            2,
+            Broken::EagerCapacity,
+            Style::Quiet,
+        );
+        let with: Vec<&igemu::stress::StressRun> = runs
+            .iter()
+            .filter(|r| r.outcome.as_ref().is_ok_and(|o| o.0 > 0))
+            .collect();
+        for r in &with {
+            let example = &r.outcome.as_ref().map(|o| o.1.clone()).unwrap_or_default()[0];
+            assert!(example.contains("over capacity"), "{example}");
+            assert!(r
+                .command(&path(SMALL))
+                .ends_with(" --broken-protocol=eager-capacity"));
+        }
+        (with.len(), runs.len())
+    };
+    let (fifo, runs) = caught(&[0]);
+    assert_eq!((fifo, runs), (0, 24), "faults alone caught the order flaw");
+    let (explored, runs) = caught(&[1]);
+    assert!(
+        explored * 2 > runs,
+        "one explored schedule per run caught it in only {explored} of {runs} runs"
+    );
 }
 
 #[test]

@@ -38,14 +38,43 @@ pub struct Graph {
     pub hosts: Vec<(ClusterId, Vec<Peer<Host>>)>,
 }
 
+/// Test-only: a deliberately broken variant of the protocols, for checking that the invariant
+/// checker (and the ways of exploring runs) catch it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Broken {
+    /// The protocols as they are.
+    #[default]
+    None,
+    /// A requester serves a request itself when a redirection's acknowledgement is late,
+    /// though the provider may be running it: caught when messages are late (faults), in
+    /// whatever order same-time deliveries run.
+    LateAck,
+    /// A host judges its capacity at each arrival, not when the instant is over: it takes
+    /// for granted that a VM leaving at the instant another arrives has left first, which
+    /// only the FIFO order of same-time deliveries guarantees. Caught when they run in
+    /// another order (real concurrency, explored interleavings), never by faults alone.
+    EagerCapacity,
+}
+
+impl Broken {
+    /// The name `--broken-protocol=NAME` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Broken::None => "none",
+            Broken::LateAck => "late-ack",
+            Broken::EagerCapacity => "eager-capacity",
+        }
+    }
+}
+
 impl Graph {
     /// Starts the actors of `topo` on the current actix system; `done` learns when the run
-    /// ends. With `broken_protocol` the IGGs run the deliberately broken peering variant.
+    /// ends. `broken` chooses a deliberately broken variant (tests only).
     pub fn build(
         emu: &Rc<Emu>,
         topo: &Topology,
         done: oneshot::Sender<EmuTime>,
-        broken_protocol: bool,
+        broken: Broken,
     ) -> Graph {
         let dir_id = emu.tracer.register("director".into());
         let director = Peer {
@@ -66,7 +95,7 @@ impl Graph {
             hosts: Vec::new(),
         };
         for gi in 0..topo.grids.len() {
-            graph.start_grid(emu, topo, GridId(gi as u16), broken_protocol);
+            graph.start_grid(emu, topo, GridId(gi as u16), broken);
         }
         // Every IGG learns the others before any request arrives (setup, not traced).
         let providers: BTreeMap<GridId, CostModel> = (0..topo.grids.len())
@@ -81,7 +110,7 @@ impl Graph {
         graph
     }
 
-    fn start_grid(&mut self, emu: &Rc<Emu>, topo: &Topology, gid: GridId, broken: bool) {
+    fn start_grid(&mut self, emu: &Rc<Emu>, topo: &Topology, gid: GridId, broken: Broken) {
         let grid = &topo.grids[usize::from(gid.0)];
         let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
         let external = requests_where(topo, |w| w.origin == Origin::External && w.grid == gid);
@@ -103,7 +132,7 @@ impl Graph {
             let clusters: Vec<(ClusterId, Peer<Lrms>)> = grid
                 .clusters
                 .iter()
-                .map(|&cid| (cid, self.start_cluster(emu, topo, cid, &igg)))
+                .map(|&cid| (cid, self.start_cluster(emu, topo, (cid, &igg), broken)))
                 .collect();
             let seed = stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
             let sizes: Vec<(ClusterId, u64)> = grid
@@ -116,7 +145,7 @@ impl Graph {
                 &sizes,
                 topo.cost_model(gid),
                 Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
-                gateway_settings(topo, gid, broken),
+                gateway_settings(topo, gid, broken == Broken::LateAck),
             );
             let spec = IggSpec {
                 me: igg,
@@ -133,8 +162,8 @@ impl Graph {
         &mut self,
         emu: &Rc<Emu>,
         topo: &Topology,
-        cid: ClusterId,
-        igg: &Peer<Igg>,
+        (cid, igg): (ClusterId, &Peer<Igg>),
+        broken: Broken,
     ) -> Peer<Lrms> {
         let cluster = topo.cluster(cid);
         let qname = cluster.qualified_name(topo);
@@ -159,7 +188,8 @@ impl Graph {
                         id,
                         spec.clone(),
                         cluster.lrms.enforce_memory,
-                    );
+                    )
+                    .judging_eagerly(broken == Broken::EagerCapacity);
                     Peer {
                         id,
                         addr: host.start(),

@@ -7,7 +7,8 @@
 //! happens to put the leaving first; real concurrency and explored interleavings need not).
 //! So capacity is judged when an instant is over — at the host's first message of a later
 //! instant, or by a [`CapacityCheck`] it sends itself one microsecond on when an arrival put
-//! it over.
+//! it over. A run that ends in that instant reports it when the results are collected (the
+//! host keeps the run's metrics told of what it holds while it is over).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -38,6 +39,9 @@ pub struct Host {
     instant: EmuTime,
     /// Whether an arrival at `instant` put the host over capacity (judged when it is over).
     over_at_instant: bool,
+    /// Whether capacity is judged at each arrival (only in the deliberately broken variant
+    /// [`super::graph::Broken::EagerCapacity`]).
+    eager: bool,
 }
 
 impl Host {
@@ -53,7 +57,15 @@ impl Host {
             vms: BTreeMap::new(),
             instant: EmuTime::ZERO,
             over_at_instant: false,
+            eager: false,
         }
+    }
+
+    /// This host judging capacity at each arrival (`true`: the broken variant) or when the
+    /// instant is over (`false`, the sound protocol).
+    pub fn judging_eagerly(mut self, eager: bool) -> Host {
+        self.eager = eager;
+        self
     }
 
     fn over(&self) -> bool {
@@ -67,16 +79,36 @@ impl Host {
         if now <= self.instant {
             return;
         }
-        if std::mem::take(&mut self.over_at_instant) && self.over() {
-            let what = Violation::HostOverCapacity {
-                host: self.emu.tracer.name(self.id).to_string(),
-                at: self.instant,
-                cores: (self.used_cores, self.spec.cores),
-                memory_mb: (self.used_mem_mb, self.spec.memory_mb),
-            };
-            self.emu.metrics.borrow_mut().violation(what);
+        if std::mem::take(&mut self.over_at_instant) {
+            let mut metrics = self.emu.metrics.borrow_mut();
+            metrics.over_capacity_now(self.id.0, None);
+            if self.over() {
+                metrics.violation(self.over_capacity());
+            }
         }
         self.instant = now;
+    }
+
+    /// The violation this host's holdings make now.
+    fn over_capacity(&self) -> Violation {
+        Violation::HostOverCapacity {
+            host: self.emu.tracer.name(self.id).to_string(),
+            at: self.instant,
+            cores: (self.used_cores, self.spec.cores),
+            memory_mb: (self.used_mem_mb, self.spec.memory_mb),
+        }
+    }
+
+    /// Tells the metrics what this host holds while an arrival has put it over in the
+    /// instant under way (in case the run ends in it).
+    fn note_holdings(&self) {
+        if self.over_at_instant {
+            let what = self.over().then(|| self.over_capacity());
+            self.emu
+                .metrics
+                .borrow_mut()
+                .over_capacity_now(self.id.0, what);
+        }
     }
 
     fn key(vm: VmRef) -> (RequestId, u32) {
@@ -99,7 +131,10 @@ impl Handler<Occupy> for Host {
         self.close_instant(now);
         self.used_cores += u64::from(msg.cores);
         self.used_mem_mb += u64::from(msg.mem_mb);
-        if self.over() && !self.over_at_instant {
+        if self.eager && self.over() {
+            let what = self.over_capacity();
+            self.emu.metrics.borrow_mut().violation(what);
+        } else if self.over() && !self.over_at_instant {
             self.over_at_instant = true;
             let me = Peer {
                 id: self.id,
@@ -110,6 +145,7 @@ impl Handler<Occupy> for Host {
         }
         let held = self.vms.entry(Self::key(msg.vm)).or_insert((0, 0, 0));
         *held = (msg.cores, msg.mem_mb, held.2 + 1);
+        self.note_holdings();
     }
 }
 
@@ -128,6 +164,7 @@ impl Handler<Vacate> for Host {
         } else {
             self.vms.remove(&key);
         }
+        self.note_holdings();
     }
 }
 

@@ -228,6 +228,9 @@ pub struct Metrics {
     open_offers: BTreeMap<u64, GridId>,
     terminal: usize,
     violations: Vec<Violation>,
+    /// Hosts over capacity in the instant under way, by trace handle: a violation if the
+    /// instant ends so (the host reports it), or if the run ends in it ([`Metrics::finish`]).
+    over_now: BTreeMap<u32, Violation>,
     decisions: Vec<DecisionRecord>,
 }
 
@@ -438,6 +441,15 @@ impl Metrics {
         self.violations.push(what);
     }
 
+    /// Host `host` is over capacity as the instant stands (`Some`), or no longer (`None`):
+    /// what [`Metrics::finish`] reports if the run ends before the instant does.
+    pub fn over_capacity_now(&mut self, host: u32, what: Option<Violation>) {
+        match what {
+            Some(v) => self.over_now.insert(host, v),
+            None => self.over_now.remove(&host),
+        };
+    }
+
     /// Records VM state spans from now on (for `intervals.csv`).
     pub fn record_spans(&mut self) {
         self.spans.get_or_insert_with(Vec::new);
@@ -469,6 +481,9 @@ impl Metrics {
     /// conserved), then returns the records (open requests marked unfinished), cluster and
     /// Grid counters, and violations.
     pub fn finish(mut self) -> Finished {
+        // The run ended in the instant these hosts were over capacity in: it is over.
+        self.violations
+            .extend(std::mem::take(&mut self.over_now).into_values());
         let all_ended = self.terminal == self.records.len();
         if all_ended {
             for (n, g) in &self.open_offers {
@@ -512,4 +527,29 @@ pub struct Finished {
     pub decisions: Vec<DecisionRecord>,
     /// Every VM instance's state spans, in the order they ended (empty unless recorded).
     pub spans: Vec<VmSpan>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn over(host: &str, cores: u64) -> Violation {
+        Violation::HostOverCapacity {
+            host: host.to_string(),
+            at: EmuTime::from_secs(9),
+            cores: (cores, 4),
+            memory_mb: (0, 1024),
+        }
+    }
+
+    #[test]
+    fn a_host_over_capacity_when_the_run_ends_is_a_violation_and_one_back_under_is_not() {
+        let mut m = Metrics::new(0);
+        m.over_capacity_now(1, Some(over("h1", 5)));
+        m.over_capacity_now(1, Some(over("h1", 6)));
+        m.over_capacity_now(2, Some(over("h2", 5)));
+        m.over_capacity_now(2, None);
+        let done = m.finish();
+        assert_eq!(done.violations, vec![over("h1", 6)]);
+    }
 }
