@@ -316,7 +316,7 @@ fn vm_memory(n: u32) -> f64 {
         // The quickstart's actors, built as a run builds them (its clock is not driven, so
         // nothing moves); the VMs are added on its first cluster's first host.
         let (done, _) = tokio::sync::oneshot::channel();
-        let graph = Graph::build(&emu, &quickstart(), done, false);
+        let graph = Graph::build(&emu, &quickstart(), done, igemu::Broken::None);
         let lrms = graph.lrms[0].1.clone();
         let host = graph.hosts[0].1[0].clone();
         tokio::task::yield_now().await;
