@@ -202,10 +202,44 @@ pub struct RunOptions {
     /// Virtual mode: record each instant's handling time ([`RunResult::load`]), what
     /// [`choose_speedup`] calibrates from.
     pub record_load: bool,
+    /// Record the order of every delivery to this file (`--record`): a header line saying
+    /// what ran ([`RecordHeader`], from [`RunOptions::provenance`]), then one line per
+    /// delivery ([`time::record`]). Written under a temporary name and renamed when whole.
+    pub record: Option<PathBuf>,
+    /// Follow the order of deliveries recorded in this file ([`replay`] sets it).
+    pub replay: Option<PathBuf>,
 }
 
+/// The first line of a record file: what ran, so that `igemu replay` can run it again.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct RecordHeader {
+    /// The record format's version ([`RECORD_FORMAT`]).
+    pub igemu_record: u32,
+    /// The topology file, its hash and the overrides.
+    pub provenance: Provenance,
+    /// The run's seed.
+    pub seed: u64,
+    /// `virtual` or `realtime`.
+    pub mode: String,
+    /// Emulated seconds per wall second (realtime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    /// The explored schedule (`emulation.interleaving`); 0: deliveries were made as they
+    /// came (FIFO), so a replay checks its own order against the record rather than
+    /// choosing by it.
+    pub interleaving: u64,
+    /// The deliberately broken variant that ran (`none` for the protocols as they are).
+    pub broken: String,
+}
+
+/// The version of the record format this igemu writes and reads.
+pub const RECORD_FORMAT: u32 = 1;
+
+/// How a replay went: the deliveries made in the record's order, or where it first left it.
+pub type ReplayOutcome = Result<u64, String>;
+
 /// What was run: enough to run it again.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Provenance {
     /// igemu's version.
     pub igemu: String,
@@ -383,6 +417,10 @@ pub struct RunResult {
     /// The directory this run wrote `trace.jsonl` into directly (not staged): that trace is
     /// this run's, so putting outputs in place there keeps it.
     trace_in_place: Option<PathBuf>,
+    /// With [`RunOptions::record`]: the deliveries recorded.
+    pub recorded: Option<u64>,
+    /// With [`RunOptions::replay`]: how the replay followed its record.
+    pub replayed: Option<ReplayOutcome>,
 }
 
 #[derive(Serialize)]
@@ -695,12 +733,20 @@ impl RunResult {
 
 /// Builds the actor graph for `topo` and runs it to its end; returns the end time.
 async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> EmuTime {
-    actix::spawn(emu.clock.clone().drive());
+    let driver = actix::spawn(emu.clock.clone().drive());
     let (done_tx, done_rx) = oneshot::channel();
     let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken);
-    // Invariant: the director holds the sender until it fires; if it were dropped the run
-    // is over anyway, so "now" is the end.
-    done_rx.await.unwrap_or_else(|_| emu.now())
+    tokio::select! {
+        // Invariant: the director holds the sender until it fires; if it were dropped the
+        // run is over anyway, so "now" is the end.
+        end = done_rx => end.unwrap_or_else(|_| emu.now()),
+        // The driver runs until the runtime drops it: it ended only by panicking. Carry
+        // the panic on rather than wait forever for an end no event can bring.
+        ended = driver => match ended {
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            _ => emu.now(),
+        },
+    }
 }
 
 /// The run's summary, per-request records and decisions, from what `emu` observed.
@@ -818,6 +864,17 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         }
         None => Tracer::counting(labels),
     };
+    let (mut order_log, record_at) = match &options.record {
+        Some(path) => {
+            let (log, staged) = open_record(path, &topo, options)?;
+            (Some(log), Some((staged, path)))
+        }
+        None => (None, None),
+    };
+    let mut order_script = match &options.replay {
+        Some(path) => Some(open_replay(path)?),
+        None => None,
+    };
     let wall = time::Stopwatch::start();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -837,6 +894,12 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         }
         if options.record_load {
             clock.record_load();
+        }
+        if let Some(log) = order_log.take() {
+            clock.record_order(log);
+        }
+        if let Some((script, held)) = order_script.take() {
+            clock.replay_order(script, held);
         }
         if let Some(p) = &options.progress {
             clock.mirror_now(std::sync::Arc::clone(p));
@@ -858,6 +921,18 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
     let load = emu.clock.take_load();
+    let order = emu.clock.finish_order();
+    let recorded = match (order.recorded, record_at) {
+        (Some(written), Some((staged, path))) => {
+            let written = written.map_err(Error::output(staged.clone()))?;
+            std::fs::rename(&staged, path).map_err(Error::output(path.clone()))?;
+            Some(written)
+        }
+        _ => None,
+    };
+    let replayed = order
+        .replayed
+        .map(|r| r.map_err(|d| name_actors(&d, &emu.tracer)));
     emu.tracer.finish().map_err(Error::Trace)?;
     let (mut summary, records, decisions, intervals) = summarize(&topo, &emu, end, wall_s);
     summary.provenance = options.provenance.clone();
@@ -871,5 +946,118 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         intervals,
         summary,
         trace_in_place: options.trace_dir.clone().filter(|_| !options.stage_trace),
+        recorded,
+        replayed,
     })
+}
+
+/// `text` with each "actor N" followed by the actor's trace name, where the run has one.
+fn name_actors(text: &str, tracer: &Tracer) -> String {
+    const MARK: &str = "actor ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(MARK) {
+        let after = &rest[i + MARK.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(&rest[..i + MARK.len() + digits]);
+        let name = after[..digits]
+            .parse::<u32>()
+            .ok()
+            .and_then(|n| tracer.name_if_any(trace::ActorId(n)));
+        if let Some(name) = name {
+            out.push_str(&format!(" ({name})"));
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Opens the record file `path` under a temporary name beside it and writes its header
+/// (what ran); returns the log of deliveries that follows and the temporary name.
+fn open_record(
+    path: &Path,
+    topo: &Topology,
+    options: &RunOptions,
+) -> Result<(time::record::OrderLog, PathBuf), Error> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map_or("record".into(), |n| n.to_string_lossy().into_owned());
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let staged = staged(dir.unwrap_or(Path::new(".")), &name);
+    let (mode, speedup) = match topo.emulation.mode {
+        ClockMode::Virtual => ("virtual", None),
+        ClockMode::Realtime { speedup } => ("realtime", Some(speedup)),
+    };
+    let header = RecordHeader {
+        igemu_record: RECORD_FORMAT,
+        provenance: options.provenance.clone().unwrap_or_default(),
+        seed: topo.emulation.seed,
+        mode: mode.to_string(),
+        speedup,
+        interleaving: topo.emulation.interleaving,
+        broken: options.broken.name().to_string(),
+    };
+    let file = std::fs::File::create(&staged).map_err(Error::output(staged.clone()))?;
+    let mut out = std::io::BufWriter::new(file);
+    // Invariant: the header is plain data; serialising it cannot fail.
+    let line = serde_json::to_string(&header).expect("a record header serialises");
+    writeln!(out, "{line}").map_err(Error::output(staged.clone()))?;
+    Ok((time::record::OrderLog::new(Box::new(out)), staged))
+}
+
+/// Reads a record file's header: what ran and how to replay it.
+pub fn read_record_header(path: &Path) -> Result<RecordHeader, Error> {
+    let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(std::io::Read::take(file, MAX_RECORD_HEADER)),
+        &mut first,
+    )
+    .map_err(|e| unreadable(path, e))?;
+    let header: RecordHeader = serde_json::from_str(first.trim_end()).map_err(|e| {
+        Error::Input(format!(
+            "igemu: {}: line 1 is not an igemu record header ({e}); records are written by `igemu run --record FILE`",
+            path.display()
+        ))
+    })?;
+    if header.igemu_record != RECORD_FORMAT {
+        return Err(Error::Input(format!(
+            "igemu: {}: record format {} (this igemu reads format {RECORD_FORMAT}); replay it with the igemu that wrote it ({})",
+            path.display(),
+            header.igemu_record,
+            header.provenance.igemu
+        )));
+    }
+    Ok(header)
+}
+
+/// The error for a record that cannot be read.
+fn unreadable(path: &Path, e: std::io::Error) -> Error {
+    Error::Input(format!(
+        "igemu: cannot read the record {}: {e}",
+        path.display()
+    ))
+}
+
+/// The longest header line a record may have (the overrides are in it).
+const MAX_RECORD_HEADER: u64 = 1 << 20;
+
+/// Opens a record for a replay: the script of its deliveries (after the header) and whether
+/// the recorded run held them and chose their order.
+fn open_replay(path: &Path) -> Result<(time::record::OrderScript, bool), Error> {
+    let header = read_record_header(path)?;
+    let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut skip = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::Read::take(&mut reader, MAX_RECORD_HEADER),
+        &mut skip,
+    )
+    .map_err(|e| unreadable(path, e))?;
+    Ok((
+        time::record::OrderScript::new(Box::new(reader), 2),
+        header.interleaving > 0,
+    ))
 }

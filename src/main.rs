@@ -70,6 +70,10 @@ fn broken(flaw: Option<FlawArg>) -> igemu::Broken {
 enum Command {
     /// Run an emulation (the embedded quickstart topology when no file is given).
     Run(RunArgs),
+    /// Re-run a recorded run (`run --record FILE`) in virtual time, delivering every message,
+    /// timer and task in the recorded order: a failure seen once is seen again, and can be
+    /// traced (--trace).
+    Replay(ReplayArgs),
     /// Run a parameter sweep (see docs/sweeps.md), or merge shards' results.
     #[command(args_conflicts_with_subcommands = true)]
     Sweep {
@@ -729,6 +733,101 @@ struct RunArgs {
     /// lines pass this).
     #[arg(long, hide = true, value_name = "FLAW", num_args = 0..=1, require_equals = true, default_missing_value = "late-ack")]
     broken_protocol: Option<FlawArg>,
+    /// Record the order in which every actor received its messages, timers and tasks to
+    /// this file, for `igemu replay` (docs/architecture.md, "Record and replay").
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Set by `igemu replay`: follow the order recorded in this file.
+    #[arg(skip)]
+    replay: Option<PathBuf>,
+}
+
+/// `igemu replay`'s arguments.
+#[derive(Args)]
+struct ReplayArgs {
+    /// A record written by `igemu run --record FILE`.
+    record: PathBuf,
+    /// Directory for the replay's outputs (as `run` writes them).
+    #[arg(long, default_value = "out/replay")]
+    out: PathBuf,
+    /// Write every message to trace.jsonl.
+    #[arg(long)]
+    trace: bool,
+    /// Replace the outputs of an earlier run in --out.
+    #[arg(long)]
+    overwrite: bool,
+    /// Show no progress.
+    #[arg(long)]
+    quiet: bool,
+    /// Also write report.html into --out.
+    #[arg(long)]
+    report: bool,
+}
+
+/// Replays a record: the run it names (topology file, overrides, broken variant), in
+/// virtual time, delivering in the recorded order.
+fn replay(args: ReplayArgs) -> Result<(), Error> {
+    let header = igemu::read_record_header(&args.record)?;
+    let p = &header.provenance;
+    let topology = p.topology_path.as_ref().map(PathBuf::from);
+    if let Some(path) = &topology {
+        let now = igemu::file_hash(path);
+        if now != p.topology_hash {
+            return Err(Error::Input(format!(
+                "igemu: {}: the topology {} has changed since the record was made (hash {} then, {} now); replay needs the file as it was",
+                args.record.display(),
+                path.display(),
+                p.topology_hash.as_deref().unwrap_or("none"),
+                now.as_deref().unwrap_or("none (unreadable)")
+            )));
+        }
+    }
+    let flaw = match igemu::Broken::from_name(&header.broken) {
+        Some(igemu::Broken::None) => None,
+        Some(igemu::Broken::LateAck) => Some(FlawArg::LateAck),
+        Some(igemu::Broken::EagerCapacity) => Some(FlawArg::EagerCapacity),
+        None => {
+            return Err(Error::Input(format!(
+                "igemu: {}: unknown broken variant `{}` in the header",
+                args.record.display(),
+                header.broken
+            )))
+        }
+    };
+    let mut sets = p.overrides.clone();
+    sets.push("emulation.mode=\"virtual\"".into());
+    say!(
+        "replay of a {} run{} (igemu {}, seed {}){}",
+        header.mode,
+        header
+            .speedup
+            .map_or(String::new(), |s| format!(" at x{s}")),
+        p.igemu,
+        header.seed,
+        if header.interleaving > 0 {
+            format!(", schedule {}", header.interleaving)
+        } else {
+            String::new()
+        }
+    );
+    run_one(RunArgs {
+        topology,
+        out: args.out,
+        seed: None,
+        mode: None,
+        speedup: None,
+        trace: args.trace,
+        trace_kinds: None,
+        trace_actors: None,
+        trace_window: None,
+        quiet: args.quiet,
+        report: args.report,
+        overwrite: args.overwrite,
+        sets,
+        broken_protocol: flaw,
+        record: None,
+        replay: Some(args.record),
+    })
 }
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
@@ -835,6 +934,8 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         progress: Some(watch.now()),
         broken: broken(args.broken_protocol),
         record_load: false,
+        record: args.record.clone(),
+        replay: args.replay.clone(),
     };
     let result = run(topo, &options);
     watch.finish();
@@ -842,6 +943,23 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     result.write_outputs(&out)?;
     say!("{}", result.human_summary());
     say!("  outputs in {}/", out.display());
+    if let (Some(n), Some(path)) = (result.recorded, &args.record) {
+        say!(
+            "  record: {n} deliveries in {} (igemu replay {0})",
+            path.display()
+        );
+    }
+    match (&result.replayed, &args.replay) {
+        (Some(Ok(n)), _) => say!("  replay: {n} deliveries, each in the recorded order"),
+        (Some(Err(d)), Some(path)) => {
+            return Err(Error::Input(format!(
+                "igemu: the replay left the record {}: {d}. The record does not come from this igemu and topology (outputs in {} are a run in its own order)",
+                path.display(),
+                out.display()
+            )))
+        }
+        _ => {}
+    }
     if args.report {
         say!(
             "  report: {}",
@@ -942,6 +1060,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             Ok(())
         }
         Command::Run(args) => run_one(args),
+        Command::Replay(args) => replay(args),
     }
 }
 

@@ -688,20 +688,186 @@ fn an_order_dependent_flaw_is_caught_by_explored_interleavings_and_never_by_faul
 }
 
 #[test]
-fn interleaving_is_refused_in_realtime_mode() {
-    let out = igemu(&[
+fn an_explored_schedule_in_realtime_gives_the_virtual_runs_results() {
+    // Realtime runs in logical time: the same schedule gives the same order, whatever the
+    // wall clock did meanwhile.
+    let dir = scratch("schedule-realtime");
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let mut outs = Vec::new();
+    for mode in ["realtime", "virtual"] {
+        let out = dir.join(mode);
+        let mut args = vec!["run", SMALL, "--mode", mode, "--quiet"];
+        if mode == "realtime" {
+            args.extend(["--speedup", "2000000"]);
+        }
+        let out_s = s(&out);
+        args.extend(["--set", "emulation.interleaving=2", "--out", &out_s]);
+        let ran = igemu(&args);
+        assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+        assert_eq!(summary_of(&out)["interleaving"], 2);
+        outs.push(std::fs::read(out.join("requests.csv")).expect("requests.csv"));
+    }
+    assert!(
+        outs[0] == outs[1],
+        "realtime and virtual differ under one schedule"
+    );
+}
+
+/// A scratch directory under target/tmp, empty.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(format!("target/tmp/replay-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+fn summary_of(dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+#[test]
+fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() {
+    // Realtime, with same-time deliveries in an explored order (the concurrency a realtime
+    // run explores), and hosts that assume FIFO order: caught while it runs.
+    let dir = scratch("realtime");
+    let (rec, live, again) = (dir.join("run.rec"), dir.join("live"), dir.join("again"));
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let ran = igemu(&[
         "run",
         SMALL,
         "--mode",
         "realtime",
         "--speedup",
-        "1000",
+        "2000000",
         "--set",
         "emulation.interleaving=1",
+        "--broken-protocol=eager-capacity",
+        "--record",
+        &s(&rec),
         "--out",
-        "target/tmp/interleave-realtime",
+        &s(&live),
+        "--quiet",
     ]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(ran.status.code(), Some(1), "{ran:?}");
+    let first = summary_of(&live);
+    assert!(first["invariant_violations"].as_u64() > Some(0));
+    assert_eq!(first["mode"], "realtime");
+    // The replay runs in virtual time, in the recorded order, with a trace to study.
+    let replayed = igemu(&[
+        "replay",
+        &s(&rec),
+        "--out",
+        &s(&again),
+        "--trace",
+        "--quiet",
+    ]);
+    assert_eq!(replayed.status.code(), Some(1), "{replayed:?}");
+    let said = String::from_utf8_lossy(&replayed.stdout);
+    assert!(
+        said.contains("deliveries, each in the recorded order"),
+        "{said}"
+    );
+    let second = summary_of(&again);
+    assert_eq!(second["mode"], "virtual");
+    for key in [
+        "invariant_violations",
+        "violation_examples",
+        "messages",
+        "requests",
+    ] {
+        assert_eq!(first[key], second[key], "{key}");
+    }
+    let csv = |d: &std::path::Path| std::fs::read(d.join("requests.csv")).expect("requests.csv");
+    assert!(csv(&live) == csv(&again), "the replay's requests differ");
+    assert!(again.join("trace.jsonl").exists());
+    // Without the record, the same run in FIFO order keeps every invariant: the violation
+    // is the order's.
+    let fifo = igemu(&[
+        "run",
+        SMALL,
+        "--broken-protocol=eager-capacity",
+        "--out",
+        &s(&dir.join("fifo")),
+        "--quiet",
+    ]);
+    assert_eq!(fifo.status.code(), Some(0), "{fifo:?}");
+}
+
+#[test]
+fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
+    let dir = scratch("differ");
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    // A copy of the topology, to change after recording.
+    let topo = dir.join("small.toml");
+    std::fs::copy(SMALL, &topo).expect("copy");
+    let rec = dir.join("fifo.rec");
+    let ran = igemu(&[
+        "run",
+        &s(&topo),
+        "--record",
+        &s(&rec),
+        "--out",
+        &s(&dir.join("a")),
+        "--quiet",
+    ]);
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    // A FIFO run's record replays as it is, every delivery checked.
+    let ok = igemu(&["replay", &s(&rec), "--out", &s(&dir.join("b")), "--quiet"]);
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    let csv = |d: &str| std::fs::read(dir.join(d).join("requests.csv")).expect("csv");
+    assert!(csv("a") == csv("b"));
+    let text = std::fs::read_to_string(&rec).expect("record");
+    let lines: Vec<&str> = text.lines().collect();
+    // Two deliveries swapped (of different lanes), a record cut short, one run longer.
+    let at = (2..lines.len() - 1)
+        .find(|&i| lines[i] != lines[i + 1])
+        .expect("two different deliveries");
+    let mut swapped = lines.clone();
+    swapped.swap(at, at + 1);
+    let cut = &lines[..lines.len() / 2];
+    let mut longer = lines.clone();
+    longer.push(lines[lines.len() - 1]);
+    for (name, body, says) in [
+        ("swapped", swapped, format!("delivery {at}: the record has")),
+        ("cut", cut.to_vec(), "the record ends".to_string()),
+        ("longer", longer, "but the record goes on".to_string()),
+    ] {
+        let file = dir.join(format!("{name}.rec"));
+        std::fs::write(&file, body.join("\n") + "\n").expect("write");
+        let out = igemu(&["replay", &s(&file), "--out", &s(&dir.join(name)), "--quiet"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&says), "{name}: {err}");
+    }
+    // Actors are named in the difference.
+    let out = igemu(&[
+        "replay",
+        &s(&dir.join("swapped.rec")),
+        "--out",
+        &s(&dir.join("n")),
+        "--quiet",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("virtual mode only"), "{err}");
+    let named = [
+        "igg:", "lrms:", "host:", "vm:", "users:", "dve:", "director",
+    ]
+    .iter()
+    .any(|prefix| err.contains(&format!(" ({prefix}")));
+    assert!(named, "{err}");
+    // A header that is not one, and a topology changed since.
+    std::fs::write(dir.join("junk.rec"), "not a record\n").expect("write");
+    let junk = igemu(&["replay", &s(&dir.join("junk.rec")), "--quiet"]);
+    assert_eq!(junk.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&junk.stderr).contains("not an igemu record header"));
+    std::fs::write(
+        &topo,
+        std::fs::read_to_string(SMALL).unwrap() + "\n# changed\n",
+    )
+    .unwrap();
+    let changed = igemu(&["replay", &s(&rec), "--quiet"]);
+    assert_eq!(changed.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&changed.stderr).contains("has changed since the record was made")
+    );
 }

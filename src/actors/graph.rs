@@ -65,6 +65,13 @@ impl Broken {
             Broken::EagerCapacity => "eager-capacity",
         }
     }
+
+    /// The variant called `name` (as [`Broken::name`] gives it).
+    pub fn from_name(name: &str) -> Option<Broken> {
+        [Broken::None, Broken::LateAck, Broken::EagerCapacity]
+            .into_iter()
+            .find(|b| b.name() == name)
+    }
 }
 
 impl Graph {

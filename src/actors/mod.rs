@@ -257,14 +257,15 @@ impl Emu {
     }
 
     /// Puts `msg` (recorded as `seq`) in `to`'s mailbox now, or, when interleavings are
-    /// explored, when the clock's interleaver chooses (at the same emulated time).
+    /// explored, when the clock's interleaver chooses (at the same emulated time); through
+    /// the clock whenever it tracks deliveries (held, recorded or replayed).
     #[inline]
     fn hand_over<M, P>(&self, from: ActorId, to: &P, seq: u64, msg: M)
     where
         M: Message<Result = ()> + Send + 'static,
         P: Inbox<M>,
     {
-        if self.clock.interleaves() {
+        if self.clock.tracks_deliveries() {
             let lane = Lane::Channel {
                 from: from.0,
                 to: to.id().0,
@@ -393,7 +394,7 @@ impl Emu {
                 unstarted: Some(Work::begin()),
             });
         };
-        if self.clock.interleaves() {
+        if self.clock.tracks_deliveries() {
             let n = self.tasks.get();
             self.tasks.set(n + 1);
             self.clock.deliver(Lane::Task(n), start);

@@ -45,6 +45,7 @@ use serde::Serialize;
 
 use super::interleave::{Interleaver, Lane};
 use super::radix::RadixHeap;
+use super::record::{OrderLog, OrderScript};
 use super::{EmuDuration, EmuTime, MICROS_PER_SEC};
 
 /// How emulated time relates to the wall clock.
@@ -65,6 +66,10 @@ type Callback = Box<dyn FnOnce()>;
 /// before it asks tokio instead (work that stays counted without any task being ready, such
 /// as a call waiting for room in a full mailbox, must not make it spin).
 const COUNTED_ROUNDS: u32 = 16;
+
+/// The most times a realtime clock lets ready tasks run while waiting for held deliveries'
+/// work to settle.
+const SETTLE_ROUNDS_MAX: u32 = 1 << 16;
 
 /// How long before a realtime deadline the clock stops sleeping and starts yielding, when it
 /// must let other tasks run meanwhile.
@@ -186,6 +191,23 @@ struct ClockInner {
     held: RefCell<Option<Interleaver<Callback>>>,
     /// Each instant's handling time, when asked for (see [`Clock::record_load`]).
     load: RefCell<Option<Vec<InstantLoad>>>,
+    /// Whether deliveries go through [`Clock::deliver`] (held, logged or checked).
+    tracking: Cell<bool>,
+    /// Where the order of deliveries is recorded (see [`Clock::record_order`]).
+    log: RefCell<Option<OrderLog>>,
+    /// The recorded order a replay follows or checks (see [`Clock::replay_order`]).
+    script: RefCell<Option<OrderScript>>,
+    /// Where the replay first left its record.
+    divergence: RefCell<Option<String>>,
+}
+
+/// How the recording or replay of a run's order of deliveries went ([`Clock::finish_order`]).
+#[derive(Debug, Default)]
+pub struct OrderOutcome {
+    /// Recorded: the deliveries written, or the write error.
+    pub recorded: Option<std::io::Result<u64>>,
+    /// Replayed: the deliveries that followed the record, or where the run first left it.
+    pub replayed: Option<Result<u64, String>>,
 }
 
 /// One instant of a virtual run as realtime pacing would meet it: when it is due, how long its
@@ -258,18 +280,134 @@ impl Clock {
                 now_mirror: std::cell::OnceCell::new(),
                 held: RefCell::new(None),
                 load: RefCell::new(None),
+                tracking: Cell::new(false),
+                log: RefCell::new(None),
+                script: RefCell::new(None),
+                divergence: RefCell::new(None),
             }),
         }
     }
 
-    /// Turns interleaving exploration on (virtual mode only; a realtime clock ignores it):
+    /// From now on, writes every delivery (instant and lane) to `log`, in the order made:
+    /// what `--record` keeps for `igemu replay`.
+    pub fn record_order(&self, log: OrderLog) {
+        *self.inner.log.borrow_mut() = Some(log);
+        self.inner.tracking.set(true);
+    }
+
+    /// From now on, follows `script`, a recorded order of deliveries: with `held` (the
+    /// recorded run held its deliveries and chose their order) deliveries are held and handed
+    /// out in the record's order; without, they are made as they come and checked against
+    /// it. Either way the first difference is kept ([`Clock::finish_order`]).
+    pub fn replay_order(&self, script: OrderScript, held: bool) {
+        *self.inner.script.borrow_mut() = Some(script);
+        if held {
+            *self.inner.held.borrow_mut() = Some(Interleaver::new(0));
+        }
+        self.inner.tracking.set(true);
+    }
+
+    /// Whether deliveries must go through [`Clock::deliver`] (held back, recorded or checked
+    /// against a record); otherwise a sender may put them in the mailbox itself.
+    #[inline]
+    pub fn tracks_deliveries(&self) -> bool {
+        self.inner.tracking.get()
+    }
+
+    /// Ends recording and replay: how each went. A replay whose record holds deliveries the
+    /// run did not make has left it too.
+    pub fn finish_order(&self) -> OrderOutcome {
+        let recorded = self.inner.log.borrow_mut().take().map(OrderLog::finish);
+        let replayed = self.inner.script.borrow_mut().take().map(|mut script| {
+            if let Some(d) = self.inner.divergence.borrow_mut().take() {
+                return Err(d);
+            }
+            let followed = script.read();
+            match script.next_delivery() {
+                Ok(None) => Ok(followed),
+                Ok(Some((at, lane))) => Err(format!(
+                    "the run ended after {followed} deliveries, but the record goes on (at {} µs, {})",
+                    at,
+                    lane_text(lane)
+                )),
+                Err(e) => Err(e),
+            }
+        });
+        OrderOutcome { recorded, replayed }
+    }
+
+    /// Notes a delivery made now on `lane`: logs it, and checks it against the record a
+    /// replay follows (deliveries made as they come).
+    fn note_delivery(&self, lane: Lane) {
+        let now = self.inner.logical_now.get().as_micros();
+        if let Some(log) = self.inner.log.borrow_mut().as_mut() {
+            log.log(now, lane);
+        }
+        let following = self.inner.divergence.borrow().is_none();
+        let mut script = self.inner.script.borrow_mut();
+        if let (Some(s), true) = (script.as_mut(), following) {
+            let n = s.read() + 1;
+            let left = match s.next_delivery() {
+                Ok(Some(want)) if want == (now, lane) => None,
+                Ok(Some((at, want))) => Some(format!(
+                    "delivery {n}: the record has {} at {at} µs, the run made {} at {now} µs",
+                    lane_text(want),
+                    lane_text(lane)
+                )),
+                Ok(None) => Some(format!(
+                    "delivery {n}: the record ends, the run made {} at {now} µs",
+                    lane_text(lane)
+                )),
+                Err(e) => Some(e),
+            };
+            drop(script);
+            if let Some(d) = left {
+                *self.inner.divergence.borrow_mut() = Some(d);
+            }
+        }
+    }
+
+    /// The next held delivery: the one the record names when a replay follows one (while it
+    /// can), else the interleaver's choice; noted as made.
+    fn next_held(&self) -> Option<Callback> {
+        let now = self.inner.logical_now.get().as_micros();
+        let mut held = self.inner.held.borrow_mut();
+        let queue = held.as_mut()?;
+        let mut scripted = None;
+        let following = self.inner.divergence.borrow().is_none();
+        if let (Some(s), true) = (self.inner.script.borrow_mut().as_mut(), following) {
+            let n = s.read() + 1;
+            let taken = match s.next_delivery() {
+                Ok(Some((at, lane))) if at == now => queue.pop_lane(lane).map(|f| (lane, f)).ok_or_else(|| {
+                    format!("delivery {n}: the record has {} at {at} µs, where the run has nothing to deliver", lane_text(lane))
+                }),
+                Ok(Some((at, lane))) => Err(format!(
+                    "delivery {n}: the record has {} at {at} µs, the run is at {now} µs",
+                    lane_text(lane)
+                )),
+                Ok(None) => Err(format!("delivery {n}: the record ends, the run goes on at {now} µs")),
+                Err(e) => Err(e),
+            };
+            match taken {
+                Ok(t) => scripted = Some(t),
+                Err(d) => *self.inner.divergence.borrow_mut() = Some(d),
+            }
+        }
+        let (lane, deliver) = scripted.or_else(|| queue.pop_with_lane())?;
+        drop(held);
+        if let Some(log) = self.inner.log.borrow_mut().as_mut() {
+            log.log(now, lane);
+        }
+        Some(deliver)
+    }
+
+    /// Turns interleaving exploration on (either mode):
     /// from now on, what is handed to [`Clock::deliver`] is held back and delivered one at a
     /// time, each once the actors have settled from the last and nothing else is due at the
     /// current instant, in the order [`Interleaver`] draws from `seed`.
     pub fn interleave(&self, seed: u64) {
-        if self.inner.mode == ClockMode::Virtual {
-            *self.inner.held.borrow_mut() = Some(Interleaver::new(seed));
-        }
+        *self.inner.held.borrow_mut() = Some(Interleaver::new(seed));
+        self.inner.tracking.set(true);
     }
 
     /// From now on (virtual mode), records each instant's handling time, for
@@ -292,11 +430,13 @@ impl Clock {
     }
 
     /// Runs `deliver` now, or, with interleaving on, holds it back in `lane` until the
-    /// interleaver's order reaches it (still at the current emulated time).
+    /// interleaver's order reaches it (still at the current emulated time). Recorded, or
+    /// checked against a record, when it is made.
     pub fn deliver(&self, lane: Lane, deliver: impl FnOnce() + 'static) {
         let mut held = self.inner.held.borrow_mut();
         let Some(queue) = held.as_mut() else {
             drop(held);
+            self.note_delivery(lane);
             deliver();
             return;
         };
@@ -497,6 +637,21 @@ impl Clock {
         (ran, timers)
     }
 
+    /// Lets the actors handle what the last delivery set going, until no counted work is
+    /// left (a realtime clock cannot ask tokio whether they are idle); bounded, in case work
+    /// stays counted with no task ready.
+    async fn settle_realtime(&self) {
+        if !self.inner.counted.get() {
+            return;
+        }
+        for _ in 0..SETTLE_ROUNDS_MAX {
+            if self.quiet() {
+                return;
+            }
+            ToBack(false).await;
+        }
+    }
+
     /// Drives the timers forever; spawn exactly once per run on the run's arbiter.
     pub async fn drive(self) {
         let _discard = DiscardOnDrop(self.clone());
@@ -571,8 +726,7 @@ impl Clock {
                     if self.holding() && head.is_none_or(|h| h > now) {
                         // Everything due now has been handed to the interleaver: deliver the
                         // next it chooses, alone, and let the actors settle from it.
-                        let next = self.inner.held.borrow_mut().as_mut().and_then(|q| q.pop());
-                        if let Some(deliver) = next {
+                        if let Some(deliver) = self.next_held() {
                             deliver();
                             settled = false;
                         }
@@ -593,6 +747,16 @@ impl Clock {
                     }
                 }
                 (Some(due), ClockMode::Realtime { speedup }) => {
+                    let heap_head = self.inner.heap.borrow_mut().peek_due();
+                    if self.holding() && heap_head.is_none_or(|h| h > now) {
+                        // Held deliveries of this instant: one at a time, each settled, as in
+                        // virtual mode (the order, not the wall, decides what comes next).
+                        if let Some(deliver) = self.next_held() {
+                            deliver();
+                            self.settle_realtime().await;
+                        }
+                        continue;
+                    }
                     let due = EmuTime::from_micros(due);
                     let deadline = self.wall_deadline(due, speedup);
                     if self.quiet() {
@@ -635,6 +799,14 @@ impl Clock {
                 }
             }
         }
+    }
+}
+
+/// A lane as a record's messages name it.
+fn lane_text(lane: Lane) -> String {
+    match lane {
+        Lane::Channel { from, to } => format!("a delivery from actor {from} to actor {to}"),
+        Lane::Task(n) => format!("the start of task {n}"),
     }
 }
 

@@ -97,7 +97,30 @@ impl<T> Interleaver<T> {
 
     /// The oldest item of the highest-priority lane with something queued.
     pub fn pop(&mut self) -> Option<T> {
+        self.pop_with_lane().map(|(_, item)| item)
+    }
+
+    /// [`Interleaver::pop`], with the lane the item came from.
+    pub fn pop_with_lane(&mut self) -> Option<(Lane, T)> {
         let i = (0..self.queued.len()).max_by_key(|&i| self.rank(self.queued[i].0))?;
+        let lane = self.queued[i].0;
+        let item = self.take(i)?;
+        if self.priority.contains_key(&lane) && self.rng.random_ratio(1, CHANGE_ONE_IN) {
+            self.priority.insert(lane, (self.next_demoted, 0));
+            self.next_demoted = self.next_demoted.saturating_sub(1);
+        }
+        Some((lane, item))
+    }
+
+    /// The oldest item of `lane`, whatever the priorities say (a replay follows its record);
+    /// `None` if nothing is queued there.
+    pub fn pop_lane(&mut self, lane: Lane) -> Option<T> {
+        let i = self.queued.iter().position(|(l, _)| *l == lane)?;
+        self.take(i)
+    }
+
+    /// Takes the oldest item of the `i`-th queued lane.
+    fn take(&mut self, i: usize) -> Option<T> {
         let lane = self.queued[i].0;
         let item = self.queued[i].1.pop_front();
         if self.queued[i].1.is_empty() {
@@ -107,11 +130,7 @@ impl<T> Interleaver<T> {
                 self.priority.remove(&lane);
             }
         }
-        if self.priority.contains_key(&lane) && self.rng.random_ratio(1, CHANGE_ONE_IN) {
-            self.priority.insert(lane, (self.next_demoted, 0));
-            self.next_demoted = self.next_demoted.saturating_sub(1);
-        }
-        self.len -= 1;
+        self.len -= usize::from(item.is_some());
         item
     }
 

@@ -1,15 +1,18 @@
 //! Emulated time: [`EmuTime`] and [`EmuDuration`] in integer microseconds, their text forms
 //! ([`parse_duration`], [`format_secs`]), the one [`Clock`] every actor reads "now" from and
 //! sets timers with, the order of same-time deliveries when interleavings are explored
-//! ([`interleave`]), and the per-component seeds of a run's random streams.
+//! ([`interleave`]) and as a record holds it ([`record`]), and the per-component seeds of a run's random streams.
 
 mod clock;
 pub mod interleave;
 pub mod pacing;
 mod radix;
+pub mod record;
 mod text;
 
-pub use clock::{Clock, ClockMode, InstantLoad, Lateness, Stopwatch, TimerHandle, Work};
+pub use clock::{
+    Clock, ClockMode, InstantLoad, Lateness, OrderOutcome, Stopwatch, TimerHandle, Work,
+};
 pub use interleave::Lane;
 pub use text::{format_secs, parse_duration, write_secs};
 

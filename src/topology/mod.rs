@@ -59,8 +59,8 @@ pub struct Emulation {
     /// The speed (MIPS per core) request durations are stated at; `None`: the core-weighted
     /// mean speed of every host in the topology, so that equal speeds change nothing.
     pub reference_mips: Option<u32>,
-    /// Which perturbed order same-time deliveries run in (interleaving exploration, virtual
-    /// mode only; see [`crate::time::interleave`]); 0: the FIFO order.
+    /// Which perturbed order same-time deliveries run in (interleaving exploration, in
+    /// either mode; see [`crate::time::interleave`]); 0: the FIFO order.
     pub interleaving: u64,
 }
 
@@ -1032,16 +1032,6 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         }
         _ => ClockMode::Virtual,
     };
-    if let (ClockMode::Realtime { .. }, Some((k, loc))) = (mode, interleaving) {
-        if k > 0 {
-            t.diags.error(
-                loc,
-                "`interleaving` perturbs the order of same-time deliveries in virtual mode only",
-                Some("remove it, or set mode = \"virtual\"".into()),
-            );
-            ok = false;
-        }
-    }
     if !ok {
         return None;
     }

@@ -419,6 +419,13 @@ impl Tracer {
     }
 
     /// The name of actor `id`.
+    /// The trace name of actor `id`, if the run has one of that number.
+    pub fn name_if_any(&self, id: ActorId) -> Option<String> {
+        let known = (id.0 as usize) < self.names.borrow().len();
+        known.then(|| self.name(id))
+    }
+
+    /// The trace name of actor `id` (one the run registered).
     pub fn name(&self, id: ActorId) -> String {
         match &self.names.borrow()[id.0 as usize] {
             ActorName::Text(name) => name.clone(),
