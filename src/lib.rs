@@ -96,6 +96,7 @@ pub mod metrics;
 pub mod model;
 pub mod progress;
 pub mod report;
+pub mod serve;
 pub mod stress;
 pub mod sweep;
 pub mod time;
@@ -208,6 +209,8 @@ pub struct RunOptions {
     pub record: Option<PathBuf>,
     /// Follow the order of deliveries recorded in this file ([`replay`] sets it).
     pub replay: Option<PathBuf>,
+    /// Realtime mode: publish live frames here as the run goes ([`serve`]).
+    pub live: Option<std::sync::Arc<serve::Feed>>,
 }
 
 /// The first line of a record file: what ran, so that `igemu replay` can run it again.
@@ -913,10 +916,26 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         if options.intervals {
             emu.metrics.borrow_mut().record_spans();
         }
+        if let (Some(feed), ClockMode::Realtime { speedup }) = (&options.live, mode) {
+            emu.tracer.keep_recent(serve::RECENT_MESSAGES);
+            let (feed, weak, topo) = (
+                std::sync::Arc::clone(feed),
+                Rc::downgrade(&emu),
+                Rc::clone(&topo),
+            );
+            emu.clock.every_wall(serve::FRAME_EVERY, move |now, wall| {
+                if let Some(emu) = weak.upgrade() {
+                    serve::publish_frame(&feed, (&emu, &topo), (now, wall, speedup), false);
+                }
+            });
+        }
         let end = emulate(Rc::clone(&emu), &topo, options.broken).await;
         (end, emu)
     });
     let wall_s = wall.elapsed_secs();
+    if let (Some(feed), ClockMode::Realtime { speedup }) = (&options.live, mode) {
+        serve::publish_frame(feed, (&emu, &topo), (end, end, speedup), true);
+    }
     // Timers still pending hold the actors' state, which holds the clock: drop them so the
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();

@@ -737,6 +737,12 @@ struct RunArgs {
     /// this file, for `igemu replay` (docs/architecture.md, "Record and replay").
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Realtime mode: serve a live view of the run at this address (e.g. 127.0.0.1:8080;
+    /// port 0 picks a free one): per-cluster utilisation, queues, preemptions, negotiations
+    /// in flight and the last messages, updated four times a second. Loopback unless you
+    /// name another interface; it stops with the run.
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<String>,
     /// Set by `igemu replay`: follow the order recorded in this file.
     #[arg(skip)]
     replay: Option<PathBuf>,
@@ -827,6 +833,7 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
         broken_protocol: flaw,
         record: None,
         replay: Some(args.record),
+        serve: None,
     })
 }
 
@@ -921,9 +928,26 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         sets.push(format!("emulation.speedup={:?}", choice.speedup));
         topo = load(args.topology.as_ref(), &Overrides { sets: sets.clone() })?;
     }
+    if args.serve.is_some() && topo.emulation.mode == igemu::time::ClockMode::Virtual {
+        return Err(Error::Usage(
+            "--serve shows a realtime run as it goes, and this run is in virtual mode; add --mode realtime".into(),
+        ));
+    }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let out = args.out;
     prepare_out(&out, args.overwrite, &provenance)?;
+    let server = match &args.serve {
+        Some(addr) => {
+            let server = igemu::serve::LiveServer::start(addr).map_err(|e| {
+                Error::Usage(format!(
+                    "--serve {addr}: cannot listen there ({e}); give a free address such as 127.0.0.1:8080 (port 0 picks one)"
+                ))
+            })?;
+            say!("live view: http://{}/", server.addr());
+            Some(server)
+        }
+        None => None,
+    };
     let watch = igemu::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
@@ -936,9 +960,13 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         record_load: false,
         record: args.record.clone(),
         replay: args.replay.clone(),
+        live: server.as_ref().map(igemu::serve::LiveServer::feed),
     };
     let result = run(topo, &options);
     watch.finish();
+    if let Some(server) = server {
+        server.stop();
+    }
     let result = result?;
     result.write_outputs(&out)?;
     say!("{}", result.human_summary());

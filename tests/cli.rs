@@ -1888,3 +1888,163 @@ fn errors_to_a_reader_that_goes_away_end_quietly_with_exit_code_2() {
     let status = child.wait().expect("igemu ends");
     assert_eq!(status.code(), Some(2));
 }
+
+/// `GET path` from a server at `addr`; the whole response.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("the live view listens");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("request sent");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// The JSON body of an HTTP response.
+fn json_body(response: &str) -> serde_json::Value {
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+#[test]
+fn the_live_view_shows_a_realtime_run_as_it_goes_and_stops_with_it() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("live");
+    // About 5 s of wall time.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(["run", "topologies/peering-small.toml", "--mode", "realtime"])
+        .args([
+            "--speedup",
+            "100000",
+            "--serve",
+            "127.0.0.1:0",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let addr = first
+        .strip_prefix("live view: http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("no address: {first}"))
+        .to_string();
+    // A browser, meanwhile, for as long as the run lasts.
+    let browser = chromium().map(|chrome| {
+        let url = format!("http://{addr}/");
+        std::thread::spawn(move || {
+            let profile = tempfile::tempdir().expect("temporary directory");
+            std::process::Command::new(chrome)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                ])
+                .args([
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                ])
+                .args(["--disable-sync", "--enable-logging=stderr"])
+                // Waits while the page's event stream is open: until the run ends.
+                .args(["--virtual-time-budget=3000", "--dump-dom"])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .arg(url)
+                .output()
+                .expect("chromium starts")
+        })
+    });
+    let page = http_get(&addr, "/");
+    assert!(page.starts_with("HTTP/1.1 200") && page.contains("EventSource(\"/events\")"));
+    // Values change while the run proceeds (the first frame comes when it starts).
+    let mut a = serde_json::Value::Null;
+    for _ in 0..50 {
+        let r = http_get(&addr, "/frame");
+        if !r.ends_with("\r\n\r\n") {
+            a = json_body(&r);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let b = json_body(&http_get(&addr, "/frame"));
+    assert!(
+        b["t_s"].as_f64() > a["t_s"].as_f64() && b["messages"].as_u64() > a["messages"].as_u64(),
+        "{a}\n{b}"
+    );
+    assert_eq!(b["clusters"].as_array().map(Vec::len), Some(4), "{b}");
+    assert!(!b["recent"].as_array().expect("recent").is_empty(), "{b}");
+    // The event stream: frames at least once a second, the last one saying the run is done.
+    let stream = http_get(&addr, "/events");
+    let frames: Vec<serde_json::Value> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: {\"topology\""))
+        .map(|l| serde_json::from_str(&format!("{{\"topology\"{l}")).expect("a frame"))
+        .collect();
+    assert!(frames.len() >= 3, "{} frames", frames.len());
+    let last = frames.last().expect("frames");
+    assert_eq!(last["done"], true, "{last}");
+    assert!(stream.contains("event: end"));
+    let status = child.wait().expect("igemu ends");
+    assert!(status.success(), "{status:?}");
+    // Done with the run: nothing listens any more.
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "still serving"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(
+        last["messages"], summary["messages"],
+        "the last frame is the run's end"
+    );
+
+    let Some(browser) = browser else {
+        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
+        return;
+    };
+    let shown = browser.join().expect("browser thread");
+    assert!(
+        shown.status.success(),
+        "chromium failed: {}",
+        stderr(&shown)
+    );
+    let dom = String::from_utf8_lossy(&shown.stdout);
+    let body = dom
+        .find("<body")
+        .and_then(|at| {
+            dom[at..]
+                .find('>')
+                .map(|end| dom[at..=at + end].to_string())
+        })
+        .unwrap_or_default();
+    let attr = |name: &str| -> u64 {
+        body.split(&format!("data-{name}=\""))
+            .nth(1)
+            .and_then(|v| v.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        body.contains("data-state=\"ended\""),
+        "the page did not follow the run: {body}"
+    );
+    assert!(
+        attr("frames") >= 3 && attr("times") >= 3,
+        "values did not change: {body}"
+    );
+    assert!(body.contains("data-errors=\"0\""), "script errors: {body}");
+    assert!(
+        !stderr(&shown).contains("Uncaught"),
+        "console errors:\n{}",
+        stderr(&shown)
+    );
+    assert!(dom.contains("busy/b1"), "no clusters drawn");
+}

@@ -192,7 +192,7 @@ impl Graph {
                     let id = emu.tracer.register(format!("host:{qname}/{i}"));
                     let host = Host::new(
                         Rc::clone(emu),
-                        id,
+                        (id, cid),
                         spec.clone(),
                         cluster.lrms.enforce_memory,
                     )

@@ -19,7 +19,7 @@ use super::messages::{CapacityCheck, Occupy, Vacate, VmRef};
 use super::Emu;
 use super::Peer;
 use crate::metrics::Violation;
-use crate::model::RequestId;
+use crate::model::{ClusterId, RequestId};
 use crate::time::{EmuDuration, EmuTime};
 use crate::topology::HostSpec;
 use crate::trace::ActorId;
@@ -39,6 +39,8 @@ pub struct Host {
     instant: EmuTime,
     /// Whether an arrival at `instant` put the host over capacity (judged when it is over).
     over_at_instant: bool,
+    /// The cluster it belongs to (the live view's count of cores in use).
+    cluster: ClusterId,
     /// Whether capacity is judged at each arrival (only in the deliberately broken variant
     /// [`super::graph::Broken::EagerCapacity`]).
     eager: bool,
@@ -46,8 +48,14 @@ pub struct Host {
 
 impl Host {
     /// A host of `spec`; with `enforce_memory` false its VMs may overcommit memory.
-    pub fn new(emu: Rc<Emu>, id: ActorId, spec: HostSpec, enforce_memory: bool) -> Host {
+    pub fn new(
+        emu: Rc<Emu>,
+        (id, cluster): (ActorId, ClusterId),
+        spec: HostSpec,
+        enforce_memory: bool,
+    ) -> Host {
         Host {
+            cluster,
             emu,
             id,
             spec,
@@ -131,6 +139,11 @@ impl Handler<Occupy> for Host {
         self.close_instant(now);
         self.used_cores += u64::from(msg.cores);
         self.used_mem_mb += u64::from(msg.mem_mb);
+        let cores = u64::from(msg.cores);
+        self.emu
+            .metrics
+            .borrow_mut()
+            .host_cores(self.cluster, cores, true);
         if self.eager && self.over() {
             let what = self.over_capacity();
             self.emu.metrics.borrow_mut().violation(what);
@@ -159,6 +172,10 @@ impl Handler<Vacate> for Host {
         };
         self.used_cores -= u64::from(cores);
         self.used_mem_mb -= u64::from(mem);
+        self.emu
+            .metrics
+            .borrow_mut()
+            .host_cores(self.cluster, u64::from(cores), false);
         if instances > 1 {
             self.vms.insert(key, (cores, mem, instances - 1));
         } else {

@@ -231,6 +231,8 @@ pub struct Metrics {
     /// Hosts over capacity in the instant under way, by trace handle: a violation if the
     /// instant ends so (the host reports it), or if the run ends in it ([`Metrics::finish`]).
     over_now: BTreeMap<u32, Violation>,
+    /// Cores the hosts of each cluster hold now (for a live view; no output reads it).
+    cores_in_use: BTreeMap<ClusterId, u64>,
     decisions: Vec<DecisionRecord>,
 }
 
@@ -448,6 +450,40 @@ impl Metrics {
             Some(v) => self.over_now.insert(host, v),
             None => self.over_now.remove(&host),
         };
+    }
+
+    /// A host of `cluster` took (`true`) or gave back `cores` cores.
+    pub fn host_cores(&mut self, cluster: ClusterId, cores: u64, taken: bool) {
+        let n = self.cores_in_use.entry(cluster).or_default();
+        *n = if taken {
+            n.saturating_add(cores)
+        } else {
+            n.saturating_sub(cores)
+        };
+    }
+
+    /// Cores the hosts of `cluster` hold now.
+    pub fn cores_in_use(&self, cluster: ClusterId) -> u64 {
+        self.cores_in_use.get(&cluster).copied().unwrap_or(0)
+    }
+
+    /// Offers sent and not yet answered or given up, by requesting Grid.
+    pub fn open_offers_by_grid(&self) -> BTreeMap<GridId, usize> {
+        let mut by = BTreeMap::new();
+        for g in self.open_offers.values() {
+            *by.entry(*g).or_default() += 1;
+        }
+        by
+    }
+
+    /// The records so far, indexed by request id (open requests have no state yet).
+    pub fn records(&self) -> &[RequestRecord] {
+        &self.records
+    }
+
+    /// The cluster counters so far.
+    pub fn cluster_counters(&self) -> &BTreeMap<ClusterId, ClusterCounters> {
+        &self.clusters
     }
 
     /// Records VM state spans from now on (for `intervals.csv`).

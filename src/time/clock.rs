@@ -199,6 +199,16 @@ struct ClockInner {
     script: RefCell<Option<OrderScript>>,
     /// Where the replay first left its record.
     divergence: RefCell<Option<String>>,
+    /// Called every so often in wall time by a realtime clock (see [`Clock::every_wall`]).
+    tick: RefCell<Option<WallTick>>,
+}
+
+/// A callback a realtime clock makes every `every` of wall time, with emulated now and
+/// emulated time by the wall.
+struct WallTick {
+    every: std::time::Duration,
+    last: std::time::Instant,
+    call: Box<dyn FnMut(EmuTime, EmuTime)>,
 }
 
 /// How the recording or replay of a run's order of deliveries went ([`Clock::finish_order`]).
@@ -284,7 +294,44 @@ impl Clock {
                 log: RefCell::new(None),
                 script: RefCell::new(None),
                 divergence: RefCell::new(None),
+                tick: RefCell::new(None),
             }),
+        }
+    }
+
+    /// In realtime mode, calls `call(now, wall_now)` about every `every` of wall time while
+    /// the run goes on — between instants and while waiting for the next — for a live view
+    /// (it must not schedule events or send messages: what it reads, it only reads). A
+    /// virtual clock never calls it.
+    pub fn every_wall(
+        &self,
+        every: std::time::Duration,
+        call: impl FnMut(EmuTime, EmuTime) + 'static,
+    ) {
+        let now = std::time::Instant::now();
+        *self.inner.tick.borrow_mut() = Some(WallTick {
+            every,
+            // The first call comes at once.
+            last: now.checked_sub(every).unwrap_or(now),
+            call: Box::new(call),
+        });
+    }
+
+    /// Makes the wall tick's call if it is due.
+    fn wall_tick(&self, speedup: f64) {
+        let mut tick = self.inner.tick.borrow_mut();
+        let Some(t) = tick.as_mut() else { return };
+        if t.last.elapsed() < t.every {
+            return;
+        }
+        t.last = std::time::Instant::now();
+        let (now, wall) = (self.now(), self.wall_now(speedup));
+        // Taken out while it runs: what it reads may not borrow the tick.
+        let mut call = std::mem::replace(&mut t.call, Box::new(|_, _| {}));
+        drop(tick);
+        call(now, wall);
+        if let Some(t) = self.inner.tick.borrow_mut().as_mut() {
+            t.call = call;
         }
     }
 
@@ -747,6 +794,7 @@ impl Clock {
                     }
                 }
                 (Some(due), ClockMode::Realtime { speedup }) => {
+                    self.wall_tick(speedup);
                     let heap_head = self.inner.heap.borrow_mut().peek_due();
                     if self.holding() && heap_head.is_none_or(|h| h > now) {
                         // Held deliveries of this instant: one at a time, each settled, as in
@@ -765,18 +813,23 @@ impl Clock {
                         // OS wakes it within microseconds, tokio's timer wheel only to the
                         // millisecond, which at a speed-up of 3 600 is 3.6 emulated seconds)
                         // and spin the last stretch.
-                        wait_blocking(deadline.into_std());
+                        wait_blocking(deadline.into_std(), || self.wall_tick(speedup));
                     } else if tokio::time::Instant::now() < deadline {
                         // Tokio's timer wheel rounds to whole milliseconds, which at a
                         // speed-up of 10^4 is 10 emulated seconds. So sleep to just before
                         // the deadline and yield (letting other tasks run) for the last
                         // stretch. An earlier event scheduled meanwhile wakes the loop.
                         let coarse = deadline.checked_sub(REALTIME_SPIN).unwrap_or(deadline);
-                        idle.as_mut().reset(coarse);
+                        // In steps of at most a nap, so that the wall tick keeps its pace.
+                        let step = coarse.min(tokio::time::Instant::now() + REALTIME_BLOCKING_NAP);
+                        idle.as_mut().reset(step);
                         tokio::select! {
                             biased;
                             _ = self.inner.wake.notified() => continue,
                             _ = idle.as_mut() => {}
+                        }
+                        if step < coarse {
+                            continue;
                         }
                         while tokio::time::Instant::now() < deadline {
                             tokio::task::yield_now().await;
@@ -812,7 +865,8 @@ fn lane_text(lane: Lane) -> String {
 
 /// Blocks the thread until `deadline`: sleeps in naps of at most [`REALTIME_BLOCKING_NAP`]
 /// until [`REALTIME_BLOCKING_SPIN`] before it, then spins.
-fn wait_blocking(deadline: std::time::Instant) {
+/// `between_naps` runs after each nap.
+fn wait_blocking(deadline: std::time::Instant, mut between_naps: impl FnMut()) {
     loop {
         let now = std::time::Instant::now();
         let Some(left) = deadline.checked_duration_since(now) else {
@@ -820,6 +874,7 @@ fn wait_blocking(deadline: std::time::Instant) {
         };
         if left > REALTIME_BLOCKING_SPIN {
             std::thread::sleep((left - REALTIME_BLOCKING_SPIN).min(REALTIME_BLOCKING_NAP));
+            between_naps();
         } else {
             std::hint::spin_loop();
         }

@@ -8,7 +8,7 @@ pub mod chrome;
 pub mod render;
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -357,6 +357,23 @@ pub struct Tracer {
     /// Per actor, whether the filter's actor patterns match it (decided once, when the actor
     /// is registered).
     actor_kept: RefCell<Vec<bool>>,
+    /// The last messages (time, sender, receiver, kind), when kept ([`Tracer::keep_recent`]).
+    recent: RefCell<VecDeque<Recent>>,
+    /// How many of the last messages are kept (0: none).
+    keep: Cell<usize>,
+}
+
+/// One of the last messages a tracer keeps for a live view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recent {
+    /// When it was sent.
+    pub at: EmuTime,
+    /// Sender.
+    pub from: ActorId,
+    /// Receiver.
+    pub to: ActorId,
+    /// Its kind (`trace.jsonl`'s `kind`).
+    pub kind: &'static str,
 }
 
 impl Tracer {
@@ -372,7 +389,19 @@ impl Tracer {
             contracts: RefCell::new(BTreeMap::new()),
             filter: None,
             actor_kept: RefCell::new(Vec::new()),
+            recent: RefCell::new(VecDeque::new()),
+            keep: Cell::new(0),
         }
+    }
+
+    /// From now on keeps the last `n` messages ([`Tracer::recent`]), for a live view.
+    pub fn keep_recent(&self, n: usize) {
+        self.keep.set(n);
+    }
+
+    /// The last messages kept, oldest first.
+    pub fn recent(&self) -> Vec<Recent> {
+        self.recent.borrow().iter().copied().collect()
     }
 
     /// Writes only what `filter` keeps (an empty filter keeps every message). Set before
@@ -485,10 +514,43 @@ impl Tracer {
     ) -> u64 {
         let seq = self.messages.get();
         self.messages.set(seq + 1);
+        if self.keep.get() > 0 {
+            return self.record_kept(seq, t, (from, to), cause, what());
+        }
         if let Some(sink) = &self.sink {
             match &self.filter {
                 None => self.write(sink, (seq, t), (from, to), what(), cause),
                 Some(f) => self.write_filtered(f, sink, (seq, t), (from, to), what, cause),
+            }
+        }
+        seq
+    }
+
+    /// [`Tracer::record_with`] when the last messages are kept.
+    #[cold]
+    fn record_kept(
+        &self,
+        seq: u64,
+        at: EmuTime,
+        (from, to): (ActorId, ActorId),
+        cause: Option<u64>,
+        about: About,
+    ) -> u64 {
+        let mut recent = self.recent.borrow_mut();
+        while recent.len() >= self.keep.get() {
+            recent.pop_front();
+        }
+        recent.push_back(Recent {
+            at,
+            from,
+            to,
+            kind: about.0,
+        });
+        drop(recent);
+        if let Some(sink) = &self.sink {
+            match &self.filter {
+                None => self.write(sink, (seq, at), (from, to), about, cause),
+                Some(f) => self.write_filtered(f, sink, (seq, at), (from, to), || about, cause),
             }
         }
         seq
