@@ -61,6 +61,10 @@ pub struct Interleaver<T> {
     /// Lanes with something queued, each FIFO (order of this list is irrelevant).
     queued: Vec<(Lane, VecDeque<T>)>,
     len: usize,
+    /// Remembered lanes at which the next pruning happens: [`MAX_REMEMBERED`], or twice what
+    /// the last pruning kept (lanes with something queued are kept; if there are more of
+    /// them than the bound, pruning at each new lane would cost a pass per push).
+    prune_at: usize,
 }
 
 impl<T> Interleaver<T> {
@@ -73,16 +77,18 @@ impl<T> Interleaver<T> {
             next_demoted: DEMOTED_BELOW - 1,
             queued: Vec::new(),
             len: 0,
+            prune_at: MAX_REMEMBERED,
         }
     }
 
     /// Queues `item` at the back of `lane`.
     pub fn push(&mut self, lane: Lane, item: T) {
         if !self.priority.contains_key(&lane) {
-            if self.priority.len() >= MAX_REMEMBERED {
-                let queued = &self.queued;
-                self.priority
-                    .retain(|l, _| queued.iter().any(|(q, _)| q == l));
+            if self.priority.len() >= self.prune_at {
+                let queued: std::collections::HashSet<Lane> =
+                    self.queued.iter().map(|(l, _)| *l).collect();
+                self.priority.retain(|l, _| queued.contains(l));
+                self.prune_at = MAX_REMEMBERED.max(2 * self.priority.len());
             }
             let value = self.rng.random_range(DEMOTED_BELOW..=u64::MAX);
             self.priority.insert(lane, (value, self.seen));
@@ -298,6 +304,20 @@ mod tests {
         assert!(il.priority.len() <= MAX_REMEMBERED);
         // Every lane with something queued keeps its priority.
         assert!(il.queued.iter().all(|(l, _)| il.priority.contains_key(l)));
+    }
+
+    #[test]
+    fn many_lanes_queued_at_once_are_pruned_rarely_and_keep_their_priorities() {
+        let mut il = Interleaver::new(4);
+        let n = MAX_REMEMBERED as u32 + 1000;
+        for i in 0..n {
+            il.push(chan(i, 0), i);
+        }
+        // Every lane has something queued: none could be forgotten, and the bound moved on
+        // (to twice what was kept) rather than pruning again at each push.
+        assert_eq!(il.priority.len(), n as usize);
+        assert_eq!(il.prune_at, 2 * MAX_REMEMBERED);
+        assert_eq!(il.len(), n as usize);
     }
 
     #[test]
