@@ -980,11 +980,17 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     match (&result.replayed, &args.replay) {
         (Some(Ok(n)), _) => say!("  replay: {n} deliveries, each in the recorded order"),
         (Some(Err(d)), Some(path)) => {
+            // A delivery that cannot be read is damage; one that differs, another origin.
+            let why = if d.starts_with("line ") {
+                "The record is damaged"
+            } else {
+                "The record does not come from this igemu and topology"
+            };
             return Err(Error::Input(format!(
-                "igemu: the replay left the record {}: {d}. The record does not come from this igemu and topology (outputs in {} are a run in its own order)",
+                "igemu: the replay left the record {}: {d}. {why} (outputs in {} are a run in its own order)",
                 path.display(),
                 out.display()
-            )))
+            )));
         }
         _ => {}
     }
