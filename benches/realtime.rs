@@ -4,7 +4,9 @@
 //! run's, with the relative difference of each.
 //!
 //! `cargo bench --bench realtime` (×3600, both scenarios: about 67 s + 230 s of wall time);
-//! `-- speedup=N` another speed-up; `-- quick` the quickstart only (seconds).
+//! `-- speedup=N` another speed-up; `-- threads=N` the realtime run's Grids on N threads
+//! (`--threads`: paper 004's three Grids; paper 000 has one); `-- only=NAME` one scenario
+//! (a file stem, e.g. paper004-three-grids); `-- quick` the quickstart only (seconds).
 
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, RunOptions, Summary};
@@ -31,8 +33,12 @@ fn quickstart(sets: &[String]) -> Topology {
     .unwrap_or_else(|r| panic!("{r}"))
 }
 
-fn summary(topo: Topology) -> Summary {
-    run(topo, &RunOptions::default())
+fn summary(topo: Topology, threads: usize) -> Summary {
+    let options = RunOptions {
+        threads,
+        ..RunOptions::default()
+    };
+    run(topo, &options)
         .unwrap_or_else(|e| panic!("{e}"))
         .summary
 }
@@ -55,18 +61,24 @@ fn figures(s: &Summary) -> Vec<(&'static str, f64)> {
     ]
 }
 
-fn compare(name: &str, load: &dyn Fn(&[String]) -> Topology, speedup: f64) {
-    let virtual_run = summary(load(&[]));
-    let realtime = summary(load(&[
-        "emulation.mode=\"realtime\"".into(),
-        format!("emulation.speedup={speedup:?}"),
-    ]));
+fn compare(name: &str, load: &dyn Fn(&[String]) -> Topology, (speedup, threads): (f64, usize)) {
+    let virtual_run = summary(load(&[]), 1);
+    let realtime = summary(
+        load(&[
+            "emulation.mode=\"realtime\"".into(),
+            format!("emulation.speedup={speedup:?}"),
+        ]),
+        threads,
+    );
+    let on = realtime
+        .threads
+        .map_or(String::new(), |n| format!(" on {n} threads"));
     let late = realtime
         .timer_lateness_ms
         .as_ref()
         .expect("a realtime run reports lateness");
     println!(
-        "{name} x{speedup}: lateness p50={:.1} ms p99={:.1} ms max={:.1} ms ({} timers; {}), wall {:.1} s",
+        "{name} x{speedup}{on}: lateness p50={:.1} ms p99={:.1} ms max={:.1} ms ({} timers; {}), wall {:.1} s",
         late.p50,
         late.p99,
         late.max,
@@ -88,7 +100,7 @@ fn compare(name: &str, load: &dyn Fn(&[String]) -> Topology, speedup: f64) {
         worst = worst.max(diff.abs());
         println!("  {key:<16} virtual={v:<14.3} realtime={r:<14.3} diff={diff:+.3} %");
     }
-    println!("{name} x{speedup}: largest metric difference {worst:.3} %");
+    println!("{name} x{speedup}{on}: largest metric difference {worst:.3} %");
 }
 
 fn main() {
@@ -97,8 +109,13 @@ fn main() {
         .iter()
         .find_map(|a| a.strip_prefix("speedup=")?.parse::<f64>().ok())
         .unwrap_or(3600.0);
+    let threads = args
+        .iter()
+        .find_map(|a| a.strip_prefix("threads=")?.parse::<usize>().ok())
+        .unwrap_or(1);
+    let only = args.iter().find_map(|a| a.strip_prefix("only="));
     if args.iter().any(|a| a == "quick") {
-        compare("quickstart", &|s| quickstart(s), speedup);
+        compare("quickstart", &|s| quickstart(s), (speedup, threads));
         return;
     }
     for file in [
@@ -108,6 +125,9 @@ fn main() {
         let name = file
             .trim_start_matches("topologies/")
             .trim_end_matches(".toml");
-        compare(name, &|s| load(file, s), speedup);
+        if only.is_some_and(|o| o != name) {
+            continue;
+        }
+        compare(name, &|s| load(file, s), (speedup, threads));
     }
 }

@@ -99,6 +99,7 @@ pub mod report;
 pub mod serve;
 pub mod stress;
 pub mod sweep;
+pub mod threads;
 pub mod time;
 pub mod topology;
 pub mod trace;
@@ -211,6 +212,9 @@ pub struct RunOptions {
     pub replay: Option<PathBuf>,
     /// Realtime mode: publish live frames here as the run goes ([`serve`]).
     pub live: Option<std::sync::Arc<serve::Feed>>,
+    /// Realtime mode: run the Grids on this many threads (at most one per Grid); 0 or 1
+    /// runs everything on one. Not with a trace, a record or a live view.
+    pub threads: usize,
 }
 
 /// The first line of a record file: what ran, so that `igemu replay` can run it again.
@@ -363,6 +367,9 @@ pub struct Summary {
     /// The explored order of same-time deliveries (`emulation.interleaving`), when not FIFO.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interleaving: Option<u64>,
+    /// The threads the Grids ran on (`--threads`), when more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// What was run (version, topology file and hash, overrides), when the caller said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
@@ -752,10 +759,37 @@ async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> EmuTime {
     }
 }
 
-/// The run's summary, per-request records and decisions, from what `emu` observed.
+/// What a run observed, gathered from its context (or its shards' contexts, merged).
+pub(crate) struct Observed {
+    /// The observations.
+    metrics: metrics::Metrics,
+    /// Messages sent.
+    messages: u64,
+    /// Timed events fired.
+    timed_events: u64,
+    /// Timer lateness (realtime).
+    lateness: Option<Lateness>,
+    /// What the fault injector did.
+    faults: fault::FaultCounts,
+}
+
+impl Observed {
+    /// What `emu` observed (its metrics are taken).
+    fn of(emu: &Emu) -> Observed {
+        Observed {
+            metrics: std::mem::take(&mut *emu.metrics.borrow_mut()),
+            messages: emu.tracer.messages(),
+            timed_events: emu.clock.fired(),
+            lateness: emu.clock.lateness(),
+            faults: emu.faults.borrow().counts.clone(),
+        }
+    }
+}
+
+/// The run's summary, per-request records and decisions, from what it observed.
 fn summarize(
     topo: &Topology,
-    emu: &Emu,
+    observed: Observed,
     end: EmuTime,
     wall_s: f64,
 ) -> (
@@ -765,7 +799,13 @@ fn summarize(
     Vec<metrics::VmSpan>,
 ) {
     let mode = topo.emulation.mode;
-    let metrics = std::mem::take(&mut *emu.metrics.borrow_mut());
+    let Observed {
+        metrics,
+        messages,
+        timed_events,
+        lateness,
+        faults: fault_counts,
+    } = observed;
     let metrics::Finished {
         spans,
         records,
@@ -776,7 +816,6 @@ fn summarize(
     } = metrics.finish();
     let figures = metrics::figures(topo, &records, &counters);
     let grid_figures = metrics::grid_figures(topo, &records, &grids);
-    let fault_counts = emu.faults.borrow().counts.clone();
     let summary = Summary {
         topology: topo.name.clone(),
         mode: match mode {
@@ -789,12 +828,13 @@ fn summarize(
         },
         seed: topo.emulation.seed,
         interleaving: Some(topo.emulation.interleaving).filter(|&k| k > 0),
+        threads: None,
         provenance: None,
         policies: policies(topo),
         emulated_end_s: end.as_secs_f64(),
         wall_s,
-        messages: emu.tracer.messages(),
-        timed_events: emu.clock.fired(),
+        messages,
+        timed_events,
         requests: figures.requests,
         makespan_s: figures.makespan_s,
         metrics: figures.all,
@@ -803,11 +843,10 @@ fn summarize(
         faults: fault_counts,
         invariant_violations: violations.len() as u64,
         violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
-        timer_lateness_ms: emu.clock.lateness(),
-        speedup_sustainable: emu
-            .clock
-            .lateness()
+        speedup_sustainable: lateness
+            .as_ref()
             .map(|l| l.p99 <= SUSTAINABLE_P99_LATENESS_MS),
+        timer_lateness_ms: lateness,
     };
     (summary, records, decisions, spans)
 }
@@ -851,6 +890,9 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
 
 /// Runs `topo` to its end and gathers the results.
 pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
+    if options.threads > 1 {
+        return run_on_threads(topo, options);
+    }
     let topo = Rc::new(topo);
     let mode = topo.emulation.mode;
     let labels = topo.request_labels.clone();
@@ -953,7 +995,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         .replayed
         .map(|r| r.map_err(|d| name_actors(&d, &emu.tracer)));
     emu.tracer.finish().map_err(Error::Trace)?;
-    let (mut summary, records, decisions, intervals) = summarize(&topo, &emu, end, wall_s);
+    let (mut summary, records, decisions, intervals) =
+        summarize(&topo, Observed::of(&emu), end, wall_s);
     summary.provenance = options.provenance.clone();
     drop(emu);
     drop(system);
@@ -967,6 +1010,28 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         trace_in_place: options.trace_dir.clone().filter(|_| !options.stage_trace),
         recorded,
         replayed,
+    })
+}
+
+/// [`run`] on several threads ([`RunOptions::threads`]).
+fn run_on_threads(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
+    let wall = time::Stopwatch::start();
+    let (end, observed, threads) = threads::run(&topo, options, options.threads)?;
+    let wall_s = wall.elapsed_secs();
+    let topo = Rc::new(topo);
+    let (mut summary, records, decisions, intervals) = summarize(&topo, observed, end, wall_s);
+    summary.provenance = options.provenance.clone();
+    summary.threads = Some(threads);
+    Ok(RunResult {
+        load: Vec::new(),
+        topology: topo,
+        records,
+        decisions,
+        intervals,
+        summary,
+        trace_in_place: None,
+        recorded: None,
+        replayed: None,
     })
 }
 

@@ -121,6 +121,16 @@ enum Command {
         /// the FIFO order alone.
         #[arg(long, value_name = "K", default_value_t = 0)]
         interleavings: u64,
+        /// Time mode of the runs: virtual (deterministic; the default) or realtime (with
+        /// --speedup, and --threads for true concurrency).
+        #[arg(long, value_enum, default_value = "virtual")]
+        mode: Mode,
+        /// Realtime mode: emulated seconds per wall second.
+        #[arg(long, value_name = "S")]
+        speedup: Option<f64>,
+        /// Realtime mode: run each run's Grids on N threads (as `run --threads`).
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        threads: u16,
         /// Overrides applied to every run.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
@@ -743,6 +753,11 @@ struct RunArgs {
     /// name another interface; it stops with the run.
     #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
+    /// Realtime mode: run the Grids on N threads (each Grid with its clusters, hosts and VMs
+    /// on one; at most one per Grid), so that handlers run in parallel and messages between
+    /// Grids cross threads. Not deterministic; not with --trace, --record or --serve.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
     /// Set by `igemu replay`: follow the order recorded in this file.
     #[arg(skip)]
     replay: Option<PathBuf>,
@@ -834,6 +849,7 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
         record: None,
         replay: Some(args.record),
         serve: None,
+        threads: 1,
     })
 }
 
@@ -933,6 +949,15 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
             "--serve shows a realtime run as it goes, and this run is in virtual mode; add --mode realtime".into(),
         ));
     }
+    igemu::threads::check(
+        usize::from(args.threads),
+        topo.emulation.mode,
+        &[
+            (args.trace, "--trace"),
+            (args.record.is_some(), "--record"),
+            (args.serve.is_some(), "--serve"),
+        ],
+    )?;
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let out = args.out;
     prepare_out(&out, args.overwrite, &provenance)?;
@@ -961,6 +986,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         record: args.record.clone(),
         replay: args.replay.clone(),
         live: server.as_ref().map(igemu::serve::LiveServer::feed),
+        threads: usize::from(args.threads),
     };
     let result = run(topo, &options);
     watch.finish();
@@ -1042,6 +1068,9 @@ fn dispatch(command: Command) -> Result<(), Error> {
             faults,
             jobs,
             interleavings,
+            mode,
+            speedup,
+            threads,
             sets,
             out,
             quiet,
@@ -1049,6 +1078,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
         } => stress(
             &path,
             (seeds, &faults, interleavings, jobs, &sets),
+            (mode, speedup, threads),
             out.as_deref(),
             quiet,
             broken(broken_protocol),
@@ -1178,16 +1208,40 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
 fn stress(
     path: &Path,
     (seeds, faults, interleavings, jobs, sets): (u64, &[String], u64, Option<usize>, &[String]),
+    (mode, speedup, threads): (Mode, Option<f64>, u16),
     out: Option<&Path>,
     quiet: bool,
     broken: igemu::Broken,
 ) -> Result<(), Error> {
-    let topo = topology::load_file(
-        path,
-        &Overrides {
-            sets: sets.to_vec(),
-        },
-    )?;
+    let threads = usize::from(threads);
+    let pace = match (mode, speedup) {
+        (Mode::Virtual, Some(_)) => {
+            return Err(Error::Usage(
+                "--speedup applies to realtime mode only, and stress runs in virtual mode by default; add --mode realtime, or drop --speedup".into(),
+            ))
+        }
+        (Mode::Virtual, None) => igemu::stress::Pace::Virtual,
+        (Mode::Realtime, Some(speedup)) => igemu::stress::Pace::Realtime { speedup, threads },
+        (Mode::Realtime, None) => {
+            return Err(Error::Usage(
+                "stress --mode realtime needs --speedup S (emulated seconds per wall second; each run takes its emulated length / S of wall time)".into(),
+            ))
+        }
+    };
+    // The runs' own mode and speed-up, checked once here rather than failing every run.
+    let mut checked = sets.to_vec();
+    if let igemu::stress::Pace::Realtime { speedup, .. } = pace {
+        checked.push("emulation.mode=\"realtime\"".into());
+        checked.push(format!("emulation.speedup={speedup:?}"));
+    }
+    let topo = topology::load_file(path, &Overrides { sets: checked })?;
+    let virtual_mode = matches!(pace, igemu::stress::Pace::Virtual);
+    let mode_of_runs = if virtual_mode {
+        igemu::time::ClockMode::Virtual
+    } else {
+        topo.emulation.mode
+    };
+    igemu::threads::check(threads, mode_of_runs, &[])?;
     let presets = igemu::stress::presets(&topo);
     let mut chosen = Vec::new();
     for f in faults {
@@ -1224,6 +1278,7 @@ fn stress(
     };
     let seeds: Vec<u64> = (1..=seeds).collect();
     let plan = igemu::stress::StressPlan {
+        pace,
         settings: &chosen,
         seeds: &seeds,
         schedules: &schedules,
@@ -1241,7 +1296,12 @@ fn stress(
         create_dir(dir)?; // before the runs, so that a bad directory wastes none
     }
     let style = Style::detect(quiet);
-    let runs = igemu::stress::stress(path, sets, &plan, jobs_or_cores(jobs), broken, style);
+    // Realtime runs each take `threads` threads (paced by the wall, so not all busy).
+    let jobs = match jobs {
+        Some(j) => jobs_or_cores(Some(j)),
+        None => (jobs_or_cores(None) / threads).max(1),
+    };
+    let runs = igemu::stress::stress(path, sets, &plan, jobs, broken, style);
     print!("{}", igemu::stress::report(path, &runs));
     if let Some(dir) = out {
         let csv = igemu::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;

@@ -1,6 +1,7 @@
 //! Stress-testing the peering protocol: one topology over many seeds and fault settings, run
 //! in parallel; every run's online invariant report is collected, and every violation comes
-//! with the exact command that reproduces it deterministically in virtual mode.
+//! with the exact command that reproduces it (deterministically in virtual mode; in realtime
+//! mode on threads, the command that runs it the same way, under the machine's own order).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -81,10 +82,29 @@ pub struct StressRun {
     /// The order same-time deliveries ran in: 0 FIFO, k > 0 the k-th perturbed schedule
     /// (`emulation.interleaving`; its override is among `sets`).
     pub schedule: u64,
+    /// How it was paced (its mode and speed-up are among `sets`).
+    pub pace: Pace,
+}
+
+/// How a stress test's runs are paced.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Pace {
+    /// Virtual time: deterministic, as fast as the CPU allows.
+    #[default]
+    Virtual,
+    /// Realtime at `speedup`, the Grids on `threads` threads (true concurrency).
+    Realtime {
+        /// Emulated seconds per wall second.
+        speedup: f64,
+        /// Threads per run (`--threads`).
+        threads: usize,
+    },
 }
 
 /// What a stress test runs: every fault setting × seed × schedule.
 pub struct StressPlan<'a> {
+    /// How the runs are paced.
+    pub pace: Pace,
     /// Fault settings.
     pub settings: &'a [FaultSetting],
     /// Seeds.
@@ -104,7 +124,13 @@ impl StressPlan<'_> {
 impl StressRun {
     /// The command that reproduces this run.
     pub fn command(&self, topology: &Path) -> String {
-        let mut c = format!("igemu run {} --mode virtual", topology.display());
+        let mut c = match self.pace {
+            Pace::Virtual => format!("igemu run {} --mode virtual", topology.display()),
+            Pace::Realtime { threads, .. } => format!(
+                "igemu run {} --mode realtime --threads {threads}",
+                topology.display()
+            ),
+        };
         for s in &self.sets {
             c += &format!(" --set '{s}'");
         }
@@ -136,7 +162,13 @@ pub fn stress(
                 let mut sets = user_sets.to_vec();
                 sets.extend(s.sets.iter().cloned());
                 sets.push(crate::topology::seed_override(seed));
-                sets.push("emulation.mode=\"virtual\"".to_string());
+                match plan.pace {
+                    Pace::Virtual => sets.push("emulation.mode=\"virtual\"".to_string()),
+                    Pace::Realtime { speedup, .. } => {
+                        sets.push("emulation.mode=\"realtime\"".to_string());
+                        sets.push(format!("emulation.speedup={speedup:?}"));
+                    }
+                }
                 // Always set, so that schedule 0 is FIFO whatever the topology or the
                 // user's overrides say.
                 sets.push(format!("emulation.interleaving={schedule}"));
@@ -145,6 +177,10 @@ pub fn stress(
         }
     }
     let total = todo.len();
+    let (pace, threads) = match plan.pace {
+        Pace::Virtual => (Pace::Virtual, 1),
+        p @ Pace::Realtime { threads, .. } => (p, threads),
+    };
     let queue = Mutex::new(todo.into_iter());
     let done = AtomicUsize::new(0);
     let progress = Mutex::new(Progress::new(style));
@@ -163,6 +199,7 @@ pub fn stress(
                             t,
                             &RunOptions {
                                 broken,
+                                threads,
                                 ..RunOptions::default()
                             },
                         )
@@ -195,6 +232,7 @@ pub fn stress(
                         faults,
                         broken,
                         schedule,
+                        pace,
                     });
                 }
             });
@@ -268,6 +306,9 @@ pub fn report(topology: &Path, runs: &[StressRun]) -> String {
             }
         }
         s += &format!("  reproduce: {}\n", r.command(topology));
+        if let Pace::Realtime { .. } = r.pace {
+            s += "  (realtime on threads: the order of deliveries was the machine's; a re-run may differ)\n";
+        }
     }
     s
 }

@@ -138,6 +138,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         speedup: None,
         seed: 0,
         interleaving: None,
+        threads: None,
         emulated_end_s: 0.0,
         wall_s: 0.0,
         messages: 0,

@@ -118,6 +118,61 @@ fn a_missing_file_and_bad_flags_exit_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+#[test]
+fn threads_are_refused_where_a_run_must_stay_on_one_and_nothing_is_written() {
+    let small = "topologies/peering-small.toml";
+    let out = "target/tmp/cli-threads-refused";
+    let _ = std::fs::remove_dir_all(out);
+    let rt = ["--mode", "realtime", "--speedup", "1000"];
+    let with_rt =
+        |more: &[&'static str]| -> Vec<&'static str> { rt.iter().chain(more).copied().collect() };
+    let cases: [(Vec<&str>, &str); 6] = [
+        (
+            vec!["--mode", "virtual", "--threads", "2"],
+            "--mode realtime",
+        ),
+        (with_rt(&["--threads", "2", "--trace"]), "--trace"),
+        (
+            with_rt(&["--threads", "3", "--record", "x.rec"]),
+            "--record",
+        ),
+        (
+            with_rt(&["--threads", "2", "--serve", "127.0.0.1:0"]),
+            "--serve",
+        ),
+        (with_rt(&["--threads", "0"]), "--threads"),
+        (with_rt(&["--threads=-1"]), "--threads"),
+    ];
+    for (flags, named) in cases {
+        let mut args = vec!["run", small, "--quiet", "--out", out];
+        args.extend_from_slice(&flags);
+        let ran = igemu(&args);
+        assert_eq!(ran.status.code(), Some(2), "{flags:?}: {ran:?}");
+        assert!(stderr(&ran).contains(named), "{flags:?}: {}", stderr(&ran));
+        assert!(
+            !std::path::Path::new(out).exists(),
+            "{flags:?} wrote outputs"
+        );
+    }
+    for (flags, named) in [
+        (&["--mode", "realtime"][..], "--speedup"),
+        (&["--speedup", "10"][..], "--mode realtime"),
+        (&["--threads", "2"][..], "--mode realtime"),
+    ] {
+        let mut args = vec![
+            "stress", small, "--seeds", "1", "--faults", "none", "--quiet",
+        ];
+        args.extend_from_slice(flags);
+        let ran = igemu(&args);
+        assert_eq!(ran.status.code(), Some(2), "stress {flags:?}: {ran:?}");
+        assert!(
+            stderr(&ran).contains(named),
+            "stress {flags:?}: {}",
+            stderr(&ran)
+        );
+    }
+}
+
 fn without_wall_clock(summary: &str) -> String {
     summary
         .lines()

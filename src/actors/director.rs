@@ -39,6 +39,16 @@ impl Director {
         }
     }
 
+    /// Every request this director counts is done: the run ends, or, when it is one shard
+    /// of several, this shard says so and the run ends when the last does (a shard with
+    /// nothing of its own left still serves the others' redirected requests meanwhile).
+    fn all_done(&mut self) {
+        match self.emu.federation() {
+            Some(federation) => federation.shard_done(),
+            None => self.finish(),
+        }
+    }
+
     fn finish(&mut self) {
         if let Some(tx) = self.done.take() {
             // Nothing may move between the end and the collection of the results.
@@ -63,7 +73,7 @@ impl Actor for Director {
         };
         self.emu.send_at(self.end.limit(), self.id, me, EndOfRun);
         if self.outstanding == 0 && matches!(self.end, EndCondition::AllDone { .. }) {
-            self.finish();
+            self.all_done();
         }
     }
 }
@@ -71,9 +81,11 @@ impl Actor for Director {
 impl Handler<RequestDone> for Director {
     type Result = ();
     fn handle(&mut self, _: RequestDone, _: &mut Context<Self>) {
-        self.outstanding = self.outstanding.saturating_sub(1);
-        if self.outstanding == 0 && matches!(self.end, EndCondition::AllDone { .. }) {
-            self.finish();
+        let was = self.outstanding;
+        self.outstanding = was.saturating_sub(1);
+        // Once, when the last one is done (a request reported twice must not end it twice).
+        if was == 1 && matches!(self.end, EndCondition::AllDone { .. }) {
+            self.all_done();
         }
     }
 }

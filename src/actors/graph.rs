@@ -83,17 +83,27 @@ impl Graph {
         done: oneshot::Sender<EmuTime>,
         broken: Broken,
     ) -> Graph {
+        let all: Vec<GridId> = (0..topo.grids.len()).map(|g| GridId(g as u16)).collect();
+        let graph = Graph::build_part(emu, topo, &all, done, broken);
+        graph.introduce(topo, &graph.iggs);
+        graph
+    }
+
+    /// Starts the actors of Grids `grids` of `topo` (a shard of a run on several threads)
+    /// with a director counting their requests; `done` learns when the run ends. The IGGs
+    /// learn their peers from [`Graph::introduce`].
+    pub fn build_part(
+        emu: &Rc<Emu>,
+        topo: &Topology,
+        grids: &[GridId],
+        done: oneshot::Sender<EmuTime>,
+        broken: Broken,
+    ) -> Graph {
         let dir_id = emu.tracer.register("director".into());
+        let counted = requests_where(topo, |w| grids.contains(&w.grid)).len();
         let director = Peer {
             id: dir_id,
-            addr: Director::new(
-                Rc::clone(emu),
-                dir_id,
-                topo.requests.len(),
-                topo.emulation.end,
-                done,
-            )
-            .start(),
+            addr: Director::new(Rc::clone(emu), dir_id, counted, topo.emulation.end, done).start(),
         };
         let mut graph = Graph {
             director,
@@ -101,20 +111,24 @@ impl Graph {
             lrms: Vec::new(),
             hosts: Vec::new(),
         };
-        for gi in 0..topo.grids.len() {
-            graph.start_grid(emu, topo, GridId(gi as u16), broken);
+        for &g in grids {
+            graph.start_grid(emu, topo, g, broken);
         }
-        // Every IGG learns the others before any request arrives (setup, not traced).
+        graph
+    }
+
+    /// Tells this graph's IGGs every IGG of the run, `iggs` (setup, not traced): each learns
+    /// the others before any request arrives.
+    pub fn introduce(&self, topo: &Topology, iggs: &[(GridId, Peer<Igg>)]) {
         let providers: BTreeMap<GridId, CostModel> = (0..topo.grids.len())
             .map(|g| (GridId(g as u16), topo.cost_model(GridId(g as u16))))
             .collect();
-        for (_, igg) in &graph.iggs {
+        for (_, igg) in &self.iggs {
             igg.addr.do_send::<SetPeers>(SetPeers {
-                peers: graph.iggs.clone(),
+                peers: iggs.to_vec(),
                 providers: providers.clone(),
             });
         }
-        graph
     }
 
     fn start_grid(&mut self, emu: &Rc<Emu>, topo: &Topology, gid: GridId, broken: Broken) {

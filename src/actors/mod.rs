@@ -107,6 +107,7 @@ pub mod host;
 pub mod igg;
 pub mod lrms;
 pub mod messages;
+pub mod shard;
 pub mod users;
 pub mod vm;
 
@@ -132,6 +133,9 @@ pub struct Emu {
     pub(crate) faults: RefCell<Faults>,
     /// Tasks spawned so far (each its own lane when interleavings are explored).
     tasks: Cell<u64>,
+    /// The shard this context runs, in a run on several threads: its index and what the
+    /// shards share.
+    shard: std::cell::OnceCell<(usize, std::sync::Arc<shard::Federation>)>,
 }
 
 /// An actor's address together with its trace name.
@@ -207,7 +211,28 @@ impl Emu {
             requests,
             faults: RefCell::new(faults),
             tasks: Cell::new(0),
+            shard: std::cell::OnceCell::new(),
         }
+    }
+
+    /// Makes this context shard `index` of a run on several threads (on the thread that
+    /// runs it, before any actor runs): messages to Grids of other shards are posted to
+    /// their clocks, and posts to this thread run with this context.
+    pub fn join(self: &Rc<Self>, index: usize, federation: std::sync::Arc<shard::Federation>) {
+        let _ = self.shard.set((index, federation));
+        shard::enter(self);
+    }
+
+    /// What the shards share, when this context is one of several.
+    pub fn federation(&self) -> Option<&std::sync::Arc<shard::Federation>> {
+        self.shard.get().map(|(_, f)| f)
+    }
+
+    /// The mailbox of the shard Grid `g` runs on, if that is not this one.
+    fn remote(&self, g: GridId) -> Option<std::sync::Arc<crate::time::remote::Mailbox>> {
+        let (me, fed) = self.shard.get()?;
+        let theirs = fed.shard_of(g);
+        (theirs != *me).then(|| fed.mailbox(theirs).cloned())?
     }
 
     /// The run's clock.
@@ -321,7 +346,7 @@ impl Emu {
         msg: M,
     ) where
         M: Message<Result = ()> + Traced + Send + Clone + 'static,
-        P: Inbox<M>,
+        P: Inbox<M> + Send,
     {
         let now = self.clock.now();
         let seq = self
@@ -331,16 +356,41 @@ impl Emu {
             });
         self.metrics.borrow_mut().peering_message(from_grid);
         let deliveries = self.faults.borrow_mut().deliveries(from_grid, to_grid, now);
+        let remote = self.remote(to_grid);
         for delay in deliveries {
-            let (emu, inbox, m) = (Rc::clone(self), to.clone(), msg.clone());
-            self.clock.at(now + delay, move || {
-                let down = emu.faults.borrow().is_down(to_grid, emu.clock.now());
-                if down {
-                    emu.faults.borrow_mut().counts.to_crashed += 1;
-                } else {
-                    emu.hand_over(from, &inbox, seq, m);
+            let (inbox, m) = (to.clone(), msg.clone());
+            match &remote {
+                // Another thread's Grid: its clock delivers it at its time.
+                Some(mailbox) => {
+                    mailbox.post(
+                        now + delay,
+                        Box::new(move || {
+                            shard::with_shard(|emu| emu.arrive(to_grid, from, &inbox, seq, m))
+                        }),
+                    );
                 }
-            });
+                None => {
+                    let emu = Rc::clone(self);
+                    self.clock.at(now + delay, move || {
+                        emu.arrive(to_grid, from, &inbox, seq, m)
+                    });
+                }
+            }
+        }
+    }
+
+    /// A message on a link arrives at Grid `to_grid`'s IGG: handed over, unless that IGG is
+    /// down now (then it is lost).
+    fn arrive<M, P>(&self, to_grid: GridId, from: ActorId, inbox: &P, seq: u64, msg: M)
+    where
+        M: Message<Result = ()> + Send + 'static,
+        P: Inbox<M>,
+    {
+        let down = self.faults.borrow().is_down(to_grid, self.clock.now());
+        if down {
+            self.faults.borrow_mut().counts.to_crashed += 1;
+        } else {
+            self.hand_over(from, inbox, seq, msg);
         }
     }
 

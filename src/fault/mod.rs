@@ -111,6 +111,17 @@ pub struct FaultCounts {
     pub to_crashed: u64,
 }
 
+impl FaultCounts {
+    /// Adds `o`'s counts to these (the shards of a run on several threads).
+    pub fn add(&mut self, o: &FaultCounts) {
+        self.dropped += o.dropped;
+        self.duplicated += o.duplicated;
+        self.reordered += o.reordered;
+        self.partitioned += o.partitioned;
+        self.to_crashed += o.to_crashed;
+    }
+}
+
 impl Faults {
     /// An injector for `cfg`, seeded with `seed`.
     pub fn new(cfg: FaultConfig, seed: u64) -> Faults {

@@ -46,6 +46,7 @@ use serde::Serialize;
 use super::interleave::{Interleaver, Lane};
 use super::radix::RadixHeap;
 use super::record::{OrderLog, OrderScript};
+use super::remote::Mailbox;
 use super::{EmuDuration, EmuTime, MICROS_PER_SEC};
 
 /// How emulated time relates to the wall clock.
@@ -182,7 +183,8 @@ struct ClockInner {
     /// Virtual steps taken on the count alone, and after asking tokio.
     steps: Cell<(u64, u64)>,
     next_seq: Cell<u64>,
-    wake: tokio::sync::Notify,
+    /// Wakes the driver (shared with the mailbox, for posts from other threads).
+    wake: std::sync::Arc<tokio::sync::Notify>,
     fired: Cell<u64>,
     lateness_us: RefCell<Histogram<u64>>,
     now_mirror: std::cell::OnceCell<std::sync::Arc<std::sync::atomic::AtomicU64>>,
@@ -201,6 +203,13 @@ struct ClockInner {
     divergence: RefCell<Option<String>>,
     /// Called every so often in wall time by a realtime clock (see [`Clock::every_wall`]).
     tick: RefCell<Option<WallTick>>,
+    /// Where other threads post events (a shard of a `--threads` run; see [`Clock::mailbox`]).
+    mailbox: std::cell::OnceCell<std::sync::Arc<Mailbox>>,
+    /// When emulated time zero is on the wall, if set before the driver starts (the shards
+    /// of a `--threads` run share one origin).
+    start_at: Cell<Option<std::time::Instant>>,
+    /// How long before a deadline an idle realtime clock stops sleeping and spins.
+    spin: Cell<std::time::Duration>,
 }
 
 /// A callback a realtime clock makes every `every` of wall time, with emulated now and
@@ -263,6 +272,19 @@ pub struct Lateness {
     pub samples: u64,
 }
 
+impl Lateness {
+    /// The percentiles of `h`, a histogram of lateness in µs.
+    pub fn of(h: &Histogram<u64>) -> Lateness {
+        let ms = |us: u64| us as f64 / 1000.0;
+        Lateness {
+            p50: ms(h.value_at_quantile(0.5)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+            samples: h.len(),
+        }
+    }
+}
+
 impl Clock {
     /// A clock starting at emulated time zero now. Must be created inside the tokio runtime
     /// that will drive it (paused for [`ClockMode::Virtual`]).
@@ -284,7 +306,7 @@ impl Clock {
                 counted: Cell::new(false),
                 steps: Cell::new((0, 0)),
                 next_seq: Cell::new(0),
-                wake: tokio::sync::Notify::new(),
+                wake: std::sync::Arc::new(tokio::sync::Notify::new()),
                 fired: Cell::new(0),
                 lateness_us: RefCell::new(hist),
                 now_mirror: std::cell::OnceCell::new(),
@@ -295,6 +317,9 @@ impl Clock {
                 script: RefCell::new(None),
                 divergence: RefCell::new(None),
                 tick: RefCell::new(None),
+                mailbox: std::cell::OnceCell::new(),
+                start_at: Cell::new(None),
+                spin: Cell::new(REALTIME_BLOCKING_SPIN),
             }),
         }
     }
@@ -538,6 +563,17 @@ impl Clock {
     }
 
     fn push(&self, due: EmuTime, fire: Callback, cancelled: Option<Rc<Cell<bool>>>) {
+        let timer = due > self.inner.logical_now.get();
+        self.push_event(due, fire, cancelled, timer);
+    }
+
+    fn push_event(
+        &self,
+        due: EmuTime,
+        fire: Callback,
+        cancelled: Option<Rc<Cell<bool>>>,
+        timer: bool,
+    ) {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let mut heap = self.inner.heap.borrow_mut();
@@ -547,7 +583,6 @@ impl Clock {
             ClockMode::Virtual => heap.is_empty(),
             ClockMode::Realtime { .. } => heap.peek_due().is_none_or(|e| due.as_micros() < e),
         };
-        let timer = due > self.inner.logical_now.get();
         heap.push(
             due.as_micros(),
             seq,
@@ -591,6 +626,61 @@ impl Clock {
     /// over, so that nothing moves between its end and the collection of the results).
     pub fn halt(&self) {
         self.inner.halted.set(true);
+        if let Some(m) = self.inner.mailbox.get() {
+            m.close();
+        }
+    }
+
+    /// The door other threads post events to this clock through (made on first call, on
+    /// the thread that drives the clock): a shard of a `--threads` run hands it to the
+    /// others. A post runs at its due time, or at once if the clock is past it, and counts
+    /// as a timer for lateness.
+    pub fn mailbox(&self) -> std::sync::Arc<Mailbox> {
+        let m = self.inner.mailbox.get_or_init(|| {
+            std::sync::Arc::new(Mailbox::new(std::sync::Arc::clone(&self.inner.wake)))
+        });
+        std::sync::Arc::clone(m)
+    }
+
+    /// Sets when emulated time zero is on the wall (realtime), instead of when the driver
+    /// starts: the shards of a `--threads` run share one origin.
+    pub fn start_at(&self, origin: std::time::Instant) {
+        self.inner.start_at.set(Some(origin));
+    }
+
+    /// Makes an idle realtime clock sleep until its deadlines instead of spinning the last
+    /// stretch: for threads that share fewer cores than they are, where a spinning thread
+    /// takes the core another needs (and the OS then deschedules one for a whole slice).
+    pub fn sleep_without_spinning(&self) {
+        self.inner.spin.set(std::time::Duration::ZERO);
+    }
+
+    /// Takes what other threads posted into the queue of events.
+    fn take_posts(&self) {
+        let Some(m) = self.inner.mailbox.get() else {
+            return;
+        };
+        for (due, run) in m.take() {
+            let fire: Callback = run;
+            match due {
+                Some(due) => self.push_event(due, fire, None, true),
+                None => self.push_event(self.now(), fire, None, false),
+            }
+        }
+    }
+
+    /// Whether other threads posted events not yet taken.
+    fn has_posts(&self) -> bool {
+        self.inner.mailbox.get().is_some_and(|m| m.has_posts())
+    }
+
+    /// Timer lateness so far as a histogram of µs (to merge the shards' of a `--threads`
+    /// run); `None` in virtual mode.
+    pub fn lateness_histogram(&self) -> Option<Histogram<u64>> {
+        match self.inner.mode {
+            ClockMode::Virtual => None,
+            ClockMode::Realtime { .. } => Some(self.inner.lateness_us.borrow().clone()),
+        }
     }
 
     /// Runs `fire` after `delay` of emulated time.
@@ -629,19 +719,7 @@ impl Clock {
 
     /// Timer lateness so far; `None` in virtual mode, where timers are never late.
     pub fn lateness(&self) -> Option<Lateness> {
-        match self.inner.mode {
-            ClockMode::Virtual => None,
-            ClockMode::Realtime { .. } => {
-                let h = self.inner.lateness_us.borrow();
-                let ms = |us: u64| us as f64 / 1000.0;
-                Some(Lateness {
-                    p50: ms(h.value_at_quantile(0.5)),
-                    p99: ms(h.value_at_quantile(0.99)),
-                    max: ms(h.max()),
-                    samples: h.len(),
-                })
-            }
-        }
+        self.lateness_histogram().map(|h| Lateness::of(&h))
     }
 
     /// The wall instant (on tokio's clock) at which emulated time `due` arrives in realtime mode.
@@ -703,7 +781,11 @@ impl Clock {
     pub async fn drive(self) {
         let _discard = DiscardOnDrop(self.clone());
         // Emulated time starts now, with every actor built and started.
-        self.inner.origin.set(tokio::time::Instant::now());
+        let origin = match self.inner.start_at.get() {
+            Some(at) => tokio::time::Instant::from_std(at),
+            None => tokio::time::Instant::now(),
+        };
+        self.inner.origin.set(origin);
         // One sleep, re-armed each round: no timer allocation per event.
         let idle = tokio::time::sleep(std::time::Duration::ZERO);
         tokio::pin!(idle);
@@ -716,6 +798,7 @@ impl Clock {
                 // The run is over; the runtime will drop this task (and the pending events).
                 std::future::pending::<()>().await;
             }
+            self.take_posts();
             // Deliveries held back by the interleaver are due now (only a virtual clock holds
             // any; the virtual branch looks at the heap again itself).
             let now = self.inner.logical_now.get().as_micros();
@@ -813,7 +896,15 @@ impl Clock {
                         // OS wakes it within microseconds, tokio's timer wheel only to the
                         // millisecond, which at a speed-up of 3 600 is 3.6 emulated seconds)
                         // and spin the last stretch.
-                        wait_blocking(deadline.into_std(), || self.wall_tick(speedup));
+                        // A post from another thread wakes it (and is taken next round).
+                        let woken = wait_blocking(
+                            (deadline.into_std(), self.inner.spin.get()),
+                            || self.wall_tick(speedup),
+                            || self.has_posts(),
+                        );
+                        if woken {
+                            continue;
+                        }
                     } else if tokio::time::Instant::now() < deadline {
                         // Tokio's timer wheel rounds to whole milliseconds, which at a
                         // speed-up of 10^4 is 10 emulated seconds. So sleep to just before
@@ -863,17 +954,25 @@ fn lane_text(lane: Lane) -> String {
     }
 }
 
-/// Blocks the thread until `deadline`: sleeps in naps of at most [`REALTIME_BLOCKING_NAP`]
-/// until [`REALTIME_BLOCKING_SPIN`] before it, then spins.
-/// `between_naps` runs after each nap.
-fn wait_blocking(deadline: std::time::Instant, mut between_naps: impl FnMut()) {
+/// Blocks the thread until `deadline`: parks it in naps of at most
+/// [`REALTIME_BLOCKING_NAP`] until `spin` before it, then spins.
+/// `between_naps` runs after each nap; `woken` (a post from another thread, which also
+/// unparks the thread) ends the wait early: returns whether it did.
+fn wait_blocking(
+    (deadline, spin): (std::time::Instant, std::time::Duration),
+    mut between_naps: impl FnMut(),
+    woken: impl Fn() -> bool,
+) -> bool {
     loop {
+        if woken() {
+            return true;
+        }
         let now = std::time::Instant::now();
         let Some(left) = deadline.checked_duration_since(now) else {
-            return;
+            return false;
         };
-        if left > REALTIME_BLOCKING_SPIN {
-            std::thread::sleep((left - REALTIME_BLOCKING_SPIN).min(REALTIME_BLOCKING_NAP));
+        if left > spin {
+            std::thread::park_timeout((left - spin).min(REALTIME_BLOCKING_NAP));
             between_naps();
         } else {
             std::hint::spin_loop();

@@ -8,6 +8,7 @@ pub mod interleave;
 pub mod pacing;
 mod radix;
 pub mod record;
+pub mod remote;
 mod text;
 
 pub use clock::{
