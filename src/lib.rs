@@ -427,8 +427,9 @@ pub struct RunResult {
     /// The directory this run wrote `trace.jsonl` into directly (not staged): that trace is
     /// this run's, so putting outputs in place there keeps it.
     trace_in_place: Option<PathBuf>,
-    /// With [`RunOptions::record`]: the deliveries recorded.
-    pub recorded: Option<u64>,
+    /// With [`RunOptions::record`]: the deliveries recorded, or why the record could not be
+    /// written whole (the run's results stand; the partial record is removed).
+    pub recorded: Option<Result<u64, String>>,
     /// With [`RunOptions::replay`]: how the replay followed its record.
     pub replayed: Option<ReplayOutcome>,
 }
@@ -985,9 +986,18 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let order = emu.clock.finish_order();
     let recorded = match (order.recorded, record_at) {
         (Some(written), Some((staged, path))) => {
-            let written = written.map_err(Error::output(staged.clone()))?;
-            std::fs::rename(&staged, path).map_err(Error::output(path.clone()))?;
-            Some(written)
+            let put = written
+                .map_err(|e| Error::output(staged.clone())(e).to_string())
+                .and_then(|n| {
+                    std::fs::rename(&staged, path)
+                        .map(|()| n)
+                        .map_err(|e| Error::output(path.clone())(e).to_string())
+                });
+            if put.is_err() {
+                // Never leave a partial record behind (on a full disk it keeps it full).
+                let _ = std::fs::remove_file(&staged);
+            }
+            Some(put)
         }
         _ => None,
     };
@@ -1065,11 +1075,16 @@ fn open_record(
     options: &RunOptions,
 ) -> Result<(time::record::OrderLog, PathBuf), Error> {
     use std::io::Write;
-    let name = path
-        .file_name()
-        .map_or("record".into(), |n| n.to_string_lossy().into_owned());
+    let name = record_file_name(path)?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let staged = staged(dir.unwrap_or(Path::new(".")), &name);
+    // A name of its own, so that two runs recording to one file do not write into one
+    // temporary file (the last to finish wins, whole).
+    static RECORDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = RECORDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staged = staged(
+        dir.unwrap_or(Path::new(".")),
+        &format!("{name}.{}-{n}", std::process::id()),
+    );
     let (mode, speedup) = match topo.emulation.mode {
         ClockMode::Virtual => ("virtual", None),
         ClockMode::Realtime { speedup } => ("realtime", Some(speedup)),
@@ -1083,12 +1098,29 @@ fn open_record(
         interleaving: topo.emulation.interleaving,
         broken: options.broken.name().to_string(),
     };
-    let file = std::fs::File::create(&staged).map_err(Error::output(staged.clone()))?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&staged)
+        .map_err(Error::output(staged.clone()))?;
     let mut out = std::io::BufWriter::new(file);
     // Invariant: the header is plain data; serialising it cannot fail.
     let line = serde_json::to_string(&header).expect("a record header serialises");
     writeln!(out, "{line}").map_err(Error::output(staged.clone()))?;
     Ok((time::record::OrderLog::new(Box::new(out)), staged))
+}
+
+/// The file name a record at `path` gets; an error, known before the run rather than after
+/// it, if `path` is a directory (or names none, as `.` does).
+pub fn record_file_name(path: &Path) -> Result<String, Error> {
+    match path.file_name() {
+        Some(n) if !path.is_dir() => Ok(n.to_string_lossy().into_owned()),
+        _ => Err(Error::Usage(format!(
+            "--record {}: that is a directory; give a file name, e.g. {}",
+            path.display(),
+            path.join("run.rec").display()
+        ))),
+    }
 }
 
 /// Reads a record file's header: what ran and how to replay it.

@@ -106,10 +106,10 @@ enum Command {
         /// Number of seeds (1..=N).
         #[arg(long, default_value_t = 10)]
         seeds: u64,
-        /// Fault settings: none, lossy, slow, partition, crash, chaos (comma-separated).
+        /// Fault settings: none, lossy, slow, late, partition, crash, chaos (comma-separated).
         #[arg(
             long,
-            default_value = "none,lossy,slow,partition,crash,chaos",
+            default_value = "none,lossy,slow,late,partition,crash,chaos",
             value_delimiter = ','
         )]
         faults: Vec<String>,
@@ -853,6 +853,34 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
     })
 }
 
+/// Refuses a record path the run would lose or that would destroy something else: one of the
+/// run's own outputs in `out` (written over the record), or an existing file that is not a
+/// record (an old record is replaced, as a run replaces its own outputs).
+fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
+    igemu::record_file_name(record)?;
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let parent = record.parent().unwrap_or(Path::new(""));
+    let name = record.file_name().map(|n| n.to_string_lossy().into_owned());
+    let output = name
+        .as_deref()
+        .is_some_and(|n| igemu::RUN_OUTPUTS.contains(&n) || n == "report.html");
+    if output && absolute(parent) == absolute(out) {
+        return Err(Error::Usage(format!(
+            "--record {}: the run writes its own {} there; record to another name, e.g. {}",
+            record.display(),
+            name.unwrap_or_default(),
+            out.join("run.rec").display()
+        )));
+    }
+    if record.is_file() && igemu::read_record_header(record).is_err() {
+        return Err(Error::Usage(format!(
+            "--record {}: that file exists and is not an igemu record; it is not replaced. Give another name",
+            record.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Makes `out` ready for a run's outputs: refuses one holding another run's unless
 /// `overwrite`; the outputs of the same run — same topology file, contents and overrides, as
 /// `provenance` says — may be replaced. Nothing is removed before the new outputs are whole
@@ -958,6 +986,9 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
             (args.serve.is_some(), "--serve"),
         ],
     )?;
+    if let Some(record) = &args.record {
+        check_record_path(record, &args.out)?;
+    }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let out = args.out;
     prepare_out(&out, args.overwrite, &provenance)?;
@@ -997,11 +1028,19 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     result.write_outputs(&out)?;
     say!("{}", result.human_summary());
     say!("  outputs in {}/", out.display());
-    if let (Some(n), Some(path)) = (result.recorded, &args.record) {
-        say!(
+    match (&result.recorded, &args.record) {
+        (Some(Ok(n)), Some(path)) => say!(
             "  record: {n} deliveries in {} (igemu replay {0})",
             path.display()
-        );
+        ),
+        (Some(Err(e)), Some(path)) => {
+            return Err(Error::Failed(format!(
+                "the record {} could not be written whole, so there is none ({e}); the run's outputs are in {}",
+                path.display(),
+                out.display()
+            )))
+        }
+        _ => {}
     }
     match (&result.replayed, &args.replay) {
         (Some(Ok(n)), _) => say!("  replay: {n} deliveries, each in the recorded order"),

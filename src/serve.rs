@@ -338,13 +338,39 @@ fn respond(stream: &mut TcpStream, status: &str, kind: &str, body: &[u8]) -> std
     stream.flush()
 }
 
+/// A stream read until a deadline for the whole, not per read: a client trickling its
+/// request head a byte at a time would otherwise hold its place for hours.
+struct ReadBy {
+    stream: TcpStream,
+    deadline: std::time::Instant,
+}
+
+impl Read for ReadBy {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self
+            .deadline
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut))?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
 /// Reads one request and answers it: the page, its event stream, or the newest frame.
 fn serve(mut stream: TcpStream, feed: &Feed, stop: &AtomicBool) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(READ_TIMEOUT))?;
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut head = String::new();
-    let mut reader = BufReader::new(stream.try_clone()?.take(MAX_HEAD));
+    let head_by = std::time::Instant::now() + READ_TIMEOUT;
+    let mut reader = BufReader::new(
+        ReadBy {
+            stream: stream.try_clone()?,
+            deadline: head_by,
+        }
+        .take(MAX_HEAD),
+    );
     reader.read_line(&mut head)?;
     // The rest of the head (headers) is not needed; read it so the browser is not reset.
     let mut line = String::new();
@@ -471,6 +497,32 @@ mod tests {
             ]
         );
         assert!(out.contains("event: end"));
+        server.stop();
+    }
+
+    #[test]
+    fn a_request_head_trickled_a_byte_at_a_time_is_cut_off_whole() {
+        let server = LiveServer::start("127.0.0.1:0").expect("binds");
+        let mut s = TcpStream::connect(server.addr()).expect("connects");
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        // One byte every half second: each read is within the per-read timeout, but the
+        // head as a whole is not.
+        let mut closed_after = None;
+        for i in 0..40u32 {
+            if s.write_all(b"G").is_err() {
+                closed_after = Some(i);
+                break;
+            }
+            let mut buf = [0u8; 64];
+            if matches!(s.read(&mut buf), Ok(0)) {
+                closed_after = Some(i);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        // Cut off once READ_TIMEOUT (2 s) had passed, not after 40 bytes (20 s).
+        let n = closed_after.expect("the server closed the connection");
+        assert!(n <= 10, "held for {n} bytes");
         server.stop();
     }
 

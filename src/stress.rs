@@ -20,8 +20,8 @@ pub struct FaultSetting {
     pub sets: Vec<String>,
 }
 
-/// The built-in fault settings for a topology (names: none, lossy, slow, partition, crash,
-/// chaos). Partitions and crashes involve the topology's first two Grids, one hour in; the
+/// The built-in fault settings for a topology (names: none, lossy, slow, late, partition,
+/// crash, chaos). Partitions and crashes involve the topology's first two Grids, one hour in; the
 /// table in `docs/outputs.md` says what each injects.
 pub fn presets(topo: &Topology) -> Vec<FaultSetting> {
     let g = |i: usize| {
@@ -38,6 +38,9 @@ pub fn presets(topo: &Topology) -> Vec<FaultSetting> {
         "fault.reorder_window=\"20s\"".to_string(),
     ];
     let slow = vec!["fault.delay={ kind = \"exponential\", mean = \"10s\" }".to_string()];
+    // Delays as long as a negotiation's own timeouts and rounds: answers to one exchange
+    // arrive during the next.
+    let late = vec!["fault.delay={ kind = \"exponential\", mean = \"300s\" }".to_string()];
     let partition = vec![format!(
         "fault.partition=[{{ between = [\"{a}\", \"{b}\"], from = \"1h\", until = \"2h\" }}]"
     )];
@@ -50,6 +53,7 @@ pub fn presets(topo: &Topology) -> Vec<FaultSetting> {
         ("none", vec![]),
         ("lossy", lossy),
         ("slow", slow),
+        ("late", late),
         ("partition", partition),
         ("crash", crash),
         ("chaos", chaos),

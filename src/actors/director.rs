@@ -17,6 +17,9 @@ pub struct Director {
     emu: Rc<Emu>,
     id: ActorId,
     outstanding: usize,
+    /// Requests reported done: one reported twice (an invariant violation the metrics
+    /// report) must not count twice, or the run would end with others still open.
+    reported: std::collections::HashSet<crate::model::RequestId>,
     end: EndCondition,
     done: Option<oneshot::Sender<EmuTime>>,
 }
@@ -34,6 +37,7 @@ impl Director {
             emu,
             id,
             outstanding: requests,
+            reported: std::collections::HashSet::new(),
             end,
             done: Some(done),
         }
@@ -80,7 +84,10 @@ impl Actor for Director {
 
 impl Handler<RequestDone> for Director {
     type Result = ();
-    fn handle(&mut self, _: RequestDone, _: &mut Context<Self>) {
+    fn handle(&mut self, done: RequestDone, _: &mut Context<Self>) {
+        if !self.reported.insert(done.lease) {
+            return;
+        }
         let was = self.outstanding;
         self.outstanding = was.saturating_sub(1);
         // Once, when the last one is done (a request reported twice must not end it twice).

@@ -612,15 +612,25 @@ impl Broker {
         }
     }
 
-    /// The requester learns how its redirection went: taken, it pays (the second value);
-    /// refused, it serves the request here.
+    /// The requester learns how its redirection of `lease` under `negotiation` went: taken,
+    /// it pays (the second value); refused, it serves the request here. An answer about
+    /// another redirection of the same request (an earlier one, refused, whose resent copies
+    /// are still being answered) is not about this one and changes nothing.
     pub(crate) fn on_redirect_ack(
         &mut self,
+        negotiation: NegotiationId,
         lease: RequestId,
         accepted: bool,
     ) -> (Vec<Out>, Option<Payment>) {
+        if self
+            .redirecting
+            .get(&lease)
+            .is_none_or(|r| r.negotiation != negotiation)
+        {
+            return (Vec::new(), None); // a duplicate, or about another redirection
+        }
         let Some(r) = self.redirecting.remove(&lease) else {
-            return (Vec::new(), None); // duplicate acknowledgement
+            return (Vec::new(), None);
         };
         if accepted {
             self.outcomes.redirected += 1;
@@ -789,7 +799,7 @@ pub(crate) mod tests {
             b.round(at(&[(1, 200.0), (2, 120.0)])),
             vec![Out::ServeLocally(req(2))]
         );
-        let (outs, payment) = b.on_redirect_ack(RequestId(1), true);
+        let (outs, payment) = b.on_redirect_ack(negotiation, RequestId(1), true);
         assert!(outs.is_empty());
         assert_eq!(payment.map(|p| p.amount), Some(100.0));
         assert_eq!(b.outcomes.redirected, 1);
@@ -913,6 +923,55 @@ pub(crate) mod tests {
         );
     }
 
+    /// The redirection of request 1 that `b` makes next: offered in a round, accepted.
+    fn redirect_next(b: &mut Broker) -> (GridId, NegotiationId) {
+        let Out::Send {
+            peer,
+            msg: PeerMsg::Offer { negotiation, .. },
+        } = b.round(at(&[(1, 200.0)]))[0].clone()
+        else {
+            panic!("an offer")
+        };
+        b.on_answers(
+            negotiation,
+            &[(RequestId(1), Answer::Accept { price: 1.0 })],
+        );
+        assert!(b.awaiting_ack(RequestId(1)));
+        (peer, negotiation)
+    }
+
+    #[test]
+    fn a_late_refusal_from_an_earlier_redirection_does_not_undo_the_current_one() {
+        // Found by running the Grids on threads: a redirection refused by one provider, the
+        // request offered again and redirected to another, then one of the first provider's
+        // refusals of a resent copy arrives late. Taken as the answer to the second
+        // redirection, it brought the request home while the second provider ran it.
+        let mut b = requester();
+        b.enqueue(req(1), 100.0);
+        let (first, n1) = redirect_next(&mut b);
+        assert_eq!(
+            b.on_redirect_ack(n1, RequestId(1), false).0,
+            vec![Out::ServeLocally(req(1))]
+        );
+        // Home refuses it too: offered again (here to the same provider: only the
+        // negotiation tells the answers apart).
+        b.enqueue(req(1), 100.0);
+        let (second, n2) = redirect_next(&mut b);
+        assert_eq!(second, first);
+        assert_ne!(n2, n1);
+        // The first provider's answer to a resent copy: stale.
+        assert_eq!(
+            b.on_redirect_ack(n1, RequestId(1), false),
+            (Vec::new(), None)
+        );
+        assert!(
+            b.awaiting_ack(RequestId(1)),
+            "the second redirection stands"
+        );
+        let (out, paid) = b.on_redirect_ack(n2, RequestId(1), true);
+        assert!(out.is_empty() && paid.is_some());
+    }
+
     #[test]
     fn a_redirection_without_an_answer_is_resent_never_served_here() {
         let mut b = requester();
@@ -941,7 +1000,7 @@ pub(crate) mod tests {
         assert!(b.awaiting_ack(RequestId(1)));
         // Only an explicit refusal brings it home.
         assert_eq!(
-            b.on_redirect_ack(RequestId(1), false).0,
+            b.on_redirect_ack(negotiation, RequestId(1), false).0,
             vec![Out::ServeLocally(req(1))]
         );
     }

@@ -722,7 +722,7 @@ impl Gateway {
                 accepted,
             } => {
                 out.push(Effect::Cancel(Timer::Redirect(negotiation, lease)));
-                self.redirect_acknowledged(from, lease, accepted, now, out);
+                self.redirect_acknowledged(from, (negotiation, lease), accepted, now, out);
             }
             PeerMsg::Decline {
                 negotiation, lease, ..
@@ -789,12 +789,12 @@ impl Gateway {
     fn redirect_acknowledged(
         &mut self,
         from: GridId,
-        lease: RequestId,
+        (negotiation, lease): (NegotiationId, RequestId),
         accepted: bool,
         now: EmuTime,
         out: &mut Vec<Effect>,
     ) {
-        let (outs, payment) = self.broker.on_redirect_ack(lease, accepted);
+        let (outs, payment) = self.broker.on_redirect_ack(negotiation, lease, accepted);
         if let Some(p) = payment {
             out.push(Effect::Observe(Observation::Paid {
                 to: from,
@@ -813,11 +813,13 @@ impl Gateway {
             // The deliberate bug: give up on the provider and serve the request here, though
             // the provider may already be running it.
             if let Some(Out::Send {
-                msg: PeerMsg::Redirect { req, .. },
+                msg: PeerMsg::Redirect {
+                    req, negotiation, ..
+                },
                 ..
             }) = self.broker.redirect_timed_out(lease).pop()
             {
-                self.broker.on_redirect_ack(lease, false);
+                self.broker.on_redirect_ack(negotiation, lease, false);
                 out.push(self.place(req, now));
             }
             return;
