@@ -245,6 +245,19 @@ pub const RECORD_FORMAT: u32 = 1;
 /// How a replay went: the deliveries made in the record's order, or where it first left it.
 pub type ReplayOutcome = Result<u64, String>;
 
+/// How a replay followed its record, as `summary.json` says it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplaySummary {
+    /// The record file.
+    pub record: String,
+    /// Deliveries made in the recorded order, when it followed the record to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub followed: Option<u64>,
+    /// Where the run first left the record (the rest ran in its own order), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diverged: Option<String>,
+}
+
 /// What was run: enough to run it again.
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Provenance {
@@ -370,6 +383,10 @@ pub struct Summary {
     /// The threads the Grids ran on (`--threads`), when more than one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
+    /// A replay's (`igemu replay`): the record it followed and how far; its outputs are
+    /// the record's run only if `diverged` is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplaySummary>,
     /// What was run (version, topology file and hash, overrides), when the caller said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
@@ -830,6 +847,7 @@ fn summarize(
         seed: topo.emulation.seed,
         interleaving: Some(topo.emulation.interleaving).filter(|&k| k > 0),
         threads: None,
+        replay: None,
         provenance: None,
         policies: policies(topo),
         emulated_end_s: end.as_secs_f64(),
@@ -891,7 +909,8 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
 
 /// Runs `topo` to its end and gathers the results.
 pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
-    if options.threads > 1 {
+    // One Grid has nothing to run beside it: one thread, exact (as a virtual run decides).
+    if options.threads > 1 && topo.grids.len() > 1 {
         return run_on_threads(topo, options);
     }
     let topo = Rc::new(topo);
@@ -1008,6 +1027,14 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let (mut summary, records, decisions, intervals) =
         summarize(&topo, Observed::of(&emu), end, wall_s);
     summary.provenance = options.provenance.clone();
+    summary.replay = match (&replayed, &options.replay) {
+        (Some(outcome), Some(path)) => Some(ReplaySummary {
+            record: path.display().to_string(),
+            followed: outcome.as_ref().ok().copied(),
+            diverged: outcome.as_ref().err().cloned(),
+        }),
+        _ => None,
+    };
     drop(emu);
     drop(system);
     Ok(RunResult {

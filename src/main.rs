@@ -792,6 +792,13 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
     let p = &header.provenance;
     let topology = p.topology_path.as_ref().map(PathBuf::from);
     if let Some(path) = &topology {
+        if !path.is_file() {
+            return Err(Error::Input(format!(
+                "igemu: {}: the record names the topology {}, which cannot be read from here; run igemu replay from the directory the record was made in",
+                args.record.display(),
+                path.display()
+            )));
+        }
         let now = igemu::file_hash(path);
         if now != p.topology_hash {
             return Err(Error::Input(format!(
@@ -1049,7 +1056,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
             let why = if d.starts_with("line ") {
                 "The record is damaged"
             } else {
-                "The record does not come from this igemu and topology"
+                "The run did not repeat the record: it was made by another igemu or of another topology, or it was edited or cut (a record cut at a line's end reads whole), or igemu was not deterministic here — if none of these, please report it"
             };
             return Err(Error::Input(format!(
                 "igemu: the replay left the record {}: {d}. {why} (outputs in {} are a run in its own order)",

@@ -139,6 +139,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         seed: 0,
         interleaving: None,
         threads: None,
+        replay: None,
         emulated_end_s: 0.0,
         wall_s: 0.0,
         messages: 0,

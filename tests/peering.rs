@@ -785,6 +785,21 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     let csv = |d: &std::path::Path| std::fs::read(d.join("requests.csv")).expect("requests.csv");
     assert!(csv(&live) == csv(&again), "the replay's requests differ");
     assert!(again.join("trace.jsonl").exists());
+    // The order comes from the record, not from the schedule's number: with the header
+    // edited to name another schedule, the replay still gives the recorded run.
+    let text = std::fs::read_to_string(&rec).expect("record");
+    let (header, body) = text.split_once('\n').expect("a header line");
+    assert!(header.contains("emulation.interleaving=1"), "{header}");
+    let other = dir.join("other-schedule.rec");
+    let edited = header.replace("emulation.interleaving=1", "emulation.interleaving=7");
+    std::fs::write(&other, format!("{edited}\n{body}")).expect("write");
+    let by_record = dir.join("by-record");
+    let followed = igemu(&["replay", &s(&other), "--out", &s(&by_record), "--quiet"]);
+    assert_eq!(followed.status.code(), Some(1), "{followed:?}");
+    assert!(
+        csv(&live) == csv(&by_record),
+        "the replay followed the schedule, not the record"
+    );
     // Without the record, the same run in FIFO order keeps every invariant: the violation
     // is the order's.
     let fifo = igemu(&[
@@ -821,6 +836,14 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
     let csv = |d: &str| std::fs::read(dir.join(d).join("requests.csv")).expect("csv");
     assert!(csv("a") == csv("b"));
+    // The replay's summary says what it followed; the run's says nothing of a replay.
+    let replay = &summary_of(&dir.join("b"))["replay"];
+    assert!(
+        replay["followed"].as_u64().is_some_and(|n| n > 0),
+        "{replay}"
+    );
+    assert!(replay["diverged"].is_null());
+    assert!(summary_of(&dir.join("a"))["replay"].is_null());
     let text = std::fs::read_to_string(&rec).expect("record");
     let lines: Vec<&str> = text.lines().collect();
     // Two deliveries swapped (of different lanes), a record cut short, one run longer.
@@ -843,6 +866,10 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
         assert!(err.contains(&says), "{name}: {err}");
+        // Its outputs say they are not the record's run.
+        let replay = &summary_of(&dir.join(name))["replay"];
+        let diverged = replay["diverged"].as_str().unwrap_or_default();
+        assert!(diverged.contains(&says), "{name}: {replay}");
     }
     // Actors are named in the difference.
     let out = igemu(&[
@@ -874,6 +901,13 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     assert!(
         String::from_utf8_lossy(&changed.stderr).contains("has changed since the record was made")
     );
+    // A topology that cannot be read from where the replay runs is said to be that, not
+    // changed.
+    std::fs::remove_file(&topo).expect("remove");
+    let gone = igemu(&["replay", &s(&rec), "--quiet"]);
+    assert_eq!(gone.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&gone.stderr);
+    assert!(err.contains("cannot be read from here"), "{err}");
 }
 
 #[test]
