@@ -913,40 +913,44 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
 #[test]
 fn grids_on_threads_keep_every_invariant_and_the_broken_protocol_is_still_caught() {
     // Each Grid on its own thread: handlers run in parallel and peering messages cross
-    // threads, in whatever order the machine makes; the checker judges the merged run.
-    let topo = small(&[]);
+    // threads, in whatever order (and with whatever lateness) the machine makes; the checker
+    // judges the merged run. The first 20 000 s (the busy Grid's first negotiations, the
+    // partition and the crashes) at x20 000: about a second of wall time per run.
+    let window = ["emulation.end=\"20000s\""];
+    let topo = small(&window);
     let settings: Vec<_> = presets(&topo)
         .into_iter()
-        .filter(|p| ["none", "lossy", "slow", "crash"].contains(&p.name.as_str()))
+        .filter(|p| ["none", "lossy", "late", "partition", "crash"].contains(&p.name.as_str()))
         .collect();
     let plan = StressPlan {
         pace: Pace::Realtime {
-            speedup: 2_000_000.0,
+            speedup: 20_000.0,
             threads: 3,
         },
         settings: &settings,
-        seeds: &[1, 2],
+        seeds: &[1],
         schedules: &[0],
     };
-    let sound = stress(&path(SMALL), &[], &plan, 1, Broken::None, Style::Quiet);
-    assert_eq!(sound.len(), 8);
+    let sets: Vec<String> = window.iter().map(|s| s.to_string()).collect();
+    let sound = stress(&path(SMALL), &sets, &plan, 1, Broken::None, Style::Quiet);
+    assert_eq!(sound.len(), 5);
     for r in &sound {
         let command = r.command(&path(SMALL));
+        // Invariants hold however late a thread runs: that is the protocol's claim.
         assert_eq!(r.outcome.as_ref().map(|o| o.0), Ok(0), "{command}");
-        assert_eq!(r.ended.0, r.ended.1, "every request ended: {command}");
+        assert!(r.ended.1 > 0, "{command}");
         assert!(command.contains("--mode realtime --threads 3"), "{command}");
     }
-    let slow: Vec<_> = settings
-        .iter()
+    let slow: Vec<_> = presets(&topo)
+        .into_iter()
         .filter(|p| p.name == "slow")
-        .cloned()
         .collect();
     let plan = StressPlan {
         settings: &slow,
-        seeds: &[1, 2, 3],
+        seeds: &[1, 2, 3, 4],
         ..plan
     };
-    let broken = stress(&path(SMALL), &[], &plan, 1, Broken::LateAck, Style::Quiet);
+    let broken = stress(&path(SMALL), &sets, &plan, 1, Broken::LateAck, Style::Quiet);
     let caught = broken
         .iter()
         .filter(|r| r.outcome.as_ref().is_ok_and(|o| o.0 > 0))
@@ -978,10 +982,12 @@ fn a_run_on_threads_runs_every_grid_and_merges_what_each_thread_saw() {
     assert_eq!(t.grids.len(), a.grids.len());
     let offers: u64 = t.grids.values().map(|g| g.negotiations.offers).sum();
     assert!(offers > 0, "no negotiation seen");
+    // (How much is redirected depends on how late each thread ran: offers from a Grid
+    // that falls far behind time out before their answers come.)
     let paid: f64 = t.grids.values().map(|g| g.paid).sum();
     let received: f64 = t.grids.values().map(|g| g.received).sum();
     assert!(
-        paid > 0.0 && (paid - received).abs() <= 1e-6 * paid,
+        (paid - received).abs() <= 1e-6 * paid.max(1.0),
         "{paid} vs {received}"
     );
     assert_eq!(t.invariant_violations, 0, "{:?}", t.violation_examples);
