@@ -240,7 +240,7 @@ pub struct RecordHeader {
 }
 
 /// The version of the record format this igemu writes and reads.
-pub const RECORD_FORMAT: u32 = 1;
+pub const RECORD_FORMAT: u32 = 2;
 
 /// How a replay went: the deliveries made in the record's order, or where it first left it.
 pub type ReplayOutcome = Result<u64, String>;

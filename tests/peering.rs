@@ -846,7 +846,8 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     assert!(summary_of(&dir.join("a"))["replay"].is_null());
     let text = std::fs::read_to_string(&rec).expect("record");
     let lines: Vec<&str> = text.lines().collect();
-    // Two deliveries swapped (of different lanes), a record cut short, one run longer.
+    // Two deliveries swapped (of different lanes), a record cut short, one with a line after
+    // its end line.
     let at = (2..lines.len() - 1)
         .find(|&i| lines[i] != lines[i + 1])
         .expect("two different deliveries");
@@ -857,8 +858,8 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     longer.push(lines[lines.len() - 1]);
     for (name, body, says) in [
         ("swapped", swapped, format!("delivery {at}: the record has")),
-        ("cut", cut.to_vec(), "the record ends".to_string()),
-        ("longer", longer, "but the record goes on".to_string()),
+        ("cut", cut.to_vec(), "it was cut short".to_string()),
+        ("longer", longer, "after the record's end line".to_string()),
     ] {
         let file = dir.join(format!("{name}.rec"));
         std::fs::write(&file, body.join("\n") + "\n").expect("write");

@@ -7,6 +7,10 @@
 //! 3600000000 task 17    the 18th task the run spawned started at t = 3600 s
 //! ```
 //!
+//! The last line, `end <deliveries> <hash>` (the count and the FNV-1a hash of every delivery
+//! line, newline included, in hex), says the record is whole: a record cut short, edited or
+//! with lines after it is damaged, whatever a replay makes of its deliveries.
+//!
 //! Actor numbers are trace ids (registration order, the same in every run of a topology),
 //! task numbers count the spawns. Per receiver, the lines in order are the order it received
 //! its messages and timers. [`OrderLog`] writes them as the run goes; [`OrderScript`] reads
@@ -21,6 +25,8 @@ use super::interleave::Lane;
 pub struct OrderLog {
     out: Box<dyn Write>,
     written: u64,
+    /// Hash of the delivery lines written so far.
+    hash: Fnv,
     /// The first write error (the run goes on; the record is then reported unwritten).
     error: Option<std::io::Error>,
 }
@@ -31,6 +37,7 @@ impl OrderLog {
         OrderLog {
             out,
             written: 0,
+            hash: Fnv::new(),
             error: None,
         }
     }
@@ -40,23 +47,42 @@ impl OrderLog {
         if self.error.is_some() {
             return;
         }
-        let r = match lane {
-            Lane::Channel { from, to } => writeln!(self.out, "{at_us} {from} {to}"),
-            Lane::Task(n) => writeln!(self.out, "{at_us} task {n}"),
+        let line = match lane {
+            Lane::Channel { from, to } => format!("{at_us} {from} {to}\n"),
+            Lane::Task(n) => format!("{at_us} task {n}\n"),
         };
-        match r {
+        self.hash.add(line.as_bytes());
+        match self.out.write_all(line.as_bytes()) {
             Ok(()) => self.written += 1,
             Err(e) => self.error = Some(e),
         }
     }
 
-    /// Flushes the log: the deliveries written, or the first error.
+    /// Ends the log with its end line and flushes it: the deliveries written, or the first
+    /// error.
     pub fn finish(mut self) -> std::io::Result<u64> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        writeln!(self.out, "end {} {:016x}", self.written, self.hash.0)?;
         self.out.flush()?;
         Ok(self.written)
+    }
+}
+
+/// FNV-1a, 64 bits: what a record's end line says of its deliveries.
+#[derive(Clone, Copy, Debug)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }
 
@@ -67,6 +93,10 @@ pub struct OrderScript {
     line: u64,
     /// Deliveries read so far.
     read: u64,
+    /// Hash of the delivery lines read so far.
+    hash: Fnv,
+    /// Whether the end line has been read (and matched).
+    ended: bool,
     buf: String,
 }
 
@@ -80,6 +110,8 @@ impl OrderScript {
             input,
             line: first_line,
             read: 0,
+            hash: Fnv::new(),
+            ended: false,
             buf: String::new(),
         }
     }
@@ -96,17 +128,39 @@ impl OrderScript {
         let n = std::io::Read::take(self.input.as_mut(), MAX_LINE + 1)
             .read_line(&mut self.buf)
             .map_err(|e| format!("line {}: {e}", self.line))?;
-        if n == 0 {
-            return Ok(None);
-        }
         let at = self.line;
+        if n == 0 {
+            return match self.ended {
+                true => Ok(None),
+                false => Err(format!(
+                    "line {at}: the record stops before its end line: it was cut short"
+                )),
+            };
+        }
         self.line += 1;
         if n as u64 > MAX_LINE {
             return Err(format!(
                 "line {at}: longer than {MAX_LINE} bytes; not a delivery"
             ));
         }
-        let delivery = parse_line(self.buf.trim_end()).map_err(|e| format!("line {at}: {e}"))?;
+        let text = self.buf.trim_end();
+        if self.ended {
+            return Err(format!("line {at}: after the record's end line"));
+        }
+        if let Some(end) = text.strip_prefix("end ") {
+            let whole = format!("{} {:016x}", self.read, self.hash.0);
+            if end != whole {
+                return Err(format!(
+                    "line {at}: the end line says `{end}`, the deliveries before it make `{whole}` (deliveries, hash): the record was edited or damaged"
+                ));
+            }
+            self.ended = true;
+            // Nothing may follow it.
+            return self.next_delivery();
+        }
+        let delivery = parse_line(text).map_err(|e| format!("line {at}: {e}"))?;
+        self.hash.add(text.as_bytes());
+        self.hash.add(b"\n");
         self.read += 1;
         Ok(Some(delivery))
     }
@@ -186,6 +240,48 @@ mod tests {
         }
         assert_eq!(script.next_delivery(), Ok(None));
         assert_eq!(script.read(), 4);
+    }
+
+    #[test]
+    fn a_record_cut_edited_or_extended_is_damaged_whatever_its_lines_say() {
+        let buf = Shared::default();
+        let mut log = OrderLog::new(Box::new(buf.clone()));
+        for t in 0..6u64 {
+            log.log(
+                t,
+                Lane::Channel {
+                    from: 1,
+                    to: 2 + t as u32 % 2,
+                },
+            );
+        }
+        assert_eq!(log.finish().ok(), Some(6));
+        let text = String::from_utf8(buf.0.borrow().clone()).expect("text");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[6].starts_with("end 6 "), "{text}");
+        let read_all = |body: &str| -> Result<u64, String> {
+            let mut s =
+                OrderScript::new(Box::new(std::io::Cursor::new(body.as_bytes().to_vec())), 2);
+            while s.next_delivery()?.is_some() {}
+            Ok(s.read())
+        };
+        assert_eq!(read_all(&text), Ok(6));
+        // CRLF line ends read the same.
+        assert_eq!(read_all(&text.replace('\n', "\r\n")), Ok(6));
+        let join = |ls: &[&str]| ls.join("\n") + "\n";
+        // Cut at a line's end: every line reads, the end line is missing.
+        let cut = read_all(&join(&lines[..4])).expect_err("cut");
+        assert!(cut.contains("cut short"), "{cut}");
+        // Two deliveries swapped: each line is a delivery, the hash is not theirs.
+        let mut swapped = lines.clone();
+        swapped.swap(1, 2);
+        let edited = read_all(&join(&swapped)).expect_err("swapped");
+        assert!(edited.contains("edited or damaged"), "{edited}");
+        // Anything after the end line.
+        let mut longer = lines.clone();
+        longer.push(lines[0]);
+        let after = read_all(&join(&longer)).expect_err("longer");
+        assert!(after.contains("after the record's end line"), "{after}");
     }
 
     #[test]
