@@ -4,8 +4,8 @@
 //! or memory at any instant — memory only where it is enforced (`lrms.enforce_memory`; the
 //! testbed of paper 001 let KVM overcommit it).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::{Bound, RangeBounds};
 
 use crate::model::HostSpec;
 use crate::model::RequestId;
@@ -30,44 +30,74 @@ fn key_of(s: &Slot) -> SlotKey {
 }
 
 /// One host's slots, sorted by key: a sorted vector, as a host holds few slots and every
-/// placement query looks up a range on every host (a search is cache-bound on this).
+/// placement query looks up a window on every host (a search is cache-bound on this).
 #[derive(Clone, Debug, Default)]
-struct HostSlots(Vec<(SlotKey, Slot)>);
+struct HostSlots {
+    slots: Vec<Slot>,
+    /// `max_end[i]` is the latest end among `slots[..=i]` (so it never decreases): the slots
+    /// before the first one past an instant all ended by it. Kept apart, dense, for the
+    /// binary search every window begins with.
+    max_end: Vec<EmuTime>,
+}
 
 impl HostSlots {
-    fn position(&self, bound: Bound<&SlotKey>) -> usize {
-        match bound {
-            Bound::Included(k) => self.0.partition_point(|(x, _)| x < k),
-            Bound::Excluded(k) => self.0.partition_point(|(x, _)| x <= k),
-            Bound::Unbounded => 0,
-        }
+    fn find(&self, key: &SlotKey) -> Result<usize, usize> {
+        self.slots.binary_search_by(|s| key_of(s).cmp(key))
     }
 
-    /// The slots with keys in `range`, by key.
-    fn range(&self, range: impl RangeBounds<SlotKey>) -> impl Iterator<Item = (&SlotKey, &Slot)> {
-        let from = self.position(range.start_bound());
-        let to = match range.end_bound() {
-            Bound::Included(k) => self.0.partition_point(|(x, _)| x <= k),
-            Bound::Excluded(k) => self.0.partition_point(|(x, _)| x < k),
-            Bound::Unbounded => self.0.len(),
-        };
-        self.0[from..to.max(from)].iter().map(|(k, s)| (k, s))
+    /// The slots that may overlap `[start, end)`, by key: from the first that may not have
+    /// ended by `start`, while they start before `end`.
+    fn window(&self, start: EmuTime, end: EmuTime) -> impl Iterator<Item = &Slot> {
+        let from = self.max_end.partition_point(|&m| m <= start);
+        self.slots[from..].iter().take_while(move |s| s.start < end)
     }
 
-    fn insert(&mut self, key: SlotKey, slot: Slot) {
-        match self.0.binary_search_by(|(x, _)| x.cmp(&key)) {
-            Ok(i) => self.0[i].1 = slot,
-            Err(i) => self.0.insert(i, (key, slot)),
+    /// The slots that start before `t`.
+    fn starting_before(&self, t: EmuTime) -> &[Slot] {
+        &self.slots[..self.slots.partition_point(|s| s.start < t)]
+    }
+
+    fn insert(&mut self, slot: Slot) {
+        match self.find(&key_of(&slot)) {
+            Ok(i) => {
+                self.slots[i] = slot;
+                self.refresh_max_end(i);
+            }
+            Err(i) => {
+                self.slots.insert(i, slot);
+                self.max_end.insert(i, EmuTime::ZERO);
+                self.refresh_max_end(i);
+            }
         }
     }
 
     fn remove(&mut self, key: &SlotKey) -> Option<Slot> {
-        let i = self.0.binary_search_by(|(x, _)| x.cmp(key)).ok()?;
-        Some(self.0.remove(i).1)
+        let i = self.find(key).ok()?;
+        let slot = self.slots.remove(i);
+        self.max_end.remove(i);
+        self.refresh_max_end(i);
+        Some(slot)
+    }
+
+    /// Recomputes `max_end` from index `i` on, up to where it no longer changes (every
+    /// later entry depends only on the one before and its own slot).
+    fn refresh_max_end(&mut self, i: usize) {
+        let mut before = match i {
+            0 => EmuTime::ZERO,
+            _ => self.max_end[i - 1],
+        };
+        for j in i..self.slots.len() {
+            let m = before.max(self.slots[j].end);
+            if j > i && self.max_end[j] == m {
+                break;
+            }
+            self.max_end[j] = m;
+            before = m;
+        }
     }
 
     fn values(&self) -> impl Iterator<Item = &Slot> {
-        self.0.iter().map(|(_, s)| s)
+        self.slots.iter()
     }
 }
 
@@ -91,10 +121,21 @@ pub struct Held {
 }
 
 /// Per host, a span throughout which it was found too full for one more VM of a shape: see
-/// [`Availability::place_skipping`]. Only valid for one shape on an unchanged profile.
+/// [`Availability::place_skipping`]. Only valid for one shape; a span stays true while
+/// slots are added (they only fill the host), and is dropped when the host gives capacity
+/// back after it was found.
 #[derive(Clone, Debug, Default)]
 pub struct Blocked {
-    at: Vec<Option<(EmuTime, EmuTime)>>,
+    at: Vec<Option<Block>>,
+}
+
+/// A span `[from, until)` throughout which a host was too full, found when the profile was
+/// at `epoch`.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    from: EmuTime,
+    until: EmuTime,
+    epoch: u64,
 }
 
 /// What one VM of a request needs.
@@ -114,9 +155,6 @@ pub struct Availability {
     enforce_memory: bool,
     /// Per host, its slots by (start, lease, VM).
     slots: Vec<HostSlots>,
-    /// Per host, the longest slot it has held (never shrinks): a slot overlapping an
-    /// instant starts at most this long before it, which bounds every window's scan.
-    longest: Vec<EmuDuration>,
     /// Where each lease's slots are: (start, host, VM).
     owned: BTreeMap<RequestId, BTreeSet<(EmuTime, u16, u32)>>,
     /// Intervals of slots removed or cut since last taken, when tracked (for compression).
@@ -125,6 +163,17 @@ pub struct Availability {
     deltas: BTreeMap<EmuTime, i64>,
     /// How many slots end at each instant (the candidate start times).
     ends: BTreeMap<EmuTime, u32>,
+    /// Counts the changes that gave capacity back (a slot removed or cut).
+    epoch: u64,
+    /// Per host, the epoch of its last such change: spans found too full before it are stale.
+    gave_back: Vec<u64>,
+    /// Slots that ended by this instant were forgotten without a new epoch: a span ending by
+    /// it may have rested on one of them.
+    forgotten: EmuTime,
+    /// Per shape (memory left out where it is not enforced), the spans found too full by
+    /// earlier placements: a placement skips the hosts they still block, whichever lease
+    /// found them.
+    blocks: RefCell<Vec<(VmShape, Blocked)>>,
 }
 
 /// Cores used cluster-wide from each change point on, ascending: a step function.
@@ -251,17 +300,32 @@ impl EarlierFits<'_> {
     /// Whether the window from `t` (in `[floor, own.0)`) fits: what
     /// `fits_excluding(t, t + len, cores, total, own)` answers.
     pub fn fits(&self, t: EmuTime) -> bool {
+        self.fits_or_next(t).is_ok()
+    }
+
+    /// [`EarlierFits::fits`], and if the window from `t` does not fit, the first instant
+    /// after `t` from which one might (`EmuTime::NEVER` if none): every window starting in
+    /// between holds the step over the limit that this one does, or starts in it.
+    pub fn fits_or_next(&self, t: EmuTime) -> Result<(), EmuTime> {
         let steps = self.steps;
+        let after = |j: usize| steps.get(j).map_or(EmuTime::NEVER, |s| s.0);
         // The step in force at `t` (before `own`, so unreduced), then every step in
         // `(t, t + len)`; the window ends before `own` does.
         let k = steps.partition_point(|&(x, _)| x <= t);
         let at_t = if k == 0 { 0 } else { steps[k - 1].1 };
         if at_t > self.limit {
-            return false;
+            // In force until the next step.
+            return Err(after(k));
         }
         let reach = steps.partition_point(|&(x, _)| x < t + self.len);
         // `t` is at or after the floor, so `k >= base`.
-        self.next_over[k.max(self.base) - self.base] >= reach
+        let over = self.next_over[k.max(self.base) - self.base];
+        match over >= reach {
+            true => Ok(()),
+            // Later windows meet step `over` until they start after it ends (before `own`,
+            // where every start lies, it is unreduced too).
+            false => Err(after(over + 1)),
+        }
     }
 }
 
@@ -285,11 +349,14 @@ impl Availability {
                 .collect(),
             enforce_memory,
             slots: vec![HostSlots::default(); hosts.len()],
-            longest: vec![EmuDuration::ZERO; hosts.len()],
             owned: BTreeMap::new(),
             freed: None,
             deltas: BTreeMap::new(),
             ends: BTreeMap::new(),
+            epoch: 0,
+            gave_back: vec![0; hosts.len()],
+            forgotten: EmuTime::ZERO,
+            blocks: RefCell::new(Vec::new()),
         }
     }
 
@@ -381,27 +448,31 @@ impl Availability {
 
     /// Host `h`'s slots that may overlap `[start, end)`, by start.
     fn window(&self, h: usize, start: EmuTime, end: EmuTime) -> impl Iterator<Item = &Slot> {
-        // A slot starting before `start - longest` ended by `start`.
-        let from = start.earlier_by(self.longest[h]);
-        let to = end.max(from);
-        self.slots[h]
-            .range((from, RequestId(0), 0)..(to, RequestId(0), 0))
-            .map(|(_, s)| s)
+        self.slots[h].window(start, end)
     }
 
     /// Adds a slot to host `h`, keeping the indexes right.
     fn insert(&mut self, h: usize, slot: Slot) {
         self.count(&slot, 1);
-        self.longest[h] = self.longest[h].max(slot.end.since(slot.start));
         self.owned
             .entry(slot.lease)
             .or_default()
             .insert((slot.start, h as u16, slot.vm));
-        self.slots[h].insert(key_of(&slot), slot);
+        self.slots[h].insert(slot);
     }
 
-    /// Removes host `h`'s slot `key`, keeping the indexes right.
+    /// Removes host `h`'s slot `key`, keeping the indexes right; the host's spans found too
+    /// full are stale from now on.
     fn remove_key(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
+        let slot = self.remove_quietly(h, key)?;
+        self.epoch += 1;
+        self.gave_back[h] = self.epoch;
+        Some(slot)
+    }
+
+    /// [`Availability::remove_key`] keeping the spans found too full: for a slot that ended
+    /// by [`Availability::forgotten`] (a span it held up ends by then too).
+    fn remove_quietly(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
         let slot = self.slots[h].remove(&key)?;
         self.count(&slot, -1);
         if let Some(mine) = self.owned.get_mut(&slot.lease) {
@@ -497,15 +568,17 @@ impl Availability {
 
     /// Forgets everything that ended by `now` (keeps the profile small).
     pub fn forget_before(&mut self, now: EmuTime) {
+        self.forgotten = self.forgotten.max(now);
         for h in 0..self.slots.len() {
             // Only slots that began before `now` can have ended by it.
             let ended: Vec<SlotKey> = self.slots[h]
-                .range(..(now, RequestId(0), 0))
-                .filter(|(_, s)| s.end <= now)
-                .map(|(k, _)| *k)
+                .starting_before(now)
+                .iter()
+                .filter(|s| s.end <= now)
+                .map(key_of)
                 .collect();
             for k in ended {
-                self.remove_key(h, k);
+                self.remove_quietly(h, k);
             }
         }
     }
@@ -632,7 +705,9 @@ impl Availability {
         (free_c / u64::from(shape.cores.max(1))).min(free_m / u64::from(shape.mem_mb.max(1)))
     }
 
-    /// First-fit placement of `vms` VMs of `shape` for the whole of `[start, end)`.
+    /// First-fit placement of `vms` VMs of `shape` for the whole of `[start, end)`. Hosts
+    /// that earlier placements of the shape found too full somewhere in the window, and that
+    /// gave nothing back since, are skipped (they have no room).
     pub fn place(
         &self,
         vms: u32,
@@ -640,12 +715,24 @@ impl Availability {
         start: EmuTime,
         end: EmuTime,
     ) -> Option<Vec<u16>> {
-        self.place_skipping(vms, shape, start, end, &mut Blocked::default())
+        let key = VmShape {
+            cores: shape.cores,
+            mem_mb: if self.enforce_memory { shape.mem_mb } else { 0 },
+        };
+        let mut blocks = self.blocks.borrow_mut();
+        let i = match blocks.iter().position(|(s, _)| *s == key) {
+            Some(i) => i,
+            None => {
+                blocks.push((key, Blocked::default()));
+                blocks.len() - 1
+            }
+        };
+        self.place_skipping(vms, shape, start, end, &mut blocks[i].1)
     }
 
-    /// [`Availability::place`] for one of a series of windows of the same shape on an
-    /// unchanged profile: hosts `blocked` knows to be too full somewhere in this window are
-    /// skipped (they have no room), and what the hosts looked at show is added to it.
+    /// [`Availability::place`] with the spans found too full in `blocked` (for `shape`):
+    /// hosts it knows to be too full somewhere in this window are skipped, and what the
+    /// hosts looked at show is added to it.
     pub fn place_skipping(
         &self,
         vms: u32,
@@ -659,12 +746,22 @@ impl Availability {
         }
         let mut hosts = Vec::with_capacity(vms as usize);
         for h in 0..self.capacity.len() {
-            if blocked.at[h].is_some_and(|(from, until)| start < until && from < end) {
+            let skip = blocked.at[h].is_some_and(|b| {
+                start < b.until
+                    && b.from < end
+                    && b.epoch >= self.gave_back[h]
+                    && b.until > self.forgotten
+            });
+            if skip {
                 continue;
             }
             let (room, block) = self.room_and_block(h, shape, start, end);
-            if block.is_some() {
-                blocked.at[h] = block;
+            if let Some((from, until)) = block {
+                blocked.at[h] = Some(Block {
+                    from,
+                    until,
+                    epoch: self.epoch,
+                });
             }
             let take = room.min(u64::from(vms) - hosts.len() as u64);
             hosts.extend(std::iter::repeat_n(h as u16, take as usize));
@@ -711,9 +808,8 @@ impl Availability {
         candidates.push(not_before);
         candidates.sort_unstable();
         candidates.dedup();
-        let mut blocked = Blocked::default();
         candidates.into_iter().find_map(|t| {
-            self.place_skipping(vms, shape, t, t + length, &mut blocked)
+            self.place(vms, shape, t, t + length)
                 .map(|hosts| (t, hosts))
         })
     }
@@ -922,6 +1018,19 @@ pub(crate) mod tests {
                     steps.fits_excluding(at, at + len, cores, total, own),
                     "start {:?}", at
                 );
+                // No window starting before the next one it names fits (steps are at whole
+                // seconds: half seconds between them stand for every instant).
+                if let Err(next) = earlier.fits_or_next(at) {
+                    proptest::prop_assert!(next > at);
+                    let mut between = at + EmuDuration::from_millis(500);
+                    while between < next.min(own.0) {
+                        proptest::prop_assert!(
+                            !steps.fits_excluding(between, between + len, cores, total, own),
+                            "{:?} fits, but {:?} said nothing does before {:?}", between, at, next
+                        );
+                        between += EmuDuration::from_millis(500);
+                    }
+                }
                 at += EmuDuration::from_secs(1);
             }
         }
@@ -974,6 +1083,21 @@ pub(crate) mod tests {
                     }
                 }
                 proptest::prop_assert!(a.within_capacity());
+                // Placements through the spans earlier placements found too full (kept
+                // across every change, before and after what was forgotten) place as
+                // fresh first-fit placements do.
+                for &(_, at, len) in probes.iter().take(4) {
+                    let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));
+                    for shape in [VM, VmShape { cores: 3, mem_mb: 1024 }] {
+                        for vms in [1, 3] {
+                            proptest::prop_assert_eq!(
+                                a.place(vms, shape, s, e),
+                                a.place_skipping(vms, shape, s, e, &mut Blocked::default()),
+                                "{} VMs of {:?} over {:?}..{:?} after op {}", vms, shape, s, e, i
+                            );
+                        }
+                    }
+                }
             }
             for &(h, at, len) in &probes {
                 let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));

@@ -227,6 +227,29 @@ impl Contention {
         }
     }
 
+    /// If every hold on host `h` alone leaves no room for a local VM (a host as small as
+    /// the VM, as paper 000's one-core hosts are), the room the host has once nothing holds
+    /// it: then its room is that with every hold gone and none otherwise, whatever the mask.
+    fn all_or_nothing(&self, h: usize) -> Option<u64> {
+        let hw = &self.hosts[h];
+        let (c, m) = (
+            u64::from(self.shape.cores.max(1)),
+            u64::from(self.shape.mem_mb.max(1)),
+        );
+        let blocks = |x: &Hold| {
+            hw.cores.saturating_sub(x.cores) < c
+                || hw.mem.is_some_and(|mem| mem.saturating_sub(x.mem_mb) < m)
+        };
+        let every = hw.fixed.iter().chain(hw.held.iter().map(|(_, x)| x));
+        every
+            .clone()
+            .all(blocks)
+            .then(|| match hw.fixed.is_empty() {
+                true => self.host_room(h, |_| true),
+                false => 0,
+            })
+    }
+
     /// Room on host `h` with the candidates of host mask `mask` removed.
     fn host_room_mask(&self, h: usize, mask: u128) -> u64 {
         self.host_room(h, |b| b < 128 && mask & (1u128 << b) != 0)
@@ -464,13 +487,28 @@ const SMALL_HOST_MEMBERS: usize = 6;
 /// A room not computed yet (no host holds `u64::MAX` VMs).
 const UNKNOWN: u64 = u64::MAX;
 
+/// Marks a host that is not all-or-nothing ([`Contention::all_or_nothing`]).
+const NOT_WHOLE: u64 = u64::MAX;
+
+/// One host as a tracker sees it, in one place (a search updates a lease's hosts at every
+/// step): its mask, its room at that mask and, for an all-or-nothing host, its room once
+/// every candidate is gone and the mask that says so.
+#[derive(Clone, Copy, Debug)]
+struct HostState {
+    mask: u128,
+    room: u64,
+    /// [`Contention::all_or_nothing`]'s room (for at most 128 candidates), or `NOT_WHOLE`.
+    whole: u64,
+    /// Every candidate's bit.
+    full: u128,
+}
+
 /// Keeps the room of a changing set of removed candidates, one host at a time, with a memo of
 /// host rooms: what searches over many sets use.
 pub(crate) struct RoomTracker<'a> {
     c: &'a Contention,
-    masks: Vec<u128>,
-    /// Each host's room at its current mask (their sum is `room`).
-    host_room: Vec<u64>,
+    hosts: Vec<HostState>,
+    /// The sum of the hosts' rooms.
     room: u64,
     /// Per host with few candidates, its room by mask (`UNKNOWN` until computed), made on
     /// first use: an index instead of a hash for most hosts.
@@ -483,10 +521,27 @@ pub(crate) struct RoomTracker<'a> {
 impl<'a> RoomTracker<'a> {
     /// Tracks the room of the empty set (nothing removed).
     pub(crate) fn new(c: &'a Contention) -> RoomTracker<'a> {
+        let hosts = (0..c.hosts.len())
+            .map(|h| {
+                let members = c.hosts[h].members.len();
+                let whole = match members <= 128 {
+                    true => c.all_or_nothing(h).unwrap_or(NOT_WHOLE),
+                    false => NOT_WHOLE,
+                };
+                HostState {
+                    mask: 0,
+                    room: 0,
+                    whole,
+                    full: match members {
+                        128.. => u128::MAX,
+                        _ => (1u128 << members) - 1,
+                    },
+                }
+            })
+            .collect();
         let mut t = RoomTracker {
             c,
-            masks: vec![0; c.hosts.len()],
-            host_room: Vec::with_capacity(c.hosts.len()),
+            hosts,
             room: 0,
             small: vec![Vec::new(); c.hosts.len()],
             memo: Memo::default(),
@@ -494,15 +549,26 @@ impl<'a> RoomTracker<'a> {
         };
         for h in 0..c.hosts.len() {
             let r = t.room_at(h, 0);
-            t.host_room.push(r);
+            t.hosts[h].room = r;
+            t.room += r;
         }
-        t.room = t.host_room.iter().sum();
         t
     }
 
     /// Host `h`'s room with the candidates of `mask` removed (for a host with more
     /// candidates than a mask holds, those of `removed`).
+    #[inline]
     fn room_at(&mut self, h: usize, mask: u128) -> u64 {
+        let st = &self.hosts[h];
+        if st.whole != NOT_WHOLE {
+            return if mask == st.full { st.whole } else { 0 };
+        }
+        self.room_looked_up(h, mask)
+    }
+
+    /// [`RoomTracker::room_at`] for a host that is not all-or-nothing: from its table, the
+    /// memo, or a sweep.
+    fn room_looked_up(&mut self, h: usize, mask: u128) -> u64 {
         let c = self.c;
         let members = c.hosts[h].members.len();
         if members > 128 {
@@ -547,11 +613,11 @@ impl<'a> RoomTracker<'a> {
         // Only its hosts' rooms change: each is looked up once at its new mask.
         for &(h, bit) in c.spans(i) {
             if bit < 128 {
-                self.masks[h] ^= 1u128 << bit;
+                self.hosts[h].mask ^= 1u128 << bit;
             }
-            let now = self.room_at(h, self.masks[h]);
-            self.room = self.room + now - self.host_room[h];
-            self.host_room[h] = now;
+            let now = self.room_at(h, self.hosts[h].mask);
+            self.room = self.room + now - self.hosts[h].room;
+            self.hosts[h].room = now;
         }
     }
 
@@ -562,11 +628,11 @@ impl<'a> RoomTracker<'a> {
         let mut room = self.room;
         for &(h, bit) in c.spans(i) {
             let mask = if bit < 128 {
-                self.masks[h] ^ (1u128 << bit)
+                self.hosts[h].mask ^ (1u128 << bit)
             } else {
-                self.masks[h]
+                self.hosts[h].mask
             };
-            room = room + self.room_at(h, mask) - self.host_room[h];
+            room = room + self.room_at(h, mask) - self.hosts[h].room;
         }
         self.removed[i] = !self.removed[i];
         room
@@ -730,5 +796,76 @@ pub(crate) mod tests {
         assert_eq!(tr.room(), 1);
         tr.set(7, false);
         assert_eq!(tr.room(), 0);
+    }
+
+    /// A contention on 1–5 hosts of 1–3 cores (memory enforced or not) with holds of
+    /// random sizes and times, some fixed: hosts as small as the VM (all-or-nothing) and
+    /// hosts several leases share, with and without fixed holds.
+    pub(crate) fn arb_contention() -> impl proptest::strategy::Strategy<Value = Contention> {
+        use proptest::prelude::*;
+        let hosts = prop::collection::vec((1u64..4, any::<bool>()), 1..6);
+        let holds = prop::collection::vec(
+            (
+                0usize..5,
+                0usize..7,
+                0u64..100,
+                1u64..100,
+                1u64..4,
+                100u64..1500,
+            ),
+            0..24,
+        );
+        (hosts, holds, 1u32..3, 1u32..6).prop_map(|(hosts, holds, cores, need)| {
+            let caps: Vec<(u64, Option<u64>)> = hosts
+                .iter()
+                .map(|&(c, mem)| (c, mem.then_some(2048)))
+                .collect();
+            let shape = VmShape { cores, mem_mb: 512 };
+            let mut c = Contention::new(
+                shape,
+                need,
+                (t(0), t(100)),
+                EmuDuration::from_secs(2),
+                &caps,
+            );
+            let n = 6;
+            for i in 0..n {
+                c.add_candidate(cand(i, 1 + i % 3));
+            }
+            for (host, who, start, len, cores, mem) in holds {
+                let host = host % caps.len();
+                let (s, e) = (t(start), t(start + len));
+                // Index 6 is something no preemption removes.
+                match who {
+                    6 => c.add_fixed(host, s, e, cores, mem),
+                    i => c.add_held(host, i, s, e, cores, mem),
+                }
+            }
+            c
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..Default::default() })]
+
+        /// A tracker's room, after any sequence of removals and restorals, and its room with
+        /// one more toggled, are the contention's room of that set, host by host swept.
+        #[test]
+        fn a_tracker_keeps_the_room_a_sweep_gives(
+            c in arb_contention(),
+            toggles in proptest::collection::vec(0usize..6, 0..40),
+        ) {
+            let mut tr = RoomTracker::new(&c);
+            let mut removed = vec![false; c.candidates.len()];
+            proptest::prop_assert_eq!(tr.room(), c.room_of(&removed));
+            for i in toggles {
+                let mut other = removed.clone();
+                other[i] = !other[i];
+                proptest::prop_assert_eq!(tr.room_if_toggled(i), c.room_of(&other));
+                removed[i] = !removed[i];
+                tr.set(i, removed[i]);
+                proptest::prop_assert_eq!(tr.room(), c.room_of(&removed), "after toggling {}", i);
+            }
+        }
     }
 }

@@ -55,6 +55,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use std::collections::HashSet;
+
 use super::contention::{Contention, RoomTracker};
 use crate::model::LeaseType;
 
@@ -267,6 +269,43 @@ impl Objective {
     fn within_cap(&self, set: &[usize]) -> bool {
         self.cap
             .is_none_or(|cap| set_cost(&self.cost, &self.reschedules, self.reschedule, set) <= cap)
+    }
+}
+
+/// A set's weight and cost summed, and whether a lease of it reschedules: its value and
+/// cost as [`Objective::value`] and [`set_cost`] give them, grown a lease at a time.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    weight: u128,
+    cost: u64,
+    reschedules: bool,
+}
+
+impl Sums {
+    /// The sums with lease `i` added.
+    fn with(self, obj: &Objective, i: usize) -> Sums {
+        Sums {
+            weight: self.weight + obj.weight[i],
+            cost: self.cost + obj.cost[i],
+            reschedules: self.reschedules || obj.reschedules[i],
+        }
+    }
+
+    /// [`Objective::value`] of the set.
+    fn value(&self, obj: &Objective) -> u128 {
+        match self.reschedules {
+            true => self.weight + obj.delta,
+            false => self.weight,
+        }
+    }
+
+    /// [`Objective::within_cap`] of the set.
+    fn within_cap(&self, obj: &Objective) -> bool {
+        let cost = match self.reschedules {
+            true => self.cost + obj.reschedule,
+            false => self.cost,
+        };
+        obj.cap.is_none_or(|cap| cost <= cap)
     }
 }
 
@@ -736,52 +775,69 @@ fn greedy(c: &Contention, obj: &Objective) -> Option<Vec<usize>> {
     let need = u64::from(c.need);
     let mut t = RoomTracker::new(c);
     let mut chosen: Vec<usize> = Vec::new();
+    // The chosen set's weight, cost and whether it reschedules, kept as it grows: a move's
+    // value and cost come from them without building the trial set.
+    let mut chosen_sum = Sums::default();
     let bundles = t.bundles();
     let n = c.candidates.len();
+    let mut seen: HashSet<Vec<usize>> = HashSet::new();
     while t.room() < need {
         let before = t.room();
-        let mut best: Option<(f64, usize, Vec<usize>)> = None;
-        let mut consider = |t: &mut RoomTracker<'_>, moves: Vec<usize>, chosen: &[usize]| {
-            if moves.is_empty() {
+        let chosen_value = chosen_sum.value(obj);
+        let mut best: Option<(f64, Vec<usize>)> = None;
+        // Whether `moves` (within the cap) beat the best so far with `gain` more room.
+        let mut offer = |gain: u64, moves: &[usize], trial: Sums| {
+            if gain == 0 {
                 return;
+            }
+            let w = (trial.value(obj) - chosen_value) as f64 / gain as f64;
+            if best
+                .as_ref()
+                .is_none_or(|b| (w, moves.len()) < (b.0, b.1.len()))
+            {
+                best = Some((w, moves.to_vec()));
+            }
+        };
+        for i in 0..n {
+            if t.contains(i) {
+                continue;
+            }
+            let trial = chosen_sum.with(obj, i);
+            if trial.within_cap(obj) {
+                let gain = t.room_if_toggled(i).saturating_sub(before);
+                offer(gain, &[i], trial);
+            }
+        }
+        // Hosts holding the same leases offer the same move: each is weighed once.
+        seen.clear();
+        for b in &bundles {
+            let moves: Vec<usize> = b.iter().copied().filter(|&i| !t.contains(i)).collect();
+            if moves.len() <= 1 {
+                continue;
+            }
+            let mut key = moves.clone();
+            key.sort_unstable();
+            if !seen.insert(key) {
+                continue;
+            }
+            let trial = moves.iter().fold(chosen_sum, |s, &i| s.with(obj, i));
+            if !trial.within_cap(obj) {
+                continue;
             }
             for &i in &moves {
                 t.set(i, true);
             }
             let gain = t.room().saturating_sub(before);
-            let mut trial: Vec<usize> = chosen.to_vec();
-            trial.extend(&moves);
-            let ok = obj.within_cap(&trial);
             for &i in &moves {
                 t.set(i, false);
             }
-            if gain == 0 || !ok {
-                return;
-            }
-            let w = (obj.value(&trial) - obj.value(chosen)) as f64 / gain as f64;
-            let key = (w, moves.len(), moves.clone());
-            if best
-                .as_ref()
-                .is_none_or(|b| (key.0, key.1) < (b.0, b.2.len()))
-            {
-                best = Some((w, moves.len(), moves));
-            }
-        };
-        for i in 0..n {
-            if !t.contains(i) {
-                consider(&mut t, vec![i], &chosen);
-            }
+            offer(gain, &moves, trial);
         }
-        for b in &bundles {
-            let moves: Vec<usize> = b.iter().copied().filter(|&i| !t.contains(i)).collect();
-            if moves.len() > 1 {
-                consider(&mut t, moves, &chosen);
-            }
-        }
-        let (_, _, moves) = best?;
+        let (_, moves) = best?;
         for i in moves {
             t.set(i, true);
             chosen.push(i);
+            chosen_sum = chosen_sum.with(obj, i);
         }
     }
     // Drop what the later choices made redundant, heaviest first.
@@ -1577,6 +1633,99 @@ mod tests {
                     }
                     _ => {}
                 }
+            }
+        }
+    }
+
+    // ---- the greedy seed against the greedy it replaced ----
+
+    /// The greedy search as first written: each move weighed by building its trial set (the
+    /// reference for the one that keeps the chosen set's sums and weighs each distinct
+    /// host bundle once).
+    fn greedy_by_trial_sets(c: &Contention, obj: &Objective) -> Option<Vec<usize>> {
+        let need = u64::from(c.need);
+        let mut t = RoomTracker::new(c);
+        let mut chosen: Vec<usize> = Vec::new();
+        let bundles = t.bundles();
+        let n = c.candidates.len();
+        while t.room() < need {
+            let before = t.room();
+            let mut best: Option<(f64, usize, Vec<usize>)> = None;
+            let mut consider = |t: &mut RoomTracker<'_>, moves: Vec<usize>, chosen: &[usize]| {
+                if moves.is_empty() {
+                    return;
+                }
+                for &i in &moves {
+                    t.set(i, true);
+                }
+                let gain = t.room().saturating_sub(before);
+                let mut trial: Vec<usize> = chosen.to_vec();
+                trial.extend(&moves);
+                let ok = obj.within_cap(&trial);
+                for &i in &moves {
+                    t.set(i, false);
+                }
+                if gain == 0 || !ok {
+                    return;
+                }
+                let w = (obj.value(&trial) - obj.value(chosen)) as f64 / gain as f64;
+                let key = (w, moves.len(), moves.clone());
+                if best
+                    .as_ref()
+                    .is_none_or(|b| (key.0, key.1) < (b.0, b.2.len()))
+                {
+                    best = Some((w, moves.len(), moves));
+                }
+            };
+            for i in 0..n {
+                if !t.contains(i) {
+                    consider(&mut t, vec![i], &chosen);
+                }
+            }
+            for b in &bundles {
+                let moves: Vec<usize> = b.iter().copied().filter(|&i| !t.contains(i)).collect();
+                if moves.len() > 1 {
+                    consider(&mut t, moves, &chosen);
+                }
+            }
+            let (_, _, moves) = best?;
+            for i in moves {
+                t.set(i, true);
+                chosen.push(i);
+            }
+        }
+        // Drop what the later choices made redundant, heaviest first.
+        let mut by_weight = chosen.clone();
+        by_weight.sort_by(|&a, &b| obj.weight[b].cmp(&obj.weight[a]).then(b.cmp(&a)));
+        for i in by_weight {
+            if t.room_if_toggled(i) >= need {
+                t.set(i, false);
+            }
+        }
+        let mut set: Vec<usize> = (0..n).filter(|&i| t.contains(i)).collect();
+        set.sort_unstable();
+        obj.within_cap(&set).then_some(set)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The greedy seed picks the set the straightforward greedy picks, under every
+        /// objective, with and without MOML's cost cap.
+        #[test]
+        fn greedy_picks_what_weighing_trial_sets_picks(
+            c in crate::lrms::contention::tests::arb_contention(),
+            cap in 0u64..20,
+        ) {
+            let items = items_of(&c, &vec![0; c.candidates.len()]);
+            let reschedule = c.reschedule.as_micros();
+            let mut objectives: Vec<Objective> = [PreemptionPolicy::Mlip, PreemptionPolicy::Mov, PreemptionPolicy::Mwt, PreemptionPolicy::LeastValuable]
+                .into_iter()
+                .map(|p| Objective::of(p, &items, reschedule))
+                .collect();
+            objectives.push(Objective::fewest_within(&items, reschedule, cap * 1_000_000));
+            for obj in &objectives {
+                prop_assert_eq!(greedy(&c, obj), greedy_by_trial_sets(&c, obj));
             }
         }
     }

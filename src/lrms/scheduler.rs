@@ -40,7 +40,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::admission::{Admission, AdmissionPolicy, Monitor};
-use super::availability::{Availability, Blocked, UsageSteps, VmShape};
+use super::availability::{Availability, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
 use super::policy::{self, PreemptionPolicy};
@@ -660,9 +660,8 @@ impl Core {
             return None;
         }
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
-        // Hosts found too full at some instant are skipped for the later starts whose
-        // windows hold it.
-        let mut blocked = Blocked::default();
+        // Hosts found too full at some instant (by this search or an earlier one) are
+        // skipped for the starts whose windows hold it.
         for t in candidates {
             // The plan's length only depends on t through storage waits, which only make it
             // longer: the plain length is a valid quick test.
@@ -677,9 +676,7 @@ impl Core {
             if quick.is_some_and(|steps| !steps.fits(t, end, cores, total)) {
                 continue;
             }
-            let placed = self
-                .avail
-                .place_skipping(l.req.vms, l.shape(), t, end, &mut blocked);
+            let placed = self.avail.place(l.req.vms, l.shape(), t, end);
             if let Some(hosts) = placed {
                 return Some((t, self.plan(l, t), hosts));
             }
@@ -1058,14 +1055,7 @@ impl Core {
         // one did not fit before and still does not.
         let mut only = None;
         if skippable {
-            let starts = self.earlier_starts(
-                l,
-                (promised, end),
-                floor,
-                freed,
-                steps.get_or_insert_with(|| self.avail.usage_steps()),
-                total,
-            );
+            let starts = self.earlier_starts(l, (promised, end), floor, freed, steps, total);
             if starts.is_empty() {
                 debug_assert!(
                     self.stays_put(id, promised, now),
@@ -1102,7 +1092,7 @@ impl Core {
         own: (EmuTime, EmuTime),
         floor: EmuTime,
         freed: &Freed,
-        steps: &UsageSteps,
+        steps: &mut Option<UsageSteps>,
         total: u64,
     ) -> Vec<EmuTime> {
         let (promised, end) = own;
@@ -1111,30 +1101,46 @@ impl Core {
         if floor >= promised {
             return Vec::new();
         }
+        // The windows meeting each freed interval, before the promised start; prepared only
+        // if there is one.
+        let ranges: Vec<(EmuTime, EmuTime)> = freed
+            .0
+            .iter()
+            .map(|&(fs, fe)| (floor.max(fs.earlier_by(len)), promised.min(fe)))
+            .filter(|(from, to)| from < to)
+            .collect();
+        if ranges.is_empty() {
+            return Vec::new();
+        }
+        let steps = steps.get_or_insert_with(|| self.avail.usage_steps());
         let earlier = steps.earlier_fits(floor, cores, total, (promised, end, cores));
         let fits = |t: EmuTime| {
-            let fits = earlier.fits(t);
+            let fits = earlier.fits_or_next(t);
             debug_assert_eq!(
-                fits,
+                fits.is_ok(),
                 steps.fits_excluding(t, t + len, cores, total, (promised, end, cores))
             );
             fits
         };
         let mut starts = Vec::new();
-        for &(fs, fe) in &freed.0 {
-            // Starts whose window [t, t + len) meets [fs, fe), before the promised one.
-            let (from, to) = (floor.max(fs.earlier_by(len)), promised.min(fe));
-            if from >= to {
-                continue;
-            }
-            if from <= floor && fits(floor) {
+        for (from, to) in ranges {
+            if from <= floor && fits(floor).is_ok() {
                 starts.push(floor);
             }
-            starts.extend(
-                self.avail
-                    .ends_in(from.max(floor + EmuDuration::from_micros(1)), to)
-                    .filter(|&t| fits(t)),
-            );
+            // Slot ends in the range, skipping those a step over the limit rules out.
+            let mut skip_to = EmuTime::ZERO;
+            for t in self
+                .avail
+                .ends_in(from.max(floor + EmuDuration::from_micros(1)), to)
+            {
+                if t < skip_to {
+                    continue;
+                }
+                match fits(t) {
+                    Ok(()) => starts.push(t),
+                    Err(next) => skip_to = next,
+                }
+            }
         }
         starts.sort_unstable();
         starts.dedup();
