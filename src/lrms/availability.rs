@@ -453,6 +453,9 @@ impl Availability {
 
     /// Adds a slot to host `h`, keeping the indexes right.
     fn insert(&mut self, h: usize, slot: Slot) {
+        // A slot taken again under the same key replaces the old one as a removal would (its
+        // use uncounted, its capacity given back), not silently.
+        self.remove_key(h, key_of(&slot));
         self.count(&slot, 1);
         self.owned
             .entry(slot.lease)
@@ -1132,6 +1135,20 @@ pub(crate) mod tests {
 
     /// A host with more slots alive at once than the sweep keeps inline answers as the full
     /// scan does (the sorting fallback), on windows before, across and after the crowd.
+    #[test]
+    fn a_slot_taken_again_shorter_gives_its_capacity_back() {
+        let mut a = Availability::new(&hosts(1, 1, 1 << 20), true);
+        a.reserve_vm(0, RequestId(1), 0, VM, t(0), t(100));
+        assert_eq!(a.place(1, VM, t(50), t(60)), None);
+        // The same VM of the same lease from the same start, now ending earlier.
+        a.reserve_vm(0, RequestId(1), 0, VM, t(0), t(10));
+        assert_eq!(a.place(1, VM, t(50), t(60)), Some(vec![0]));
+        assert_eq!(a.cores_used_at(t(5)), 1);
+        assert_eq!(a.cores_used_at(t(50)), 0);
+        assert_eq!(a.usage_steps().used_at(t(50)), 0);
+        assert!(a.within_capacity());
+    }
+
     #[test]
     fn a_crowded_host_is_measured_by_its_fallback() {
         let mut a = Availability::new(&hosts(1, 64, 1 << 30), true);
