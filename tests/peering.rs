@@ -109,6 +109,14 @@ fn provider_policies_queue_locals_lose_nothing_and_each_has_an_effect() {
     assert_eq!(count("PublishTick"), 0);
 }
 
+/// The stress presets of `topo` with these names, in the presets' order.
+fn presets_named(topo: &Topology, names: &[&str]) -> Vec<igemu::stress::FaultSetting> {
+    presets(topo)
+        .into_iter()
+        .filter(|p| names.contains(&p.name.as_str()))
+        .collect()
+}
+
 #[test]
 fn runs_with_faults_are_reproducible_byte_for_byte() {
     let topo = small(&[]);
@@ -140,10 +148,7 @@ fn runs_with_faults_are_reproducible_byte_for_byte() {
 #[test]
 fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
     let topo = small(&[]);
-    let lossy: Vec<_> = presets(&topo)
-        .into_iter()
-        .filter(|p| p.name == "lossy")
-        .collect();
+    let lossy = presets_named(&topo, &["lossy"]);
     let seeds = [1, 2, 3, 4];
     let plan = StressPlan {
         pace: Pace::Virtual,
@@ -621,10 +626,7 @@ fn the_sound_protocol_keeps_every_invariant_under_explored_interleavings() {
     // Before hosts judged capacity at the end of an instant, a VM arriving at the instant
     // another left (in the perturbed order: first) was a violation in most of these runs.
     let topo = small(&[]);
-    let settings: Vec<_> = presets(&topo)
-        .into_iter()
-        .filter(|p| p.name == "none" || p.name == "chaos")
-        .collect();
+    let settings = presets_named(&topo, &["none", "chaos"]);
     let plan = StressPlan {
         pace: Pace::Virtual,
         settings: &settings,
@@ -919,10 +921,7 @@ fn grids_on_threads_keep_every_invariant_and_the_broken_protocol_is_still_caught
     // partition and the crashes) at x20 000: about a second of wall time per run.
     let window = ["emulation.end=\"20000s\""];
     let topo = small(&window);
-    let settings: Vec<_> = presets(&topo)
-        .into_iter()
-        .filter(|p| ["none", "lossy", "late", "partition", "crash"].contains(&p.name.as_str()))
-        .collect();
+    let settings = presets_named(&topo, &["none", "lossy", "late", "partition", "crash"]);
     let plan = StressPlan {
         pace: Pace::Realtime {
             speedup: 20_000.0,
@@ -942,10 +941,7 @@ fn grids_on_threads_keep_every_invariant_and_the_broken_protocol_is_still_caught
         assert!(r.ended.1 > 0, "{command}");
         assert!(command.contains("--mode realtime --threads 3"), "{command}");
     }
-    let slow: Vec<_> = presets(&topo)
-        .into_iter()
-        .filter(|p| p.name == "slow")
-        .collect();
+    let slow = presets_named(&topo, &["slow"]);
     let plan = StressPlan {
         settings: &slow,
         seeds: &[1, 2, 3, 4],
@@ -1088,10 +1084,7 @@ fn a_refusal_of_an_earlier_redirection_arriving_late_never_brings_a_request_home
     // it: 18 of 30 seeds ended a request twice before the fix. Delays as long as the
     // negotiation's rounds (the `late` preset) reproduce it in virtual time.
     let topo = small(&[]);
-    let late: Vec<_> = presets(&topo)
-        .into_iter()
-        .filter(|p| p.name == "late")
-        .collect();
+    let late = presets_named(&topo, &["late"]);
     assert_eq!(late.len(), 1);
     let seeds: Vec<u64> = (1..=8).collect();
     let plan = StressPlan {

@@ -125,7 +125,7 @@ pub struct Held {
 /// slots are added (they only fill the host), and is dropped when the host gives capacity
 /// back after it was found.
 #[derive(Clone, Debug, Default)]
-pub struct Blocked {
+struct Blocked {
     at: Vec<Option<Block>>,
 }
 
@@ -297,13 +297,8 @@ impl UsageSteps {
 }
 
 impl EarlierFits<'_> {
-    /// Whether the window from `t` (in `[floor, own.0)`) fits: what
-    /// `fits_excluding(t, t + len, cores, total, own)` answers.
-    pub fn fits(&self, t: EmuTime) -> bool {
-        self.fits_or_next(t).is_ok()
-    }
-
-    /// [`EarlierFits::fits`], and if the window from `t` does not fit, the first instant
+    /// Whether the window from `t` (in `[floor, own.0)`) fits — what
+    /// `fits_excluding(t, t + len, cores, total, own)` answers — and if it does not, the first instant
     /// after `t` from which one might (`EmuTime::NEVER` if none): every window starting in
     /// between holds the step over the limit that this one does, or starts in it.
     pub fn fits_or_next(&self, t: EmuTime) -> Result<(), EmuTime> {
@@ -736,7 +731,7 @@ impl Availability {
     /// [`Availability::place`] with the spans found too full in `blocked` (for `shape`):
     /// hosts it knows to be too full somewhere in this window are skipped, and what the
     /// hosts looked at show is added to it.
-    pub fn place_skipping(
+    fn place_skipping(
         &self,
         vms: u32,
         shape: VmShape,
@@ -1017,7 +1012,7 @@ pub(crate) mod tests {
             let mut at = floor;
             while at < own.0 {
                 proptest::prop_assert_eq!(
-                    earlier.fits(at),
+                    earlier.fits_or_next(at).is_ok(),
                     steps.fits_excluding(at, at + len, cores, total, own),
                     "start {:?}", at
                 );

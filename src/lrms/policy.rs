@@ -840,16 +840,25 @@ fn greedy(c: &Contention, obj: &Objective) -> Option<Vec<usize>> {
             chosen_sum = chosen_sum.with(obj, i);
         }
     }
-    // Drop what the later choices made redundant, heaviest first.
-    let mut by_weight = chosen.clone();
+    without_redundant(t, &chosen, obj, need)
+}
+
+/// The greedy's last step: drops from the tracked set the leases of `chosen` that later
+/// choices made redundant, heaviest first; the set, ascending, if it is within the cap.
+fn without_redundant(
+    mut t: RoomTracker<'_>,
+    chosen: &[usize],
+    obj: &Objective,
+    need: u64,
+) -> Option<Vec<usize>> {
+    let mut by_weight = chosen.to_vec();
     by_weight.sort_by(|&a, &b| obj.weight[b].cmp(&obj.weight[a]).then(b.cmp(&a)));
     for i in by_weight {
         if t.room_if_toggled(i) >= need {
             t.set(i, false);
         }
     }
-    let mut set: Vec<usize> = (0..n).filter(|&i| t.contains(i)).collect();
-    set.sort_unstable();
+    let set: Vec<usize> = (0..obj.weight.len()).filter(|&i| t.contains(i)).collect();
     obj.within_cap(&set).then_some(set)
 }
 
@@ -1694,17 +1703,7 @@ mod tests {
                 chosen.push(i);
             }
         }
-        // Drop what the later choices made redundant, heaviest first.
-        let mut by_weight = chosen.clone();
-        by_weight.sort_by(|&a, &b| obj.weight[b].cmp(&obj.weight[a]).then(b.cmp(&a)));
-        for i in by_weight {
-            if t.room_if_toggled(i) >= need {
-                t.set(i, false);
-            }
-        }
-        let mut set: Vec<usize> = (0..n).filter(|&i| t.contains(i)).collect();
-        set.sort_unstable();
-        obj.within_cap(&set).then_some(set)
+        without_redundant(t, &chosen, obj, need)
     }
 
     proptest! {
