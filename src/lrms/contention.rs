@@ -297,7 +297,7 @@ impl Contention {
     }
 
     /// The hosts candidate `i` holds something on, with its bit in each host's mask.
-    fn spans(&self, i: usize) -> &[(usize, u32)] {
+    pub(crate) fn spans(&self, i: usize) -> &[(usize, u32)] {
         &self.spans[i]
     }
 
@@ -428,8 +428,9 @@ impl Contention {
     /// An upper bound on the room candidate `i` can add to any set: per host, at most what
     /// the host gains with all its candidates removed, and at most the local VMs its freed
     /// cores or its freed memory make room for — whichever resource was binding, so the
-    /// larger of the two.
-    fn gain_bound(&self, i: usize) -> u64 {
+    /// larger of the two. `whole_gain` keeps each host's gain with every candidate gone,
+    /// once swept.
+    fn gain_bound(&self, i: usize, whole_gain: &mut [Option<u64>]) -> u64 {
         let (c, m) = (
             u64::from(self.shape.cores.max(1)),
             u64::from(self.shape.mem_mb.max(1)),
@@ -447,7 +448,10 @@ impl Contention {
                     Some(_) => cores.div_ceil(c).max(mem.div_ceil(m)),
                     None => cores.div_ceil(c),
                 };
-                let all = self.host_room(h, |_| true) - self.host_room(h, |_| false);
+                // The same for every lease on the host: swept once.
+                let all = *whole_gain[h].get_or_insert_with(|| {
+                    self.host_room(h, |_| true) - self.host_room(h, |_| false)
+                });
                 by_res.min(all)
             })
             .sum()
@@ -598,6 +602,32 @@ impl<'a> RoomTracker<'a> {
         self.room
     }
 
+    /// Host `h`'s room now.
+    pub(crate) fn room_on(&self, h: usize) -> u64 {
+        self.hosts[h].room
+    }
+
+    /// How many hosts there are.
+    pub(crate) fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Whether host `h` has room only once every candidate on it is removed (see
+    /// [`Contention::all_or_nothing`]).
+    pub(crate) fn all_or_nothing_on(&self, h: usize) -> bool {
+        self.hosts[h].whole != NOT_WHOLE
+    }
+
+    /// The candidates holding something on host `h`.
+    pub(crate) fn members_on(&self, h: usize) -> &'a [usize] {
+        &self.c.hosts[h].members
+    }
+
+    /// How many hosts candidate `i` holds something on.
+    pub(crate) fn host_span(&self, i: usize) -> usize {
+        self.c.spans(i).len()
+    }
+
     /// Whether candidate `i` is removed.
     pub(crate) fn contains(&self, i: usize) -> bool {
         self.removed[i]
@@ -663,8 +693,9 @@ impl<'a> RoomTracker<'a> {
 
     /// Upper bounds on each candidate's gain.
     pub(crate) fn gain_bounds(&self) -> Vec<u64> {
+        let mut whole_gain = vec![None; self.c.hosts.len()];
         (0..self.c.candidates.len())
-            .map(|i| self.c.gain_bound(i))
+            .map(|i| self.c.gain_bound(i, &mut whole_gain))
             .collect()
     }
 }
