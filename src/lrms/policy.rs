@@ -1007,7 +1007,7 @@ impl Search<'_> {
                 return;
             }
             let missing = self.need - chosen.room();
-            if self.host_work <= HOST_BOUND_WORK * self.budget
+            if self.host_work <= HOST_BOUND_WORK.saturating_mul(self.budget)
                 && prunes(value.saturating_add(self.host_bound(pos, missing, chosen, possible)))
             {
                 return;
@@ -1054,7 +1054,10 @@ impl Search<'_> {
                 .filter(|&&i| possible.contains(i) && !chosen.contains(i))
                 .map(|&i| (self.shares[i], self.obj.weight[i]));
             let cost = match chosen.all_or_nothing_on(h) {
-                true => undecided.fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1)),
+                // Saturating sums stay lower bounds.
+                true => undecided.fold((0u128, 0u128), |a, x| {
+                    (a.0.saturating_add(x.0), a.1.saturating_add(x.1))
+                }),
                 false => {
                     undecided.fold((u128::MAX, u128::MAX), |a, x| (a.0.min(x.0), a.1.min(x.1)))
                 }
@@ -1081,7 +1084,9 @@ impl Search<'_> {
             return 0;
         }
         self.hosts.sort_unstable_by_key(|h| h.shares);
-        let scaled = self.hosts[..fewest].iter().map(|h| h.shares).sum::<u128>();
+        let scaled = self.hosts[..fewest]
+            .iter()
+            .fold(0u128, |a, h| a.saturating_add(h.shares));
         let (_, kth, _) = self
             .hosts
             .select_nth_unstable_by_key(fewest - 1, |h| h.whole);
