@@ -123,19 +123,16 @@ pub struct Held {
 /// Per host, a span throughout which it was found too full for one more VM of a shape: see
 /// [`Availability::place_skipping`]. Only valid for one shape; a span stays true while
 /// slots are added (they only fill the host), and is dropped when the host gives capacity
-/// back after it was found.
+/// back ([`Availability::remove_key`]).
+///
+/// The span of host `h` is `[from[h], until[h])` (µs), `until[h]` 0 where there is none:
+/// two plain arrays, so a placement tests each host it passes over with two comparisons and
+/// no branch. Most hosts a placement passes over are skipped (paper 000 at 4× load: 2.1 G
+/// skips against 107 M hosts looked at).
 #[derive(Clone, Debug, Default)]
 struct Blocked {
-    at: Vec<Option<Block>>,
-}
-
-/// A span `[from, until)` throughout which a host was too full, found when the profile was
-/// at `epoch`.
-#[derive(Clone, Copy, Debug)]
-struct Block {
-    from: EmuTime,
-    until: EmuTime,
-    epoch: u64,
+    from: Vec<u64>,
+    until: Vec<u64>,
 }
 
 /// What one VM of a request needs.
@@ -163,12 +160,8 @@ pub struct Availability {
     deltas: BTreeMap<EmuTime, i64>,
     /// How many slots end at each instant (the candidate start times).
     ends: BTreeMap<EmuTime, u32>,
-    /// Counts the changes that gave capacity back (a slot removed or cut).
-    epoch: u64,
-    /// Per host, the epoch of its last such change: spans found too full before it are stale.
-    gave_back: Vec<u64>,
-    /// Slots that ended by this instant were forgotten without a new epoch: a span ending by
-    /// it may have rested on one of them.
+    /// Slots that ended by this instant were forgotten without dropping the spans found too
+    /// full: a span ending by it may have rested on one of them.
     forgotten: EmuTime,
     /// Per shape (memory left out where it is not enforced), the spans found too full by
     /// earlier placements: a placement skips the hosts they still block, whichever lease
@@ -348,8 +341,6 @@ impl Availability {
             freed: None,
             deltas: BTreeMap::new(),
             ends: BTreeMap::new(),
-            epoch: 0,
-            gave_back: vec![0; hosts.len()],
             forgotten: EmuTime::ZERO,
             blocks: RefCell::new(Vec::new()),
         }
@@ -463,8 +454,11 @@ impl Availability {
     /// full are stale from now on.
     fn remove_key(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
         let slot = self.remove_quietly(h, key)?;
-        self.epoch += 1;
-        self.gave_back[h] = self.epoch;
+        for (_, blocked) in self.blocks.get_mut().iter_mut() {
+            if let Some(until) = blocked.until.get_mut(h) {
+                *until = 0;
+            }
+        }
         Some(slot)
     }
 
@@ -739,32 +733,40 @@ impl Availability {
         end: EmuTime,
         blocked: &mut Blocked,
     ) -> Option<Vec<u16>> {
-        if blocked.at.len() != self.capacity.len() {
-            blocked.at = vec![None; self.capacity.len()];
+        let n = self.capacity.len();
+        if blocked.until.len() != n {
+            *blocked = Blocked {
+                from: vec![0; n],
+                until: vec![0; n],
+            };
         }
+        // A span blocks a window it overlaps, unless it may rest on a forgotten slot (it
+        // ends by `forgotten`). Ending after both `start` and `forgotten` is ending after
+        // the later of them.
+        let (lo, hi) = (start.max(self.forgotten).as_micros(), end.as_micros());
         let mut hosts = Vec::with_capacity(vms as usize);
-        for h in 0..self.capacity.len() {
-            let skip = blocked.at[h].is_some_and(|b| {
-                start < b.until
-                    && b.from < end
-                    && b.epoch >= self.gave_back[h]
-                    && b.until > self.forgotten
-            });
-            if skip {
-                continue;
+        for h0 in (0..n).step_by(64) {
+            let h1 = (h0 + 64).min(n);
+            let spans = blocked.from[h0..h1].iter().zip(&blocked.until[h0..h1]);
+            // Bit k: host h0 + k is not known to be too full.
+            let mut open = 0u64;
+            for (k, (&from, &until)) in spans.enumerate() {
+                let skip = (lo < until) & (from < hi);
+                open |= u64::from(!skip) << k;
             }
-            let (room, block) = self.room_and_block(h, shape, start, end);
-            if let Some((from, until)) = block {
-                blocked.at[h] = Some(Block {
-                    from,
-                    until,
-                    epoch: self.epoch,
-                });
-            }
-            let take = room.min(u64::from(vms) - hosts.len() as u64);
-            hosts.extend(std::iter::repeat_n(h as u16, take as usize));
-            if hosts.len() == vms as usize {
-                return Some(hosts);
+            while open != 0 {
+                let h = h0 + open.trailing_zeros() as usize;
+                open &= open - 1;
+                let (room, block) = self.room_and_block(h, shape, start, end);
+                if let Some((from, until)) = block {
+                    blocked.from[h] = from.as_micros();
+                    blocked.until[h] = until.as_micros();
+                }
+                let take = room.min(u64::from(vms) - hosts.len() as u64);
+                hosts.extend(std::iter::repeat_n(h as u16, take as usize));
+                if hosts.len() == vms as usize {
+                    return Some(hosts);
+                }
             }
         }
         None
