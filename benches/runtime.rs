@@ -238,9 +238,9 @@ impl Handler<Wake> for Sleeper {
             return;
         }
         let due = self.emu.now() + self.delay();
-        if let Some(me) = &self.me {
-            self.emu.send_at(due, self.id, Rc::clone(me), Wake);
-        }
+        // Invariant: actix runs `started` (which sets `me`) before any message is handled.
+        let me = self.me.as_ref().expect("set when the sleeper started");
+        self.emu.send_at(due, self.id, Rc::clone(me), Wake);
     }
 }
 

@@ -42,7 +42,8 @@ pub struct Lrms {
     forecast: Option<(Forecast, u64)>,
     core: Core,
     vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
-    /// Its own address, once made (see [`Lrms::me`]).
+    /// Its own address, once made (see [`Lrms::me`]). It keeps the actor running until the
+    /// run's runtime is dropped, as the other actors' addresses of it already do.
     me: Option<Rc<Peer<Lrms>>>,
 }
 
