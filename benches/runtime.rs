@@ -197,8 +197,6 @@ struct Sleeper {
     rng: u64,
     left: Rc<Cell<u64>>,
     done: Rc<tokio::sync::Notify>,
-    /// Its own address, made once (as igemu's actors keep theirs).
-    me: Option<Rc<Peer<Sleeper>>>,
 }
 
 impl Sleeper {
@@ -213,13 +211,6 @@ impl Sleeper {
 
 impl Actor for Sleeper {
     type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        self.me = Some(Rc::new(Peer {
-            id: self.id,
-            addr: ctx.address(),
-        }));
-    }
 }
 
 igemu::emu_shell!(Sleeper);
@@ -227,7 +218,7 @@ igemu::handles_caused!(Sleeper; Wake);
 
 impl Handler<Wake> for Sleeper {
     type Result = ();
-    fn handle(&mut self, _: Wake, _: &mut Context<Self>) {
+    fn handle(&mut self, _: Wake, ctx: &mut Context<Self>) {
         let left = self.left.get();
         if left == 0 {
             return;
@@ -237,10 +228,13 @@ impl Handler<Wake> for Sleeper {
             self.done.notify_one();
             return;
         }
+        // A fresh address per timed send, as igemu's actors make theirs.
+        let me = Peer {
+            id: self.id,
+            addr: ctx.address(),
+        };
         let due = self.emu.now() + self.delay();
-        // Invariant: actix runs `started` (which sets `me`) before any message is handled.
-        let me = self.me.as_ref().expect("set when the sleeper started");
-        self.emu.send_at(due, self.id, Rc::clone(me), Wake);
+        self.emu.send_at(due, self.id, me, Wake);
     }
 }
 
@@ -262,7 +256,6 @@ fn timers(pending: usize, deliveries: u64) -> (f64, f64) {
                     rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
                     left: Rc::clone(&left),
                     done: Rc::clone(&done),
-                    me: None,
                 };
                 Peer {
                     id,

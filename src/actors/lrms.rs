@@ -42,9 +42,6 @@ pub struct Lrms {
     forecast: Option<(Forecast, u64)>,
     core: Core,
     vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
-    /// Its own address, once made (see [`Lrms::me`]). It keeps the actor running until the
-    /// run's runtime is dropped, as the other actors' addresses of it already do.
-    me: Option<Rc<Peer<Lrms>>>,
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -104,20 +101,15 @@ impl Lrms {
             publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
-            me: None,
         }
     }
 
-    /// This LRMS's own address, made once and shared (an address clone allocates; its
-    /// timers to itself only need a reference).
-    fn me(&mut self, ctx: &Context<Self>) -> Rc<Peer<Lrms>> {
-        let id = self.id;
-        Rc::clone(self.me.get_or_insert_with(|| {
-            Rc::new(Peer {
-                id,
-                addr: ctx.address(),
-            })
-        }))
+    /// This LRMS's own address.
+    fn me(&self, ctx: &Context<Self>) -> Peer<Lrms> {
+        Peer {
+            id: self.id,
+            addr: ctx.address(),
+        }
     }
 
     fn origin(&self, lease: RequestId) -> Origin {
@@ -150,7 +142,7 @@ impl Lrms {
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
-        let owner = Peer::clone(&self.me(ctx));
+        let owner = self.me(ctx);
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
             let id = self.emu.tracer.register_vm(lease, plan.vm);

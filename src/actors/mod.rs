@@ -181,26 +181,6 @@ where
     }
 }
 
-/// An actor's own [`Peer`], shared: what its timed sends to itself hand to the clock. An
-/// actix address clone allocates twice (its sender's task and park flag) and pays atomic
-/// sender counts when made and dropped; an `Rc` clone does neither. Not `Send`: for the
-/// actor's own thread only.
-impl<A, M> Inbox<M> for Rc<Peer<A>>
-where
-    Peer<A>: Inbox<M>,
-    A: Actor,
-{
-    #[inline]
-    fn id(&self) -> ActorId {
-        Inbox::<M>::id(&**self)
-    }
-
-    #[inline]
-    fn deliver(&self, msg: Caused<M>) {
-        Inbox::<M>::deliver(&**self, msg);
-    }
-}
-
 thread_local! {
     /// Run contexts alive on this thread (each run lives on one thread).
     static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };

@@ -98,11 +98,10 @@ impl Handler<VmCommand> for Vm {
             }
             keep
         });
-        // One address for all the plan's steps, shared (an address clone allocates).
-        let me = Rc::new(Peer {
+        let me = Peer {
             id: self.id,
             addr: ctx.address(),
-        });
+        };
         let n = msg.steps.len();
         for (i, (at, event)) in msg.steps.into_iter().enumerate() {
             let step = Step {
@@ -110,9 +109,7 @@ impl Handler<VmCommand> for Vm {
                 event,
                 last: i + 1 == n,
             };
-            let handle = self
-                .emu
-                .send_at_cancellable(at, self.id, Rc::clone(&me), step);
+            let handle = self.emu.send_at_cancellable(at, self.id, me.clone(), step);
             self.pending.push((at, handle));
         }
     }
