@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use super::broker::{Broker, Contract, Item, Offered, Out, Outcomes, Standing};
 use super::peering::{CostModel, NegotiationId, PriceRange};
 use super::protocol::PeerMsg;
-use super::slots::{Published, SlotStore};
+use super::slots::{Published, SlotStore, SlotsAt};
 use super::{Dispatcher, Loads};
 use crate::lrms::{Refusal, Relocation};
 use crate::model::{ClusterId, GridId, LeaseRequest, RejectReason, RequestId, RequestState};
@@ -531,7 +531,8 @@ impl Gateway {
     /// request its virtual deadline — the start the Grid's free slots give it plus its run
     /// time. Where no cluster has published, or none can start it within what it published,
     /// the window reaches past the published horizon, where nothing is known to be free.
-    fn cost_horizon(&self, req: &LeaseRequest, now: EmuTime) -> EmuTime {
+    /// `slots`: this Grid's slots as of `now`.
+    fn cost_horizon(&self, req: &LeaseRequest, now: EmuTime, slots: &SlotsAt<'_>) -> EmuTime {
         let run = req.duration;
         if req.lease_type.deadline_constrained() {
             let deadline = req.deadline.or_else(|| {
@@ -543,18 +544,19 @@ impl Gateway {
             }
         }
         let start = (0..self.clusters.len())
-            .filter_map(|j| self.slots.earliest_on(j, now, req.cores(), run))
+            .filter_map(|j| slots.earliest_on(j, req.cores(), run))
             .min()
-            .or_else(|| self.slots.until())
+            .or_else(|| slots.until())
             .unwrap_or(now + self.settings.horizon);
         start.max(now) + run
     }
 
-    /// This Grid's load (0–1) and capacity in resource units over `req`'s cost window.
-    fn window(&self, req: &LeaseRequest, now: EmuTime) -> (f64, f64) {
-        let end = self.cost_horizon(req, now);
+    /// This Grid's load (0–1) and capacity in resource units over `req`'s cost window
+    /// (`slots`: as of `now`).
+    fn window(&self, req: &LeaseRequest, now: EmuTime, slots: &SlotsAt<'_>) -> (f64, f64) {
+        let end = self.cost_horizon(req, now, slots);
         let span = end.since(now).max(EmuDuration::from_secs(1));
-        self.slots.grid_load(now, span)
+        slots.grid_load(span)
     }
 
     /// Where to try a request (its own, or one redirected here).
@@ -640,10 +642,11 @@ impl Gateway {
         }
         if self.broker.pending_offers() > 0 {
             // Windows read from this Grid's slots, computed before the broker evaluates.
+            let slots = self.slots.at(now);
             let windows: BTreeMap<RequestId, (f64, f64)> = self
                 .broker
                 .pending_requests()
-                .map(|req| (req.id, self.window(req, now)))
+                .map(|req| (req.id, self.window(req, now, &slots)))
                 .collect();
             let window = |req: &LeaseRequest| windows.get(&req.id).copied().unwrap_or((1.0, 0.0));
             let standing = Standing {
@@ -656,11 +659,13 @@ impl Gateway {
         // Home costs of the queued requests over their windows; below the threshold, a
         // request is served here.
         let threshold = self.settings.load_threshold;
+        // Taken again: carrying the answers above may have booked slots.
+        let slots = self.slots.at(now);
         let homes: BTreeMap<RequestId, Option<f64>> = self
             .broker
             .queued_items()
             .map(|it| {
-                let (load, capacity) = self.window(&it.req, now);
+                let (load, capacity) = self.window(&it.req, now, &slots);
                 let over = load >= threshold && capacity > 0.0;
                 tracing::debug!(
                     grid = self.grid.0,
@@ -1057,23 +1062,27 @@ mod tests {
         );
         let best_effort = req(1); // 1 core, 100 s
         assert_eq!(
-            gw.cost_horizon(&best_effort, EmuTime::ZERO),
+            gw.cost_horizon(&best_effort, EmuTime::ZERO, &gw.slots.at(EmuTime::ZERO)),
             EmuTime::from_secs(1100)
         );
         // Busy for 1000 of its 1100 s: load 10/11.
-        let (load, capacity) = gw.window(&best_effort, EmuTime::ZERO);
+        let (load, capacity) = gw.window(&best_effort, EmuTime::ZERO, &gw.slots.at(EmuTime::ZERO));
         assert!((load - 1000.0 / 1100.0).abs() < 1e-9, "{load}");
         assert!((capacity - 4.0 * 1100.0).abs() < 1e-9);
         let mut deadline = req(2);
         deadline.lease_type = crate::model::LeaseType::DeadlineMigratable;
         deadline.deadline = Some(EmuTime::from_secs(5000));
         assert_eq!(
-            gw.cost_horizon(&deadline, EmuTime::ZERO),
+            gw.cost_horizon(&deadline, EmuTime::ZERO, &gw.slots.at(EmuTime::ZERO)),
             EmuTime::from_secs(5000)
         );
         // A deadline already passed falls back to the virtual deadline.
         assert_eq!(
-            gw.cost_horizon(&deadline, EmuTime::from_secs(6000)),
+            gw.cost_horizon(
+                &deadline,
+                EmuTime::from_secs(6000),
+                &gw.slots.at(EmuTime::from_secs(6000))
+            ),
             EmuTime::from_secs(6100)
         );
     }

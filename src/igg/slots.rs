@@ -3,6 +3,7 @@
 //! per resource unit (eq. 1). The IGG queries it for the earliest start of a request and for
 //! its clusters' and Grid's load.
 
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 
 use super::dispatch::Loads;
@@ -181,7 +182,21 @@ impl SlotStore {
         (n > 0).then_some(loads)
     }
 
-    /// The Grid's load over the horizon, weighted by cluster size, and its capacity in units.
+    /// The store as of `now`, for many queries before anything is booked or published.
+    pub(crate) fn at(&self, now: EmuTime) -> SlotsAt<'_> {
+        SlotsAt {
+            now,
+            clusters: self
+                .clusters
+                .iter()
+                .map(|(&j, p)| (j, p, Cell::new(0), OnceCell::new()))
+                .collect(),
+        }
+    }
+
+    /// The Grid's load over the horizon, weighted by cluster size, and its capacity in units
+    /// (the runs ask [`SlotsAt::grid_load`], tested against this).
+    #[cfg(test)]
     pub(crate) fn grid_load(&self, now: EmuTime, horizon: EmuDuration) -> (f64, f64) {
         let (mut used, mut cap) = (0.0, 0.0);
         for p in self.clusters.values() {
@@ -191,7 +206,9 @@ impl SlotStore {
         (if cap > 0.0 { used / cap } else { 0.0 }, cap)
     }
 
-    /// The end of the furthest published horizon, if any cluster has published.
+    /// The end of the furthest published horizon, if any cluster has published (the runs ask
+    /// [`SlotsAt::until`], tested against this).
+    #[cfg(test)]
     pub(crate) fn until(&self) -> Option<EmuTime> {
         self.clusters.values().map(|p| p.until).max()
     }
@@ -224,6 +241,159 @@ impl SlotStore {
                 .map(|p| (p.price, p.cores as f64 * span.max(1.0)))
                 .collect()
         }
+    }
+}
+
+/// One cluster's publication as seen from one instant, for many queries at that instant.
+#[derive(Clone, Debug)]
+struct ClusterAt {
+    cores: u64,
+    until: EmuTime,
+    /// [`Published::free_at`] the instant.
+    free_now: u64,
+    /// The published steps from the instant on (the instant's own included), each with
+    /// [`Published::used_units`]'s running state from the instant once it is taken in.
+    steps: Vec<StepAt>,
+}
+
+/// A published step, and the load summed from the view's instant up to it.
+#[derive(Clone, Copy, Debug)]
+struct StepAt {
+    /// When it takes effect.
+    at: EmuTime,
+    /// Free cores it publishes.
+    free: u64,
+    /// Where the running sum's open segment starts once this step is taken in.
+    segment_from: EmuTime,
+    /// Free cores in force over that segment (none past the horizon).
+    segment_free: u64,
+    /// Used core-seconds from the instant to `segment_from`.
+    used: f64,
+}
+
+impl ClusterAt {
+    fn of(p: &Published, now: EmuTime) -> ClusterAt {
+        let free_now = p.free_at(now);
+        let (mut t, mut free, mut used) = (now, free_now, 0.0);
+        let steps = p
+            .free
+            .range(now..)
+            .map(|(&at, &f)| {
+                if at > t {
+                    used += p.cores.saturating_sub(free) as f64 * at.since(t).as_secs_f64();
+                    t = at;
+                }
+                free = if at >= p.until { 0 } else { f };
+                StepAt {
+                    at,
+                    free: f,
+                    segment_from: t,
+                    segment_free: free,
+                    used,
+                }
+            })
+            .collect();
+        ClusterAt {
+            cores: p.cores,
+            until: p.until,
+            free_now,
+            steps,
+        }
+    }
+
+    /// [`Published::used_units`] from the instant to `to`: the running state after the steps
+    /// before `to`, and the last segment — the same sums in the same order, so the same float.
+    fn used_units(&self, now: EmuTime, to: EmuTime) -> f64 {
+        if to <= now {
+            return 0.0;
+        }
+        let k = self.steps.partition_point(|s| s.at < to);
+        let (t, free, mut used) = match k.checked_sub(1) {
+            Some(last) => {
+                let s = &self.steps[last];
+                (s.segment_from, s.segment_free, s.used)
+            }
+            None => (now, self.free_now, 0.0),
+        };
+        if to > t {
+            used += self.cores.saturating_sub(free) as f64 * to.since(t).as_secs_f64();
+        }
+        used
+    }
+
+    /// [`Published::earliest`] from the instant, over the steps as an array.
+    fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
+        let within = |start: EmuTime| (start + length <= self.until).then_some(start);
+        let mut candidate = (self.free_now >= cores).then_some(now);
+        for step in &self.steps {
+            if let Some(start) = candidate {
+                if start + length <= step.at {
+                    return within(start);
+                }
+            }
+            if step.free < cores {
+                candidate = None;
+            } else if candidate.is_none() {
+                candidate = Some(step.at);
+            }
+        }
+        candidate.and_then(within)
+    }
+}
+
+/// The store as of one instant with nothing booked meanwhile, for the many queries of one
+/// negotiation round (a window for every queued request). A cluster asked twice is laid out
+/// for the rest (its steps in an array, with the load summed up to each), so that a window
+/// takes a binary search for the load instead of a walk over the steps. Each answer is the
+/// store's, float for float.
+#[derive(Debug)]
+pub(crate) struct SlotsAt<'a> {
+    now: EmuTime,
+    /// By cluster index, in the store's order: its publication, the queries it answered
+    /// directly, and its layout once made.
+    clusters: Vec<(usize, &'a Published, Cell<u8>, OnceCell<ClusterAt>)>,
+}
+
+impl SlotsAt<'_> {
+    /// Cluster `c`'s layout, once it has been asked enough to be worth one.
+    fn laid_out<'s>(
+        &'s self,
+        (_, p, asked, layout): &'s (usize, &Published, Cell<u8>, OnceCell<ClusterAt>),
+    ) -> Option<&'s ClusterAt> {
+        if layout.get().is_none() && asked.get() < 2 {
+            asked.set(asked.get() + 1);
+            return None;
+        }
+        Some(layout.get_or_init(|| ClusterAt::of(p, self.now)))
+    }
+
+    /// [`SlotStore::earliest_on`] at the view's instant.
+    pub(crate) fn earliest_on(&self, j: usize, cores: u64, length: EmuDuration) -> Option<EmuTime> {
+        let i = self.clusters.binary_search_by_key(&j, |c| c.0).ok()?;
+        let c = &self.clusters[i];
+        match self.laid_out(c) {
+            Some(at) => at.earliest(self.now, cores, length),
+            None => c.1.earliest(self.now, cores, length),
+        }
+    }
+
+    /// [`SlotStore::grid_load`] at the view's instant.
+    pub(crate) fn grid_load(&self, horizon: EmuDuration) -> (f64, f64) {
+        let (mut used, mut cap) = (0.0, 0.0);
+        let to = self.now + horizon;
+        for c in &self.clusters {
+            used += match self.laid_out(c) {
+                Some(at) => at.used_units(self.now, to),
+                None => c.1.used_units(self.now, to),
+            };
+            cap += c.1.cores as f64 * horizon.as_secs_f64();
+        }
+        (if cap > 0.0 { used / cap } else { 0.0 }, cap)
+    }
+
+    /// [`SlotStore::until`].
+    pub(crate) fn until(&self) -> Option<EmuTime> {
+        self.clusters.iter().map(|c| c.1.until).max()
     }
 }
 
@@ -369,8 +539,60 @@ mod tests {
         })
     }
 
+    /// Microseconds below `secs` seconds: half on whole seconds (where steps, windows and
+    /// horizons meet), half anywhere.
+    fn micros(secs: u64) -> impl proptest::strategy::Strategy<Value = u64> {
+        use proptest::strategy::Strategy;
+        (0..secs, proptest::bool::ANY, 0u64..1_000_000)
+            .prop_map(|(s, whole, us)| s * 1_000_000 + if whole { 0 } else { us })
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(500), failure_persistence: None, ..Default::default() })]
+
+        /// A view of the store at one instant answers every query as the store does, float
+        /// for float, before and after it lays a cluster out (random clusters, bookings and
+        /// queries; times to the microsecond, so the sums are not exact).
+        #[test]
+        fn a_view_answers_as_the_store(
+            clusters in proptest::collection::vec(
+                (proptest::collection::vec((micros(30), 0u64..9), 0..25), micros(32), 1u64..9),
+                0..4,
+            ),
+            bookings in proptest::collection::vec((0usize..4, micros(30), 0u64..9, micros(9)), 0..6),
+            now in micros(30),
+            queries in proptest::collection::vec((0usize..5, 0u64..10, micros(20)), 1..12),
+        ) {
+            let us = EmuTime::from_micros;
+            let mut store = SlotStore::default();
+            for (j, (steps, until, cores)) in clusters.iter().enumerate() {
+                store.publish(j, Published {
+                    free: steps.iter().map(|&(s, f)| (us(s), f.min(*cores))).collect(),
+                    until: us(*until),
+                    cores: *cores,
+                    price: 1.0,
+                });
+            }
+            for &(j, start, cores, length) in &bookings {
+                if j < clusters.len() {
+                    store.book(j, us(start), cores, EmuDuration::from_micros(length));
+                }
+            }
+            let now = us(now);
+            let view = store.at(now);
+            proptest::prop_assert_eq!(view.until(), store.until());
+            for &(j, cores, length) in &queries {
+                let length = EmuDuration::from_micros(length);
+                proptest::prop_assert_eq!(
+                    view.earliest_on(j, cores, length),
+                    store.earliest_on(j, now, cores, length)
+                );
+                let (load, cap) = view.grid_load(length);
+                let (want_load, want_cap) = store.grid_load(now, length);
+                proptest::prop_assert_eq!(load.to_bits(), want_load.to_bits());
+                proptest::prop_assert_eq!(cap.to_bits(), want_cap.to_bits());
+            }
+        }
 
         /// The one-pass searches agree with the definitions on random publications (steps
         /// on whole seconds, so the per-second sum is exact).
