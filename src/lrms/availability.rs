@@ -12,7 +12,7 @@ use crate::model::RequestId;
 use crate::time::{EmuDuration, EmuTime};
 
 /// One VM-sized slice of a host, taken for `[start, end)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slot {
     lease: RequestId,
     vm: u32,
@@ -29,38 +29,114 @@ fn key_of(s: &Slot) -> SlotKey {
     (s.start, s.lease, s.vm)
 }
 
-/// One host's slots, sorted by key: a sorted vector, as a host holds few slots and every
-/// placement query looks up a window on every host (a search is cache-bound on this).
+/// A vector that inserts and removes by shifting the shorter side of the index, as a ring
+/// buffer does, yet stays one slice: the front side shifts into room kept before the first
+/// element. A host's slots are sorted by start, the running ones first and the reservations
+/// a long queue leaves (hundreds) behind them; the running ones come and go.
+#[derive(Clone, Debug)]
+struct TwoEnded<T> {
+    /// `buf[head..]` are the elements; what is before `head` is spare room.
+    buf: Vec<T>,
+    head: usize,
+}
+
+impl<T> Default for TwoEnded<T> {
+    fn default() -> Self {
+        TwoEnded {
+            buf: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl<T: Copy> TwoEnded<T> {
+    /// Spare room made at the front at most once per this many elements moved.
+    const ROOM_PER: usize = 4;
+
+    #[inline]
+    fn as_slice(&self) -> &[T] {
+        &self.buf[self.head..]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.buf[self.head..]
+    }
+
+    fn insert(&mut self, i: usize, value: T) {
+        let len = self.buf.len() - self.head;
+        if i >= len / 2 {
+            self.buf.insert(self.head + i, value);
+            return;
+        }
+        if self.head == 0 {
+            // Room for a quarter of the elements (filled with copies of `value`, unread):
+            // one shift of all now for as many cheap inserts at the front.
+            let room = (len / Self::ROOM_PER).max(1);
+            self.buf.splice(0..0, std::iter::repeat_n(value, room));
+            self.head = room;
+        }
+        let head = self.head;
+        self.buf.copy_within(head..head + i, head - 1);
+        self.head -= 1;
+        self.buf[self.head + i] = value;
+    }
+
+    fn remove(&mut self, i: usize) -> T {
+        let (head, len) = (self.head, self.buf.len() - self.head);
+        let value = self.buf[head + i];
+        if i >= len / 2 {
+            self.buf.remove(head + i);
+            return value;
+        }
+        self.buf.copy_within(head..head + i, head + 1);
+        self.head += 1;
+        if self.head > Self::ROOM_PER * (len - 1).max(8) {
+            // Mostly room: give it back (one shift, after as many removals).
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+        value
+    }
+}
+
+/// One host's slots, sorted by key: a sorted array, as every placement query looks up a
+/// window on every host (a search is cache-bound on this).
 #[derive(Clone, Debug, Default)]
 struct HostSlots {
-    slots: Vec<Slot>,
+    slots: TwoEnded<Slot>,
     /// `max_end[i]` is the latest end among `slots[..=i]` (so it never decreases): the slots
     /// before the first one past an instant all ended by it. Kept apart, dense, for the
     /// binary search every window begins with.
-    max_end: Vec<EmuTime>,
+    max_end: TwoEnded<EmuTime>,
 }
 
 impl HostSlots {
     fn find(&self, key: &SlotKey) -> Result<usize, usize> {
-        self.slots.binary_search_by(|s| key_of(s).cmp(key))
+        self.slots
+            .as_slice()
+            .binary_search_by(|s| key_of(s).cmp(key))
     }
 
     /// The slots that may overlap `[start, end)`, by key: from the first that may not have
     /// ended by `start`, while they start before `end`.
+    #[inline]
     fn window(&self, start: EmuTime, end: EmuTime) -> impl Iterator<Item = &Slot> {
-        let from = self.max_end.partition_point(|&m| m <= start);
-        self.slots[from..].iter().take_while(move |s| s.start < end)
+        let from = self.max_end.as_slice().partition_point(|&m| m <= start);
+        self.slots.as_slice()[from..]
+            .iter()
+            .take_while(move |s| s.start < end)
     }
 
     /// The slots that start before `t`.
     fn starting_before(&self, t: EmuTime) -> &[Slot] {
-        &self.slots[..self.slots.partition_point(|s| s.start < t)]
+        let slots = self.slots.as_slice();
+        &slots[..slots.partition_point(|s| s.start < t)]
     }
 
     fn insert(&mut self, slot: Slot) {
         match self.find(&key_of(&slot)) {
             Ok(i) => {
-                self.slots[i] = slot;
+                self.slots.as_mut_slice()[i] = slot;
                 self.refresh_max_end(i);
             }
             Err(i) => {
@@ -82,22 +158,23 @@ impl HostSlots {
     /// Recomputes `max_end` from index `i` on, up to where it no longer changes (every
     /// later entry depends only on the one before and its own slot).
     fn refresh_max_end(&mut self, i: usize) {
+        let (slots, max_end) = (self.slots.as_slice(), self.max_end.as_mut_slice());
         let mut before = match i {
             0 => EmuTime::ZERO,
-            _ => self.max_end[i - 1],
+            _ => max_end[i - 1],
         };
-        for j in i..self.slots.len() {
-            let m = before.max(self.slots[j].end);
-            if j > i && self.max_end[j] == m {
+        for j in i..slots.len() {
+            let m = before.max(slots[j].end);
+            if j > i && max_end[j] == m {
                 break;
             }
-            self.max_end[j] = m;
+            max_end[j] = m;
             before = m;
         }
     }
 
     fn values(&self) -> impl Iterator<Item = &Slot> {
-        self.slots.iter()
+        self.slots.as_slice().iter()
     }
 }
 
@@ -433,6 +510,7 @@ impl Availability {
     }
 
     /// Host `h`'s slots that may overlap `[start, end)`, by start.
+    #[inline]
     fn window(&self, h: usize, start: EmuTime, end: EmuTime) -> impl Iterator<Item = &Slot> {
         self.slots[h].window(start, end)
     }
@@ -983,6 +1061,27 @@ pub(crate) mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..Default::default() })]
+
+        /// The two-ended vector holds what a plain vector given the same inserts and removals
+        /// holds, wherever they fall (front side, back side, an empty one), through its spare
+        /// room being made, used up and given back.
+        #[test]
+        fn a_two_ended_vector_keeps_the_order_of_a_plain_one(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0usize..1000, 0u32..1000), 0..400),
+        ) {
+            let (mut two, mut plain) = (TwoEnded::default(), Vec::new());
+            for (insert, at, value) in ops {
+                if insert || plain.is_empty() {
+                    let i = at % (plain.len() + 1);
+                    two.insert(i, value);
+                    plain.insert(i, value);
+                } else {
+                    let i = at % plain.len();
+                    proptest::prop_assert_eq!(two.remove(i), plain.remove(i));
+                }
+                proptest::prop_assert_eq!(two.as_slice(), plain.as_slice());
+            }
+        }
 
         /// The prepared maxima answer as a scan of each window's steps does.
         #[test]
