@@ -388,6 +388,11 @@ pub struct Core {
     leases: BTreeMap<RequestId, Lease>,
     next_order: u64,
     wakes: BTreeSet<EmuTime>,
+    /// Reservations by start, for [`Core::start_due`]: every waiting lease whose reservation
+    /// starts at `.0` has an entry (put in when it is committed, or when a lease holding one
+    /// becomes waiting again); entries whose lease moved on are dropped once their start has
+    /// passed. A tick then looks at the reservations due, not at every lease.
+    starts: BTreeSet<(EmuTime, RequestId)>,
     decisions: u64,
 }
 
@@ -489,6 +494,7 @@ impl Core {
             leases: BTreeMap::new(),
             next_order: 0,
             wakes: BTreeSet::new(),
+            starts: BTreeSet::new(),
             decisions: 0,
         }
     }
@@ -717,6 +723,7 @@ impl Core {
                 steps,
             })
             .collect();
+        self.starts.insert((start, id));
         let l = self.leases.get_mut(&id).expect("committing a known lease");
         l.res = Some(Reservation {
             start,
@@ -1759,7 +1766,7 @@ impl Core {
                 after: None,
                 plans,
             });
-            self.leases.get_mut(&id).expect("known lease").phase = Phase::Waiting;
+            self.waits_again(id);
         }
         self.drop_reservation(id);
     }
@@ -1863,6 +1870,9 @@ impl Core {
             // No cluster took it: it is suspended and resumed here, which costs eq. 7
             // instead of the eq. 8 it was charged.
             l.phase = Phase::Waiting;
+            if let Some(r) = &l.res {
+                self.starts.insert((r.start, lease));
+            }
             let m = &self.cfg.overhead;
             let (v, mem) = (l.req.vms, l.req.mem_mb);
             let local = m.operation_cost(Operation::Suspend, v, mem).as_micros() as i64;
@@ -1931,16 +1941,46 @@ impl Core {
 
     /// Starts every waiting lease whose reservation begins by `now`.
     fn start_due(&mut self, now: EmuTime, out: &mut Vec<Action>) {
-        let due: Vec<RequestId> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| {
-                l.phase == Phase::Waiting && l.res.as_ref().is_some_and(|r| r.start <= now)
-            })
-            .map(|(id, _)| *id)
-            .collect();
+        let mut due = Vec::new();
+        let mut passed = Vec::new();
+        for &(t, id) in self.starts.range(..=(now, RequestId(u32::MAX))) {
+            let holds = self.leases.get(&id).is_some_and(|l| {
+                l.phase == Phase::Waiting && l.res.as_ref().is_some_and(|r| r.start == t)
+            });
+            if holds {
+                due.push(id);
+            }
+            // Started now, or its lease moved on (a new reservation has its own entry).
+            passed.push((t, id));
+        }
+        for entry in passed {
+            self.starts.remove(&entry);
+        }
+        // In lease order, as a walk over the leases would start them.
+        due.sort_unstable();
+        debug_assert_eq!(
+            due,
+            self.leases
+                .iter()
+                .filter(|(_, l)| {
+                    l.phase == Phase::Waiting && l.res.as_ref().is_some_and(|r| r.start <= now)
+                })
+                .map(|(id, _)| *id)
+                .collect::<Vec<_>>(),
+            "the index of reservations by start missed one due"
+        );
         for id in due {
             self.start(id, out);
+        }
+    }
+
+    /// Lease `id` waits again: if it still holds a reservation, it is due at its start.
+    fn waits_again(&mut self, id: RequestId) {
+        if let Some(l) = self.leases.get_mut(&id) {
+            l.phase = Phase::Waiting;
+            if let Some(r) = &l.res {
+                self.starts.insert((r.start, id));
+            }
         }
     }
 
