@@ -282,6 +282,55 @@ impl UsageSteps {
 }
 
 impl UsageSteps {
+    /// [`UsageSteps::fits`] for a search that asks about starts in ascending order.
+    pub fn walk(&self) -> StepsWalk<'_> {
+        StepsWalk {
+            steps: &self.0,
+            first: 0,
+            last_start: EmuTime::ZERO,
+        }
+    }
+}
+
+/// Answers [`UsageSteps::fits`] for starts that only go up (a search over candidate starts):
+/// it finds the step in force at each start by walking on from the previous one instead of
+/// searching all the steps again (hundreds of candidates per search in a long queue).
+pub struct StepsWalk<'a> {
+    steps: &'a [(EmuTime, i64)],
+    /// The number of steps at or before `last_start`.
+    first: usize,
+    last_start: EmuTime,
+}
+
+impl StepsWalk<'_> {
+    /// [`UsageSteps::fits`]; a start earlier than the last one asked is searched for afresh.
+    pub fn fits(&mut self, start: EmuTime, end: EmuTime, cores: u64, total: u64) -> bool {
+        if start < self.last_start {
+            self.first = self.steps.partition_point(|&(t, _)| t <= start);
+        } else {
+            while self.steps.get(self.first).is_some_and(|&(t, _)| t <= start) {
+                self.first += 1;
+            }
+        }
+        self.last_start = start;
+        let limit = total as i64 - cores as i64;
+        let first = self.first;
+        let at_start = if first == 0 {
+            0
+        } else {
+            self.steps[first - 1].1
+        };
+        if at_start > limit {
+            return false;
+        }
+        self.steps[first..]
+            .iter()
+            .take_while(|&&(t, _)| t < end)
+            .all(|&(_, used)| used <= limit)
+    }
+}
+
+impl UsageSteps {
     /// Like [`UsageSteps::fits`], as if `own` (`[start, end)` taking `cores`) were released.
     pub fn fits_excluding(
         &self,
@@ -1061,6 +1110,43 @@ pub(crate) mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..Default::default() })]
+
+        /// A walk over the usage steps answers as the steps do, for starts in any order
+        /// (ascending, as a search asks, with repeats and the odd step back).
+        #[test]
+        fn a_walk_over_the_steps_answers_as_the_steps(
+            deltas in proptest::collection::vec((0u64..60, -3i64..4), 0..30),
+            asks in proptest::collection::vec((0u64..70, 0u64..30, 0u64..5), 1..40),
+            total in 1u64..9,
+            ascending in proptest::bool::ANY,
+        ) {
+            let mut by_time: BTreeMap<u64, i64> = BTreeMap::new();
+            for (t, d) in deltas {
+                *by_time.entry(t).or_default() += d;
+            }
+            let mut used = 0;
+            let steps = UsageSteps(
+                by_time
+                    .into_iter()
+                    .map(|(t, d)| {
+                        used += d;
+                        (EmuTime::from_secs(t), used)
+                    })
+                    .collect(),
+            );
+            let mut asks = asks;
+            if ascending {
+                asks.sort_unstable();
+            }
+            let mut walk = steps.walk();
+            for (start, length, cores) in asks {
+                let (start, end) = (EmuTime::from_secs(start), EmuTime::from_secs(start + length));
+                proptest::prop_assert_eq!(
+                    walk.fits(start, end, cores, total),
+                    steps.fits(start, end, cores, total)
+                );
+            }
+        }
 
         /// The two-ended vector holds what a plain vector given the same inserts and removals
         /// holds, wherever they fall (front side, back side, an empty one), through its spare

@@ -666,12 +666,16 @@ impl Core {
             return None;
         }
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
+        let mut quick = quick.map(UsageSteps::walk);
         // Hosts found too full at some instant (by this search or an earlier one) are
         // skipped for the starts whose windows hold it.
         for t in candidates {
             // The plan's length only depends on t through storage waits, which only make it
             // longer: the plain length is a valid quick test.
-            if quick.is_some_and(|steps| !steps.fits(t, t + l.remaining(), cores, total)) {
+            if quick
+                .as_mut()
+                .is_some_and(|steps| !steps.fits(t, t + l.remaining(), cores, total))
+            {
                 continue;
             }
             // A fresh lease's plan is only built for the start it gets.
@@ -679,7 +683,10 @@ impl Core {
                 None => t + self.cfg.boot + l.remaining(),
                 Some(_) => self.plan(l, t).end,
             };
-            if quick.is_some_and(|steps| !steps.fits(t, end, cores, total)) {
+            if quick
+                .as_mut()
+                .is_some_and(|steps| !steps.fits(t, end, cores, total))
+            {
                 continue;
             }
             let placed = self.avail.place(l.req.vms, l.shape(), t, end);
