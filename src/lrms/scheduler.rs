@@ -791,7 +791,12 @@ impl Core {
     /// Schedules one waiting lease of the queue by the backfilling policy. Returns false only
     /// for a deadline lease that cannot meet its deadline.
     fn schedule_waiting(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
-        let reserved = self.reserved_waiting()[self.partition(&self.leases[&id])];
+        // Only EASY counts the reservations held (a walk over every lease); the others
+        // reserve for every lease.
+        let reserved = match self.cfg.backfilling {
+            Backfilling::Easy { .. } => self.reserved_waiting()[self.partition(&self.leases[&id])],
+            Backfilling::Fcfs | Backfilling::Conservative => 0,
+        };
         self.schedule_in_queue(id, now, out, (reserved, None))
     }
 
@@ -929,8 +934,12 @@ impl Core {
     ) -> Result<Vec<Action>, Refusal> {
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.offered(now);
-        let (waiting, held) = self.external_counts();
         let limit = self.monitor.limit(now);
+        // Counted only under a limit (a walk over every lease).
+        let (waiting, held) = match limit {
+            Admission::Unlimited => (0, 0),
+            Admission::One | Admission::Queue(_) => self.external_counts(),
+        };
         if limit == Admission::One && held >= 1 {
             return Err(Refusal::QueueFull);
         }
