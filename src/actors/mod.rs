@@ -181,6 +181,23 @@ where
     }
 }
 
+/// One actor's address shared by several deliveries (a VM's planned steps): cloning an actix
+/// address allocates and takes atomic counts, cloning this only counts.
+impl<A: Actor, M> Inbox<M> for Rc<Peer<A>>
+where
+    Peer<A>: Inbox<M>,
+{
+    #[inline]
+    fn id(&self) -> ActorId {
+        Inbox::<M>::id(&**self)
+    }
+
+    #[inline]
+    fn deliver(&self, msg: Caused<M>) {
+        Inbox::<M>::deliver(&**self, msg);
+    }
+}
+
 thread_local! {
     /// Run contexts alive on this thread (each run lives on one thread).
     static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };

@@ -98,10 +98,11 @@ impl Handler<VmCommand> for Vm {
             }
             keep
         });
-        let me = Peer {
+        // One address for all the steps of the plan.
+        let me = Rc::new(Peer {
             id: self.id,
             addr: ctx.address(),
-        };
+        });
         let n = msg.steps.len();
         for (i, (at, event)) in msg.steps.into_iter().enumerate() {
             let step = Step {
@@ -109,7 +110,9 @@ impl Handler<VmCommand> for Vm {
                 event,
                 last: i + 1 == n,
             };
-            let handle = self.emu.send_at_cancellable(at, self.id, me.clone(), step);
+            let handle = self
+                .emu
+                .send_at_cancellable(at, self.id, Rc::clone(&me), step);
             self.pending.push((at, handle));
         }
     }
