@@ -688,6 +688,10 @@ impl Availability {
     /// Forgets everything that ended by `now` (keeps the profile small).
     pub fn forget_before(&mut self, now: EmuTime) {
         self.forgotten = self.forgotten.max(now);
+        if self.ends.keys().next().is_none_or(|&first| first > now) {
+            // No slot has ended yet: nothing to look for on every host.
+            return;
+        }
         for h in 0..self.slots.len() {
             // Only slots that began before `now` can have ended by it.
             let ended: Vec<SlotKey> = self.slots[h]
