@@ -356,15 +356,16 @@ fn vm_memory(n: u32) -> f64 {
         // nothing moves); the VMs are added on its first cluster's first host.
         let (done, _) = tokio::sync::oneshot::channel();
         let graph = Graph::build(&emu, &quickstart(), done, igemu::Broken::None);
-        let lrms = graph.lrms[0].1.clone();
-        let host = graph.hosts[0].1[0].clone();
+        // Shared as a run's LRMS shares them among its VMs.
+        let lrms = Rc::new(graph.lrms[0].1.clone());
+        let host = Rc::new(graph.hosts[0].1[0].clone());
         tokio::task::yield_now().await;
         let before = rss_bytes();
         let mut vms = Vec::with_capacity(n as usize);
         for i in 0..n {
             let spec = VmSpec {
-                owner: lrms.clone(),
-                host: host.clone(),
+                owner: Rc::clone(&lrms),
+                host: Rc::clone(&host),
                 vm: VmRef {
                     lease: RequestId(0),
                     vm: i,

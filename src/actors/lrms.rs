@@ -35,7 +35,8 @@ pub struct Lrms {
     grid: GridId,
     igg: Peer<Igg>,
     users: Option<Peer<Users>>,
-    hosts: Vec<Peer<Host>>,
+    /// Its hosts' addresses, shared by the VMs placed on each.
+    hosts: Vec<Rc<Peer<Host>>>,
     publishing: Option<Publishing>,
     /// The local-load estimate of a partitioned provider, and the local partition it sizes
     /// (cores).
@@ -81,7 +82,9 @@ pub struct LrmsSpec {
 impl Lrms {
     /// The LRMS `spec` describes.
     pub fn new(emu: Rc<Emu>, id: ActorId, spec: LrmsSpec) -> Lrms {
-        let (hosts, host_specs): (Vec<Peer<Host>>, Vec<HostSpec>) = spec.hosts.into_iter().unzip();
+        let (hosts, host_specs): (Vec<Rc<Peer<Host>>>, Vec<HostSpec>) = (spec.hosts.into_iter())
+            .map(|(peer, host)| (Rc::new(peer), host))
+            .unzip();
         let core = Core::new(&host_specs, spec.config);
         Lrms {
             emu,
@@ -142,14 +145,14 @@ impl Lrms {
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
-        let owner = self.me(ctx);
+        let owner = Rc::new(self.me(ctx));
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
             let id = self.emu.tracer.register_vm(lease, plan.vm);
-            let host = self.hosts[usize::from(plan.host)].clone();
+            let host = Rc::clone(&self.hosts[usize::from(plan.host)]);
             let vm = VmRef { lease, vm: plan.vm };
             let spec = VmSpec {
-                owner: owner.clone(),
+                owner: Rc::clone(&owner),
                 host,
                 vm,
                 cores,

@@ -23,8 +23,8 @@ use crate::trace::ActorId;
 pub struct Vm {
     emu: Rc<Emu>,
     id: ActorId,
-    owner: Peer<Lrms>,
-    host: Peer<Host>,
+    owner: Rc<Peer<Lrms>>,
+    host: Rc<Peer<Host>>,
     vm: VmRef,
     cores: u32,
     mem_mb: u32,
@@ -38,10 +38,10 @@ pub struct Vm {
 
 /// Where a VM instance runs and what it holds there.
 pub struct VmSpec {
-    /// The LRMS it reports to.
-    pub owner: Peer<Lrms>,
-    /// The host it occupies.
-    pub host: Peer<Host>,
+    /// The LRMS it reports to (one address shared by its VMs).
+    pub owner: Rc<Peer<Lrms>>,
+    /// The host it occupies (one address shared by the VMs placed on it).
+    pub host: Rc<Peer<Host>>,
     /// Which VM of which lease it is.
     pub vm: VmRef,
     /// Cores it takes.
