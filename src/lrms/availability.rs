@@ -19,7 +19,9 @@ struct Slot {
     start: EmuTime,
     end: EmuTime,
     cores: u32,
-    mem_mb: u64,
+    /// As the request gives it (u32): a slot is 32 bytes, and a long queue holds hundreds
+    /// of thousands.
+    mem_mb: u32,
 }
 
 /// Where a slot sorts on its host: start, lease, VM.
@@ -527,7 +529,7 @@ impl Availability {
                         start: s.start,
                         end: s.end,
                         cores: s.cores,
-                        mem_mb: s.mem_mb,
+                        mem_mb: u64::from(s.mem_mb),
                     })
             })
             .collect()
@@ -552,7 +554,7 @@ impl Availability {
                     start,
                     end,
                     cores: shape.cores,
-                    mem_mb: u64::from(shape.mem_mb),
+                    mem_mb: shape.mem_mb,
                 },
             );
         }
@@ -759,10 +761,10 @@ impl Availability {
             if n_alive == INLINE {
                 return self.room_by_sorting(h, shape, start, end);
             }
-            alive[n_alive] = (s.end, u64::from(s.cores), s.mem_mb);
+            alive[n_alive] = (s.end, u64::from(s.cores), u64::from(s.mem_mb));
             n_alive += 1;
             c += u64::from(s.cores);
-            m += s.mem_mb;
+            m += u64::from(s.mem_mb);
             peak = (peak.0.max(c), peak.1.max(m));
             if c > full.0 || m > full.1 {
                 // Too full from this rise until the first alive slot ends (slots starting
@@ -795,9 +797,14 @@ impl Availability {
             .window(h, start, end)
             .filter(|s| s.start < end && s.end > start)
         {
-            events.push((s.start.max(start), true, u64::from(s.cores), s.mem_mb));
+            events.push((
+                s.start.max(start),
+                true,
+                u64::from(s.cores),
+                u64::from(s.mem_mb),
+            ));
             if s.end < end {
-                events.push((s.end, false, u64::from(s.cores), s.mem_mb));
+                events.push((s.end, false, u64::from(s.cores), u64::from(s.mem_mb)));
             }
         }
         events.sort_unstable_by_key(|e| (e.0, e.1));
@@ -1011,7 +1018,7 @@ impl Availability {
                     .values()
                     .filter(|s| s.start <= p.start && s.end > p.start)
                     .fold((0u64, 0u64), |(c, m), s| {
-                        (c + u64::from(s.cores), m + s.mem_mb)
+                        (c + u64::from(s.cores), m + u64::from(s.mem_mb))
                     });
                 c <= u64::from(cores) && (!self.enforce_memory || m <= mem)
             })
