@@ -129,7 +129,7 @@ pub struct VmCommand {
     /// all are).
     pub keep_until: Option<EmuTime>,
     /// Events and when they happen.
-    pub steps: Vec<(EmuTime, VmEvent)>,
+    pub steps: crate::lrms::Steps,
 }
 traced!(VmCommand, "VmCommand", |m| Correlation::vm(
     m.vm.lease, m.vm.vm

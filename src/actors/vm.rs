@@ -104,7 +104,7 @@ impl Handler<VmCommand> for Vm {
             addr: ctx.address(),
         });
         let n = msg.steps.len();
-        for (i, (at, event)) in msg.steps.into_iter().enumerate() {
+        for (i, &(at, event)) in msg.steps.iter().enumerate() {
             let step = Step {
                 vm: self.vm,
                 event,

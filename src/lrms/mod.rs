@@ -19,5 +19,5 @@ pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
     Action, Backfilling, Config, Core, Decision, LeaseView, LocalRequests, Refusal, Relocation,
-    Speed, VmPlan,
+    Speed, Steps, VmPlan,
 };

@@ -163,9 +163,13 @@ pub struct VmPlan {
     pub host: u16,
     /// The state the instance starts in.
     pub initial: VmState,
-    /// Events and when they happen.
-    pub steps: Vec<(EmuTime, VmEvent)>,
+    /// Events and when they happen (shared by the VMs of a lease that take the same ones).
+    pub steps: Steps,
 }
+
+/// A VM's timed events, in time order, shared: a fresh lease's VMs all take the same ones,
+/// and a reservation's plan is cloned again when it starts.
+pub type Steps = std::sync::Arc<[(EmuTime, VmEvent)]>;
 
 /// A preemption decision, as made (for metrics, traces and tests).
 #[derive(Clone, Debug, PartialEq)]
@@ -363,7 +367,7 @@ impl Lease {
 struct Plan {
     end: EmuTime,
     run_from: EmuTime,
-    steps: Vec<(VmState, Vec<(EmuTime, VmEvent)>)>,
+    steps: Vec<(VmState, Steps)>,
     bookings: Vec<(EmuTime, EmuDuration)>,
 }
 
@@ -568,11 +572,12 @@ impl Core {
             None => {
                 let run_from = start + self.cfg.boot;
                 let end = run_from + remaining;
-                let steps = vec![
+                let steps: Steps = [
                     (start, VmEvent::Deploy),
                     (run_from, VmEvent::Booted),
                     (end, VmEvent::Completed),
-                ];
+                ]
+                .into();
                 Plan {
                     end,
                     run_from,
@@ -616,7 +621,9 @@ impl Core {
                 Plan {
                     end,
                     run_from,
-                    steps: per_vm,
+                    steps: (per_vm.into_iter())
+                        .map(|(initial, steps)| (initial, steps.into()))
+                        .collect(),
                     bookings,
                 }
             }
@@ -1772,7 +1779,7 @@ impl Core {
                     vm: vm as u32,
                     host,
                     initial: VmState::Pending,
-                    steps: vec![(now, VmEvent::Stop)],
+                    steps: [(now, VmEvent::Stop)].into(),
                 })
                 .collect();
             // Every step of theirs is called off, even one due this instant (a resumption
@@ -1800,7 +1807,7 @@ impl Core {
                 vm: vm as u32,
                 host: res.hosts[vm],
                 initial: VmState::Running,
-                steps: vec![(stop, VmEvent::Stop)],
+                steps: [(stop, VmEvent::Stop)].into(),
             });
         }
         vacating_actions(id, p.from, vm_plans, worked, out);
@@ -1837,11 +1844,12 @@ impl Core {
                 vm: vm as u32,
                 host: res.hosts[vm],
                 initial: VmState::Running,
-                steps: vec![
+                steps: [
                     (pause, VmEvent::Pause),
                     (s, VmEvent::Suspend),
                     (off, VmEvent::Suspended),
-                ],
+                ]
+                .into(),
             });
         }
         vacating_actions(id, p.from, vm_plans, worked, out);
