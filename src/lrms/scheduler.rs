@@ -394,8 +394,9 @@ pub struct Core {
     wakes: BTreeSet<EmuTime>,
     /// Reservations by start, for [`Core::start_due`]: every waiting lease whose reservation
     /// starts at `.0` has an entry (put in when it is committed, or when a lease holding one
-    /// becomes waiting again); entries whose lease moved on are dropped once their start has
-    /// passed. A tick then looks at the reservations due, not at every lease.
+    /// becomes waiting again; taken out when the reservation is dropped or replaced); an
+    /// entry whose lease moved on otherwise is dropped once its start has passed. A tick then
+    /// looks at the reservations due, not at every lease.
     starts: BTreeSet<(EmuTime, RequestId)>,
     decisions: u64,
 }
@@ -737,8 +738,11 @@ impl Core {
                 steps,
             })
             .collect();
-        self.starts.insert((start, id));
         let l = self.leases.get_mut(&id).expect("committing a known lease");
+        if let Some(old) = &l.res {
+            self.starts.remove(&(old.start, id));
+        }
+        self.starts.insert((start, id));
         l.res = Some(Reservation {
             start,
             end: plan.end,
@@ -754,6 +758,7 @@ impl Core {
     fn drop_reservation(&mut self, id: RequestId) {
         if let Some(l) = self.leases.get_mut(&id) {
             if let Some(res) = l.res.take() {
+                self.starts.remove(&(res.start, id));
                 self.avail.release_from(id, res.start);
                 self.storage.cancel(id, res.start);
             }
@@ -1992,6 +1997,14 @@ impl Core {
                 .map(|(id, _)| *id)
                 .collect::<Vec<_>>(),
             "the index of reservations by start missed one due"
+        );
+        debug_assert!(
+            self.starts.iter().all(|&(t, id)| self
+                .leases
+                .get(&id)
+                .and_then(|l| l.res.as_ref())
+                .is_some_and(|r| r.start == t)),
+            "the index of reservations by start kept one no lease holds"
         );
         for id in due {
             self.start(id, out);
