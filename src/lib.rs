@@ -489,6 +489,30 @@ const INTERVAL_COLUMNS: [&str; 9] = [
     "end_s",
 ];
 
+/// `text` as the csv writer writes it as one of several fields of a record: quoted where it
+/// holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> Vec<u8> {
+    // The bytes the csv writer quotes a field for (by default: no comment character).
+    let plain = !text
+        .bytes()
+        .any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
+    if plain {
+        // Also the empty text: alone in a record the writer would quote it, among others not.
+        return text.as_bytes().to_vec();
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    // Writing into memory cannot fail; the record's terminator is cut off below.
+    let written = w
+        .write_record([text])
+        .and_then(|()| w.flush().map_err(csv::Error::from));
+    let mut bytes = w.into_inner().unwrap_or_default();
+    if written.is_err() {
+        return text.as_bytes().to_vec();
+    }
+    bytes.pop();
+    bytes
+}
+
 /// `n` in decimal, into `buf`, without allocating.
 fn write_int(n: i64, buf: &mut [u8; 32]) -> &[u8] {
     let mut at = buf.len();
@@ -607,31 +631,53 @@ impl RunResult {
     /// Writes `intervals.csv`: one row per VM instance and state span, in the order the
     /// spans ended (sorted by start for a Gantt chart).
     fn write_intervals(&self, path: &Path) -> Result<(), Error> {
-        let io = |e: csv::Error| Error::output(path.to_path_buf())(e.into());
-        let mut w = csv::Writer::from_path(path).map_err(io)?;
+        use std::io::Write;
+        let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
+        let file = std::fs::File::create(path).map_err(io)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
         let topo = &self.topology;
-        // Written field by field from reused buffers: a run can have millions of spans, and
-        // serialising each row's times as strings was a tenth of a whole run's CPU.
-        w.write_record(INTERVAL_COLUMNS).map_err(io)?;
+        // A run can have millions of spans: each row is put together from bytes prepared
+        // once (names quoted by the csv writer itself, where they need it) and numbers
+        // written without allocating; a csv writer's per-field pass was most of the cost.
+        let names: Vec<(Vec<u8>, Vec<u8>)> = (topo.clusters.iter())
+            .map(|c| {
+                let grid = &topo.grids[usize::from(c.grid.0)].name;
+                (csv_field(grid), csv_field(&c.name))
+            })
+            .collect();
+        let mut labels: Vec<Option<Vec<u8>>> = vec![None; topo.requests.len()];
+        w.write_all(INTERVAL_COLUMNS.join(",").as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .map_err(io)?;
         let (mut vm, mut host) = ([0u8; 20], [0u8; 20]);
         let (mut start, mut end) = ([0u8; 32], [0u8; 32]);
         for s in &self.intervals {
-            let req = &topo.requests[s.lease.0 as usize];
-            let cluster = topo.cluster(s.cluster);
-            w.write_record([
-                topo.label(s.lease).as_bytes(),
+            let i = s.lease.0 as usize;
+            let req = &topo.requests[i];
+            let label = labels[i].get_or_insert_with(|| csv_field(topo.label(s.lease)));
+            let (grid, cluster) = &names[usize::from(s.cluster.0)];
+            for (n, field) in [
+                label.as_slice(),
                 write_uint(u64::from(s.vm), &mut vm),
-                topo.grids[usize::from(cluster.grid.0)].name.as_bytes(),
-                cluster.name.as_bytes(),
+                grid,
+                cluster,
                 write_uint(u64::from(s.host), &mut host),
                 req.lease_type.as_str().as_bytes(),
                 s.state.as_str().as_bytes(),
                 time::write_secs(s.start.as_micros(), &mut start).as_bytes(),
                 time::write_secs(s.end.as_micros(), &mut end).as_bytes(),
-            ])
-            .map_err(io)?;
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if n > 0 {
+                    w.write_all(b",").map_err(io)?;
+                }
+                w.write_all(field).map_err(io)?;
+            }
+            w.write_all(b"\n").map_err(io)?;
         }
-        w.flush().map_err(|e| Error::output(path.to_path_buf())(e))
+        w.flush().map_err(io)
     }
 
     /// Writes `requests.csv`, `decisions.csv`, `intervals.csv` (when spans were recorded) and
@@ -1250,7 +1296,28 @@ fn open_replay(path: &Path) -> Result<(time::record::OrderScript, bool), Error> 
 
 #[cfg(test)]
 mod tests {
-    use super::{write_int, write_uint};
+    use super::{csv_field, write_int, write_uint};
+
+    #[test]
+    fn fields_are_quoted_as_the_csv_writer_quotes_them_among_others() {
+        for text in [
+            "",
+            "site12",
+            "a,b",
+            "say \"hi\"",
+            "two\nlines",
+            "cr\r",
+            " spaced ",
+            "é,ü",
+        ] {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([text, "x"]).expect("writing to memory");
+            let expected = w.into_inner().expect("flushing to memory");
+            let mut ours = csv_field(text);
+            ours.extend_from_slice(b",x\n");
+            assert_eq!(ours, expected, "{text:?}");
+        }
+    }
 
     #[test]
     fn integers_are_written_as_display_writes_them() {
