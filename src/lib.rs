@@ -515,16 +515,7 @@ fn csv_field(text: &str) -> Vec<u8> {
 
 /// `n` in decimal, into `buf`, without allocating.
 fn write_int(n: i64, buf: &mut [u8; 32]) -> &[u8] {
-    let mut at = buf.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
+    let mut at = time::write_digits(n.unsigned_abs(), buf, 32);
     if n < 0 {
         at -= 1;
         buf[at] = b'-';
@@ -533,16 +524,9 @@ fn write_int(n: i64, buf: &mut [u8; 32]) -> &[u8] {
 }
 
 /// `n` in decimal, into `buf`, without allocating.
-fn write_uint(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
-    }
+fn write_uint(n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let at = time::write_digits(n, buf, 20);
+    &buf[at..]
 }
 
 #[derive(Serialize)]

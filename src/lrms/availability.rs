@@ -269,21 +269,10 @@ impl UsageSteps {
 
     /// Whether `cores` more cores are free throughout `[start, end)` given `total` cores.
     pub fn fits(&self, start: EmuTime, end: EmuTime, cores: u64, total: u64) -> bool {
-        let limit = total as i64 - cores as i64;
-        // The step in force at `start`, then every step before `end`.
         let first = self.0.partition_point(|&(t, _)| t <= start);
-        let at_start = if first == 0 { 0 } else { self.0[first - 1].1 };
-        if at_start > limit {
-            return false;
-        }
-        self.0[first..]
-            .iter()
-            .take_while(|&&(t, _)| t < end)
-            .all(|&(_, used)| used <= limit)
+        fits_from(&self.0, first, end, total as i64 - cores as i64)
     }
-}
 
-impl UsageSteps {
     /// [`UsageSteps::fits`] for a search that asks about starts in ascending order.
     pub fn walk(&self) -> StepsWalk<'_> {
         StepsWalk {
@@ -292,6 +281,17 @@ impl UsageSteps {
             last_start: EmuTime::ZERO,
         }
     }
+}
+
+/// Whether use stays at most `limit` from the step in force at a start (`steps[first - 1]`,
+/// the last at or before it; none: nothing used) through every step before `end`.
+fn fits_from(steps: &[(EmuTime, i64)], first: usize, end: EmuTime, limit: i64) -> bool {
+    let at_start = first.checked_sub(1).map_or(0, |i| steps[i].1);
+    at_start <= limit
+        && steps[first..]
+            .iter()
+            .take_while(|&&(t, _)| t < end)
+            .all(|&(_, used)| used <= limit)
 }
 
 /// Answers [`UsageSteps::fits`] for starts that only go up (a search over candidate starts):
@@ -315,20 +315,7 @@ impl StepsWalk<'_> {
             }
         }
         self.last_start = start;
-        let limit = total as i64 - cores as i64;
-        let first = self.first;
-        let at_start = if first == 0 {
-            0
-        } else {
-            self.steps[first - 1].1
-        };
-        if at_start > limit {
-            return false;
-        }
-        self.steps[first..]
-            .iter()
-            .take_while(|&&(t, _)| t < end)
-            .all(|&(_, used)| used <= limit)
+        fits_from(self.steps, self.first, end, total as i64 - cores as i64)
     }
 }
 
@@ -1119,6 +1106,24 @@ pub(crate) mod tests {
         }
     }
 
+    /// The cluster-wide use after `deltas` (second, change in cores), summed per second.
+    fn steps_of(deltas: &[(u64, i64)]) -> UsageSteps {
+        let mut by_time: BTreeMap<u64, i64> = BTreeMap::new();
+        for &(x, d) in deltas {
+            *by_time.entry(x).or_default() += d;
+        }
+        let mut used = 0;
+        UsageSteps(
+            by_time
+                .into_iter()
+                .map(|(x, d)| {
+                    used += d;
+                    (t(x), used)
+                })
+                .collect(),
+        )
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..Default::default() })]
 
@@ -1131,20 +1136,7 @@ pub(crate) mod tests {
             total in 1u64..9,
             ascending in proptest::bool::ANY,
         ) {
-            let mut by_time: BTreeMap<u64, i64> = BTreeMap::new();
-            for (t, d) in deltas {
-                *by_time.entry(t).or_default() += d;
-            }
-            let mut used = 0;
-            let steps = UsageSteps(
-                by_time
-                    .into_iter()
-                    .map(|(t, d)| {
-                        used += d;
-                        (EmuTime::from_secs(t), used)
-                    })
-                    .collect(),
-            );
+            let steps = steps_of(&deltas);
             let mut asks = asks;
             if ascending {
                 asks.sort_unstable();
@@ -1189,20 +1181,7 @@ pub(crate) mod tests {
             cores in 1u64..5,
             total in 1u64..9,
         ) {
-            let mut by_time: BTreeMap<u64, i64> = BTreeMap::new();
-            for (t, d) in deltas {
-                *by_time.entry(t).or_default() += d;
-            }
-            let mut used = 0;
-            let steps = UsageSteps(
-                by_time
-                    .into_iter()
-                    .map(|(x, d)| {
-                        used += d;
-                        (t(x), used)
-                    })
-                    .collect(),
-            );
+            let steps = steps_of(&deltas);
             let own = (t(own.0), t(own.0 + own.1), own.2);
             let floor = t(floor);
             let len = own.1.since(own.0);

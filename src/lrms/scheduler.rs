@@ -1898,12 +1898,9 @@ impl Core {
         } else {
             // No cluster took it: it is suspended and resumed here, which costs eq. 7
             // instead of the eq. 8 it was charged.
-            l.phase = Phase::Waiting;
-            if let Some(r) = &l.res {
-                self.starts.insert((r.start, lease));
-            }
-            let m = &self.cfg.overhead;
             let (v, mem) = (l.req.vms, l.req.mem_mb);
+            self.waits_again(lease);
+            let m = &self.cfg.overhead;
             let local = m.operation_cost(Operation::Suspend, v, mem).as_micros() as i64;
             let away = m.operation_cost(Operation::Migrate, v, mem).as_micros() as i64;
             out.push(Action::Adjust {

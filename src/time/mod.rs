@@ -15,6 +15,7 @@ pub use clock::{
     Clock, ClockMode, InstantLoad, Lateness, OrderOutcome, Stopwatch, TimerHandle, Work,
 };
 pub use interleave::Lane;
+pub(crate) use text::write_digits;
 pub use text::{format_secs, parse_duration, write_secs};
 
 use std::fmt;

@@ -27,17 +27,22 @@ pub fn write_secs(micros: u64, buf: &mut [u8; 32]) -> &str {
         end -= 1;
         buf[end] = b'.';
     }
-    let mut w = whole;
-    loop {
-        end -= 1;
-        buf[end] = b'0' + (w % 10) as u8;
-        w /= 10;
-        if w == 0 {
-            break;
-        }
-    }
+    let end = write_digits(whole, buf, end);
     // Only ASCII digits and a dot were written.
     std::str::from_utf8(&buf[end..]).unwrap_or("")
+}
+
+/// Writes `n` in decimal into `buf`, ending just before `end`; returns where it begins.
+/// `buf[..end]` must have room for its digits (20 for any `u64`).
+pub(crate) fn write_digits(mut n: u64, buf: &mut [u8], mut end: usize) -> usize {
+    loop {
+        end -= 1;
+        buf[end] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return end;
+        }
+    }
 }
 
 /// Parses a human duration: `"90s"`, `"2h"`, `"1d"`, `"1h30m"`, `"500ms"`, `"250us"`,
