@@ -10,8 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use igemu::progress::Style;
 
-/// mimalloc: with the system allocator, malloc and free took a fifth to a third of a
-/// scenario's CPU (docs/performance.md, "Scenarios").
+/// mimalloc (its v2 line, see Cargo.toml): with the system allocator, malloc and free took
+/// a fifth to a third of a scenario's CPU (docs/performance.md, "Scenarios").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
