@@ -86,6 +86,7 @@ macro_rules! named_enum {
 #[doc(hidden)]
 pub mod actors;
 mod error;
+mod fasthash;
 pub mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -513,6 +514,17 @@ fn csv_field(text: &str) -> Vec<u8> {
     bytes
 }
 
+/// Writes one csv row of fields already in csv form (names through [`csv_field`]).
+fn write_row(w: &mut impl std::io::Write, fields: &[&[u8]]) -> std::io::Result<()> {
+    for (n, field) in fields.iter().enumerate() {
+        if n > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(field)?;
+    }
+    w.write_all(b"\n")
+}
+
 /// `n` in decimal, into `buf`, without allocating.
 fn write_int(n: i64, buf: &mut [u8; 32]) -> &[u8] {
     let mut at = time::write_digits(n.unsigned_abs(), buf, 32);
@@ -568,48 +580,67 @@ impl RunResult {
     /// Writes `utilization.csv`: per cluster, at every change point, what its hosts give VMs
     /// and the requests waiting for it.
     fn write_utilization(&self, path: &Path) -> Result<(), Error> {
-        let io = |e: csv::Error| Error::output(path.to_path_buf())(e.into());
-        let mut w = csv::Writer::from_path(path).map_err(io)?;
+        use std::io::Write;
+        let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
+        let file = std::fs::File::create(path).map_err(io)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
         let topo = &self.topology;
         let mut header = vec![
-            "time_s",
-            "grid",
-            "cluster",
-            "cores_used",
-            "cores_total",
-            "mem_mb_used",
-            "mem_mb_total",
+            "time_s".to_string(),
+            "grid".into(),
+            "cluster".into(),
+            "cores_used".into(),
+            "cores_total".into(),
+            "mem_mb_used".into(),
+            "mem_mb_total".into(),
         ];
-        let types: Vec<String> = model::LeaseType::ALL
-            .iter()
-            .map(|t| format!("vms_{}", t.as_str().replace('-', "_")))
+        header.extend(
+            (model::LeaseType::ALL.iter()).map(|t| format!("vms_{}", t.as_str().replace('-', "_"))),
+        );
+        header.push("queued".into());
+        w.write_all(header.join(",").as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .map_err(io)?;
+        // Per cluster, the bytes that stay the same on each of its rows.
+        let fixed: Vec<[Vec<u8>; 4]> = (topo.clusters.iter())
+            .map(|c| {
+                let mem: u64 = c.hosts.iter().map(|h| h.memory_mb).sum();
+                [
+                    csv_field(&topo.grids[usize::from(c.grid.0)].name),
+                    csv_field(&c.name),
+                    c.cores().to_string().into_bytes(),
+                    mem.to_string().into_bytes(),
+                ]
+            })
             .collect();
-        header.extend(types.iter().map(String::as_str));
-        header.push("queued");
-        w.write_record(&header).map_err(io)?;
-        let mem_total: Vec<u64> = (topo.clusters.iter())
-            .map(|c| c.hosts.iter().map(|h| h.memory_mb).sum())
-            .collect();
-        // Field by field from one buffer: a row per change point of every cluster.
-        let (mut buf, mut whole) = ([0u8; 32], [0u8; 20]);
+        let mut time = [0u8; 32];
+        let mut used = [[0u8; 32]; 2];
+        let mut counts = [[0u8; 32]; 5];
         for r in metrics::usage(topo, &self.intervals, &self.records) {
-            let c = topo.cluster(r.cluster);
-            w.write_field(time::write_secs(r.at.as_micros(), &mut buf))
-                .map_err(io)?;
-            w.write_field(&topo.grids[usize::from(c.grid.0)].name)
-                .map_err(io)?;
-            w.write_field(&c.name).map_err(io)?;
-            let totals = [c.cores(), mem_total[usize::from(r.cluster.0)]];
-            for (used, total) in [r.cores, r.mem_mb].into_iter().zip(totals) {
-                w.write_field(write_int(used, &mut buf)).map_err(io)?;
-                w.write_field(write_uint(total, &mut whole)).map_err(io)?;
-            }
-            for n in r.vms.into_iter().chain([r.queued]) {
-                w.write_field(write_int(n, &mut buf)).map_err(io)?;
-            }
-            w.write_record(std::iter::empty::<&[u8]>()).map_err(io)?;
+            let [grid, cluster, cores_total, mem_total] = &fixed[usize::from(r.cluster.0)];
+            let [cores, mem] = &mut used;
+            let [a, b, c, d, queued] = &mut counts;
+            let [va, vb, vc, vd] = r.vms;
+            write_row(
+                &mut w,
+                &[
+                    time::write_secs_ascii(r.at.as_micros(), &mut time),
+                    grid,
+                    cluster,
+                    write_int(r.cores, cores),
+                    cores_total,
+                    write_int(r.mem_mb, mem),
+                    mem_total,
+                    write_int(va, a),
+                    write_int(vb, b),
+                    write_int(vc, c),
+                    write_int(vd, d),
+                    write_int(r.queued, queued),
+                ],
+            )
+            .map_err(io)?;
         }
-        w.flush().map_err(|e| Error::output(path.to_path_buf())(e))
+        w.flush().map_err(io)
     }
 
     /// Writes `intervals.csv`: one row per VM instance and state span, in the order the
@@ -640,26 +671,21 @@ impl RunResult {
             let req = &topo.requests[i];
             let label = labels[i].get_or_insert_with(|| csv_field(topo.label(s.lease)));
             let (grid, cluster) = &names[usize::from(s.cluster.0)];
-            for (n, field) in [
-                label.as_slice(),
-                write_uint(u64::from(s.vm), &mut vm),
-                grid,
-                cluster,
-                write_uint(u64::from(s.host), &mut host),
-                req.lease_type.as_str().as_bytes(),
-                s.state.as_str().as_bytes(),
-                time::write_secs(s.start.as_micros(), &mut start).as_bytes(),
-                time::write_secs(s.end.as_micros(), &mut end).as_bytes(),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                if n > 0 {
-                    w.write_all(b",").map_err(io)?;
-                }
-                w.write_all(field).map_err(io)?;
-            }
-            w.write_all(b"\n").map_err(io)?;
+            write_row(
+                &mut w,
+                &[
+                    label.as_slice(),
+                    write_uint(u64::from(s.vm), &mut vm),
+                    grid,
+                    cluster,
+                    write_uint(u64::from(s.host), &mut host),
+                    req.lease_type.as_str().as_bytes(),
+                    s.state.as_str().as_bytes(),
+                    time::write_secs_ascii(s.start.as_micros(), &mut start),
+                    time::write_secs_ascii(s.end.as_micros(), &mut end),
+                ],
+            )
+            .map_err(io)?;
         }
         w.flush().map_err(io)
     }
@@ -687,19 +713,18 @@ impl RunResult {
         let csv_path = staged(dir, "requests.csv");
         let mut w = csv::Writer::from_path(&csv_path).map_err(|e| io(&csv_path)(e.into()))?;
         let topo = &self.topology;
-        // The hosts each request's VMs held last (from the spans, when recorded).
-        let mut hosts: BTreeMap<
-            model::RequestId,
-            (model::ClusterId, std::collections::BTreeSet<u16>),
-        > = BTreeMap::new();
+        // The hosts each request's VMs held last (from the spans, when recorded), by request.
+        let mut hosts: Vec<Option<(model::ClusterId, Vec<u16>)>> = vec![None; topo.requests.len()];
         for s in self.intervals.iter().filter(|s| s.state.holds_host()) {
-            let e = hosts
-                .entry(s.lease)
-                .or_insert_with(|| (s.cluster, Default::default()));
+            let e = hosts[s.lease.0 as usize].get_or_insert_with(|| (s.cluster, Vec::new()));
             if e.0 != s.cluster {
-                *e = (s.cluster, Default::default());
+                *e = (s.cluster, Vec::new());
             }
-            e.1.insert(s.host);
+            e.1.push(s.host);
+        }
+        for (_, list) in hosts.iter_mut().flatten() {
+            list.sort_unstable();
+            list.dedup();
         }
         for (req, rec) in topo.requests.iter().zip(&self.records) {
             let row = CsvRow {
@@ -728,9 +753,11 @@ impl RunResult {
                         .name
                         .as_str()
                 }),
-                hosts: hosts.get(&req.id).map_or_else(String::new, |(_, h)| {
-                    h.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
-                }),
+                hosts: hosts[req.id.0 as usize]
+                    .as_ref()
+                    .map_or_else(String::new, |(_, h)| {
+                        h.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
+                    }),
                 outcome: metrics::Outcome::of(req, rec).as_str(),
                 reason: rec.reason.map_or("", model::RejectReason::as_str),
                 displacements: rec.displacements,

@@ -15,11 +15,9 @@
 //! local request; the policies only ever return *minimal* ones, from which no lease can be
 //! dropped (the candidate sets of Fig. 2 are minimal).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use super::availability::VmShape;
 use super::overhead::Operation;
+use crate::fasthash::FastMap;
 use crate::model::{LeaseType, RequestId};
 use crate::time::{EmuDuration, EmuTime};
 
@@ -458,32 +456,7 @@ impl Contention {
     }
 }
 
-/// A fast, deterministic hasher for the room memo (keys are small integers).
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u128(&mut self, x: u128) {
-        self.write_u64(x as u64);
-        self.write_u64((x >> 64) as u64);
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-}
-
-type Memo = HashMap<(usize, u128), u64, BuildHasherDefault<FxHasher>>;
+type Memo = FastMap<(usize, u128), u64>;
 
 /// Hosts with at most this many candidates keep their rooms in a table of `2^n` entries.
 const SMALL_HOST_MEMBERS: usize = 6;

@@ -2,9 +2,8 @@
 //! records: per cluster, at every change point, the cores and memory its hosts give VMs, the
 //! VMs on them by lease type, and the requests waiting for it.
 
-use std::collections::BTreeMap;
-
 use super::observe::{RequestRecord, VmSpan};
+use crate::fasthash::FastMap;
 use crate::model::{ClusterId, LeaseType};
 use crate::time::EmuTime;
 use crate::topology::Topology;
@@ -33,7 +32,8 @@ struct Use(i64, i64, [i64; 4], i64);
 
 /// Per cluster, one row per change point, in time order (clusters in id order).
 pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Vec<UsageRow> {
-    let mut deltas: BTreeMap<(ClusterId, EmuTime), Use> = BTreeMap::new();
+    // Hashed, then sorted once: a run has many more span ends than distinct instants.
+    let mut deltas: FastMap<(ClusterId, EmuTime), Use> = FastMap::default();
     let type_index = |t: LeaseType| LeaseType::ALL.iter().position(|x| *x == t).unwrap_or(0);
     for s in spans.iter().filter(|s| s.state.holds_host()) {
         let req = &topo.requests[s.lease.0 as usize];
@@ -54,6 +54,9 @@ pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Ve
             }
         }
     }
+    let mut deltas: Vec<((ClusterId, EmuTime), Use)> = deltas.into_iter().collect();
+    // Keys are distinct, so the unstable sort gives one order.
+    deltas.sort_unstable_by_key(|(key, _)| *key);
     let mut rows = Vec::with_capacity(deltas.len());
     let mut current: Option<(ClusterId, Use)> = None;
     for ((cluster, at), d) in deltas {

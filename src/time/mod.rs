@@ -16,6 +16,7 @@ pub use clock::{
 };
 pub use interleave::Lane;
 pub(crate) use text::write_digits;
+pub(crate) use text::write_secs_ascii;
 pub use text::{format_secs, parse_duration, write_secs};
 
 use std::fmt;
