@@ -286,12 +286,21 @@ impl UsageSteps {
 /// Whether use stays at most `limit` from the step in force at a start (`steps[first - 1]`,
 /// the last at or before it; none: nothing used) through every step before `end`.
 fn fits_from(steps: &[(EmuTime, i64)], first: usize, end: EmuTime, limit: i64) -> bool {
+    over_limit(steps, first, end, limit).is_none()
+}
+
+/// Where use first goes over `limit` in [`fits_from`]'s window: the index just after the
+/// step that does (`first` when it is the one in force at the start, or when nothing used
+/// already is), or `None` if use stays within the limit.
+fn over_limit(steps: &[(EmuTime, i64)], first: usize, end: EmuTime, limit: i64) -> Option<usize> {
     let at_start = first.checked_sub(1).map_or(0, |i| steps[i].1);
-    at_start <= limit
-        && steps[first..]
-            .iter()
-            .take_while(|&&(t, _)| t < end)
-            .all(|&(_, used)| used <= limit)
+    if at_start > limit {
+        return Some(first);
+    }
+    (steps[first..].iter())
+        .take_while(|&&(t, _)| t < end)
+        .position(|&(_, used)| used > limit)
+        .map(|i| first + i + 1)
 }
 
 /// Answers [`UsageSteps::fits`] for starts that only go up (a search over candidate starts):
@@ -307,6 +316,32 @@ pub struct StepsWalk<'a> {
 impl StepsWalk<'_> {
     /// [`UsageSteps::fits`]; a start earlier than the last one asked is searched for afresh.
     pub fn fits(&mut self, start: EmuTime, end: EmuTime, cores: u64, total: u64) -> bool {
+        self.seek(start);
+        fits_from(self.steps, self.first, end, total as i64 - cores as i64)
+    }
+
+    /// [`StepsWalk::fits`], or else the first instant from which a window as long could fit:
+    /// every start from `start` until then meets the same step over the limit (inside its
+    /// window, or in force at it), so a search can pass over them untried.
+    pub fn fits_or_next(
+        &mut self,
+        start: EmuTime,
+        end: EmuTime,
+        cores: u64,
+        total: u64,
+    ) -> Result<(), EmuTime> {
+        self.seek(start);
+        let limit = total as i64 - cores as i64;
+        match over_limit(self.steps, self.first, end, limit) {
+            None => Ok(()),
+            Some(after) => Err((self.steps[after..].iter())
+                .find(|&&(_, used)| used <= limit)
+                .map_or(EmuTime::NEVER, |&(t, _)| t)),
+        }
+    }
+
+    /// Moves to the step in force at `start`.
+    fn seek(&mut self, start: EmuTime) {
         if start < self.last_start {
             self.first = self.steps.partition_point(|&(t, _)| t <= start);
         } else {
@@ -315,7 +350,6 @@ impl StepsWalk<'_> {
             }
         }
         self.last_start = start;
-        fits_from(self.steps, self.first, end, total as i64 - cores as i64)
     }
 }
 
@@ -1141,13 +1175,24 @@ pub(crate) mod tests {
             if ascending {
                 asks.sort_unstable();
             }
-            let mut walk = steps.walk();
+            let (mut walk, mut skipping) = (steps.walk(), steps.walk());
             for (start, length, cores) in asks {
                 let (start, end) = (EmuTime::from_secs(start), EmuTime::from_secs(start + length));
-                proptest::prop_assert_eq!(
-                    walk.fits(start, end, cores, total),
-                    steps.fits(start, end, cores, total)
-                );
+                let fits = steps.fits(start, end, cores, total);
+                proptest::prop_assert_eq!(walk.fits(start, end, cores, total), fits);
+                let next = skipping.fits_or_next(start, end, cores, total);
+                proptest::prop_assert_eq!(next.is_ok(), fits);
+                // No window as long starting before the instant it names fits (steps are at
+                // whole seconds: half seconds between them stand for every instant).
+                if let Err(next) = next {
+                    proptest::prop_assert!(next > start);
+                    let mut at = start;
+                    while at < next && at < EmuTime::from_secs(80) {
+                        let len = end.since(start);
+                        proptest::prop_assert!(!steps.fits(at, at + len, cores, total), "{:?} fits", at);
+                        at += EmuDuration::from_millis(500);
+                    }
+                }
             }
         }
 

@@ -675,16 +675,22 @@ impl Core {
         }
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         let mut quick = quick.map(UsageSteps::walk);
+        // Starts before this one fail the quick test (a step over the limit that every
+        // window as long from them meets), so they are passed over untried.
+        let mut untried_before = EmuTime::ZERO;
         // Hosts found too full at some instant (by this search or an earlier one) are
         // skipped for the starts whose windows hold it.
         for t in candidates {
+            if t < untried_before {
+                continue;
+            }
             // The plan's length only depends on t through storage waits, which only make it
             // longer: the plain length is a valid quick test.
-            if quick
-                .as_mut()
-                .is_some_and(|steps| !steps.fits(t, t + l.remaining(), cores, total))
-            {
-                continue;
+            if let Some(steps) = quick.as_mut() {
+                if let Err(next) = steps.fits_or_next(t, t + l.remaining(), cores, total) {
+                    untried_before = next;
+                    continue;
+                }
             }
             // A fresh lease's plan is only built for the start it gets.
             let end = match l.images_ready {
