@@ -132,7 +132,8 @@ impl Published {
                     return within(start);
                 }
             }
-            if free < cores {
+            // Past the horizon nothing is known to be free ([`Published::free_at`]).
+            if (if step >= self.until { 0 } else { free }) < cores {
                 candidate = None;
             } else if candidate.is_none() {
                 candidate = Some(step);
@@ -331,7 +332,7 @@ impl ClusterAt {
                     return within(start);
                 }
             }
-            if step.free < cores {
+            if (if step.at >= self.until { 0 } else { step.free }) < cores {
                 candidate = None;
             } else if candidate.is_none() {
                 candidate = Some(step.at);
@@ -436,6 +437,21 @@ mod tests {
             None,
             "past the horizon"
         );
+        // A step at the horizon publishes cores that are not known to be free there: not
+        // even an empty slot starts on it, in the store or in a view laid out for a round.
+        let edge = Published {
+            free: [(t(0), 0), (t(30), 4)].into_iter().collect(),
+            until: t(30),
+            cores: 4,
+            price: 1.0,
+        };
+        assert_eq!(edge.earliest(t(0), 1, EmuDuration::ZERO), None);
+        let mut store = SlotStore::default();
+        store.publish(0, edge);
+        let view = store.at(t(0));
+        for _ in 0..3 {
+            assert_eq!(view.earliest_on(0, 1, EmuDuration::ZERO), None);
+        }
     }
 
     #[test]
