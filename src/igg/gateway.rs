@@ -543,9 +543,14 @@ impl Gateway {
                 return d;
             }
         }
+        // The earliest over the clusters: each searched only for one earlier than the best.
         let start = (0..self.clusters.len())
-            .filter_map(|j| slots.earliest_on(j, req.cores(), run))
-            .min()
+            .fold(None, |best, j| {
+                let before = best.unwrap_or(EmuTime::NEVER);
+                slots
+                    .earliest_on_before(j, req.cores(), run, before)
+                    .or(best)
+            })
             .or_else(|| slots.until())
             .unwrap_or(now + self.settings.horizon);
         start.max(now) + run

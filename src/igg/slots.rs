@@ -121,22 +121,74 @@ impl Published {
     /// The earliest start at or after `now` with `cores` free for `length`, if within the
     /// published horizon.
     pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
-        // One pass over the steps: the candidate is the start of the current run of steps
-        // with enough cores (`now` included); it wins once the run outlasts `length`. A
-        // start that fits past the horizon means none fits within it (later ends are later).
-        let within = |start: EmuTime| (start + length <= self.until).then_some(start);
-        let mut candidate = (self.free_at(now) >= cores).then_some(now);
-        for (&step, &free) in self.free.range(now..) {
-            if let Some(start) = candidate {
-                if start + length <= step {
-                    return within(start);
+        self.earliest_before(now, cores, length, EmuTime::NEVER)
+    }
+
+    /// [`Published::earliest`] if it is before `before`, else `None`.
+    fn earliest_before(
+        &self,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+        before: EmuTime,
+    ) -> Option<EmuTime> {
+        // Past the horizon nothing is known to be free ([`Published::free_at`]): no run
+        // starts there, and one running into it ends there.
+        let steps = self.free.range(now..self.until.max(now));
+        let fit = Fit {
+            now,
+            free_now: self.free_at(now),
+            cores,
+            length,
+            until: self.until,
+        };
+        fit.first_before(steps.map(|(&at, &free)| (at, free)), before)
+    }
+}
+
+/// One earliest-start search: from `now`, with `free_now` cores free then, for `cores` over
+/// `length` within the horizon `until`.
+struct Fit {
+    now: EmuTime,
+    free_now: u64,
+    cores: u64,
+    length: EmuDuration,
+    until: EmuTime,
+}
+
+impl Fit {
+    /// The earliest start over `steps` (each instant after `now` the free cores change, and
+    /// how many are free from then, up to the horizon) if it is before `before`. One pass: the
+    /// candidate is the start of the current run of steps with enough cores (`now`
+    /// included); it wins once the run outlasts `length`. A start that fits past the horizon
+    /// means none fits within it (later ends are later); with no run going, the next starts
+    /// no earlier than the step at hand.
+    fn first_before(
+        &self,
+        steps: impl Iterator<Item = (EmuTime, u64)>,
+        before: EmuTime,
+    ) -> Option<EmuTime> {
+        let within = |start: EmuTime| (start + self.length <= self.until).then_some(start);
+        if self.now >= before {
+            return None;
+        }
+        let mut candidate = (self.free_now >= self.cores).then_some(self.now);
+        for (at, free) in steps {
+            match candidate {
+                Some(start) => {
+                    if start + self.length <= at {
+                        return within(start);
+                    }
+                    if free < self.cores {
+                        candidate = None;
+                    }
                 }
-            }
-            // Past the horizon nothing is known to be free ([`Published::free_at`]).
-            if (if step >= self.until { 0 } else { free }) < cores {
-                candidate = None;
-            } else if candidate.is_none() {
-                candidate = Some(step);
+                None if at >= before => return None,
+                None => {
+                    if free >= self.cores {
+                        candidate = Some(at);
+                    }
+                }
             }
         }
         candidate.and_then(within)
@@ -255,6 +307,8 @@ struct ClusterAt {
     /// The published steps from the instant on (the instant's own included), each with
     /// [`Published::used_units`]'s running state from the instant once it is taken in.
     steps: Vec<StepAt>,
+    /// How many of the steps come before the horizon.
+    before_until: usize,
 }
 
 /// A published step, and the load summed from the view's instant up to it.
@@ -276,7 +330,7 @@ impl ClusterAt {
     fn of(p: &Published, now: EmuTime) -> ClusterAt {
         let free_now = p.free_at(now);
         let (mut t, mut free, mut used) = (now, free_now, 0.0);
-        let steps = p
+        let steps: Vec<StepAt> = p
             .free
             .range(now..)
             .map(|(&at, &f)| {
@@ -294,11 +348,13 @@ impl ClusterAt {
                 }
             })
             .collect();
+        let before_until = steps.partition_point(|s: &StepAt| s.at < p.until);
         ClusterAt {
             cores: p.cores,
             until: p.until,
             free_now,
             steps,
+            before_until,
         }
     }
 
@@ -322,23 +378,23 @@ impl ClusterAt {
         used
     }
 
-    /// [`Published::earliest`] from the instant, over the steps as an array.
-    fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
-        let within = |start: EmuTime| (start + length <= self.until).then_some(start);
-        let mut candidate = (self.free_now >= cores).then_some(now);
-        for step in &self.steps {
-            if let Some(start) = candidate {
-                if start + length <= step.at {
-                    return within(start);
-                }
-            }
-            if (if step.at >= self.until { 0 } else { step.free }) < cores {
-                candidate = None;
-            } else if candidate.is_none() {
-                candidate = Some(step.at);
-            }
-        }
-        candidate.and_then(within)
+    /// [`Published::earliest_before`] from the instant, over the steps as an array.
+    fn earliest_before(
+        &self,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+        before: EmuTime,
+    ) -> Option<EmuTime> {
+        let fit = Fit {
+            now,
+            free_now: self.free_now,
+            cores,
+            length,
+            until: self.until,
+        };
+        let steps = self.steps[..self.before_until].iter();
+        fit.first_before(steps.map(|s| (s.at, s.free)), before)
     }
 }
 
@@ -369,12 +425,25 @@ impl SlotsAt<'_> {
     }
 
     /// [`SlotStore::earliest_on`] at the view's instant.
+    #[cfg(test)]
     pub(crate) fn earliest_on(&self, j: usize, cores: u64, length: EmuDuration) -> Option<EmuTime> {
+        self.earliest_on_before(j, cores, length, EmuTime::NEVER)
+    }
+
+    /// [`SlotsAt::earliest_on`] if it is before `before`, else `None` (the search stops
+    /// there: a request's cost window only needs the earliest over all clusters).
+    pub(crate) fn earliest_on_before(
+        &self,
+        j: usize,
+        cores: u64,
+        length: EmuDuration,
+        before: EmuTime,
+    ) -> Option<EmuTime> {
         let i = self.clusters.binary_search_by_key(&j, |c| c.0).ok()?;
         let c = &self.clusters[i];
         match self.laid_out(c) {
-            Some(at) => at.earliest(self.now, cores, length),
-            None => c.1.earliest(self.now, cores, length),
+            Some(at) => at.earliest_before(self.now, cores, length, before),
+            None => c.1.earliest_before(self.now, cores, length, before),
         }
     }
 
@@ -577,7 +646,7 @@ mod tests {
             ),
             bookings in proptest::collection::vec((0usize..4, micros(30), 0u64..9, micros(9)), 0..6),
             now in micros(30),
-            queries in proptest::collection::vec((0usize..5, 0u64..10, micros(20)), 1..12),
+            queries in proptest::collection::vec((0usize..5, 0u64..10, micros(20), micros(40)), 1..12),
         ) {
             let us = EmuTime::from_micros;
             let mut store = SlotStore::default();
@@ -597,12 +666,19 @@ mod tests {
             let now = us(now);
             let view = store.at(now);
             proptest::prop_assert_eq!(view.until(), store.until());
-            for &(j, cores, length) in &queries {
+            for &(j, cores, length, before) in &queries {
                 let length = EmuDuration::from_micros(length);
-                proptest::prop_assert_eq!(
-                    view.earliest_on(j, cores, length),
-                    store.earliest_on(j, now, cores, length)
-                );
+                let want = store.earliest_on(j, now, cores, length);
+                proptest::prop_assert_eq!(view.earliest_on(j, cores, length), want);
+                // Bounded: the same start if it is before the bound, else none.
+                let before = us(before);
+                let steps = store.clusters.get(&j).map(|p| p.free.keys().copied().collect::<Vec<_>>());
+                for before in steps.unwrap_or_default().into_iter().chain([before, now]) {
+                    proptest::prop_assert_eq!(
+                        view.earliest_on_before(j, cores, length, before),
+                        want.filter(|&s| s < before)
+                    );
+                }
                 let (load, cap) = view.grid_load(length);
                 let (want_load, want_cap) = store.grid_load(now, length);
                 proptest::prop_assert_eq!(load.to_bits(), want_load.to_bits());
