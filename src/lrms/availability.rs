@@ -589,10 +589,16 @@ impl Availability {
 
     /// Adds a slot to host `h`, keeping the indexes right.
     fn insert(&mut self, h: usize, slot: Slot) {
+        self.count(slot.start, slot.end, i64::from(slot.cores), 1);
+        self.insert_uncounted(h, slot);
+    }
+
+    /// [`Availability::insert`] but for the cluster-wide count ([`Availability::count`]),
+    /// which the caller makes.
+    fn insert_uncounted(&mut self, h: usize, slot: Slot) {
         // A slot taken again under the same key replaces the old one as a removal would (its
         // use uncounted, its capacity given back), not silently.
         self.remove_key(h, key_of(&slot));
-        self.count(&slot, 1);
         self.owned
             .entry(slot.lease)
             .or_default()
@@ -603,20 +609,39 @@ impl Availability {
     /// Removes host `h`'s slot `key`, keeping the indexes right; the host's spans found too
     /// full are stale from now on.
     fn remove_key(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
-        let slot = self.remove_quietly(h, key)?;
+        let slot = self.remove_quietly_uncounted(h, key)?;
+        self.count(slot.start, slot.end, -i64::from(slot.cores), -1);
+        self.unblock(h);
+        Some(slot)
+    }
+
+    /// [`Availability::remove_key`] but for the cluster-wide count, which the caller makes.
+    fn remove_key_uncounted(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
+        let slot = self.remove_quietly_uncounted(h, key)?;
+        self.unblock(h);
+        Some(slot)
+    }
+
+    /// Host `h`'s spans found too full are stale: it gave something back.
+    fn unblock(&mut self, h: usize) {
         for (_, blocked) in self.blocks.get_mut().iter_mut() {
             if let Some(until) = blocked.until.get_mut(h) {
                 *until = 0;
             }
         }
-        Some(slot)
     }
 
     /// [`Availability::remove_key`] keeping the spans found too full: for a slot that ended
     /// by [`Availability::forgotten`] (a span it held up ends by then too).
     fn remove_quietly(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
+        let slot = self.remove_quietly_uncounted(h, key)?;
+        self.count(slot.start, slot.end, -i64::from(slot.cores), -1);
+        Some(slot)
+    }
+
+    /// [`Availability::remove_quietly`] but for the cluster-wide count.
+    fn remove_quietly_uncounted(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
         let slot = self.slots[h].remove(&key)?;
-        self.count(&slot, -1);
         if let Some(mine) = self.owned.get_mut(&slot.lease) {
             mine.remove(&(slot.start, h as u16, slot.vm));
             if mine.is_empty() {
@@ -635,20 +660,36 @@ impl Availability {
             return;
         };
         let doomed: Vec<(EmuTime, u16, u32)> = mine.range((from, 0, 0)..).copied().collect();
+        // Counted by window: a lease's VMs mostly share theirs.
+        let mut window: Option<((EmuTime, EmuTime), i64, i64)> = None;
         for (start, h, vm) in doomed {
-            self.remove_key(usize::from(h), (start, lease, vm));
+            let Some(slot) = self.remove_key_uncounted(usize::from(h), (start, lease, vm)) else {
+                continue;
+            };
+            let cores = i64::from(slot.cores);
+            match &mut window {
+                Some((at, used, vms)) if *at == (slot.start, slot.end) => {
+                    *used += cores;
+                    *vms += 1;
+                }
+                _ => {
+                    if let Some(((start, end), used, vms)) = window {
+                        self.count(start, end, -used, -vms);
+                    }
+                    window = Some(((slot.start, slot.end), cores, 1));
+                }
+            }
+        }
+        if let Some(((start, end), used, vms)) = window {
+            self.count(start, end, -used, -vms);
         }
     }
 
-    /// Adds (`sign` = 1) or removes (`sign` = -1) a slot from the cluster-wide indexes.
-    /// Adds (`sign` 1) or removes (-1) `slot` in the cluster-wide indexes.
-    fn count(&mut self, slot: &Slot, sign: i64) {
+    /// Counts `slots` slots over `[start, end)` using `cores` cores in all in the
+    /// cluster-wide indexes: added, or removed when both are negative.
+    fn count(&mut self, start: EmuTime, end: EmuTime, cores: i64, slots: i64) {
         let (deltas, ends) = (&mut self.deltas, &mut self.ends);
-        let (start, end, cores) = (slot.start, slot.end, slot.cores);
-        for (t, d) in [
-            (start, sign * i64::from(cores)),
-            (end, -sign * i64::from(cores)),
-        ] {
+        for (t, d) in [(start, cores), (end, -cores)] {
             let e = deltas.entry(t).or_insert(0);
             *e += d;
             if *e == 0 {
@@ -656,10 +697,10 @@ impl Availability {
             }
         }
         let n = ends.entry(end).or_insert(0);
-        if sign > 0 {
-            *n += 1;
+        if slots > 0 {
+            *n += slots as u32;
         } else {
-            *n = n.saturating_sub(1);
+            *n = n.saturating_sub(slots.unsigned_abs() as u32);
             if *n == 0 {
                 ends.remove(&end);
             }
@@ -675,9 +716,23 @@ impl Availability {
         start: EmuTime,
         end: EmuTime,
     ) {
-        for (i, &h) in hosts.iter().enumerate() {
-            self.reserve_vm(h, lease, i as u32, shape, start, end);
+        if end <= start {
+            return;
         }
+        for (i, &h) in hosts.iter().enumerate() {
+            let slot = Slot {
+                lease,
+                vm: i as u32,
+                start,
+                end,
+                cores: shape.cores,
+                mem_mb: shape.mem_mb,
+            };
+            self.insert_uncounted(usize::from(h), slot);
+        }
+        // The lease's VMs share their window: counted together.
+        let vms = hosts.len() as i64;
+        self.count(start, end, i64::from(shape.cores) * vms, vms);
     }
 
     /// Frees everything `lease` holds or will hold.
@@ -1259,7 +1314,7 @@ pub(crate) mod tests {
         /// through reservations, cuts, releases and forgetting.
         #[test]
         fn indexed_room_matches_a_full_scan(
-            ops in proptest::collection::vec((0u8..5, 0u32..6, 0u64..3, 0u64..400, 1u64..300), 1..60),
+            ops in proptest::collection::vec((0u8..6, 0u32..6, 0u64..3, 0u64..400, 1u64..300), 1..60),
             probes in proptest::collection::vec((0u64..3, 0u64..700, 1u64..300), 1..20),
         ) {
             let mut a = Availability::new(&hosts(3, 4, 1 << 30), true);
@@ -1292,9 +1347,23 @@ pub(crate) mod tests {
                         }
                     }
                     3 => {
-                        let from = t(at);
+                        // This lease, or one of those reserved two VMs at once.
+                        let id = if host == 0 { RequestId(100 + (at % 60) as u32) } else { id };
+                        let from = t(len);
                         a.release_from(id, from);
                         naive.0.retain(|x| !(x.1 == id && x.3 >= from));
+                    }
+                    // A lease of its own with VMs on two hosts at once (VM k on the k-th).
+                    5 => {
+                        let id = RequestId(100 + i as u32);
+                        let (s, e) = (t(at).max(now), t(at).max(now) + EmuDuration::from_secs(len));
+                        let pair = [host as u16, ((host + 1) % 3) as u16];
+                        if pair.iter().all(|&h| a.room(usize::from(h), VM, s, e) > 0) {
+                            a.reserve(id, &pair, VM, s, e);
+                            for (vm, &h) in pair.iter().enumerate() {
+                                naive.0.push((usize::from(h), id, vm as u32, s, e));
+                            }
+                        }
                     }
                     _ => {
                         now = now.max(t(at));
@@ -1303,6 +1372,16 @@ pub(crate) mod tests {
                     }
                 }
                 proptest::prop_assert!(a.within_capacity());
+                // The cluster-wide use and the slot ends, counted from the slots held.
+                let (mut deltas, mut ends) = (BTreeMap::new(), BTreeMap::new());
+                for &(_, _, _, s, e) in &naive.0 {
+                    *deltas.entry(s).or_insert(0i64) += 1;
+                    *deltas.entry(e).or_insert(0i64) -= 1;
+                    *ends.entry(e).or_insert(0u32) += 1;
+                }
+                deltas.retain(|_, d| *d != 0);
+                proptest::prop_assert_eq!(&a.deltas, &deltas, "after op {}", i);
+                proptest::prop_assert_eq!(&a.ends, &ends, "after op {}", i);
                 // Placements through the spans earlier placements found too full (kept
                 // across every change, before and after what was forgotten) place as
                 // fresh first-fit placements do.
