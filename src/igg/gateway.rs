@@ -1053,7 +1053,7 @@ mod tests {
         free.insert(EmuTime::ZERO, 0);
         free.insert(EmuTime::from_secs(1000), 4);
         let slots = Published {
-            free,
+            free: free.into_iter().collect(),
             until: EmuTime::from_secs(36_000),
             cores: 4,
             price: 1.0,

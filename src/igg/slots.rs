@@ -12,8 +12,9 @@ use crate::time::{EmuDuration, EmuTime};
 /// One cluster's last publication.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Published {
-    /// Free cores from each instant on (ordered by time), until `until`.
-    pub free: BTreeMap<EmuTime, u64>,
+    /// Free cores from each instant on, ascending, one entry per instant, until `until`
+    /// (a sorted array: the IGG walks it for every request of every round).
+    pub free: Vec<(EmuTime, u64)>,
     /// The end of the published horizon.
     pub until: EmuTime,
     /// Cores of the cluster.
@@ -33,7 +34,7 @@ impl Published {
         unit_cost: f64,
     ) -> Published {
         Published {
-            free,
+            free: free.into_iter().collect(),
             until: now + horizon,
             cores,
             price: super::peering::CostModel::provider_price(unit_cost, load),
@@ -51,7 +52,9 @@ impl Published {
         reserve: u64,
         unit_cost: f64,
     ) {
-        self.free = crate::lrms::provider::grid_share(&self.free, local, reserve);
+        let free: BTreeMap<EmuTime, u64> = self.free.iter().copied().collect();
+        self.free =
+            (crate::lrms::provider::grid_share(&free, local, reserve).into_iter()).collect();
         let cap = self.cores as f64 * self.until.since(now).as_secs_f64();
         if cap > 0.0 {
             let load = self.used_units(now, self.until) / cap;
@@ -64,10 +67,21 @@ impl Published {
         if t >= self.until {
             return 0;
         }
-        self.free
-            .range(..=t)
-            .next_back()
-            .map_or(self.cores, |(_, f)| *f)
+        match self.free.partition_point(|&(at, _)| at <= t) {
+            0 => self.cores,
+            i => self.free[i - 1].1,
+        }
+    }
+
+    /// The steps at or after `from`.
+    fn steps_from(&self, from: EmuTime) -> &[(EmuTime, u64)] {
+        &self.free[self.free.partition_point(|&(at, _)| at < from)..]
+    }
+
+    /// The steps at or after `from` and before `to`.
+    fn steps_in(&self, from: EmuTime, to: EmuTime) -> &[(EmuTime, u64)] {
+        let rest = self.steps_from(from);
+        &rest[..rest.partition_point(|&(at, _)| at < to)]
     }
 
     /// Used resource units (core-seconds) over `[from, to)`. Past the horizon the last
@@ -88,7 +102,7 @@ impl Published {
             let busy = self.cores.saturating_sub(free_then);
             used += busy as f64 * until.since(t).as_secs_f64();
         };
-        for (&p, &f) in self.free.range(from..to) {
+        for &(p, f) in self.steps_in(from, to) {
             if p > t {
                 segment(p, free, t);
                 t = p;
@@ -109,11 +123,23 @@ impl Published {
             return;
         }
         let (at_start, at_end) = (self.free_at(start), self.free_at(end));
-        self.free.insert(start, at_start);
+        // A step at each end of the slot (the one at its start, if new, repeats the cores
+        // free there), then the cores taken from the steps within it.
+        let mut mark = |t: EmuTime, free: u64| {
+            let i = self.free.partition_point(|&(at, _)| at < t);
+            if self.free.get(i).is_none_or(|&(at, _)| at != t) {
+                self.free.insert(i, (t, free));
+            }
+        };
+        mark(start, at_start);
         if end < self.until {
-            self.free.insert(end, at_end);
+            mark(end, at_end);
         }
-        for (_, f) in self.free.range_mut(start..end) {
+        let first = self.free.partition_point(|&(at, _)| at < start);
+        for (at, f) in &mut self.free[first..] {
+            if *at >= end {
+                break;
+            }
             *f = f.saturating_sub(cores);
         }
     }
@@ -134,7 +160,7 @@ impl Published {
     ) -> Option<EmuTime> {
         // Past the horizon nothing is known to be free ([`Published::free_at`]): no run
         // starts there, and one running into it ends there.
-        let steps = self.free.range(now..self.until.max(now));
+        let steps = self.steps_in(now, self.until.max(now)).iter().copied();
         let fit = Fit {
             now,
             free_now: self.free_at(now),
@@ -142,7 +168,7 @@ impl Published {
             length,
             until: self.until,
         };
-        fit.first_before(steps.map(|(&at, &free)| (at, free)), before)
+        fit.first_before(steps, before)
     }
 }
 
@@ -331,9 +357,9 @@ impl ClusterAt {
         let free_now = p.free_at(now);
         let (mut t, mut free, mut used) = (now, free_now, 0.0);
         let steps: Vec<StepAt> = p
-            .free
-            .range(now..)
-            .map(|(&at, &f)| {
+            .steps_from(now)
+            .iter()
+            .map(|&(at, f)| {
                 if at > t {
                     used += p.cores.saturating_sub(free) as f64 * at.since(t).as_secs_f64();
                     t = at;
@@ -475,14 +501,15 @@ mod tests {
         EmuTime::from_secs(s)
     }
 
+    /// Published steps from random ones: ascending, the last of any instant given twice.
+    fn sorted(steps: impl Iterator<Item = (EmuTime, u64)>) -> Vec<(EmuTime, u64)> {
+        steps.collect::<BTreeMap<_, _>>().into_iter().collect()
+    }
+
     fn published() -> Published {
         // 8 cores: 2 free until 100, 6 free until 200, all free after, published to 1000.
-        let mut free = BTreeMap::new();
-        free.insert(t(0), 2);
-        free.insert(t(100), 6);
-        free.insert(t(200), 8);
         Published {
-            free,
+            free: vec![(t(0), 2), (t(100), 6), (t(200), 8)],
             until: t(1000),
             cores: 8,
             price: 1.0,
@@ -509,7 +536,7 @@ mod tests {
         // A step at the horizon publishes cores that are not known to be free there: not
         // even an empty slot starts on it, in the store or in a view laid out for a round.
         let edge = Published {
-            free: [(t(0), 0), (t(30), 4)].into_iter().collect(),
+            free: vec![(t(0), 0), (t(30), 4)],
             until: t(30),
             cores: 4,
             price: 1.0,
@@ -614,12 +641,13 @@ mod tests {
         cores: u64,
         length: EmuDuration,
     ) -> Option<EmuTime> {
-        let mut starts: Vec<EmuTime> = p.free.keys().copied().filter(|&s| s >= now).collect();
+        let free: BTreeMap<EmuTime, u64> = p.free.iter().copied().collect();
+        let mut starts: Vec<EmuTime> = free.keys().copied().filter(|&s| s >= now).collect();
         starts.push(now);
         starts.sort();
         starts.into_iter().find(|&s| {
             p.free_at(s) >= cores
-                && p.free.range(s..s + length).all(|(_, f)| *f >= cores)
+                && free.range(s..s + length).all(|(_, f)| *f >= cores)
                 && s + length <= p.until
         })
     }
@@ -652,7 +680,7 @@ mod tests {
             let mut store = SlotStore::default();
             for (j, (steps, until, cores)) in clusters.iter().enumerate() {
                 store.publish(j, Published {
-                    free: steps.iter().map(|&(s, f)| (us(s), f.min(*cores))).collect(),
+                    free: sorted(steps.iter().map(|&(s, f)| (us(s), f.min(*cores)))),
                     until: us(*until),
                     cores: *cores,
                     price: 1.0,
@@ -672,7 +700,7 @@ mod tests {
                 proptest::prop_assert_eq!(view.earliest_on(j, cores, length), want);
                 // Bounded: the same start if it is before the bound, else none.
                 let before = us(before);
-                let steps = store.clusters.get(&j).map(|p| p.free.keys().copied().collect::<Vec<_>>());
+                let steps = store.clusters.get(&j).map(|p| p.free.iter().map(|&(at, _)| at).collect::<Vec<_>>());
                 for before in steps.unwrap_or_default().into_iter().chain([before, now]) {
                     proptest::prop_assert_eq!(
                         view.earliest_on_before(j, cores, length, before),
@@ -683,6 +711,34 @@ mod tests {
                 let (want_load, want_cap) = store.grid_load(now, length);
                 proptest::prop_assert_eq!(load.to_bits(), want_load.to_bits());
                 proptest::prop_assert_eq!(cap.to_bits(), want_cap.to_bits());
+            }
+        }
+
+        /// A booking takes its cores from the free cores over its slot, cut at the horizon,
+        /// and leaves them elsewhere (asked at every half second), its steps ascending.
+        #[test]
+        fn a_booking_takes_its_cores_over_its_slot(
+            steps in proptest::collection::vec((0u64..60, 0u64..9), 0..20),
+            until in 0u64..70,
+            bookings in proptest::collection::vec((0u64..70, 0u64..5, 0u64..30), 1..6),
+        ) {
+            let mut p = Published {
+                free: sorted(steps.iter().map(|&(s, f)| (t(s), f.min(8)))),
+                until: t(until),
+                cores: 8,
+                price: 1.0,
+            };
+            for (start, cores, length) in bookings {
+                let before = p.clone();
+                p.book(t(start), cores, EmuDuration::from_secs(length));
+                let end = (start + length).min(until);
+                for half in 0..150 {
+                    let at = EmuTime::from_micros(half * 500_000);
+                    let taken = t(start) <= at && at < t(end);
+                    let want = if taken { before.free_at(at).saturating_sub(cores) } else { before.free_at(at) };
+                    proptest::prop_assert_eq!(p.free_at(at), want, "at {:?}", at);
+                }
+                proptest::prop_assert!(p.free.windows(2).all(|w| w[0].0 < w[1].0));
             }
         }
 
@@ -698,7 +754,7 @@ mod tests {
             to in 0u64..340,
         ) {
             let p = Published {
-                free: steps.iter().map(|&(s, f)| (t(s), f)).collect(),
+                free: sorted(steps.iter().map(|&(s, f)| (t(s), f))),
                 until: t(until),
                 cores: 8,
                 price: 1.0,
@@ -711,7 +767,9 @@ mod tests {
             // Each second at the free cores in force where its segment began: at `now` or
             // at the last step since, none at or past the horizon.
             let step_at = |s: u64| {
-                let began = p.free.range(t(now)..=t(s)).next_back().map_or(t(now), |(&a, _)| a);
+                let began = (p.free.iter().rev())
+                    .find(|&&(a, _)| t(now) <= a && a <= t(s))
+                    .map_or(t(now), |&(a, _)| a);
                 if began >= p.until { 0 } else { p.free_at(began) }
             };
             let by_second: u64 = (now..to.max(now))
