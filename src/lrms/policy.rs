@@ -926,6 +926,7 @@ fn search(
         touched,
         touched_by,
         hosts: Vec::new(),
+        gains: Vec::new(),
         host_work: 0,
         best: None,
         best_from_search: false,
@@ -962,6 +963,7 @@ struct Search<'o> {
     touched_by: Vec<usize>,
     /// Scratch for [`Search::host_bound`].
     hosts: Vec<HostCost>,
+    gains: Vec<u64>,
     /// Hosts [`Search::host_bound`] has looked at so far.
     host_work: usize,
     best: Option<(u128, Vec<usize>)>,
@@ -1068,13 +1070,15 @@ impl Search<'_> {
                 whole: cost.1,
             });
         }
-        // The fewest hosts that could gain enough: largest gains first.
-        self.hosts
-            .sort_unstable_by_key(|h| std::cmp::Reverse(h.gain));
+        // The fewest hosts that could gain enough: largest gains first (only how many
+        // matters, so the gains alone are sorted).
+        self.gains.clear();
+        self.gains.extend(self.hosts.iter().map(|h| h.gain));
+        self.gains.sort_unstable_by_key(|&g| std::cmp::Reverse(g));
         let mut fewest = 0;
         let mut gained = 0u64;
-        while gained < missing && fewest < self.hosts.len() {
-            gained += self.hosts[fewest].gain;
+        while gained < missing && fewest < self.gains.len() {
+            gained += self.gains[fewest];
             fewest += 1;
         }
         if gained < missing {
@@ -1083,7 +1087,9 @@ impl Search<'_> {
         if fewest == 0 {
             return 0;
         }
-        self.hosts.sort_unstable_by_key(|h| h.shares);
+        // The `fewest` least shares, in any order (their sum does not depend on it).
+        self.hosts
+            .select_nth_unstable_by_key(fewest - 1, |h| h.shares);
         let scaled = self.hosts[..fewest]
             .iter()
             .fold(0u128, |a, h| a.saturating_add(h.shares));
