@@ -12,8 +12,9 @@ use crate::time::{EmuDuration, EmuTime};
 /// One cluster's last publication.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Published {
-    /// Free cores from each instant on, ascending, one entry per instant, until `until`
-    /// (a sorted array: the IGG walks it for every request of every round).
+    /// Free cores from each instant on: strictly ascending instants, one entry each (a sorted
+    /// array: the IGG walks it for every request of every round). Entries at or past `until`
+    /// may be there; [`Published::free_at`] takes nothing as free there.
     pub free: Vec<(EmuTime, u64)>,
     /// The end of the published horizon.
     pub until: EmuTime,
@@ -183,8 +184,8 @@ struct Fit {
 }
 
 impl Fit {
-    /// The earliest start over `steps` (each instant after `now` the free cores change, and
-    /// how many are free from then, up to the horizon) if it is before `before`. One pass: the
+    /// The earliest start over `steps` (each instant from `now` on that the free cores
+    /// change, and how many are free from then, up to the horizon) if it is before `before`. One pass: the
     /// candidate is the start of the current run of steps with enough cores (`now`
     /// included); it wins once the run outlasts `length`. A start that fits past the horizon
     /// means none fits within it (later ends are later); with no run going, the next starts
@@ -230,6 +231,10 @@ pub(crate) struct SlotStore {
 impl SlotStore {
     /// Replaces cluster `j`'s publication.
     pub(crate) fn publish(&mut self, j: usize, p: Published) {
+        debug_assert!(
+            p.free.windows(2).all(|w| w[0].0 < w[1].0),
+            "published steps are strictly ascending"
+        );
         self.clusters.insert(j, p);
     }
 

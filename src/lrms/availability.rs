@@ -202,7 +202,7 @@ pub struct Held {
 /// Per host, a span throughout which it was found too full for one more VM of a shape: see
 /// [`Availability::place_skipping`]. Only valid for one shape; a span stays true while
 /// slots are added (they only fill the host), and is dropped when the host gives capacity
-/// back ([`Availability::remove_key`]).
+/// back ([`Availability::unblock`], on every removal but of forgotten slots).
 ///
 /// The span of host `h` is `[from[h], until[h])` (µs), `until[h]` 0 where there is none:
 /// two plain arrays, so a placement tests each host it passes over with two comparisons and
@@ -283,6 +283,18 @@ impl UsageSteps {
     }
 }
 
+/// VM `vm` of `lease`, of `shape`, over `[start, end)`.
+fn slot_of(lease: RequestId, vm: u32, shape: VmShape, start: EmuTime, end: EmuTime) -> Slot {
+    Slot {
+        lease,
+        vm,
+        start,
+        end,
+        cores: shape.cores,
+        mem_mb: shape.mem_mb,
+    }
+}
+
 /// Whether use stays at most `limit` from the step in force at a start (`steps[first - 1]`,
 /// the last at or before it; none: nothing used) through every step before `end`.
 fn fits_from(steps: &[(EmuTime, i64)], first: usize, end: EmuTime, limit: i64) -> bool {
@@ -321,8 +333,9 @@ impl StepsWalk<'_> {
     }
 
     /// [`StepsWalk::fits`], or else the first instant from which a window as long could fit:
-    /// every start from `start` until then meets the same step over the limit (inside its
-    /// window, or in force at it), so a search can pass over them untried.
+    /// every start from `start` until then meets a step over the limit (the first one inside
+    /// its window, or one of those after it in force at it), so a search can pass over them
+    /// untried.
     pub fn fits_or_next(
         &mut self,
         start: EmuTime,
@@ -567,17 +580,7 @@ impl Availability {
         end: EmuTime,
     ) {
         if end > start {
-            self.insert(
-                usize::from(host),
-                Slot {
-                    lease,
-                    vm,
-                    start,
-                    end,
-                    cores: shape.cores,
-                    mem_mb: shape.mem_mb,
-                },
-            );
+            self.insert(usize::from(host), slot_of(lease, vm, shape, start, end));
         }
     }
 
@@ -593,8 +596,9 @@ impl Availability {
         self.insert_uncounted(h, slot);
     }
 
-    /// [`Availability::insert`] but for the cluster-wide count ([`Availability::count`]),
-    /// which the caller makes.
+    /// [`Availability::insert`] but for counting the new slot in the cluster-wide use
+    /// ([`Availability::count`]), which the caller does (a slot it replaces is uncounted
+    /// here).
     fn insert_uncounted(&mut self, h: usize, slot: Slot) {
         // A slot taken again under the same key replaces the old one as a removal would (its
         // use uncounted, its capacity given back), not silently.
@@ -609,9 +613,8 @@ impl Availability {
     /// Removes host `h`'s slot `key`, keeping the indexes right; the host's spans found too
     /// full are stale from now on.
     fn remove_key(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
-        let slot = self.remove_quietly_uncounted(h, key)?;
+        let slot = self.remove_key_uncounted(h, key)?;
         self.count(slot.start, slot.end, -i64::from(slot.cores), -1);
-        self.unblock(h);
         Some(slot)
     }
 
@@ -720,14 +723,7 @@ impl Availability {
             return;
         }
         for (i, &h) in hosts.iter().enumerate() {
-            let slot = Slot {
-                lease,
-                vm: i as u32,
-                start,
-                end,
-                cores: shape.cores,
-                mem_mb: shape.mem_mb,
-            };
+            let slot = slot_of(lease, i as u32, shape, start, end);
             self.insert_uncounted(usize::from(h), slot);
         }
         // The lease's VMs share their window: counted together.
@@ -1307,6 +1303,43 @@ pub(crate) mod tests {
                     }
                 }
                 at += EmuDuration::from_secs(1);
+            }
+        }
+
+        /// The cluster-wide use and the slot ends stay the sums over the slots held (each
+        /// weighted by its cores), through leases of several VMs of several cores reserved,
+        /// released from an instant on, cut, and forgotten.
+        #[test]
+        fn the_cluster_wide_counts_follow_the_slots(
+            ops in proptest::collection::vec((0u8..4, 0u32..5, 1u32..4, 0u64..200, 1u64..100, 1usize..4), 1..50),
+        ) {
+            let mut a = Availability::new(&hosts(3, 16, 1 << 30), true);
+            for (op, lease, cores, at, len, vms) in ops {
+                let (id, shape) = (RequestId(lease), VmShape { cores, mem_mb: 512 });
+                let (s, e) = (t(at), t(at + len));
+                match op {
+                    0 | 1 => {
+                        let on: Vec<u16> = (0..vms).map(|v| (v % 3) as u16).collect();
+                        // A lease of this id at this start takes the place of its VMs there.
+                        a.reserve(id, &on, shape, s, e);
+                    }
+                    2 => a.release_from(id, s),
+                    _ => {
+                        if let Some(x) = a.holds(EmuTime::ZERO, EmuTime::NEVER).into_iter().find(|x| x.lease == id) {
+                            a.end_vm(id, x.vm, x.start, x.start + EmuDuration::from_secs(len / 2));
+                        }
+                        a.forget_before(t(at / 4));
+                    }
+                }
+                let (mut deltas, mut ends) = (BTreeMap::new(), BTreeMap::new());
+                for x in a.holds(EmuTime::ZERO, EmuTime::NEVER) {
+                    *deltas.entry(x.start).or_insert(0i64) += i64::from(x.cores);
+                    *deltas.entry(x.end).or_insert(0i64) -= i64::from(x.cores);
+                    *ends.entry(x.end).or_insert(0u32) += 1;
+                }
+                deltas.retain(|_, d| *d != 0);
+                proptest::prop_assert_eq!(&a.deltas, &deltas);
+                proptest::prop_assert_eq!(&a.ends, &ends);
             }
         }
 
