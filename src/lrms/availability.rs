@@ -644,13 +644,20 @@ impl Availability {
 
     /// [`Availability::remove_quietly`] but for the cluster-wide count.
     fn remove_quietly_uncounted(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
-        let slot = self.slots[h].remove(&key)?;
+        let slot = self.take_slot(h, key)?;
         if let Some(mine) = self.owned.get_mut(&slot.lease) {
             mine.remove(&(slot.start, h as u16, slot.vm));
             if mine.is_empty() {
                 self.owned.remove(&slot.lease);
             }
         }
+        Some(slot)
+    }
+
+    /// Takes host `h`'s slot `key` off the host, noting where capacity was freed; the
+    /// lease's own list and the cluster-wide counts are the caller's.
+    fn take_slot(&mut self, h: usize, key: SlotKey) -> Option<Slot> {
+        let slot = self.slots[h].remove(&key)?;
         if let Some(f) = &mut self.freed {
             f.push((slot.start, slot.end));
         }
@@ -659,16 +666,21 @@ impl Availability {
 
     /// Removes `lease`'s slots that start at or after `from`.
     fn remove_owned_from(&mut self, lease: RequestId, from: EmuTime) {
-        let Some(mine) = self.owned.get(&lease) else {
+        let Some(mine) = self.owned.get_mut(&lease) else {
             return;
         };
-        let doomed: Vec<(EmuTime, u16, u32)> = mine.range((from, 0, 0)..).copied().collect();
+        // Taken off the lease's list at once, then off their hosts.
+        let doomed = mine.split_off(&(from, 0, 0));
+        if mine.is_empty() {
+            self.owned.remove(&lease);
+        }
         // Counted by window: a lease's VMs mostly share theirs.
         let mut window: Option<((EmuTime, EmuTime), i64, i64)> = None;
         for (start, h, vm) in doomed {
-            let Some(slot) = self.remove_key_uncounted(usize::from(h), (start, lease, vm)) else {
+            let Some(slot) = self.take_slot(usize::from(h), (start, lease, vm)) else {
                 continue;
             };
+            self.unblock(usize::from(h));
             let cores = i64::from(slot.cores);
             match &mut window {
                 Some((at, used, vms)) if *at == (slot.start, slot.end) => {
@@ -1307,10 +1319,11 @@ pub(crate) mod tests {
         }
 
         /// The cluster-wide use and the slot ends stay the sums over the slots held (each
-        /// weighted by its cores), through leases of several VMs of several cores reserved,
+        /// weighted by its cores), and each lease's list of its slots stays theirs, through
+        /// leases of several VMs of several cores reserved,
         /// released from an instant on, cut, and forgotten.
         #[test]
-        fn the_cluster_wide_counts_follow_the_slots(
+        fn the_cluster_wide_indexes_follow_the_slots(
             ops in proptest::collection::vec((0u8..4, 0u32..5, 1u32..4, 0u64..200, 1u64..100, 1usize..4), 1..50),
         ) {
             let mut a = Availability::new(&hosts(3, 16, 1 << 30), true);
@@ -1340,6 +1353,12 @@ pub(crate) mod tests {
                 deltas.retain(|_, d| *d != 0);
                 proptest::prop_assert_eq!(&a.deltas, &deltas);
                 proptest::prop_assert_eq!(&a.ends, &ends);
+                // And each lease's list of where its slots are.
+                let mut owned: BTreeMap<RequestId, BTreeSet<(EmuTime, u16, u32)>> = BTreeMap::new();
+                for x in a.holds(EmuTime::ZERO, EmuTime::NEVER) {
+                    owned.entry(x.lease).or_default().insert((x.start, x.host as u16, x.vm));
+                }
+                proptest::prop_assert_eq!(&a.owned, &owned);
             }
         }
 
