@@ -347,9 +347,26 @@ impl Emu {
         M: Message<Result = ()> + Traced + Send + 'static,
         P: Inbox<M>,
     {
+        let handle = TimerHandle::new();
+        self.send_at_with(due, from, to, msg, &handle);
+        handle
+    }
+
+    /// Like [`Emu::send_at_cancellable`], under a handle shared with other deliveries.
+    pub fn send_at_with<M, P>(
+        self: &Rc<Self>,
+        due: EmuTime,
+        from: ActorId,
+        to: P,
+        msg: M,
+        handle: &TimerHandle,
+    ) where
+        M: Message<Result = ()> + Traced + Send + 'static,
+        P: Inbox<M>,
+    {
         let (emu, cause) = (Rc::clone(self), self.tracer.current());
         self.clock
-            .at_cancellable(due, move || emu.send_caused(from, &to, msg, cause))
+            .at_with(due, move || emu.send_caused(from, &to, msg, cause), handle);
     }
 
     /// Sends `msg` over the link between the IGGs of Grids `from_grid` and `to_grid`: recorded

@@ -33,6 +33,7 @@ pub struct Vm {
     since: EmuTime,
     /// Its cluster and host index (for `intervals.csv`).
     place: (ClusterId, u16),
+    /// Each plan's steps still to come: the last one's time, and their handle.
     pending: Vec<(EmuTime, TimerHandle)>,
 }
 
@@ -91,18 +92,24 @@ impl Handler<VmCommand> for Vm {
     type Result = ();
     fn handle(&mut self, msg: VmCommand, ctx: &mut Context<Self>) {
         let now = self.emu.now();
-        self.pending.retain(|(at, old)| {
-            let keep = msg.keep_until.is_some_and(|k| *at <= k) && *at >= now;
-            if !keep {
-                old.cancel();
+        // Earlier plans' steps still to come are kept up to `keep_until`, and called off
+        // after it (all of them without it).
+        self.pending.retain(|(last, old)| match msg.keep_until {
+            Some(k) => {
+                old.cancel_after(k);
+                *last >= now
             }
-            keep
+            None => {
+                old.cancel();
+                false
+            }
         });
-        // One address for all the steps of the plan.
+        // One address and one handle for all the steps of the plan.
         let me = Rc::new(Peer {
             id: self.id,
             addr: ctx.address(),
         });
+        let handle = TimerHandle::new();
         let n = msg.steps.len();
         for (i, &(at, event)) in msg.steps.iter().enumerate() {
             let step = Step {
@@ -110,10 +117,10 @@ impl Handler<VmCommand> for Vm {
                 event,
                 last: i + 1 == n,
             };
-            let handle = self
-                .emu
-                .send_at_cancellable(at, self.id, Rc::clone(&me), step);
-            self.pending.push((at, handle));
+            (self.emu).send_at_with(at, self.id, Rc::clone(&me), step, &handle);
+        }
+        if let Some(&(last, _)) = msg.steps.iter().max_by_key(|(at, _)| *at) {
+            self.pending.push((last, handle));
         }
     }
 }

@@ -83,11 +83,11 @@ const REALTIME_BLOCKING_SPIN: std::time::Duration = std::time::Duration::from_mi
 /// The longest the clock sleeps the thread at once (it looks again after).
 const REALTIME_BLOCKING_NAP: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// A queued event: what to run, and the flag that calls it off (for cancellable events), read
-/// by the clock so that a cancelled event costs no call.
+/// A queued event: what to run, and the handle that can call it off (for cancellable events),
+/// read by the clock so that a cancelled event costs no call.
 struct Pending {
     fire: Callback,
-    cancelled: Option<Rc<Cell<bool>>>,
+    cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
     /// Scheduled for a later instant than the one it was scheduled at: a timer, whose
     /// lateness a realtime run measures (an event for the current instant is part of the
     /// work of that instant, not a timer that can be on time).
@@ -248,15 +248,38 @@ pub struct Clock {
     inner: Rc<ClockInner>,
 }
 
-/// Calls off a timed event scheduled with [`Clock::at_cancellable`].
+/// Calls off timed events scheduled with [`Clock::at_cancellable`] or [`Clock::at_with`]:
+/// one handle for a group (a VM's planned steps), which fire while they are due by its
+/// cut-off (`None`: none fire).
 #[derive(Clone, Debug)]
-pub struct TimerHandle(Rc<Cell<bool>>);
+pub struct TimerHandle(Rc<Cell<Option<EmuTime>>>);
 
 impl TimerHandle {
-    /// The event will not fire (a no-op if it already has).
-    pub fn cancel(&self) {
-        self.0.set(true);
+    /// A handle whose events all fire until called off.
+    pub fn new() -> TimerHandle {
+        TimerHandle(Rc::new(Cell::new(Some(EmuTime::NEVER))))
     }
+
+    /// The events will not fire (a no-op for those that have).
+    pub fn cancel(&self) {
+        self.0.set(None);
+    }
+
+    /// The events due after `t` will not fire.
+    pub fn cancel_after(&self, t: EmuTime) {
+        self.0.set(self.0.get().min(Some(t)));
+    }
+}
+
+impl Default for TimerHandle {
+    fn default() -> Self {
+        TimerHandle::new()
+    }
+}
+
+/// Whether an event due at `due` fires under the cut-off `cutoff`.
+fn fires(cutoff: &Cell<Option<EmuTime>>, due: EmuTime) -> bool {
+    cutoff.get().is_some_and(|last| due <= last)
 }
 
 /// Timer lateness in realtime mode, in emulated milliseconds.
@@ -562,7 +585,7 @@ impl Clock {
         self.push(due, Box::new(fire), None);
     }
 
-    fn push(&self, due: EmuTime, fire: Callback, cancelled: Option<Rc<Cell<bool>>>) {
+    fn push(&self, due: EmuTime, fire: Callback, cancelled: Option<Rc<Cell<Option<EmuTime>>>>) {
         let timer = due > self.inner.logical_now.get();
         self.push_event(due, fire, cancelled, timer);
     }
@@ -571,7 +594,7 @@ impl Clock {
         &self,
         due: EmuTime,
         fire: Callback,
-        cancelled: Option<Rc<Cell<bool>>>,
+        cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
         timer: bool,
     ) {
         let seq = self.inner.next_seq.get();
@@ -601,9 +624,15 @@ impl Clock {
     /// Like [`Clock::at`], but the event can be called off with the returned handle. A
     /// cancelled event still counts as fired (the count is an output), but runs nothing.
     pub fn at_cancellable(&self, due: EmuTime, fire: impl FnOnce() + 'static) -> TimerHandle {
-        let handle = TimerHandle(Rc::new(Cell::new(false)));
-        self.push(due, Box::new(fire), Some(Rc::clone(&handle.0)));
+        let handle = TimerHandle::new();
+        self.at_with(due, fire, &handle);
         handle
+    }
+
+    /// Like [`Clock::at_cancellable`], under a handle shared with other events (one
+    /// allocation for a group that is called off together, or from an instant on).
+    pub fn at_with(&self, due: EmuTime, fire: impl FnOnce() + 'static, handle: &TimerHandle) {
+        self.push(due, Box::new(fire), Some(Rc::clone(&handle.0)));
     }
 
     /// Promises that, from now on, every piece of work that can still act at the current
@@ -754,7 +783,7 @@ impl Clock {
                 self.inner.lateness_us.borrow_mut().saturating_record(late);
             }
             self.inner.fired.set(self.inner.fired.get() + 1);
-            if event.cancelled.is_none_or(|c| !c.get()) {
+            if (event.cancelled).is_none_or(|c| fires(&c, EmuTime::from_micros(due))) {
                 ran = true;
                 (event.fire)();
             }
@@ -1191,5 +1220,45 @@ mod tests {
             (ran.get(), clock.fired(), clock.now())
         });
         assert_eq!((ran, fired, now), (10, 2, EmuTime::from_secs(2)));
+    }
+
+    #[test]
+    fn a_shared_handle_calls_off_its_events_from_an_instant_or_all() {
+        let rt = virtual_runtime();
+        let local = tokio::task::LocalSet::new();
+        let ran = local.block_on(&rt, async {
+            let clock = Clock::new(ClockMode::Virtual);
+            clock.count_work();
+            let ran = Rc::new(RefCell::new(Vec::new()));
+            let (group, other) = (TimerHandle::new(), TimerHandle::new());
+            for (s, handle) in [
+                (1, &group),
+                (2, &group),
+                (3, &group),
+                (2, &other),
+                (4, &other),
+            ] {
+                let r = ran.clone();
+                clock.at_with(
+                    EmuTime::from_secs(s),
+                    move || r.borrow_mut().push(s),
+                    handle,
+                );
+            }
+            // The group's events after 2 s are off, and then all of the other's.
+            group.cancel_after(EmuTime::from_secs(2));
+            group.cancel_after(EmuTime::from_secs(5));
+            other.cancel();
+            assert!(
+                fires(&group.0, EmuTime::from_secs(2)) && !fires(&group.0, EmuTime::from_secs(3))
+            );
+            tokio::task::spawn_local(clock.clone().drive());
+            while clock.pending() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            let ran = ran.borrow().clone();
+            ran
+        });
+        assert_eq!(ran, vec![1, 2]);
     }
 }
