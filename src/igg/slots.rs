@@ -148,58 +148,51 @@ impl Published {
     /// The earliest start at or after `now` with `cores` free for `length`, if within the
     /// published horizon.
     pub fn earliest(&self, now: EmuTime, cores: u64, length: EmuDuration) -> Option<EmuTime> {
-        self.earliest_before(now, cores, length, EmuTime::NEVER)
-    }
-
-    /// [`Published::earliest`] if it is before `before`, else `None`.
-    fn earliest_before(
-        &self,
-        now: EmuTime,
-        cores: u64,
-        length: EmuDuration,
-        before: EmuTime,
-    ) -> Option<EmuTime> {
-        // Past the horizon nothing is known to be free ([`Published::free_at`]): no run
-        // starts there, and one running into it ends there.
-        let steps = self.steps_in(now, self.until.max(now)).iter().copied();
-        let fit = Fit {
+        let ask = Ask {
             now,
-            free_now: self.free_at(now),
             cores,
             length,
-            until: self.until,
+            before: EmuTime::NEVER,
         };
-        fit.first_before(steps, before)
+        self.first_fit(&ask)
+    }
+
+    /// The answer to `ask` from the published steps.
+    fn first_fit(&self, ask: &Ask) -> Option<EmuTime> {
+        // Past the horizon nothing is known to be free ([`Published::free_at`]): no run
+        // starts there, and one running into it ends there.
+        let steps = self.steps_in(ask.now, self.until.max(ask.now));
+        ask.first_fit(self.free_at(ask.now), self.until, steps.iter().copied())
     }
 }
 
-/// One earliest-start search: from `now`, with `free_now` cores free then, for `cores` over
-/// `length` within the horizon `until`.
-struct Fit {
+/// An earliest-start question: from `now`, `cores` free for `length`, answered only with a
+/// start before `before` (a search over several clusters wants no later one).
+struct Ask {
     now: EmuTime,
-    free_now: u64,
     cores: u64,
     length: EmuDuration,
-    until: EmuTime,
+    before: EmuTime,
 }
 
-impl Fit {
-    /// The earliest start over `steps` (each instant from `now` on that the free cores
-    /// change, and how many are free from then, up to the horizon) if it is before `before`. One pass: the
-    /// candidate is the start of the current run of steps with enough cores (`now`
-    /// included); it wins once the run outlasts `length`. A start that fits past the horizon
-    /// means none fits within it (later ends are later); with no run going, the next starts
-    /// no earlier than the step at hand.
-    fn first_before(
+impl Ask {
+    /// The earliest start over a cluster's `steps` (each instant from `now` on that its free
+    /// cores change, and how many are free from then, up to its horizon `until`), with
+    /// `free_now` free at `now`. One pass: the candidate is the start of the current run of
+    /// steps with enough cores (`now` included); it wins once the run outlasts `length`. A
+    /// start that fits past the horizon means none fits within it (later ends are later);
+    /// with no run going, the next starts no earlier than the step at hand.
+    fn first_fit(
         &self,
+        free_now: u64,
+        until: EmuTime,
         steps: impl Iterator<Item = (EmuTime, u64)>,
-        before: EmuTime,
     ) -> Option<EmuTime> {
-        let within = |start: EmuTime| (start + self.length <= self.until).then_some(start);
-        if self.now >= before {
+        let within = |start: EmuTime| (start + self.length <= until).then_some(start);
+        if self.now >= self.before {
             return None;
         }
-        let mut candidate = (self.free_now >= self.cores).then_some(self.now);
+        let mut candidate = (free_now >= self.cores).then_some(self.now);
         for (at, free) in steps {
             match candidate {
                 Some(start) => {
@@ -210,7 +203,7 @@ impl Fit {
                         candidate = None;
                     }
                 }
-                None if at >= before => return None,
+                None if at >= self.before => return None,
                 None => {
                     if free >= self.cores {
                         candidate = Some(at);
@@ -409,23 +402,10 @@ impl ClusterAt {
         used
     }
 
-    /// [`Published::earliest_before`] from the instant, over the steps as an array.
-    fn earliest_before(
-        &self,
-        now: EmuTime,
-        cores: u64,
-        length: EmuDuration,
-        before: EmuTime,
-    ) -> Option<EmuTime> {
-        let fit = Fit {
-            now,
-            free_now: self.free_now,
-            cores,
-            length,
-            until: self.until,
-        };
+    /// [`Published::first_fit`] from the instant, over the steps as an array.
+    fn first_fit(&self, ask: &Ask) -> Option<EmuTime> {
         let steps = self.steps[..self.before_until].iter();
-        fit.first_before(steps.map(|s| (s.at, s.free)), before)
+        ask.first_fit(self.free_now, self.until, steps.map(|s| (s.at, s.free)))
     }
 }
 
@@ -472,9 +452,15 @@ impl SlotsAt<'_> {
     ) -> Option<EmuTime> {
         let i = self.clusters.binary_search_by_key(&j, |c| c.0).ok()?;
         let c = &self.clusters[i];
+        let ask = Ask {
+            now: self.now,
+            cores,
+            length,
+            before,
+        };
         match self.laid_out(c) {
-            Some(at) => at.earliest_before(self.now, cores, length, before),
-            None => c.1.earliest_before(self.now, cores, length, before),
+            Some(at) => at.first_fit(&ask),
+            None => c.1.first_fit(&ask),
         }
     }
 

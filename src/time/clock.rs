@@ -1036,6 +1036,14 @@ mod tests {
             .unwrap()
     }
 
+    /// Drives `clock` until no event is left.
+    async fn run_out(clock: &Clock) {
+        tokio::task::spawn_local(clock.clone().drive());
+        while clock.pending() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
     #[test]
     fn virtual_clock_fires_in_time_order_with_fifo_ties() {
         let rt = virtual_runtime();
@@ -1133,10 +1141,7 @@ mod tests {
                 });
                 drop(work);
             });
-            tokio::task::spawn_local(clock.clone().drive());
-            while clock.pending() > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
+            run_out(&clock).await;
             let v = log.borrow().clone();
             (v, clock.step_counts())
         });
@@ -1178,10 +1183,7 @@ mod tests {
                 c.at(EmuTime::from_micros(11), later);
             });
             clock.at(EmuTime::from_micros(10), note("b"));
-            tokio::task::spawn_local(clock.clone().drive());
-            while clock.pending() > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
+            run_out(&clock).await;
             let v = log.borrow().clone();
             v
         });
@@ -1213,10 +1215,7 @@ mod tests {
             let r = ran.clone();
             clock.at(EmuTime::from_secs(2), move || r.set(r.get() + 10));
             h.cancel();
-            tokio::task::spawn_local(clock.clone().drive());
-            while clock.pending() > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
+            run_out(&clock).await;
             (ran.get(), clock.fired(), clock.now())
         });
         assert_eq!((ran, fired, now), (10, 2, EmuTime::from_secs(2)));
@@ -1252,10 +1251,7 @@ mod tests {
             assert!(
                 fires(&group.0, EmuTime::from_secs(2)) && !fires(&group.0, EmuTime::from_secs(3))
             );
-            tokio::task::spawn_local(clock.clone().drive());
-            while clock.pending() > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
+            run_out(&clock).await;
             let ran = ran.borrow().clone();
             ran
         });
