@@ -3,11 +3,18 @@
 //!
 //! Emulated time never goes back, so nearly every key pushed is at or after the key last
 //! popped (`last`). A *radix heap* exploits that: keys equal to `last` wait in a FIFO, and
-//! bucket `i` holds the keys whose highest bit differing from `last` is bit `i`. Pushing is a
-//! `Vec::push`; popping takes from the FIFO and, when it is empty, redistributes the first
-//! non-empty bucket (its least key becomes `last`) into the FIFO and lower buckets. Each entry
-//! moves at most 64 times in its life and the buckets are contiguous, so a million pending
-//! events cost far fewer cache misses than a binary heap's sift-down through a 40 MB array.
+//! the others wait in buckets by how they differ from `last`. Pushing is a `Vec::push`;
+//! popping takes from the FIFO and, when it is empty, redistributes the first non-empty bucket
+//! (its least key becomes `last`) into the FIFO and lower buckets.
+//!
+//! The buckets go by base-16 digits rather than bits: bucket `(d, v)` holds the keys whose
+//! highest digit differing from `last` is digit `d`, with value `v` there. Buckets in `(d, v)`
+//! order hold ever larger keys, and a redistribution moves every key at least one digit
+//! down, so an entry moves at most 16 times in its life — about three times for the clock's
+//! usual spread of delays, where one bucket per bit moved it ten times (the bucket arrays'
+//! moves were a quarter of a timed delivery's instructions at 10 k pending). Siblings keep
+//! their bucket when `last` rises within their digit's bucket: relative to any key of bucket
+//! `(d, v)` their digit `d` still differs, with the same value.
 //!
 //! Ties: equal keys pop in `seq` order (FIFO), as the clock promises. Sequence numbers only
 //! grow, so entries pushed straight into the FIFO come after those already there, and entries
@@ -52,10 +59,13 @@ pub(crate) struct RadixHeap<T> {
     last: u64,
     /// Keys equal to `last`, in `seq` order.
     equal: VecDeque<Entry<T>>,
-    /// `buckets[i]` holds keys whose highest bit differing from `last` is bit `i`.
+    /// `buckets[16 d + v]` holds keys whose highest base-16 digit differing from `last` is
+    /// digit `d`, with value `v` there (see [`bucket`]).
     buckets: Vec<Vec<Entry<T>>>,
-    /// Bit `i` is set when `buckets[i]` is not empty (finds the first one in one instruction).
-    filled: u64,
+    /// Bit `i % 64` of word `i / 64` is set when `buckets[i]` is not empty.
+    filled: [u64; BUCKETS / 64],
+    /// Bit `w` is set when word `w` of `filled` is not zero.
+    words: u64,
     /// Keys pushed below `last`: they pop before every bucket.
     late: BinaryHeap<Reverse<Entry<T>>>,
     /// Entries in `equal` and `buckets`.
@@ -67,8 +77,9 @@ impl<T> Default for RadixHeap<T> {
         RadixHeap {
             last: 0,
             equal: VecDeque::new(),
-            buckets: (0..64).map(|_| Vec::new()).collect(),
-            filled: 0,
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            filled: [0; BUCKETS / 64],
+            words: 0,
             late: BinaryHeap::new(),
             len: 0,
         }
@@ -98,7 +109,7 @@ impl<T> RadixHeap<T> {
         } else {
             let b = bucket(self.last, due);
             self.buckets[b].push(entry);
-            self.filled |= 1 << b;
+            self.fill(b);
             self.len += 1;
         }
     }
@@ -131,13 +142,33 @@ impl<T> RadixHeap<T> {
         Some((e.due, e.item))
     }
 
+    /// Marks bucket `b` non-empty.
+    #[inline]
+    fn fill(&mut self, b: usize) {
+        self.filled[b / 64] |= 1 << (b % 64);
+        self.words |= 1 << (b / 64);
+    }
+
+    /// The first non-empty bucket, if any.
+    #[inline]
+    fn first_filled(&self) -> Option<usize> {
+        if self.words == 0 {
+            return None;
+        }
+        let w = self.words.trailing_zeros() as usize;
+        Some(w * 64 + self.filled[w].trailing_zeros() as usize)
+    }
+
     /// Makes `equal` hold the least keys of the buckets, if it is empty and they are not.
     fn refill(&mut self) {
-        if !self.equal.is_empty() || self.filled == 0 {
+        if !self.equal.is_empty() {
             return;
         }
-        let i = self.filled.trailing_zeros() as usize;
-        self.filled &= !(1 << i);
+        let Some(i) = self.first_filled() else { return };
+        self.filled[i / 64] &= !(1 << (i % 64));
+        if self.filled[i / 64] == 0 {
+            self.words &= !(1 << (i / 64));
+        }
         let mut moving = std::mem::take(&mut self.buckets[i]);
         // Invariant: bucket i is non-empty, so it has a least key.
         let least = moving.iter().map(|e| e.due).min().unwrap_or(self.last);
@@ -146,25 +177,42 @@ impl<T> RadixHeap<T> {
             if e.due == least {
                 self.equal.push_back(e);
             } else {
-                // Keys in bucket i share the bits above bit i with the old `last` and with
-                // `least`, so they land in a bucket below i.
+                // Keys in bucket i share every digit from its digit up with `least`, so
+                // they land in a bucket of a lower digit.
                 let b = bucket(least, e.due);
                 self.buckets[b].push(e);
-                self.filled |= 1 << b;
+                self.fill(b);
             }
         }
-        // Keep the capacity for the next time this bucket fills.
-        self.buckets[i] = moving;
+        // Keep the capacity for the next time this bucket fills, up to a bound: with 2 048
+        // buckets, keeping every peak would hold memory long after the events are gone.
+        if moving.capacity() <= KEPT_CAPACITY {
+            self.buckets[i] = moving;
+        }
         // `equal` was empty: it now holds exactly the entries at `least`, in bucket order.
         self.equal.make_contiguous().sort_unstable_by_key(|e| e.seq);
     }
 }
 
-/// The bucket of `key` (greater than `last`): its highest bit differing from `last`.
+/// The most entries of room an emptied bucket keeps for its next use.
+const KEPT_CAPACITY: usize = 1024;
+
+/// Bits per digit of a bucket's position.
+const DIGIT_BITS: u32 = 8;
+/// Buckets: one per (digit, digit value); 16 digits of 16 values.
+const BUCKETS: usize = (64 / DIGIT_BITS as usize) << DIGIT_BITS;
+const _: () = assert!(BUCKETS / 64 <= 64 && 64 % DIGIT_BITS == 0);
+
+/// The bucket of `key` (greater than `last`): `16 d + v`, where digit `d` is the highest
+/// base-16 digit in which `key` differs from `last` and `v` is `key`'s value there. Buckets
+/// in index order hold increasing keys: a key of a higher digit is larger, and within a digit
+/// the higher value is.
 #[inline]
 fn bucket(last: u64, key: u64) -> usize {
-    // key > last, so key ^ last != 0 and the result is 0..=63.
-    63 - (key ^ last).leading_zeros() as usize
+    // key > last, so key ^ last != 0 and the highest differing bit is 0..=63.
+    let digit = (63 - (key ^ last).leading_zeros()) / DIGIT_BITS;
+    let value = (key >> (digit * DIGIT_BITS)) & ((1 << DIGIT_BITS) - 1);
+    ((digit as usize) << DIGIT_BITS) | value as usize
 }
 
 #[cfg(test)]
