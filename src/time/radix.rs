@@ -7,12 +7,13 @@
 //! popping takes from the FIFO and, when it is empty, redistributes the first non-empty bucket
 //! (its least key becomes `last`) into the FIFO and lower buckets.
 //!
-//! The buckets go by base-16 digits rather than bits: bucket `(d, v)` holds the keys whose
+//! The buckets go by base-256 digits rather than bits: bucket `(d, v)` holds the keys whose
 //! highest digit differing from `last` is digit `d`, with value `v` there. Buckets in `(d, v)`
 //! order hold ever larger keys, and a redistribution moves every key at least one digit
-//! down, so an entry moves at most 16 times in its life — about three times for the clock's
-//! usual spread of delays, where one bucket per bit moved it ten times (the bucket arrays'
-//! moves were a quarter of a timed delivery's instructions at 10 k pending). Siblings keep
+//! down, so an entry moves at most 8 times in its life — two or three times for the clock's
+//! usual spread of delays, where one bucket per bit moved it about ten times (half the
+//! queue's instructions). A summary word marks which words of the 2 048-bit bucket map are
+//! not zero, so the first non-empty bucket takes two bit scans. Siblings keep
 //! their bucket when `last` rises within their digit's bucket: relative to any key of bucket
 //! `(d, v)` their digit `d` still differs, with the same value.
 //!
@@ -59,8 +60,8 @@ pub(crate) struct RadixHeap<T> {
     last: u64,
     /// Keys equal to `last`, in `seq` order.
     equal: VecDeque<Entry<T>>,
-    /// `buckets[16 d + v]` holds keys whose highest base-16 digit differing from `last` is
-    /// digit `d`, with value `v` there (see [`bucket`]).
+    /// `buckets[256 d + v]` holds keys whose highest base-256 digit differing from `last`
+    /// is digit `d`, with value `v` there (see [`bucket`]).
     buckets: Vec<Vec<Entry<T>>>,
     /// Bit `i % 64` of word `i / 64` is set when `buckets[i]` is not empty.
     filled: [u64; BUCKETS / 64],
@@ -199,12 +200,12 @@ const KEPT_CAPACITY: usize = 1024;
 
 /// Bits per digit of a bucket's position.
 const DIGIT_BITS: u32 = 8;
-/// Buckets: one per (digit, digit value); 16 digits of 16 values.
+/// Buckets: one per (digit, digit value); 8 digits of 256 values.
 const BUCKETS: usize = (64 / DIGIT_BITS as usize) << DIGIT_BITS;
 const _: () = assert!(BUCKETS / 64 <= 64 && 64 % DIGIT_BITS == 0);
 
-/// The bucket of `key` (greater than `last`): `16 d + v`, where digit `d` is the highest
-/// base-16 digit in which `key` differs from `last` and `v` is `key`'s value there. Buckets
+/// The bucket of `key` (greater than `last`): `256 d + v`, where digit `d` is the highest
+/// base-256 digit in which `key` differs from `last` and `v` is `key`'s value there. Buckets
 /// in index order hold increasing keys: a key of a higher digit is larger, and within a digit
 /// the higher value is.
 #[inline]
