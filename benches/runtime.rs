@@ -7,6 +7,9 @@
 //!
 //! Run with `cargo bench --bench runtime` (add `-- quick` for a smoke run). Each throughput
 //! figure is the median of several repetitions; results go to `docs/performance.md`.
+//! `-- timers pressure` measures the timed deliveries with another thread streaming through
+//! 64 MiB meanwhile: the cache pressure a busy neighbour puts on a shared machine, made
+//! repeatable (the bare loop's heap stays in its core's own cache; igemu's actors do not).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -18,7 +21,7 @@ use actix::{Actor, AsyncContext, Context, Handler, Message};
 use igemu::actors::graph::Graph;
 use igemu::actors::messages::VmRef;
 use igemu::actors::vm::{Vm, VmSpec};
-use igemu::actors::{Emu, Peer};
+use igemu::actors::{Emu, Own, Peer};
 use igemu::model::{RequestId, VmState};
 use igemu::time::{Clock, ClockMode, EmuDuration};
 use igemu::topology::{self, Overrides, Topology};
@@ -228,11 +231,8 @@ impl Handler<Wake> for Sleeper {
             self.done.notify_one();
             return;
         }
-        // A fresh address per timed send, as igemu's actors make theirs.
-        let me = Peer {
-            id: self.id,
-            addr: ctx.address(),
-        };
+        // A fresh address to itself per timed send, as igemu's actors make theirs.
+        let me = Own::new(self, self.id, ctx.address());
         let due = self.emu.now() + self.delay();
         self.emu.send_at(due, self.id, me, Wake);
     }
@@ -421,8 +421,36 @@ fn immediate(reps: usize, quick: bool) {
     );
 }
 
+/// A thread streaming through 64 MiB, read and written, until the returned flag is set.
+fn cache_pressure() -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<u64>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&stop);
+    let streamer = std::thread::spawn(move || {
+        let mut block = vec![1u64; 8 << 20];
+        let mut sum = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            // One word per cache line.
+            for w in block.iter_mut().step_by(8) {
+                *w = w.wrapping_add(sum);
+                sum = sum.wrapping_add(*w);
+            }
+        }
+        std::hint::black_box(sum)
+    });
+    (stop, streamer)
+}
+
 fn timed(reps: usize, quick: bool) {
     let alive = igemu::actors::live_contexts();
+    let pressure = std::env::args()
+        .any(|a| a == "pressure")
+        .then(cache_pressure);
+    if pressure.is_some() {
+        println!("timed deliveries under cache pressure (a thread streaming through 64 MiB)");
+    }
     // `-- pending=N` keeps one size (for profiling).
     let only: Option<usize> =
         std::env::args().find_map(|a| a.strip_prefix("pending=")?.parse().ok());
@@ -456,6 +484,10 @@ fn timed(reps: usize, quick: bool) {
             "timed-deliveries pending={pending} allocations per delivery: igemu={:.2}",
             median(allocations)
         );
+    }
+    if let Some((stop, streamer)) = pressure {
+        stop.store(true, Ordering::Relaxed);
+        let _ = streamer.join();
     }
     // Each run's pending events held its context; they go with the runtime now.
     println!(

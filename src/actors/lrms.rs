@@ -18,7 +18,7 @@ use super::messages::{
 use super::messages::{FreeSlots, PublishTick, Reallocate, SlotsRequest};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
-use super::{Emu, Peer};
+use super::{Emu, Own, Peer};
 use crate::igg::slots::Published;
 use crate::lrms::provider::{Forecast, Partitions, FORECAST_WINDOW};
 use crate::lrms::{Action, Config, Core, VmPlan};
@@ -113,6 +113,11 @@ impl Lrms {
             id: self.id,
             addr: ctx.address(),
         }
+    }
+
+    /// This LRMS's own address for its timed sends (see [`Own`]).
+    fn own(&self, ctx: &Context<Self>) -> Own<Lrms> {
+        Own::new(self, self.id, ctx.address())
     }
 
     fn origin(&self, lease: RequestId) -> Origin {
@@ -271,7 +276,7 @@ impl Lrms {
                     self.tell_requester(lease, LeaseEnded { lease, state });
                 }
                 Action::Wake(at) => {
-                    let me = self.me(ctx);
+                    let me = self.own(ctx);
                     self.emu.send_at(at, self.id, me, Tick);
                 }
                 Action::Relocate(relocation) => {
@@ -353,7 +358,7 @@ impl Actor for Lrms {
             .as_ref()
             .is_some_and(|p| p.interval.is_some())
         {
-            let me = self.me(ctx);
+            let me = self.own(ctx);
             self.emu.send_at(self.emu.now(), self.id, me, PublishTick);
         }
     }
@@ -370,7 +375,7 @@ impl Handler<PublishTick> for Lrms {
             let slots = self.slots(p);
             self.emu.send(self.id, &self.igg, slots);
         }
-        let me = self.me(ctx);
+        let me = self.own(ctx);
         let now = self.emu.now();
         self.emu
             .send_at(now + interval, self.id, me.clone(), PublishTick);

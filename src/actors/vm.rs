@@ -12,7 +12,7 @@ use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 use super::host::Host;
 use super::lrms::Lrms;
 use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
-use super::{Emu, Peer};
+use super::{Emu, Own, Peer};
 use crate::metrics::{Violation, VmSpan};
 use crate::model::ClusterId;
 use crate::model::VmState;
@@ -105,10 +105,7 @@ impl Handler<VmCommand> for Vm {
             }
         });
         // One address and one handle for all the steps of the plan.
-        let me = Rc::new(Peer {
-            id: self.id,
-            addr: ctx.address(),
-        });
+        let me = Rc::new(Own::new(self, self.id, ctx.address()));
         let handle = TimerHandle::new();
         let n = msg.steps.len();
         for (i, &(at, event)) in msg.steps.iter().enumerate() {

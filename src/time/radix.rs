@@ -115,6 +115,15 @@ impl<T> RadixHeap<T> {
         }
     }
 
+    /// The item with the least key queued.
+    pub(crate) fn peek(&mut self) -> Option<&T> {
+        if !self.late.is_empty() {
+            return self.late.peek().map(|Reverse(e)| &e.item);
+        }
+        self.refill();
+        self.equal.front().map(|e| &e.item)
+    }
+
     /// The least key queued.
     pub(crate) fn peek_due(&mut self) -> Option<u64> {
         if let Some(Reverse(e)) = self.late.peek() {
@@ -277,6 +286,8 @@ mod tests {
                     Op::Peek => {
                         let want = reference.peek().map(|Reverse((d, _))| *d);
                         prop_assert_eq!(radix.peek_due(), want);
+                        let item = reference.peek().map(|Reverse((_, s))| s);
+                        prop_assert_eq!(radix.peek(), item);
                     }
                 }
                 prop_assert_eq!(radix.len(), reference.len());
