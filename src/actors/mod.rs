@@ -114,7 +114,7 @@ pub mod vm;
 use crate::fault::Faults;
 use crate::metrics::Metrics;
 use crate::model::{GridId, LeaseRequest, RequestId};
-use crate::time::{Clock, EmuTime, Lane, TimerHandle, Work};
+use crate::time::{Clock, EmuTime, Lane, Near, TimerHandle, Work};
 use crate::trace::{ActorId, Traced, Tracer};
 
 /// The run's shared context: clock, tracer, observations, faults and the requests. Its parts
@@ -162,10 +162,10 @@ pub trait Inbox<M>: Clone + 'static {
     fn id(&self) -> ActorId;
     /// Puts `msg` in the receiver's mailbox.
     fn deliver(&self, msg: Caused<M>);
-    /// Where the delivery will read first: the receiver's mailbox and its state (0: not
-    /// known), for the clock to fetch into the cache ahead of a timed delivery.
-    fn near(&self) -> [usize; 2] {
-        [0, 0]
+    /// Where a delivery will read first, for the clock to fetch into the cache ahead of a
+    /// timed delivery.
+    fn near(&self) -> Near {
+        Near::NONE
     }
 }
 
@@ -186,8 +186,11 @@ where
     }
 
     #[inline]
-    fn near(&self) -> [usize; 2] {
-        [mailbox_of(&self.addr), 0]
+    fn near(&self) -> Near {
+        Near {
+            mailbox: mailbox_of(&self.addr),
+            home: 0,
+        }
     }
 }
 
@@ -224,7 +227,7 @@ impl<M, P: Inbox<M>> Inbox<M> for Rc<P> {
     }
 
     #[inline]
-    fn near(&self) -> [usize; 2] {
+    fn near(&self) -> Near {
         Inbox::<M>::near(&**self)
     }
 }
@@ -272,8 +275,11 @@ where
     }
 
     #[inline]
-    fn near(&self) -> [usize; 2] {
-        [Inbox::<M>::near(&self.peer)[0], self.home]
+    fn near(&self) -> Near {
+        Near {
+            home: self.home,
+            ..Inbox::<M>::near(&self.peer)
+        }
     }
 }
 
@@ -443,9 +449,9 @@ impl Emu {
         M: Message<Result = ()> + Traced + Send + 'static,
         P: Inbox<M>,
     {
-        let (emu, cause) = (Rc::clone(self), self.tracer.current());
-        self.clock
-            .at_with(due, move || emu.send_caused(from, &to, msg, cause), handle);
+        let (emu, cause, near) = (Rc::clone(self), self.tracer.current(), to.near());
+        let fire = move || emu.send_caused(from, &to, msg, cause);
+        self.clock.at_with(due, near, fire, handle);
     }
 
     /// Sends `msg` over the link between the IGGs of Grids `from_grid` and `to_grid`: recorded
@@ -590,10 +596,72 @@ impl Future for WithCause {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Traced;
 
     struct Idle;
     impl Actor for Idle {
         type Context = actix::Context<Self>;
+    }
+
+    /// An actor that takes timed messages, for the hints its timed sends give the clock.
+    struct Sink {
+        emu: Rc<Emu>,
+    }
+    impl Actor for Sink {
+        type Context = actix::Context<Self>;
+    }
+    crate::emu_shell!(Sink);
+    crate::handles_caused!(Sink; Ping);
+
+    #[derive(actix::Message)]
+    #[rtype(result = "()")]
+    struct Ping;
+    impl Traced for Ping {
+        const KIND: &'static str = "Ping";
+    }
+    impl actix::Handler<Ping> for Sink {
+        type Result = ();
+        fn handle(&mut self, _: Ping, _: &mut actix::Context<Self>) {}
+    }
+
+    #[test]
+    fn an_actors_timed_sends_to_itself_tell_the_clock_its_mailbox_and_state() {
+        actix::System::new().block_on(async {
+            let emu = Rc::new(Emu::new(
+                Clock::new(crate::time::ClockMode::Virtual),
+                crate::trace::Tracer::counting(Vec::new()),
+                Rc::from(Vec::new()),
+                crate::fault::Faults::new(Default::default(), 1),
+            ));
+            let id = emu.tracer().register("sink".to_string());
+            let sink = Sink {
+                emu: Rc::clone(&emu),
+            };
+            let addr = Sink {
+                emu: Rc::clone(&emu),
+            }
+            .start();
+            let want = Near {
+                mailbox: mailbox_of(&addr),
+                home: &sink as *const Sink as usize,
+            };
+            let own = Own::new(&sink, id, addr.clone());
+            let at = |s| EmuTime::from_secs(s);
+            // Each pending event is the next to fire when it is checked.
+            emu.send_at(at(3), id, own.clone(), Ping);
+            assert_eq!(emu.clock().next_near(), Some(want));
+            let handle = TimerHandle::new();
+            emu.send_at_with(at(2), id, Rc::new(own), Ping, &handle);
+            assert_eq!(
+                emu.clock().next_near(),
+                Some(want),
+                "through a shared address"
+            );
+            emu.send_at(at(1), id, Peer { id, addr }, Ping);
+            let peer = Near { home: 0, ..want };
+            assert_eq!(emu.clock().next_near(), Some(peer), "a plain address");
+            emu.clock().discard_pending();
+        });
     }
 
     #[test]

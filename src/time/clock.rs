@@ -87,9 +87,8 @@ const REALTIME_BLOCKING_NAP: std::time::Duration = std::time::Duration::from_mil
 /// read by the clock so that a cancelled event costs no call.
 struct Pending {
     fire: Callback,
-    /// Where the callback will read first: its receiver's mailbox and state, each 0 when not
-    /// known (see [`Pending::fetch_ahead`]).
-    near: [usize; 2],
+    /// Where the callback will read first (see [`Pending::fetch_ahead`]).
+    near: Near,
     cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
     /// Scheduled for a later instant than the one it was scheduled at: a timer, whose
     /// lateness a realtime run measures (an event for the current instant is part of the
@@ -97,19 +96,41 @@ struct Pending {
     timer: bool,
 }
 
+/// Where a delivery will read first, for the clock to fetch into the cache while the event
+/// before it runs: the receiver's mailbox and its state, each 0 when not known. Hints only:
+/// the clock never reads through them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Near {
+    /// The receiver's mailbox.
+    pub mailbox: usize,
+    /// The receiver's state (an actor's own fields).
+    pub home: usize,
+}
+
+impl Near {
+    /// Nothing known.
+    pub const NONE: Near = Near {
+        mailbox: 0,
+        home: 0,
+    };
+}
+
 impl Pending {
     /// Asks for what firing this event will read first: its closure, and the receiver's
     /// mailbox and state when known. With thousands of actors these are rarely in the cache,
-    /// and the clock asks for the next event's while the one before runs (timed deliveries at
-    /// 10 k pending under cache pressure: ×1.8).
+    /// and the clock asks for the next event's while the one before runs (see
+    /// docs/performance.md, "Timed deliveries, sixth pass").
     fn fetch_ahead(&self) {
         prefetch(&*self.fire as *const dyn FnOnce() as *const u8);
-        let [mailbox, home] = self.near;
+        let Near { mailbox, home } = self.near;
         if mailbox != 0 {
+            // The mailbox's state and its waker lie in its first two lines.
             prefetch(mailbox as *const u8);
             prefetch(mailbox.wrapping_add(64) as *const u8);
         }
         if home != 0 {
+            // The actor's fields may start anywhere in a line and run into the next; the line
+            // before holds the context fields actix reads first.
             prefetch(home.wrapping_sub(64) as *const u8);
             prefetch(home as *const u8);
             prefetch(home.wrapping_add(64) as *const u8);
@@ -605,13 +626,13 @@ impl Clock {
     /// Runs `fire` at emulated time `due` (or as soon as possible if `due` has passed).
     /// Events due at the same time run in the order they were scheduled.
     pub fn at(&self, due: EmuTime, fire: impl FnOnce() + 'static) {
-        self.push(due, Box::new(fire), None, [0, 0]);
+        self.push(due, Box::new(fire), None, Near::NONE);
     }
 
     /// Like [`Clock::at`], with where the callback reads first (its receiver's mailbox and
     /// state, 0 when not known): the clock fetches them into the cache while the event before
     /// runs.
-    pub fn at_near(&self, due: EmuTime, near: [usize; 2], fire: impl FnOnce() + 'static) {
+    pub fn at_near(&self, due: EmuTime, near: Near, fire: impl FnOnce() + 'static) {
         self.push(due, Box::new(fire), None, near);
     }
 
@@ -620,7 +641,7 @@ impl Clock {
         due: EmuTime,
         fire: Callback,
         cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
-        near: [usize; 2],
+        near: Near,
     ) {
         let timer = due > self.inner.logical_now.get();
         self.push_event(due, fire, cancelled, timer, near);
@@ -632,7 +653,7 @@ impl Clock {
         fire: Callback,
         cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
         timer: bool,
-        near: [usize; 2],
+        near: Near,
     ) {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
@@ -663,14 +684,27 @@ impl Clock {
     /// cancelled event still counts as fired (the count is an output), but runs nothing.
     pub fn at_cancellable(&self, due: EmuTime, fire: impl FnOnce() + 'static) -> TimerHandle {
         let handle = TimerHandle::new();
-        self.at_with(due, fire, &handle);
+        self.at_with(due, Near::NONE, fire, &handle);
         handle
     }
 
     /// Like [`Clock::at_cancellable`], under a handle shared with other events (one
-    /// allocation for a group that is called off together, or from an instant on).
-    pub fn at_with(&self, due: EmuTime, fire: impl FnOnce() + 'static, handle: &TimerHandle) {
-        self.push(due, Box::new(fire), Some(Rc::clone(&handle.0)), [0, 0]);
+    /// allocation for a group that is called off together, or from an instant on), with
+    /// where the callback reads first as for [`Clock::at_near`].
+    pub fn at_with(
+        &self,
+        due: EmuTime,
+        near: Near,
+        fire: impl FnOnce() + 'static,
+        handle: &TimerHandle,
+    ) {
+        self.push(due, Box::new(fire), Some(Rc::clone(&handle.0)), near);
+    }
+
+    /// Where the next event to fire will read first (for tests of the callers' hints).
+    #[cfg(test)]
+    pub(crate) fn next_near(&self) -> Option<Near> {
+        self.inner.heap.borrow_mut().peek().map(|p| p.near)
     }
 
     /// Promises that, from now on, every piece of work that can still act at the current
@@ -730,8 +764,8 @@ impl Clock {
         for (due, run) in m.take() {
             let fire: Callback = run;
             match due {
-                Some(due) => self.push_event(due, fire, None, true, [0, 0]),
-                None => self.push_event(self.now(), fire, None, false, [0, 0]),
+                Some(due) => self.push_event(due, fire, None, true, Near::NONE),
+                None => self.push_event(self.now(), fire, None, false, Near::NONE),
             }
         }
     }
@@ -1300,6 +1334,7 @@ mod tests {
                 let r = ran.clone();
                 clock.at_with(
                     EmuTime::from_secs(s),
+                    Near::NONE,
                     move || r.borrow_mut().push(s),
                     handle,
                 );

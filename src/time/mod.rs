@@ -12,7 +12,7 @@ pub mod remote;
 mod text;
 
 pub use clock::{
-    Clock, ClockMode, InstantLoad, Lateness, OrderOutcome, Stopwatch, TimerHandle, Work,
+    Clock, ClockMode, InstantLoad, Lateness, Near, OrderOutcome, Stopwatch, TimerHandle, Work,
 };
 pub use interleave::Lane;
 pub(crate) use text::write_digits;

@@ -13,9 +13,10 @@
 //! down, so an entry moves at most 8 times in its life — two or three times for the clock's
 //! usual spread of delays, where one bucket per bit moved it about ten times (half the
 //! queue's instructions). A summary word marks which words of the 2 048-bit bucket map are
-//! not zero, so the first non-empty bucket takes two bit scans. Siblings keep
-//! their bucket when `last` rises within their digit's bucket: relative to any key of bucket
-//! `(d, v)` their digit `d` still differs, with the same value.
+//! not zero, so the first non-empty bucket takes two bit scans. When bucket `(d, v)` is
+//! redistributed, `last` becomes one of its keys; the later buckets `(d, w)`, `w > v`, stay
+//! right, since their keys still differ from the new `last` first in digit `d`, with value
+//! `w`, and so do the buckets of higher digits.
 //!
 //! Ties: equal keys pop in `seq` order (FIFO), as the clock promises. Sequence numbers only
 //! grow, so entries pushed straight into the FIFO come after those already there, and entries
@@ -284,10 +285,11 @@ mod tests {
                         }
                     }
                     Op::Peek => {
-                        let want = reference.peek().map(|Reverse((d, _))| *d);
-                        prop_assert_eq!(radix.peek_due(), want);
+                        // The item first: its look at the head refills on its own.
                         let item = reference.peek().map(|Reverse((_, s))| s);
                         prop_assert_eq!(radix.peek(), item);
+                        let want = reference.peek().map(|Reverse((d, _))| *d);
+                        prop_assert_eq!(radix.peek_due(), want);
                     }
                 }
                 prop_assert_eq!(radix.len(), reference.len());
@@ -311,6 +313,31 @@ mod tests {
             std::iter::from_fn(|| h.pop_due_by(u64::MAX).map(|(_, s)| s)).collect();
         let want: Vec<u64> = (0..100).step_by(2).chain((1..100).step_by(2)).collect();
         assert_eq!(popped, want);
+    }
+
+    #[test]
+    fn a_bucket_emptied_past_the_kept_room_serves_again() {
+        // Each round pops `base` (so `last` = base), then queues three thousand keys in
+        // bucket (digit 1, value 1) of it and pops them all: the second round reuses the
+        // bucket whose room the first gave back.
+        let mut h = RadixHeap::default();
+        let mut seq = 0u64;
+        for base in [0u64, 1 << 16] {
+            h.push(base, seq, seq);
+            seq += 1;
+            assert_eq!(h.pop_due_by(u64::MAX).map(|(d, _)| d), Some(base));
+            let mut want = Vec::new();
+            for i in 0..3_000u64 {
+                let key = base + 256 + (i * 37) % 256;
+                h.push(key, seq, seq);
+                want.push((key, seq));
+                seq += 1;
+            }
+            want.sort_unstable();
+            let got: Vec<(u64, u64)> = std::iter::from_fn(|| h.pop_due_by(u64::MAX)).collect();
+            assert_eq!(got, want);
+            assert!(h.is_empty());
+        }
     }
 
     #[test]
