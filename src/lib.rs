@@ -209,7 +209,7 @@ pub struct RunOptions {
     /// what ran ([`RecordHeader`], from [`RunOptions::provenance`]), then one line per
     /// delivery ([`time::record`]). Written under a temporary name and renamed when whole.
     pub record: Option<PathBuf>,
-    /// Follow the order of deliveries recorded in this file ([`replay`] sets it).
+    /// Follow the order of deliveries recorded in this file (`replay` sets it).
     pub replay: Option<PathBuf>,
     /// Realtime mode: publish live frames here as the run goes ([`serve`]).
     pub live: Option<std::sync::Arc<serve::Feed>>,

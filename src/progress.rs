@@ -98,7 +98,7 @@ pub fn line(what: &str, elapsed_s: f64, fraction: Option<f64>) -> String {
     format!("  {}", status(what, elapsed_s, fraction))
 }
 
-/// A terminal's progress line: the fraction done as a bar of ten cells, then what [`line`]
+/// A terminal's progress line: the fraction done as a bar of ten cells, then what [`line()`]
 /// says: `[#####.....] 12/40 runs, 1m02s elapsed, ~3m10s left` (`[??????????]` when the
 /// fraction is unknown). Plain ASCII; the caller adds the escape codes that rewrite it.
 pub fn bar_line(what: &str, elapsed_s: f64, fraction: Option<f64>) -> String {

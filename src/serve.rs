@@ -1,7 +1,7 @@
 //! The live view (`igemu run --mode realtime --serve ADDR`): a page that shows the federation
 //! as it runs, served over HTTP with server-sent events.
 //!
-//! The emulation never waits for a browser. Its clock calls [`publish_frame`] about every
+//! The emulation never waits for a browser. Its clock calls `publish_frame` about every
 //! [`FRAME_EVERY`] of wall time (`Clock::every_wall`); that builds one JSON frame — per-cluster
 //! cores in use, queues, preemptions, negotiations in flight, the last messages — and puts it
 //! in the [`Feed`], replacing the one before. The server runs on its own threads: an acceptor

@@ -4,7 +4,7 @@
 //! messages on the links between IGGs, posted to the receiving shard's clock with their due
 //! time ([`crate::time::remote::Mailbox`]), and the end of the run, when every shard's own
 //! requests are done. A post runs on the receiving thread with that thread's run context
-//! ([`with_shard`]), so its message is counted as work there, as any other.
+//! (`with_shard`), so its message is counted as work there, as any other.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};

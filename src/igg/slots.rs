@@ -441,7 +441,7 @@ impl SlotsAt<'_> {
         self.earliest_on_before(j, cores, length, EmuTime::NEVER)
     }
 
-    /// [`SlotsAt::earliest_on`] if it is before `before`, else `None` (the search stops
+    /// `earliest_on` if it is before `before`, else `None` (the search stops
     /// there: a request's cost window only needs the earliest over all clusters).
     pub(crate) fn earliest_on_before(
         &self,
@@ -464,7 +464,7 @@ impl SlotsAt<'_> {
         }
     }
 
-    /// [`SlotStore::grid_load`] at the view's instant.
+    /// The store's `grid_load` at the view's instant.
     pub(crate) fn grid_load(&self, horizon: EmuDuration) -> (f64, f64) {
         let (mut used, mut cap) = (0.0, 0.0);
         let to = self.now + horizon;
@@ -478,7 +478,7 @@ impl SlotsAt<'_> {
         (if cap > 0.0 { used / cap } else { 0.0 }, cap)
     }
 
-    /// [`SlotStore::until`].
+    /// The store's `until`.
     pub(crate) fn until(&self) -> Option<EmuTime> {
         self.clusters.iter().map(|c| c.1.until).max()
     }
