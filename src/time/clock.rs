@@ -1130,12 +1130,25 @@ fn prefetch(p: *const u8) {
 mod tests {
     use super::*;
 
-    fn virtual_runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
+    /// Runs `test` on a fresh virtual clock (promising counted work when `counted`) in a
+    /// paused current-thread runtime, and returns what it returns.
+    fn on_virtual_clock<T, F: std::future::Future<Output = T>>(
+        counted: bool,
+        test: impl FnOnce(Clock) -> F,
+    ) -> T {
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
             .build()
-            .unwrap()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let clock = Clock::new(ClockMode::Virtual);
+            if counted {
+                clock.count_work();
+            }
+            test(clock).await
+        })
     }
 
     /// Drives `clock` until no event is left.
@@ -1148,10 +1161,7 @@ mod tests {
 
     #[test]
     fn virtual_clock_fires_in_time_order_with_fifo_ties() {
-        let rt = virtual_runtime();
-        let local = tokio::task::LocalSet::new();
-        let order = local.block_on(&rt, async {
-            let clock = Clock::new(ClockMode::Virtual);
+        let order = on_virtual_clock(false, |clock| async move {
             let log = Rc::new(RefCell::new(Vec::new()));
             for (i, secs) in [(0u32, 5u64), (1, 1), (2, 5), (3, 3), (4, 1)] {
                 let (log, c) = (log.clone(), clock.clone());
@@ -1181,10 +1191,7 @@ mod tests {
 
     #[test]
     fn virtual_clock_takes_earlier_events_scheduled_while_waiting() {
-        let rt = virtual_runtime();
-        let local = tokio::task::LocalSet::new();
-        let seen = local.block_on(&rt, async {
-            let clock = Clock::new(ClockMode::Virtual);
+        let seen = on_virtual_clock(false, |clock| async move {
             let log = Rc::new(RefCell::new(Vec::new()));
             let l = log.clone();
             let c = clock.clone();
@@ -1218,11 +1225,7 @@ mod tests {
 
     #[test]
     fn counted_work_holds_the_step_and_quiet_steps_skip_tokio() {
-        let rt = virtual_runtime();
-        let local = tokio::task::LocalSet::new();
-        let (seen, steps) = local.block_on(&rt, async {
-            let clock = Clock::new(ClockMode::Virtual);
-            clock.count_work();
+        let (seen, steps) = on_virtual_clock(true, |clock| async move {
             let log = Rc::new(RefCell::new(Vec::new()));
             for secs in [100, 200, 300] {
                 let (l, c) = (log.clone(), clock.clone());
@@ -1263,11 +1266,7 @@ mod tests {
 
     #[test]
     fn events_scheduled_in_the_past_fire_at_now_in_due_then_sequence_order() {
-        let rt = virtual_runtime();
-        let local = tokio::task::LocalSet::new();
-        let seen = local.block_on(&rt, async {
-            let clock = Clock::new(ClockMode::Virtual);
-            clock.count_work();
+        let seen = on_virtual_clock(true, |clock| async move {
             let log = Rc::new(RefCell::new(Vec::new()));
             let note = |name: &'static str| {
                 let (l, c) = (log.clone(), clock.clone());
@@ -1306,11 +1305,7 @@ mod tests {
 
     #[test]
     fn cancelled_events_count_as_fired_but_run_nothing() {
-        let rt = virtual_runtime();
-        let local = tokio::task::LocalSet::new();
-        let (ran, fired, now) = local.block_on(&rt, async {
-            let clock = Clock::new(ClockMode::Virtual);
-            clock.count_work();
+        let (ran, fired, now) = on_virtual_clock(true, |clock| async move {
             let ran = Rc::new(Cell::new(0u32));
             let r = ran.clone();
             let h = clock.at_cancellable(EmuTime::from_secs(1), move || r.set(r.get() + 1));
@@ -1325,11 +1320,7 @@ mod tests {
 
     #[test]
     fn a_shared_handle_calls_off_its_events_from_an_instant_or_all() {
-        let rt = virtual_runtime();
-        let local = tokio::task::LocalSet::new();
-        let ran = local.block_on(&rt, async {
-            let clock = Clock::new(ClockMode::Virtual);
-            clock.count_work();
+        let ran = on_virtual_clock(true, |clock| async move {
             let ran = Rc::new(RefCell::new(Vec::new()));
             let (group, other) = (TimerHandle::new(), TimerHandle::new());
             for (s, handle) in [
