@@ -1038,8 +1038,10 @@ impl Core {
         // free now, recomputed after a placement.
         let mut reserved = self.reserved_waiting();
         let mut free_now: Option<u64> = None;
+        let (queue, mut reexamined) = (waiting.len(), 0usize);
         for (_, _, _, id) in waiting {
             if self.leases[&id].res.is_some() {
+                reexamined += 1;
                 let cluster = (&mut freed, &mut steps, total);
                 if let Some(interval) = self.compress_one(id, now, cluster, out) {
                     moved.push(interval);
@@ -1067,6 +1069,15 @@ impl Core {
                 }
             }
         }
+        // The policy's own work, for measuring how it grows with load (`RUST_LOG=
+        // igemu::lrms::work=trace`; `scripts/scenario-cpu --load` sums it).
+        tracing::trace!(
+            target: "igemu::lrms::work",
+            queue,
+            reexamined,
+            moved = moved.len(),
+            "placement pass"
+        );
         if compress {
             // This pass's own take-outs are accounted for; the slots leases left may still
             // serve leases earlier in the queue, at the next pass.
