@@ -634,7 +634,7 @@ impl Clock {
     /// Runs `fire` at emulated time `due` (or as soon as possible if `due` has passed).
     /// Events due at the same time run in the order they were scheduled.
     pub fn at(&self, due: EmuTime, fire: impl FnOnce() + 'static) {
-        self.push(due, Box::new(fire), None, Near::NONE);
+        self.at_near(due, Near::NONE, fire);
     }
 
     /// Like [`Clock::at`], with where the callback reads first (its receiver's mailbox and
