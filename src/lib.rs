@@ -158,6 +158,59 @@ pub fn staged(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!(".{name}.tmp"))
 }
 
+/// A kind of single-file output: its name ("a Mermaid diagram") and a test of a file's first
+/// bytes telling whether it is one.
+pub type OutputKind = (&'static str, fn(&[u8]) -> bool);
+
+/// Refuses `path` for a single-file output (`option` names the flag) where writing it through
+/// a temporary file renamed into place would destroy something, and says what to give
+/// instead: a directory; something that is not a regular file (a device such as
+/// `/dev/null`, a FIFO or a socket: the rename would put a plain file in its place); one of
+/// the command's own `inputs` (followed through links); or an existing file that is not an
+/// earlier output of the same kind (`kind` names it, `is_kind` tells it by its first bytes).
+/// An empty file holds nothing to lose. A path that does not exist is fine.
+pub fn check_output_file(
+    option: &str,
+    path: &Path,
+    inputs: &[PathBuf],
+    (kind, is_kind): OutputKind,
+) -> Result<(), Error> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let refuse = |why: String| Err(Error::Usage(format!("{option} {}: {why}", path.display())));
+    if meta.is_dir() {
+        return refuse("that is a directory; give the path of a file".into());
+    }
+    if !meta.is_file() {
+        return refuse(format!(
+            "that is not a regular file (a device, FIFO or socket): igemu writes a file beside \
+             it and renames it into place, which would replace it. Give the path of a file; to \
+             discard the output, leave {option} out"
+        ));
+    }
+    let canonical = std::fs::canonicalize(path).ok();
+    if let Some(input) = inputs
+        .iter()
+        .find(|i| canonical.is_some() && std::fs::canonicalize(i).ok() == canonical)
+    {
+        return refuse(format!(
+            "that is this command's own input {}; writing it would destroy it. Give another path",
+            input.display()
+        ));
+    }
+    let mut head = Vec::with_capacity(4096);
+    let read = std::fs::File::open(path)
+        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 4096), &mut head));
+    if read.is_ok() && !head.is_empty() && !is_kind(&head) {
+        return refuse(format!(
+            "that file exists and is not {kind}; it is not replaced. Give another name, or \
+             remove it first"
+        ));
+    }
+    Ok(())
+}
+
 /// Puts a run's staged outputs in place: the old `summary.json` goes first (a directory
 /// without one holds no whole run), then each output is renamed over the old one — or an old
 /// one this run did not write (a trace, intervals) is removed, with the report drawn from the

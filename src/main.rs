@@ -473,6 +473,11 @@ enum WorkloadCommand {
 }
 
 fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), Error> {
+    // An input trace could be the file named: only an earlier export is replaced.
+    let export: igemu::OutputKind = ("an SWF file igemu exported", |h| {
+        h.starts_with(b"; Version: 2.2\n; Computer: igemu export of workload")
+    });
+    igemu::check_output_file("--out", out, &[path.to_path_buf()], export)?;
     let topo = topology::load_file(path, &Overrides { sets })?;
     let Some(w) = topo.workloads.iter().find(|w| w.name == name) else {
         let names: Vec<&str> = topo.workloads.iter().map(|w| w.name.as_str()).collect();
@@ -994,6 +999,8 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         ],
     )?;
     if let Some(record) = &args.record {
+        let inputs: Vec<PathBuf> = args.topology.iter().cloned().collect();
+        igemu::check_output_file("--record", record, &inputs, ("a record", |_| true))?;
         check_record_path(record, &args.out)?;
     }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
@@ -1585,6 +1592,31 @@ fn open_trace(file: &Path) -> Result<std::io::BufReader<std::fs::File>, Error> {
 fn trace(args: TraceArgs) -> Result<(), Error> {
     use igemu::trace::render::{self, Line};
     let file = args.file.clone();
+    let inputs = [file.clone()];
+    let outputs: [(&str, &Option<PathBuf>, igemu::OutputKind); 3] = [
+        (
+            "--mermaid",
+            &args.mermaid,
+            ("a Mermaid diagram", |h| h.starts_with(b"sequenceDiagram")),
+        ),
+        (
+            "--chrome",
+            &args.chrome,
+            ("a Chrome trace export", |h| {
+                h.starts_with(b"{\"displayTimeUnit\"")
+            }),
+        ),
+        (
+            "--out",
+            &args.out,
+            ("a negotiations CSV", |h| h.starts_with(b"negotiation,")),
+        ),
+    ];
+    for (option, path, kind) in outputs {
+        if let Some(path) = path {
+            igemu::check_output_file(option, path, &inputs, kind)?;
+        }
+    }
     let bad = |e: render::ReadError| {
         Error::Input(format!(
             "{}:{}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",

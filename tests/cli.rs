@@ -2103,3 +2103,104 @@ fn the_live_view_shows_a_realtime_run_as_it_goes_and_stops_with_it() {
     );
     assert!(dom.contains("busy/b1"), "no clusters drawn");
 }
+
+/// Single-file outputs are written beside their path and renamed into place; a path where
+/// that would destroy something is refused, exit 2, and left as it was: a device (here a
+/// link to `/dev/null`, which the rename must not touch), a FIFO, a directory, the command's
+/// own input, or an existing file of another kind. An earlier output of the same kind is
+/// replaced.
+#[test]
+fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| tmp_str(&tmp, name);
+    let run = igemu(&["run", "--out", &at("run"), "--trace", "--quiet"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let trace = at("run/trace.jsonl");
+    std::os::unix::fs::symlink("/dev/null", at("null")).expect("symlink");
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(at("fifo"))
+        .status();
+    assert!(fifo.is_ok_and(|s| s.success()), "mkfifo");
+    let topology = at("topology.toml");
+    std::fs::copy(common::path("topologies/quickstart.toml"), &topology).expect("copy");
+    let before = |p: &str| std::fs::read(p).expect("readable");
+    let (trace_bytes, summary_bytes, topology_bytes) = (
+        before(&trace),
+        before(&at("run/summary.json")),
+        before(&topology),
+    );
+    let refused = |args: &[&str], why: &str| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
+    };
+    let device = "not a regular file";
+    refused(
+        &["run", "--out", &at("o1"), "--record", &at("null")],
+        device,
+    );
+    refused(&["trace", &trace, "--chrome", &at("null")], device);
+    refused(&["trace", &trace, "--chrome", &at("fifo")], device);
+    refused(&["report", &at("run"), "--out", &at("null")], device);
+    refused(
+        &["trace", &trace, "--negotiations", "--out", &at("run")],
+        "a directory",
+    );
+    let own = "own input";
+    refused(&["trace", &trace, "--chrome", &trace], own);
+    refused(&["trace", &trace, "--negotiations", "--out", &trace], own);
+    refused(
+        &["report", &at("run"), "--out", &at("run/summary.json")],
+        own,
+    );
+    let other = "is not replaced";
+    refused(
+        &[
+            "trace",
+            &trace,
+            "--request",
+            "ext-1",
+            "--mermaid",
+            &topology,
+        ],
+        other,
+    );
+    refused(&["report", &at("run"), "--out", &topology], other);
+    let export = [
+        "workload",
+        "export",
+        "topologies/quickstart.toml",
+        "--workload",
+    ];
+    refused(
+        &[&export[..], &["alpha-dve", "--out", &topology]].concat(),
+        other,
+    );
+    // Nothing was touched.
+    let null = std::fs::symlink_metadata(at("null")).expect("still there");
+    assert!(null.file_type().is_symlink());
+    assert!(std::fs::metadata("/dev/null").is_ok_and(|m| m.file_type().is_char_device()));
+    let fifo = std::fs::symlink_metadata(at("fifo")).expect("still there");
+    assert!(fifo.file_type().is_fifo());
+    assert_eq!(before(&trace), trace_bytes);
+    assert_eq!(before(&at("run/summary.json")), summary_bytes);
+    assert_eq!(before(&topology), topology_bytes);
+    // An earlier output of the same kind is replaced.
+    for _ in 0..2 {
+        let mermaid = [
+            "trace",
+            &trace,
+            "--request",
+            "ext-1",
+            "--mermaid",
+            &at("m.mmd"),
+        ];
+        assert!(igemu(&mermaid).status.success());
+        assert!(igemu(&["report", &at("run"), "--out", &at("r.html")])
+            .status
+            .success());
+        let o = igemu(&[&export[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}

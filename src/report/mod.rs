@@ -81,6 +81,17 @@ impl Window {
 /// there unless `options` say otherwise — and returns its path. The file is written whole or
 /// not at all.
 pub fn write(dir: &Path, options: &Options) -> Result<PathBuf, Error> {
+    if let Some(out) = &options.out {
+        // Every file the report may read from `dir`.
+        let inputs: Vec<PathBuf> = (crate::RUN_OUTPUTS.iter())
+            .chain(&["runs.csv", "points.csv", "paired.csv", "sweep.json"])
+            .map(|name| dir.join(name))
+            .collect();
+        let report: crate::OutputKind = ("an igemu report", |h| {
+            h.starts_with(b"<!DOCTYPE html>") && h.windows(12).any(|w| w == b"<title>igemu")
+        });
+        crate::check_output_file("--out", out, &inputs, report)?;
+    }
     let html = render(dir, options)?;
     let path = options
         .out
