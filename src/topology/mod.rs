@@ -1317,6 +1317,7 @@ fn read_grids(
         let gname = g
             .req_str("name", "every grid needs a unique name")
             .map(|(s, loc)| {
+                check_name(diags, loc, s, "grid name");
                 if grids.iter().any(|x| x.name == s) {
                     diags.error(
                         loc,
@@ -1397,6 +1398,7 @@ fn read_cluster(
     let cname = c
         .req_str("name", "every cluster needs a name, unique in its grid")
         .map(|(s, loc)| {
+            check_name(diags, loc, s, "cluster name");
             if siblings.iter().any(|x| x.name == s) {
                 diags.error(
                     loc,
@@ -1628,4 +1630,28 @@ fn stream_stats<'a>(reqs: impl Iterator<Item = &'a LeaseRequest>, span_s: f64) -
         return (0.0, 0.0, 0.0);
     }
     (n / span_s.max(1.0), vms / n, dur / n)
+}
+
+/// Refuses a name the outputs and flags could not tell apart from its neighbours: actor names
+/// join names with `/` and `:` (`lrms:GRID/CLUSTER`, `vm:REQUEST/N`), `--trace-actors`
+/// separates patterns with `,` and ends prefixes with `*`, and reports split keys at `/`.
+pub(crate) fn check_name(diags: &Diags, loc: &Loc, name: &str, what: &str) {
+    let bad = name
+        .chars()
+        .find(|&c| matches!(c, '/' | ':' | ',' | '*') || c.is_whitespace() || c.is_control());
+    let problem = match bad {
+        _ if name.is_empty() => "is empty".to_string(),
+        Some(c) if c.is_whitespace() || c.is_control() => format!("holds the character {c:?}"),
+        Some(c) => format!("holds `{c}`"),
+        None => return,
+    };
+    diags.error(
+        loc,
+        format!("{what} `{name}` {problem}"),
+        Some(
+            "names are joined with `/` and `:` in actor names and outputs, and listed with `,`: \
+             use letters, digits, `-`, `_` or `.`"
+                .into(),
+        ),
+    );
 }

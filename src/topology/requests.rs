@@ -81,7 +81,10 @@ pub(super) fn read_request(
 /// topology is checked once every workload is read: `workloads::check_unique_ids`).
 fn read_label(r: &Table<'_>, ri: usize, workload: &str) -> Option<String> {
     match r.get("id") {
-        Some(_) => r.str_or_int("id").map(|(l, _)| l),
+        Some(_) => r.str_or_int("id").map(|(label, loc)| {
+            super::check_name(r.diags, loc, &label, "request id");
+            label
+        }),
         None => Some(format!("{workload}-{}", ri + 1)),
     }
 }

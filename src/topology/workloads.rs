@@ -110,6 +110,9 @@ fn read_workload(
     let wname = w
         .str("name")
         .map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
+    if let Some((name, loc)) = w.str("name") {
+        super::check_name(diags, loc, name, "workload name");
+    }
     if out.workloads.iter().any(|x| x.name == wname) {
         if let Some((_, loc)) = w.str("name") {
             diags.error(loc, format!("workload `{wname}` is defined twice"), None);
