@@ -2204,3 +2204,39 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
 }
+
+/// Each period and the end are valid alone, but together they can make a run whose timers
+/// alone would take years: validation refuses the combination, naming the periods and the
+/// end, and a short run with the same fast timers is accepted and ends.
+#[test]
+fn periods_too_short_for_the_runs_end_are_refused_and_short_runs_with_them_end() {
+    for sets in [
+        &["emulation.end=1e12", "peering.publish_interval=1e-6"][..],
+        &["emulation.end=1e12"],
+        &["peering.interval=1e-6"],
+    ] {
+        let mut args = vec!["validate"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        args.push("topologies/quickstart.toml");
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{sets:?}");
+        let err = stderr(&o);
+        assert!(err.contains("periodic timers would fire about"), "{err}");
+        assert!(err.contains("peering.publish_interval"), "{err}");
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let fast = [
+        "run",
+        "--set",
+        "emulation.end=60",
+        "--set",
+        "peering.publish_interval=0.001",
+        "--out",
+        &tmp_str(&tmp, "o"),
+        "--quiet",
+    ];
+    let o = igemu(&fast);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

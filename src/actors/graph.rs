@@ -24,7 +24,7 @@ use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
 use crate::model::{ClusterId, GridId, Origin, RequestId};
 use crate::time::{stream_seed, EmuTime};
-use crate::topology::{DispatchName, PublicationMode, Topology, Workload};
+use crate::topology::{PublicationMode, Topology, Workload};
 
 /// The actors of a running federation.
 pub struct Graph {
@@ -313,17 +313,7 @@ fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
 /// How cluster `cid` publishes its free slots, if it does: when its Grid peers or dispatches
 /// by them.
 fn publishing(topo: &Topology, cid: ClusterId) -> Option<Publishing> {
-    let grid = topo.cluster(cid).grid;
-    let dispatch = topo.grids[usize::from(grid.0)].igg.dispatch;
-    let by_slots = matches!(
-        dispatch,
-        DispatchName::LeastLoad | DispatchName::EarliestStart
-    );
-    let peers = topo
-        .contract_pairs()
-        .iter()
-        .any(|(a, b, _)| *a == grid || *b == grid);
-    (by_slots || peers).then(|| Publishing {
+    topo.publishes_slots(cid).then(|| Publishing {
         interval: (topo.peering.publication == PublicationMode::Periodic)
             .then_some(topo.peering.publish_interval),
         horizon: topo.peering.horizon,

@@ -680,6 +680,39 @@ impl Topology {
     pub fn label(&self, id: RequestId) -> &str {
         &self.request_labels[id.0 as usize]
     }
+
+    /// Whether `grid` takes part in peering (a contract in force names it either way): its
+    /// IGG then holds rounds every `peering.interval`.
+    pub fn peers(&self, grid: GridId) -> bool {
+        (self.contract_pairs().iter()).any(|(a, b, _)| *a == grid || *b == grid)
+    }
+
+    /// Whether cluster `cid` publishes its free slots to its IGG: when its Grid peers or
+    /// dispatches by them.
+    pub fn publishes_slots(&self, cid: ClusterId) -> bool {
+        let grid = self.cluster(cid).grid;
+        let dispatch = self.grids[usize::from(grid.0)].igg.dispatch;
+        matches!(
+            dispatch,
+            DispatchName::LeastLoad | DispatchName::EarliestStart
+        ) || self.peers(grid)
+    }
+
+    /// At most how many periodic timer events a run fires by its end (or horizon): each
+    /// publishing cluster's publications and each peering IGG's rounds (at the shortest
+    /// interval drawn).
+    pub fn periodic_events(&self) -> f64 {
+        let until = self.emulation.end.limit().as_secs_f64();
+        let periodic = self.peering.publication == PublicationMode::Periodic;
+        let publishing = (0..self.clusters.len())
+            .filter(|&c| periodic && self.publishes_slots(ClusterId(c as u16)))
+            .count();
+        let rounds = (0..self.grids.len())
+            .filter(|&g| self.peers(GridId(g as u16)))
+            .count();
+        publishing as f64 * until / self.peering.publish_interval.as_secs_f64()
+            + rounds as f64 * until / self.peering.interval.0.as_secs_f64()
+    }
     /// The contracts in force, as (requester, provider, contract) for each direction,
     /// with `peering.contracts` applied.
     pub fn contract_pairs(&self) -> Vec<(GridId, GridId, Contract)> {
@@ -1215,7 +1248,41 @@ fn read_topology(
         request_labels: w.labels,
     };
     check_scaled_durations(&topo, &top);
+    // Only a topology read without problems is whole enough to count its timers (a cluster
+    // may name a Grid that failed to read).
+    if top.diags.is_empty() {
+        check_periodic_events(&topo, &top);
+    }
     Some(topo)
+}
+
+/// Periodic timer events (publications and IGG rounds) a run may fire at most: past this,
+/// timers alone would take it hours.
+pub const MAX_PERIODIC_EVENTS: f64 = 1e9;
+
+/// Refuses periods so short, against the run's end, that timers alone would make it endless:
+/// each period is valid alone, so the error names them all.
+fn check_periodic_events(topo: &Topology, top: &Table<'_>) {
+    let events = topo.periodic_events();
+    if events <= MAX_PERIODIC_EVENTS {
+        return;
+    }
+    let p = &topo.peering;
+    top.diags.error(
+        &top.node.loc,
+        format!(
+            "periodic timers would fire about {events:.1e} times by the run's end at {} s \
+             (peering.publish_interval {} s for each publishing cluster, peering.interval from \
+             {} s for each peering IGG)",
+            topo.emulation.end.limit().as_secs_f64(),
+            p.publish_interval.as_secs_f64(),
+            p.interval.0.as_secs_f64()
+        ),
+        Some(format!(
+            "at most {MAX_PERIODIC_EVENTS:.0e}: lengthen the periods, or end the run sooner \
+             (emulation.end, or emulation.horizon with end = \"all-done\")"
+        )),
+    );
 }
 
 /// A request's duration is stated at the reference speed and takes `reference / cluster`
