@@ -31,6 +31,7 @@ macro_rules! tell {
         let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
+use igemu::threads::why;
 use igemu::topology::{self, Overrides, Topology};
 use igemu::{run, Error, RunOptions};
 
@@ -126,7 +127,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "virtual")]
         mode: Mode,
         /// Realtime mode: emulated seconds per wall second.
-        #[arg(long, value_name = "S")]
+        #[arg(long, value_name = "S", value_parser = parse_speedup_number)]
         speedup: Option<f64>,
         /// Realtime mode: run each run's Grids on N threads (as `run --threads`).
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -203,6 +204,12 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
 }
 
 fn create_dir(dir: &Path) -> Result<(), Error> {
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "--out {}: that is a file, not a directory; give a directory (it is created if needed)",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(Error::output(dir))
 }
 
@@ -609,12 +616,22 @@ fn inspect(file: &Path) -> Result<(), Error> {
         }
         swf::summarize(&trace)
     };
+    if s.jobs == 0 {
+        return Err(Error::Input(format!(
+            "{}: no job line (only comments or blank lines): an empty trace",
+            file.display()
+        )));
+    }
     say!(
         "  jobs            {} ({} usable as leases, {} skipped: no size or no run time)",
         s.jobs,
         s.usable,
         s.jobs - s.usable
     );
+    if s.usable == 0 {
+        // Nothing to take statistics of.
+        return Ok(());
+    }
     say!(
         "  span            {:.0} s ({:.2} days)",
         s.span_s,
@@ -686,9 +703,23 @@ fn parse_speedup(text: &str) -> Result<SpeedupArg, String> {
     if text == "auto" {
         return Ok(SpeedupArg::Auto);
     }
-    text.parse::<f64>()
-        .map(SpeedupArg::Fixed)
-        .map_err(|_| format!("`{text}` is neither a number nor `auto`"))
+    match text.parse::<f64>() {
+        Ok(_) => parse_speedup_number(text).map(SpeedupArg::Fixed),
+        Err(_) => Err(format!("`{text}` is neither a number nor `auto`")),
+    }
+}
+
+/// A speed-up given as a flag: a finite number in the range `emulation.speedup` takes (the
+/// flag becomes that override, and NaN or infinity could not be written as one).
+fn parse_speedup_number(text: &str) -> Result<f64, String> {
+    let (lo, hi) = (topology::MIN_SPEEDUP, topology::MAX_SPEEDUP);
+    match text.parse::<f64>() {
+        Ok(x) if (lo..=hi).contains(&x) => Ok(x),
+        Ok(_) => Err(format!(
+            "`{text}` is not in {lo:e} ..= {hi:e} (emulated seconds per wall second)"
+        )),
+        Err(_) => Err(format!("`{text}` is not a number")),
+    }
 }
 
 /// `igemu run`'s arguments.
@@ -993,9 +1024,14 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         usize::from(args.threads),
         topo.emulation.mode,
         &[
-            (args.trace, "--trace"),
-            (args.record.is_some(), "--record"),
-            (args.serve.is_some(), "--serve"),
+            (args.trace, "--trace", why::TRACE),
+            (args.record.is_some(), "--record", why::RECORD),
+            (args.serve.is_some(), "--serve", why::SERVE),
+            (
+                topo.emulation.interleaving > 0,
+                "emulation.interleaving",
+                why::INTERLEAVING,
+            ),
         ],
     )?;
     if let Some(record) = &args.record {
@@ -1294,7 +1330,15 @@ fn stress(
     } else {
         topo.emulation.mode
     };
-    igemu::threads::check(threads, mode_of_runs, &[])?;
+    igemu::threads::check(
+        threads,
+        mode_of_runs,
+        &[(
+            interleavings > 0 || topo.emulation.interleaving > 0,
+            "--interleavings (or emulation.interleaving)",
+            why::INTERLEAVING,
+        )],
+    )?;
     let presets = igemu::stress::presets(&topo);
     let mut chosen = Vec::new();
     for f in faults {

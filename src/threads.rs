@@ -25,11 +25,26 @@ use crate::topology::Topology;
 use crate::trace::Tracer;
 use crate::{fault, Error, Observed, RunOptions};
 
+/// Why each feature that follows one thread's order needs the run on one thread, as
+/// [`check`] says it.
+pub mod why {
+    /// `--trace`.
+    pub const TRACE: &str = "its records are numbered in one order";
+    /// `--record`.
+    pub const RECORD: &str = "it records the order of one thread's deliveries";
+    /// `igemu replay`.
+    pub const REPLAY: &str = "it replays the order of one thread's deliveries";
+    /// `--serve`.
+    pub const SERVE: &str = "it draws one thread's emulation as it goes";
+    /// `emulation.interleaving`, `stress --interleavings`.
+    pub const INTERLEAVING: &str = "it reorders the same-time deliveries of one thread's clock";
+}
+
 /// Whether a run may go on `threads` threads in `mode` with the features `uses` names as on
-/// (each: whether it is on, its flag): several threads need realtime mode (virtual mode stays
-/// on one, to be deterministic), and no trace, record or live view (their records are
-/// numbered in one thread's order).
-pub fn check(threads: usize, mode: ClockMode, uses: &[(bool, &str)]) -> Result<(), Error> {
+/// (each: whether it is on, its flag, why it needs one thread): several threads need realtime
+/// mode (virtual mode stays on one, to be deterministic), and no feature that follows one
+/// thread's order (a trace, a record, the live view, explored interleavings).
+pub fn check(threads: usize, mode: ClockMode, uses: &[(bool, &str, &str)]) -> Result<(), Error> {
     if threads <= 1 {
         return Ok(());
     }
@@ -38,9 +53,9 @@ pub fn check(threads: usize, mode: ClockMode, uses: &[(bool, &str)]) -> Result<(
             "--threads {threads} runs a realtime run on several threads, and this run is in virtual mode (which stays on one thread, to be deterministic); add --mode realtime"
         )));
     }
-    match uses.iter().find(|(on, _)| *on) {
-        Some((_, what)) => Err(Error::Usage(format!(
-            "{what} needs the run on one thread (its records are numbered in one order), and --threads {threads} asks for several; drop one of them"
+    match uses.iter().find(|(on, _, _)| *on) {
+        Some((_, what, why)) => Err(Error::Usage(format!(
+            "{what} needs the run on one thread ({why}), and --threads {threads} asks for several; drop one of them"
         ))),
         None => Ok(()),
     }
@@ -117,10 +132,15 @@ pub(crate) fn run(
         threads,
         topo.emulation.mode,
         &[
-            (options.trace_dir.is_some(), "--trace"),
-            (options.record.is_some(), "--record"),
-            (options.replay.is_some(), "replay"),
-            (options.live.is_some(), "--serve"),
+            (options.trace_dir.is_some(), "--trace", why::TRACE),
+            (options.record.is_some(), "--record", why::RECORD),
+            (options.replay.is_some(), "replay", why::REPLAY),
+            (options.live.is_some(), "--serve", why::SERVE),
+            (
+                topo.emulation.interleaving > 0,
+                "emulation.interleaving",
+                why::INTERLEAVING,
+            ),
         ],
     )?;
     let (shard_of, shards) = partition(topo, threads);
@@ -409,12 +429,19 @@ mod tests {
     #[test]
     fn several_threads_need_realtime_and_no_trace_record_or_live_view() {
         let realtime = ClockMode::Realtime { speedup: 10.0 };
-        assert!(check(1, ClockMode::Virtual, &[(true, "--trace")]).is_ok());
-        assert!(check(4, realtime, &[(false, "--trace")]).is_ok());
+        let trace = |on| (on, "--trace", why::TRACE);
+        assert!(check(1, ClockMode::Virtual, &[trace(true)]).is_ok());
+        assert!(check(4, realtime, &[trace(false)]).is_ok());
         let virtual_ = check(2, ClockMode::Virtual, &[]).unwrap_err();
         assert_eq!(virtual_.exit_code(), 2);
         assert!(virtual_.to_string().contains("--mode realtime"));
-        let traced = check(2, realtime, &[(false, "--record"), (true, "--trace")]).unwrap_err();
-        assert!(traced.to_string().contains("--trace"), "{traced}");
+        let record = (false, "--record", why::RECORD);
+        let traced = check(2, realtime, &[record, trace(true)]).unwrap_err();
+        let text = traced.to_string();
+        assert!(
+            text.contains("--trace needs the run on one thread"),
+            "{text}"
+        );
+        assert!(text.contains(why::TRACE), "{text}");
     }
 }

@@ -126,19 +126,26 @@ fn threads_are_refused_where_a_run_must_stay_on_one_and_nothing_is_written() {
     let rt = ["--mode", "realtime", "--speedup", "1000"];
     let with_rt =
         |more: &[&'static str]| -> Vec<&'static str> { rt.iter().chain(more).copied().collect() };
-    let cases: [(Vec<&str>, &str); 6] = [
+    let cases: [(Vec<&str>, &str); 7] = [
         (
             vec!["--mode", "virtual", "--threads", "2"],
             "--mode realtime",
         ),
-        (with_rt(&["--threads", "2", "--trace"]), "--trace"),
+        (
+            with_rt(&["--threads", "2", "--trace"]),
+            "(its records are numbered",
+        ),
         (
             with_rt(&["--threads", "3", "--record", "x.rec"]),
-            "--record",
+            "(it records the order",
         ),
         (
             with_rt(&["--threads", "2", "--serve", "127.0.0.1:0"]),
-            "--serve",
+            "(it draws one thread",
+        ),
+        (
+            with_rt(&["--threads", "2", "--set", "emulation.interleaving=3"]),
+            "emulation.interleaving needs the run on one thread (it reorders",
         ),
         (with_rt(&["--threads", "0"]), "--threads"),
         (with_rt(&["--threads=-1"]), "--threads"),
@@ -158,6 +165,19 @@ fn threads_are_refused_where_a_run_must_stay_on_one_and_nothing_is_written() {
         (&["--mode", "realtime"][..], "--speedup"),
         (&["--speedup", "10"][..], "--mode realtime"),
         (&["--threads", "2"][..], "--mode realtime"),
+        (
+            &[
+                "--mode",
+                "realtime",
+                "--speedup",
+                "1000",
+                "--threads",
+                "2",
+                "--interleavings",
+                "2",
+            ][..],
+            "--interleavings",
+        ),
     ] {
         let mut args = vec![
             "stress", small, "--seeds", "1", "--faults", "none", "--quiet",
@@ -390,6 +410,15 @@ fn inspecting_a_file_that_is_no_workload_trace_says_so_in_one_line() {
     let out = igemu(&["workload", "inspect", bin.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("neither an SWF nor a GWF trace"));
+    // No job line at all (empty, or comments only) is refused too, not summarised as
+    // "jobs 0 ... mean -0".
+    for (name, text) in [("empty.swf", ""), ("comments.swf", "; Version: 2.2\n\n")] {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, text).expect("written");
+        let out = igemu(&["workload", "inspect", file.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(stderr(&out).contains("no job line"), "{}", stderr(&out));
+    }
     let out = igemu(&["workload", "inspect", "topologies/traces/synthetic-64.swf"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
@@ -404,6 +433,23 @@ fn speedup_in_virtual_mode_is_an_error() {
         err.contains("--speedup applies to realtime mode only"),
         "{err}"
     );
+    assert!(!tmp.path().join("o").exists(), "nothing ran");
+    // A speed-up that is no finite number in range is refused as a flag, saying so (NaN was
+    // passed on as an override that is not TOML: "must be a number, found a string").
+    for bad in ["nan", "inf", "0", "1e10"] {
+        for cmd in [
+            &["run", "--mode", "realtime"][..],
+            &["stress", "topologies/quickstart.toml", "--mode", "realtime"],
+        ] {
+            let o = igemu(&[cmd, &["--speedup", bad, "--out", &tmp_str(&tmp, "o")]].concat());
+            assert_eq!(o.status.code(), Some(2), "{cmd:?} {bad}");
+            let err = stderr(&o);
+            assert!(
+                err.contains(&format!("`{bad}` is not in 1e-3 ..= 1e9")),
+                "{err}"
+            );
+        }
+    }
     assert!(!tmp.path().join("o").exists(), "nothing ran");
 }
 
@@ -2176,6 +2222,14 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
     refused(
         &[&export[..], &["alpha-dve", "--out", &topology]].concat(),
         other,
+    );
+    // A directory's --out that is a file is a usage error too (it was exit 1, "File exists").
+    let not_dir = "is a file, not a directory";
+    refused(&["run", "--out", &topology], not_dir);
+    let stress = ["stress", "topologies/quickstart.toml", "--seeds", "1"];
+    refused(
+        &[&stress[..], &["--faults", "none", "--out", &topology]].concat(),
+        not_dir,
     );
     // Nothing was touched.
     let null = std::fs::symlink_metadata(at("null")).expect("still there");

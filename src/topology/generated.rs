@@ -582,31 +582,54 @@ fn read_trace(
             return Vec::new();
         }
     };
+    let mut site_known = true;
     let jobs = match format {
         TraceFormat::Swf => workload::swf::parse(&text)
             .map(|trace| workload::swf::to_jobs(&trace, max_vms, max_jobs, procs_per_vm).0),
         TraceFormat::Gwf => workload::gwf::parse(&text).map(|trace| {
             let site = site.map(|(s, site_loc)| {
-                check_site(w, &trace, &s, site_loc, &full);
+                site_known = check_site(w, &trace, &s, site_loc, &full);
                 s
             });
             workload::gwf::to_jobs(&trace, site.as_deref(), max_vms, max_jobs, procs_per_vm).0
         }),
     };
-    jobs.unwrap_or_else(|errors| {
-        for e in errors {
-            w.diags
-                .error(loc, format!("{}: {e}", full.display()), Some(e.fix));
+    match jobs {
+        // A workload that replays nothing is a wrong path or trace, not an idle Grid.
+        Ok(jobs) if jobs.is_empty() && site_known => {
+            w.diags.error(
+                loc,
+                format!(
+                    "{}: no job to replay (no job line, or none with a size and a run time)",
+                    full.display()
+                ),
+                Some("give a trace with jobs, or remove this workload".into()),
+            );
+            jobs
         }
-        Vec::new()
-    })
+        Ok(jobs) => jobs,
+        Err(errors) => {
+            for e in errors {
+                w.diags
+                    .error(loc, format!("{}: {e}", full.display()), Some(e.fix));
+            }
+            Vec::new()
+        }
+    }
 }
 
-/// An error if no job of `trace` was submitted at `site`: most likely a typo.
-fn check_site(w: &Table<'_>, trace: &workload::gwf::GwfTrace, site: &str, loc: &Loc, file: &Path) {
+/// An error if no job of `trace` was submitted at `site`: most likely a typo. Whether it is
+/// known.
+fn check_site(
+    w: &Table<'_>,
+    trace: &workload::gwf::GwfTrace,
+    site: &str,
+    loc: &Loc,
+    file: &Path,
+) -> bool {
     let sites = trace.sites();
     if sites.iter().any(|(s, _)| *s == site) {
-        return;
+        return true;
     }
     let hint = if sites.is_empty() {
         "the trace gives no OrigSiteID (field 17): remove `site`".to_string()
@@ -630,6 +653,7 @@ fn check_site(w: &Table<'_>, trace: &workload::gwf::GwfTrace, site: &str, loc: &
         ),
         Some(hint),
     );
+    false
 }
 
 /// The models that generate or read requests (every model but `inline`): the names of their
