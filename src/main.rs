@@ -220,11 +220,17 @@ const MAX_STRESS_INTERLEAVINGS: u64 = 10_000;
 /// The most runs one stress test makes (fault settings × seeds × schedules).
 const MAX_STRESS_RUNS: u64 = 1_000_000;
 
-/// Parallel runs: `--jobs` or the cores, at least 1 and at most four per core (each job is a
-/// thread; more would only contend for the cores and memory).
-fn jobs_or_cores(jobs: Option<usize>) -> usize {
+/// Parallel runs: `--jobs` or the cores, at most four per core (each job is a thread; more
+/// would only contend for the cores and memory). `--jobs 0` is refused: it would run nothing.
+fn jobs_or_cores(jobs: Option<usize>) -> Result<usize, Error> {
+    if jobs == Some(0) {
+        return Err(Error::Usage(
+            "--jobs 0 would run nothing; give at least 1 (or leave --jobs out for one per core)"
+                .into(),
+        ));
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    jobs.unwrap_or(cores).clamp(1, 4 * cores)
+    Ok(jobs.unwrap_or(cores).clamp(1, 4 * cores))
 }
 
 /// How a sweep runs, beyond what and where.
@@ -243,6 +249,7 @@ fn sweep(
     flags: SweepFlags,
 ) -> Result<(), Error> {
     let SweepFlags { resume, style } = flags;
+    let jobs = jobs_or_cores(jobs)?;
     let spec = igemu::sweep::parse(file)?;
     let shard = match shard.as_deref().map(parse_shard) {
         None => (0, 1),
@@ -324,7 +331,7 @@ fn sweep(
     let skipped = done.len();
     let mut sink = igemu::sweep::RowSink::append(&runs).map_err(Error::Failed)?;
     let mut write_error = None;
-    let (ran, failed) = igemu::sweep::execute(&spec, todo, jobs_or_cores(jobs), style, |o| {
+    let (ran, failed) = igemu::sweep::execute(&spec, todo, jobs, style, |o| {
         let row = igemu::sweep::run_row(o, &metrics);
         if let Err(e) = sink.write(&row) {
             write_error.get_or_insert(e);
@@ -790,8 +797,9 @@ struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
     /// Realtime mode: run the Grids on N threads (each Grid with its clusters, hosts and VMs
-    /// on one; at most one per Grid), so that handlers run in parallel and messages between
-    /// Grids cross threads. Not deterministic; not with --trace, --record or --serve.
+    /// on one; at most one per Grid: N above the number of Grids runs one thread per Grid, as
+    /// summary.json's `threads` then says), so that handlers run in parallel and messages
+    /// between Grids cross threads. Not deterministic; not with --trace, --record or --serve.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
     /// Set by `igemu replay`: follow the order recorded in this file.
@@ -1303,6 +1311,12 @@ fn stress(
     broken: igemu::Broken,
 ) -> Result<(), Error> {
     let threads = usize::from(threads);
+    // Checked first, so that a bad --jobs wastes no loading.
+    let jobs = match jobs {
+        Some(j) => jobs_or_cores(Some(j))?,
+        // Realtime runs each take `threads` threads (paced by the wall, so not all busy).
+        None => (jobs_or_cores(None)? / threads).max(1),
+    };
     let pace = match (mode, speedup) {
         (Mode::Virtual, Some(_)) => {
             return Err(Error::Usage(
@@ -1393,11 +1407,6 @@ fn stress(
         create_dir(dir)?; // before the runs, so that a bad directory wastes none
     }
     let style = Style::detect(quiet);
-    // Realtime runs each take `threads` threads (paced by the wall, so not all busy).
-    let jobs = match jobs {
-        Some(j) => jobs_or_cores(Some(j)),
-        None => (jobs_or_cores(None) / threads).max(1),
-    };
     let runs = igemu::stress::stress(path, sets, &plan, jobs, broken, style);
     print!("{}", igemu::stress::report(path, &runs));
     if let Some(dir) = out {

@@ -2294,3 +2294,37 @@ fn periods_too_short_for_the_runs_end_are_refused_and_short_runs_with_them_end()
     let o = igemu(&fast);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `--jobs 0` would run nothing: refused (exit 2) by `sweep` and `stress`, not clamped to 1;
+/// `run --threads` above the Grids runs one thread per Grid, as its help says.
+#[test]
+fn jobs_0_is_refused_and_the_thread_clamp_is_documented() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let out = dir.path().join("out");
+    for args in [
+        vec!["sweep", s(&sweep), "--out", s(&out), "--jobs", "0"],
+        vec![
+            "stress",
+            "topologies/peering-small.toml",
+            "--seeds",
+            "1",
+            "--jobs",
+            "0",
+        ],
+    ] {
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--jobs 0 would run nothing"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!out.exists(), "nothing was written");
+    let help = String::from_utf8_lossy(&igemu(&["run", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("N above the number of Grids runs one thread per Grid"),
+        "{help}"
+    );
+}
