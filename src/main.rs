@@ -104,9 +104,14 @@ enum Command {
     Stress {
         /// Topology file.
         topology: PathBuf,
-        /// Number of seeds (1..=N).
+        /// Number of seeds: S..=S+N-1, S being --first-seed (1..=N by default).
         #[arg(long, default_value_t = 10)]
         seeds: u64,
+        /// The first seed (each run's emulation.seed; `--set emulation.seed` is refused, as
+        /// stress sets the seed of every run): with --seeds, a stress test over other seeds
+        /// than 1..=N, e.g. --first-seed 100001 --seeds 100000 after a first 100000.
+        #[arg(long, value_name = "S", default_value_t = 1)]
+        first_seed: u64,
         /// Fault settings: none, lossy, slow, late, partition, crash, chaos (comma-separated).
         #[arg(
             long,
@@ -1162,6 +1167,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
         Command::Stress {
             topology: path,
             seeds,
+            first_seed,
             faults,
             jobs,
             interleavings,
@@ -1174,7 +1180,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             broken_protocol,
         } => stress(
             &path,
-            (seeds, &faults, interleavings, jobs, &sets),
+            ((first_seed, seeds), &faults, interleavings, jobs, &sets),
             (mode, speedup, threads),
             out.as_deref(),
             quiet,
@@ -1302,9 +1308,13 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
     w.flush().map_err(|e| e.to_string())
 }
 
+/// What `stress` runs: (first seed, seeds), fault settings, interleavings, `--jobs`, and the
+/// `--set` overrides.
+type StressRuns<'a> = ((u64, u64), &'a [String], u64, Option<usize>, &'a [String]);
+
 fn stress(
     path: &Path,
-    (seeds, faults, interleavings, jobs, sets): (u64, &[String], u64, Option<usize>, &[String]),
+    ((first_seed, seeds), faults, interleavings, jobs, sets): StressRuns<'_>,
     (mode, speedup, threads): (Mode, Option<f64>, u16),
     out: Option<&Path>,
     quiet: bool,
@@ -1317,6 +1327,15 @@ fn stress(
         // Realtime runs each take `threads` threads (paced by the wall, so not all busy).
         None => (jobs_or_cores(None)? / threads).max(1),
     };
+    // Every run's seed is set last, from --first-seed and --seeds: a seed among the overrides
+    // would be ignored while the report and its reproduce lines claimed it.
+    if let Some(set) = sets.iter().find(|s| topology::override_sets_seed(s)) {
+        return Err(Error::Usage(format!(
+            "--set {set}: stress sets each run's seed itself (--first-seed S --seeds N runs \
+             seeds S to S+N-1), so this seed would be ignored; drop it and give --first-seed \
+             (e.g. --first-seed 7 --seeds 1 runs seed 7 alone)"
+        )));
+    }
     let pace = match (mode, speedup) {
         (Mode::Virtual, Some(_)) => {
             return Err(Error::Usage(
@@ -1374,9 +1393,16 @@ fn stress(
     }
     if seeds > MAX_STRESS_SEEDS {
         return Err(Error::Usage(format!(
-            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; run several stress tests with --set emulation.seed offsets instead"
+            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; split the seeds over several stress tests with --first-seed (e.g. --first-seed {} --seeds {MAX_STRESS_SEEDS} runs the next {MAX_STRESS_SEEDS} after this one's first)",
+            first_seed.saturating_add(MAX_STRESS_SEEDS)
         )));
     }
+    let Some(last_seed) = first_seed.checked_add(seeds - 1) else {
+        return Err(Error::Usage(format!(
+            "--first-seed {first_seed} --seeds {seeds} goes past the largest seed, {}; give a lower --first-seed or fewer --seeds",
+            u64::MAX
+        )));
+    };
     if interleavings > MAX_STRESS_INTERLEAVINGS {
         return Err(Error::Usage(format!(
             "--interleavings {interleavings} is more than {MAX_STRESS_INTERLEAVINGS}; run several stress tests with more seeds instead"
@@ -1387,7 +1413,7 @@ fn stress(
     } else {
         (1..=interleavings).collect()
     };
-    let seeds: Vec<u64> = (1..=seeds).collect();
+    let seeds: Vec<u64> = (first_seed..=last_seed).collect();
     let plan = igemu::stress::StressPlan {
         pace,
         settings: &chosen,

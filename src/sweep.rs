@@ -86,8 +86,13 @@ fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
     let topology = t.req_str("topology", "name the topology: topology = \"../file.toml\"");
     let seeds = read_seeds(&t);
     let metrics = read_metrics(&t);
-    let set = t.table("set").map(|s| read_set(&s)).unwrap_or_default();
-    let vary = t.table("vary").map(|v| read_vary(&v)).unwrap_or_default();
+    let (set_t, vary_t) = (t.table("set"), t.table("vary"));
+    let set = set_t.as_ref().map(read_set).unwrap_or_default();
+    let vary = vary_t.as_ref().map(read_vary).unwrap_or_default();
+    check_keys(
+        &[("[set]", set_t.as_ref()), ("[vary]", vary_t.as_ref())],
+        diags,
+    );
     t.finish();
     // Points × seeds, checked before anything lists them.
     if let (Some(seeds), Some(node)) = (&seeds, t.get("seeds").or_else(|| t.get("vary"))) {
@@ -273,16 +278,36 @@ fn read_seeds(t: &Table<'_>) -> Option<Vec<u64>> {
             );
             None
         }
-        NodeKind::Array(items) => items
-            .iter()
-            .map(|v| match &v.kind {
-                NodeKind::Int(i) => u64::try_from(*i).ok(),
-                // Seeds above TOML's largest integer (2^63 − 1), as `emulation.seed` takes them.
-                NodeKind::Str(s) => s.trim().parse::<u64>().ok(),
-                _ => None,
-            })
-            .collect::<Option<Vec<u64>>>()
-            .or_else(wrong),
+        NodeKind::Array(items) => {
+            let seeds = items
+                .iter()
+                .map(|v| match &v.kind {
+                    NodeKind::Int(i) => u64::try_from(*i).ok(),
+                    // Seeds above TOML's largest integer (2^63 − 1), as `emulation.seed` takes
+                    // them.
+                    NodeKind::Str(s) => s.trim().parse::<u64>().ok(),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u64>>>()
+                .or_else(wrong)?;
+            // A seed run twice is the same run: counted twice it would narrow the intervals.
+            let mut seen = std::collections::BTreeSet::new();
+            let mut repeated = false;
+            for (seed, item) in seeds.iter().zip(items) {
+                if !seen.insert(*seed) {
+                    repeated = true;
+                    t.diags.error(
+                        &item.loc,
+                        format!("seed {seed} is listed twice"),
+                        Some(
+ "list each seed once: its runs would be the same runs, counted as independent samples"
+                                .into(),
+                        ),
+                    );
+                }
+            }
+            (!repeated).then_some(seeds)
+        }
         _ => wrong(),
     }
 }
@@ -309,14 +334,70 @@ fn read_metrics(t: &Table<'_>) -> Vec<(String, Loc)> {
             .collect::<Option<Vec<(String, Loc)>>>(),
         _ => None,
     };
-    names.unwrap_or_else(|| {
+    let names = names.unwrap_or_else(|| {
         t.diags.error(
             &node.loc,
             "`metrics` must be a list of summary keys",
             Some("write metrics = [\"utilization_pct\", \"awrt_s\"]".into()),
         );
         Vec::new()
-    })
+    });
+    // Listed twice, a metric would be two columns of runs.csv and two rows of each point.
+    let mut seen = std::collections::BTreeSet::new();
+    for (m, loc) in &names {
+        if !seen.insert(m) {
+            t.diags.error(
+                loc,
+                format!("metric `{m}` is listed twice"),
+                Some("list each metric once".into()),
+            );
+        }
+    }
+    names
+}
+
+/// Refuses, at its place, a key of `[set]` or `[vary]` that sets `emulation.seed` (the
+/// sweep sets each run's seed from `seeds`, last, so the value would be ignored while runs.csv
+/// showed it), and a key naming the same setting as one before it (`"lrms.cp_alpha"` and
+/// `"lrms.cp_alpha "`: only the last would apply, while runs.csv showed both).
+fn check_keys(sections: &[(&str, Option<&Table<'_>>)], diags: &Diags) {
+    // Canonical key → the key as written and its section.
+    let mut seen: BTreeMap<String, (String, &str)> = BTreeMap::new();
+    for &(section, table) in sections {
+        let Some(table) = table else { continue };
+        for (k, v) in table.entries() {
+            if crate::input::node::sets_key(&k.name, v, topology::SEED_KEY) {
+                diags.error(
+                    &k.loc,
+                    format!(
+                        "`{}` in {section} sets the seed, which a sweep sets for each run from `seeds`",
+                        k.name
+                    ),
+                    Some(
+                        "list the seeds at the top of the sweep file instead: seeds = [1, 7, 42] (or seeds = 10 for 1 to 10); every point runs with each"
+                            .into(),
+                    ),
+                );
+            }
+            let key = crate::input::node::canonical_key(&k.name);
+            match seen.get(&key) {
+                Some((first, first_section)) => diags.error(
+                    &k.loc,
+                    format!(
+                        "`{first}` in {first_section} and `{}` in {section} name the same key",
+                        k.name
+                    ),
+                    Some(
+                        "keep one of them: only the last would apply, while runs.csv would show both"
+                            .into(),
+                    ),
+                ),
+                None => {
+                    seen.insert(key, (k.name.clone(), section));
+                }
+            }
+        }
+    }
 }
 
 /// A value as `--set` text, or a problem at its place.
@@ -349,11 +430,21 @@ fn read_vary(t: &Table<'_>) -> Vec<(String, Vec<String>)> {
                 );
                 continue;
             }
-            NodeKind::Array(items) => items.iter().filter_map(|x| set_text(t, x)).collect(),
+            NodeKind::Array(items) => {
+                let values: Vec<String> = items.iter().filter_map(|x| set_text(t, x)).collect();
+                if values.len() == items.len() {
+                    let locs: Vec<&Loc> = items.iter().map(|x| &x.loc).collect();
+                    check_values(t, &k.name, &values, |i| locs[i]);
+                }
+                values
+            }
             NodeKind::Table(_) => {
                 let what = format!("range `{}`", k.name);
                 match Table::of(v, what, t.diags).and_then(|r| read_range(&r)) {
-                    Some(values) => values,
+                    Some(values) => {
+                        check_values(t, &k.name, &values, |_| &v.loc);
+                        values
+                    }
                     None => continue,
                 }
             }
@@ -362,6 +453,26 @@ fn read_vary(t: &Table<'_>) -> Vec<(String, Vec<String>)> {
         vary.push((k.name.clone(), values));
     }
     vary
+}
+
+/// Refuses a value of `key` listed twice (as runs.csv shows it, so `"0.1"` and `0.1` are one
+/// value), at the second one's place (`loc(i)` of the i-th): its runs would be the same runs,
+/// counted as independent samples of one point.
+fn check_values<'l>(t: &Table<'_>, key: &str, values: &[String], loc: impl Fn(usize) -> &'l Loc) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, v) in values.iter().enumerate() {
+        let shown = v.trim_matches('"');
+        if !seen.insert(shown) {
+            t.diags.error(
+                loc(i),
+                format!("value {shown} is listed twice for `{key}`"),
+                Some(
+                    "list each value once: its runs would be the same runs, counted as independent samples"
+                        .into(),
+                ),
+            );
+        }
+    }
 }
 
 /// `{ from, to, step }`: every value from `from` up to `to` in steps of `step`.
@@ -1105,6 +1216,97 @@ mod tests {
         assert_eq!(renamed_metric("dvr").as_deref(), Some("dvr_pct"));
         assert_eq!(renamed_metric("awrt_s"), None);
         assert_eq!(renamed_metric("utilization_pct"), None);
+    }
+
+    /// The report of sweep text that must not parse.
+    fn refused(text: &str) -> String {
+        match parse_text(text, Path::new("s.toml")) {
+            Ok(s) => panic!("accepted: {s:?}"),
+            Err(r) => r.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_seed_in_set_or_vary_is_refused_at_its_place_pointing_to_seeds() {
+        for (body, line) in [
+            ("[vary]\n\"emulation.seed\" = [1, 2, 3]\n", 3),
+            ("[set]\n\" emulation . seed\" = 4\n", 3),
+            // Unquoted, TOML reads it as the table `emulation` holding `seed`.
+            ("[set]\nemulation.seed = 4\n", 3),
+            ("[set]\n\"emulation\" = { seed = 4 }\n", 3),
+            (
+                "[vary]\n\"emulation.seed\" = { from = 1, to = 3, step = 1 }\n",
+                3,
+            ),
+        ] {
+            let err = refused(&format!("topology = \"t.toml\"\n{body}"));
+            assert!(
+                err.contains(&format!("s.toml:{line}:"))
+                    && err.contains("sets the seed, which a sweep sets for each run")
+                    && err.contains("seeds = [1, 7, 42]"),
+                "{body}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeated_seeds_values_metrics_and_keys_are_refused_at_their_place() {
+        let cases = [
+            (
+                "seeds = [1, 2, 1]\n",
+                "s.toml:2:16",
+                "seed 1 is listed twice",
+            ),
+            (
+                "seeds = [\"3\", 3]\n",
+                "s.toml:2:15",
+                "seed 3 is listed twice",
+            ),
+            (
+                "[vary]\n\"lrms.cp_alpha\" = [0.1, 0.2, 0.1]\n",
+                "s.toml:3:30",
+                "value 0.1 is listed twice for `lrms.cp_alpha`",
+            ),
+            (
+                "[vary]\n\"lrms.preemption\" = [\"nop\", \"cp\", \"nop\"]\n",
+                "s.toml:3:",
+                "value nop is listed twice for `lrms.preemption`",
+            ),
+            (
+                "metrics = [\"awrt_s\", \"makespan_s\", \"awrt_s\"]\n",
+                "s.toml:2:",
+                "metric `awrt_s` is listed twice",
+            ),
+            (
+                "[vary]\n\"lrms.cp_alpha\" = [0.1]\n\"lrms.cp_alpha \" = [0.2]\n",
+                "s.toml:4:1",
+                "`lrms.cp_alpha` in [vary] and `lrms.cp_alpha ` in [vary] name the same key",
+            ),
+            (
+                "[set]\n\"lrms.cp_alpha\" = 0.1\n[vary]\n\"lrms. cp_alpha\" = [0.2]\n",
+                "s.toml:5:1",
+                "`lrms.cp_alpha` in [set] and `lrms. cp_alpha` in [vary] name the same key",
+            ),
+            (
+                "[vary]\n\"workload.0.x\" = [1]\n\"workload.00.x\" = [2]\n",
+                "s.toml:4:1",
+                "name the same key",
+            ),
+        ];
+        for (body, place, message) in cases {
+            let err = refused(&format!("topology = \"t.toml\"\n{body}"));
+            assert!(
+                err.contains(place) && err.contains(message),
+                "{body}: {err}"
+            );
+        }
+        // Distinct values, seeds and keys are fine.
+        let ok = parse_text(
+            "topology = \"t.toml\"\nseeds = [1, 2]\n[set]\n\"lrms.cp_alpha\" = 0.1\n\
+             [vary]\n\"lrms.preemption\" = [\"nop\", \"cp\"]\n",
+            Path::new("s.toml"),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
     }
 
     #[test]

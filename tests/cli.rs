@@ -1438,11 +1438,11 @@ fn inputs_beyond_their_caps_are_refused_with_the_cap_named_not_a_crash() {
     let cases = [
         ("seeds = 1000000000000\n", "1000000000000 seeds"),
         (
-            "[vary]\n\"emulation.seed\" = { from = 1, to = 1e15, step = 1 }\n",
+            "[vary]\n\"lrms.cp_alpha\" = { from = 1, to = 1e15, step = 1 }\n",
             "1000000000000000 values",
         ),
         (
-            "seeds = 1000\n[vary]\n\"emulation.seed\" = { from = 1, to = 2000, step = 1 }\n",
+            "seeds = 1000\n[vary]\n\"lrms.cp_alpha\" = { from = 1, to = 2000, step = 1 }\n",
             "2000000 runs (points × seeds)",
         ),
     ];
@@ -1469,7 +1469,12 @@ fn inputs_beyond_their_caps_are_refused_with_the_cap_named_not_a_crash() {
         "18446744073709551615",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("more than 100000"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("more than 100000")
+            && stderr(&o).contains("--first-seed 100001 --seeds 100000"),
+        "{}",
+        stderr(&o)
+    );
     // An endless file is read only up to the cap.
     if Path::new("/dev/zero").exists() {
         for args in [&["validate", "/dev/zero"][..], &["run", "/dev/zero"][..]] {
@@ -2326,5 +2331,78 @@ fn jobs_0_is_refused_and_the_thread_clamp_is_documented() {
     assert!(
         help.contains("N above the number of Grids runs one thread per Grid"),
         "{help}"
+    );
+}
+
+/// `stress` sets every run's seed itself: a seed among its `--set` overrides (however the key
+/// is spelled) is refused, not ignored while the report claimed it; `--first-seed` runs other
+/// seeds than 1..=N, and each reproduce line names its own.
+#[test]
+fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
+    for set in [
+        "emulation.seed=99",
+        " emulation . seed =99",
+        "emulation={ seed = 99 }",
+    ] {
+        let o = igemu(&[
+            "stress",
+            "topologies/peering-small.toml",
+            "--seeds",
+            "1",
+            "--faults",
+            "none",
+            "--set",
+            set,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{set}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("stress sets each run's seed itself")
+                && stderr(&o).contains("--first-seed"),
+            "{set}: {}",
+            stderr(&o)
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("st");
+    let o = igemu(&[
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "2",
+        "--first-seed",
+        "7",
+        "--faults",
+        "none",
+        "--set",
+        "emulation.end=2h",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("stress.csv")).expect("stress.csv");
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(
+        rows[0].starts_with("none,7,") && rows[0].contains("emulation.seed=7"),
+        "{csv}"
+    );
+    assert!(
+        rows[1].starts_with("none,8,") && rows[1].contains("emulation.seed=8"),
+        "{csv}"
+    );
+    let o = igemu(&[
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "2",
+        "--first-seed",
+        "18446744073709551615",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("goes past the largest seed"),
+        "{}",
+        stderr(&o)
     );
 }

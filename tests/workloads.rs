@@ -890,7 +890,7 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
     // A sweep varying only numbers writes no paired.csv.
     let sweep = sweep_file(
         dir.path(),
-        "seeds = 2\nmetrics = [\"utilization_pct\"]\n[vary]\n\"emulation.seed\" = [1, 2]\n",
+        "seeds = 2\nmetrics = [\"utilization_pct\"]\n[vary]\n\"lrms.cp_alpha\" = [0.1, 0.2]\n",
     );
     assert_ok(&sweep_to(&sweep, &out_dir, &[]));
     assert!(

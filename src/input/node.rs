@@ -205,7 +205,7 @@ pub(crate) fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: 
         );
         return;
     };
-    let segments: Vec<&str> = path.trim().split('.').map(str::trim).collect();
+    let segments = key_segments(path);
     if segments.iter().any(|s| s.is_empty()) {
         diags.error(
             &loc,
@@ -242,6 +242,63 @@ pub(crate) fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: 
         }
     }
     *cur = value;
+}
+
+/// The dotted segments of an override's key as [`apply_set`] follows them: each trimmed.
+fn key_segments(path: &str) -> Vec<&str> {
+    path.trim().split('.').map(str::trim).collect()
+}
+
+/// The setting an override's key names, spelled one way: segments trimmed as [`apply_set`]
+/// trims them, and a number as the array index it is there (`workload. 01 .x` is
+/// `workload.1.x`), so that two spellings of one key compare equal.
+pub(crate) fn canonical_key(path: &str) -> String {
+    key_segments(path)
+        .iter()
+        .map(|s| {
+            s.parse::<usize>()
+                .map_or_else(|_| s.to_string(), |i| i.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Whether setting `path` to `value` sets the key `target` (canonical, as
+/// [`canonical_key`]): `path` is `target`, or a table above it whose value (an inline table,
+/// or a list of them, as a sweep's `[vary]` gives) holds it.
+pub(crate) fn sets_key(path: &str, value: &Node, target: &str) -> bool {
+    let key = canonical_key(path);
+    if key == target {
+        return true;
+    }
+    let Some(rest) = target.strip_prefix(&format!("{key}.")) else {
+        return false;
+    };
+    match &value.kind {
+        NodeKind::Table(entries) => entries.iter().any(|(k, v)| {
+            let sub = canonical_key(&k.name);
+            sets_key(&sub, v, rest)
+        }),
+        NodeKind::Array(items) => items.iter().any(|v| sets_key(&key, v, target)),
+        _ => false,
+    }
+}
+
+/// Whether the override `assignment` (`key=value`, as `--set` takes it) sets the key `target`
+/// (canonical, as [`canonical_key`]), however it is spelled: `emulation.seed=3`,
+/// ` emulation . seed =3` or `emulation={ seed = 3 }`.
+pub(crate) fn override_sets_key(assignment: &str, target: &str) -> bool {
+    let Some((path, raw)) = assignment.split_once('=') else {
+        return false;
+    };
+    let value = match DeValue::parse(raw.trim()) {
+        Ok(v) => convert(&v, Origin::Set(0), &Diags::default()),
+        Err(_) => Node {
+            kind: NodeKind::Str(raw.trim().to_string()),
+            loc: Loc::Set(0),
+        },
+    };
+    sets_key(path, &value, target)
 }
 
 /// Why an override's path cannot go on.

@@ -996,6 +996,16 @@ fn read_seed(t: &Table<'_>) -> Option<u64> {
 pub fn seed_override(seed: u64) -> String {
     format!("emulation.seed={seed}")
 }
+/// Whether the override `assignment` (`key=value`) sets `emulation.seed`, however the key is
+/// spelled (whitespace around its segments, or `emulation={ seed = 3 }`): commands that set
+/// each run's seed themselves refuse such an override rather than ignore it.
+pub fn override_sets_seed(assignment: &str) -> bool {
+    node::override_sets_key(assignment, SEED_KEY)
+}
+
+/// The key of the run's seed, as [`node::canonical_key`] spells it.
+pub(crate) const SEED_KEY: &str = "emulation.seed";
+
 /// α of CP chosen in paper 001 §5.1.
 const DEFAULT_CP_ALPHA: f64 = 0.31;
 const DEFAULT_HORIZON: EmuDuration = EmuDuration::from_secs(365 * 86_400);
