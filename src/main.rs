@@ -429,14 +429,83 @@ fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
     Ok(())
 }
 
+/// `I/N` as a shard (`0 ≤ I < N`).
+fn shard_of(text: &str) -> Option<(usize, usize)> {
+    parse_shard(text).filter(|&(_, n)| n > 1)
+}
+
+/// The shard a run file holds: its record's `shard`, else its name's `runs-I-of-N.csv` (a
+/// shard written by an older igemu, without a record); `None` for a whole sweep's.
+fn file_shard(file: &Path, record: Option<&igemu::sweep::SweepRecord>) -> Option<(usize, usize)> {
+    if let Some(r) = record {
+        return r.shard.as_deref().and_then(shard_of);
+    }
+    let name = file.file_name()?.to_str()?;
+    let (i, n) = name
+        .strip_prefix("runs-")?
+        .strip_suffix(".csv")?
+        .split_once("-of-")?;
+    shard_of(&format!("{i}/{n}"))
+}
+
+/// Refuses shards that are not every shard of one split: shards of two splits (`--shard
+/// I/2` and `--shard J/3`), or a split with a shard missing — merged, it would read as the
+/// whole sweep with runs missing and nothing to say so.
+fn check_shards(shards: &[(&Path, Option<(usize, usize)>)]) -> Result<(), String> {
+    let mut split: Option<(&Path, usize, usize)> = None;
+    let mut present = std::collections::BTreeSet::new();
+    for &(f, shard) in shards {
+        let Some((i, n)) = shard else { continue };
+        match split {
+            Some((g, j, m)) if m != n => {
+                return Err(format!(
+                    "{} is shard {i}/{n} and {} shard {j}/{m}: shards of two splits; merge \
+                     the shards of one --shard ../N",
+                    f.display(),
+                    g.display()
+                ))
+            }
+            Some(_) => {}
+            None => split = Some((f, i, n)),
+        }
+        present.insert(i);
+    }
+    let Some((_, _, n)) = split else {
+        return Ok(());
+    };
+    let missing: Vec<String> = (0..n)
+        .filter(|i| !present.contains(i))
+        .map(|i| format!("{i}/{n}"))
+        .collect();
+    match missing.len() {
+        0 => Ok(()),
+        1 => Err(format!(
+            "shard {} is missing: give every shard's run file (runs-I-of-{n}.csv for I from 0 \
+             to {})",
+            missing[0],
+            n - 1
+        )),
+        _ => Err(format!(
+            "shards {} are missing: give every shard's run file (runs-I-of-{n}.csv for I from \
+             0 to {})",
+            missing.join(", "),
+            n - 1
+        )),
+    }
+}
+
 /// The record of a merge: the shards' records (`sweep-I-of-N.json` beside each run file)
-/// must agree on what was run; `None` when no shard has one.
+/// must agree on what was run, and every shard of the split must be there (as the records,
+/// or else the files' names, say); `None` when no shard has a record.
 fn merged_record(files: &[PathBuf]) -> Result<Option<igemu::sweep::SweepRecord>, String> {
     let mut merged: Option<(PathBuf, igemu::sweep::SweepRecord)> = None;
     let mut finished = true;
+    let mut shards = Vec::new();
     for f in files {
         let path = igemu::sweep::record_beside(f);
-        let Some(r) = igemu::sweep::SweepRecord::read(&path)? else {
+        let record = igemu::sweep::SweepRecord::read(&path)?;
+        shards.push((f.as_path(), file_shard(f, record.as_ref())));
+        let Some(r) = record else {
             finished = false;
             continue;
         };
@@ -456,6 +525,7 @@ fn merged_record(files: &[PathBuf]) -> Result<Option<igemu::sweep::SweepRecord>,
             }
         }
     }
+    check_shards(&shards)?;
     Ok(merged.map(|(_, mut r)| {
         r.shard = None;
         r.finished = finished;
@@ -1264,6 +1334,9 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
     // Rows by run number (the first column); rows without one keep file order, after.
     let mut rows: BTreeMap<(u64, usize), csv::StringRecord> = BTreeMap::new();
     let mut unnumbered = 0usize;
+    // Runs by point (the `set:` columns' values) and seed, with their file: a seed runs
+    // once per point, and two rows of one would count one run as two samples.
+    let mut samples: BTreeMap<Vec<String>, (String, &Path)> = BTreeMap::new();
     for f in files {
         let mut r = csv::Reader::from_path(f).map_err(|e| format!("{}: {e}", f.display()))?;
         let h = r
@@ -1271,6 +1344,17 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
             .map_err(|e| format!("{}: {e}", f.display()))?
             .clone();
         match &header {
+            None if h.len() < 3
+                || &h[0] != "run"
+                || &h[1] != "seed"
+                || h.get(h.len() - 1) != Some("error") =>
+            {
+                return Err(format!(
+                    "{}: not a sweep's run file (its columns must start with run,seed and end \
+                     with error)",
+                    f.display()
+                ))
+            }
             None => {
                 w.write_record(&h).map_err(|e| e.to_string())?;
                 header = Some(h);
@@ -1286,6 +1370,34 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
         }
         for rec in r.records() {
             let rec = rec.map_err(|e| format!("{}: {e}", f.display()))?;
+            if let Some(h) = &header {
+                let sample: Vec<String> = h
+                    .iter()
+                    .zip(rec.iter())
+                    .enumerate()
+                    .filter(|(c, (name, _))| *c == 1 || name.starts_with("set:"))
+                    .map(|(_, (_, v))| v.to_string())
+                    .collect();
+                let run = rec.get(0).unwrap_or_default().to_string();
+                if let Some((other, g)) = samples.get(&sample) {
+                    let point: Vec<String> = h
+                        .iter()
+                        .zip(rec.iter())
+                        .filter(|(name, _)| name.starts_with("set:"))
+                        .map(|(name, v)| format!("{}={v}", &name[4..]))
+                        .collect();
+                    return Err(format!(
+                        "{}: run {run} has the point ({}) and seed {} of run {other} in {}: a \
+                         seed runs once per point, so one of them is not this sweep's; remove \
+                         it",
+                        f.display(),
+                        point.join(", "),
+                        rec.get(1).unwrap_or_default(),
+                        g.display()
+                    ));
+                }
+                samples.insert(sample, (run, f));
+            }
             let key = match rec.get(0).and_then(|x| x.parse::<u64>().ok()) {
                 Some(run) => (run, 0),
                 None => {
@@ -1301,6 +1413,13 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
                 ));
             }
         }
+    }
+    if rows.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        return Err(format!(
+            "no runs in {}: nothing to merge; give the run files of shards that ran",
+            names.join(", ")
+        ));
     }
     for rec in rows.values() {
         w.write_record(rec).map_err(|e| e.to_string())?;

@@ -2406,3 +2406,72 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
         stderr(&o)
     );
 }
+
+/// `sweep merge` refuses what would read as a whole sweep and is not one: a split with a
+/// shard missing (known from the shards' records, or their files' names without records),
+/// run files with no run at all, and two rows of one point and seed (one run counted twice).
+/// Nothing is written.
+#[test]
+fn merge_refuses_missing_shards_empty_run_files_and_a_run_listed_twice() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let shards = dir.path().join("shards");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let o = igemu(&[
+            "sweep",
+            s(&sweep),
+            "--out",
+            s(&shards),
+            "--shard",
+            &shard,
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let r0 = shards.join("runs-0-of-2.csv");
+    let merged = dir.path().join("merged");
+    let refused = |files: &[&Path], expect: &str| {
+        let mut args = vec!["sweep", "merge", "--out", s(&merged)];
+        args.extend(files.iter().map(|f| s(f)));
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{files:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{files:?}: {}", stderr(&o));
+        assert!(
+            !merged.join("runs.csv").exists() && !merged.join("sweep.json").exists(),
+            "{files:?}: nothing is written"
+        );
+    };
+    refused(&[&r0], "shard 1/2 is missing: give every shard's run file");
+    // Without its record, the file's name says which shard it is.
+    let bare = dir.path().join("bare");
+    std::fs::create_dir(&bare).expect("created");
+    std::fs::copy(&r0, bare.join("runs-0-of-2.csv")).expect("copied");
+    refused(&[&bare.join("runs-0-of-2.csv")], "shard 1/2 is missing");
+    // A run file with its header only.
+    let text = std::fs::read_to_string(&r0).expect("readable");
+    let header = text.lines().next().expect("a header");
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, format!("{header}\n")).expect("written");
+    refused(&[&empty], "no runs in");
+    // A row copied under another run number: the same point and seed twice.
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let copy = lines[1].replacen("0,", "9,", 1);
+    lines.push(copy);
+    let twice = dir.path().join("twice.csv");
+    std::fs::write(&twice, lines.join("\n") + "\n").expect("written");
+    refused(
+        &[&twice],
+        "run 9 has the point (igg.dispatch=rr) and seed 1 of run 0",
+    );
+    // Every shard: merged.
+    let o = igemu(&[
+        "sweep",
+        "merge",
+        "--out",
+        s(&merged),
+        s(&r0),
+        s(&shards.join("runs-1-of-2.csv")),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
