@@ -95,6 +95,10 @@ enum Command {
         /// (refused if the file, or sweep.json, was written for a different sweep).
         #[arg(long)]
         resume: bool,
+        /// Replace what --out holds of another sweep (other inputs, as its sweep.json says) or
+        /// of a run (without it, such a directory is refused, so two never mix).
+        #[arg(long)]
+        overwrite: bool,
         /// Show no progress (shown on stderr when the sweep takes over two seconds).
         #[arg(long)]
         quiet: bool,
@@ -242,6 +246,8 @@ fn jobs_or_cores(jobs: Option<usize>) -> Result<usize, Error> {
 struct SweepFlags {
     /// Keep the finished runs of the output's run file.
     resume: bool,
+    /// Replace another sweep's or a run's outputs in the output folder.
+    overwrite: bool,
     /// How progress is shown.
     style: Style,
 }
@@ -253,7 +259,11 @@ fn sweep(
     shard: Option<String>,
     flags: SweepFlags,
 ) -> Result<(), Error> {
-    let SweepFlags { resume, style } = flags;
+    let SweepFlags {
+        resume,
+        overwrite,
+        style,
+    } = flags;
     let jobs = jobs_or_cores(jobs)?;
     let spec = igemu::sweep::parse(file)?;
     let shard = match shard.as_deref().map(parse_shard) {
@@ -317,6 +327,9 @@ fn sweep(
     } else {
         BTreeMap::new()
     };
+    // Resumed, the run file and its record were checked above: they are this sweep's.
+    let own = (resume && runs.exists()).then_some((runs.as_path(), record_path.as_path()));
+    prepare_sweep_out(&out, &record, own, overwrite)?;
     create_dir(&out)?;
     // The run file holds the finished runs (none, or those kept for --resume), and every
     // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
@@ -1007,15 +1020,145 @@ fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Makes `out` ready for a run's outputs: refuses one holding another run's unless
-/// `overwrite`; the outputs of the same run — same topology file, contents and overrides, as
-/// `provenance` says — may be replaced. Nothing is removed before the new outputs are whole
-/// ([`igemu::RunResult::write_outputs`] replaces them), only temporary files a run that was
-/// stopped left behind.
+/// The files a whole sweep or a merge writes into its folder (`report.html` aside); a shard
+/// writes `runs-I-of-N.csv` and `sweep-I-of-N.json` instead ([`shard_file`]).
+const SWEEP_OUTPUTS: [&str; 4] = ["sweep.json", "runs.csv", "points.csv", "paired.csv"];
+
+/// Whether `name` is a shard's run file or record: `runs-I-of-N.csv`, `sweep-I-of-N.json`.
+fn shard_file(name: &str) -> bool {
+    [("runs-", ".csv"), ("sweep-", ".json")]
+        .iter()
+        .any(|(head, tail)| {
+            name.strip_prefix(head)
+                .and_then(|n| n.strip_suffix(tail))
+                .and_then(|n| n.split_once("-of-"))
+                .is_some_and(|(i, n)| shard_of(&format!("{i}/{n}")).is_some())
+        })
+}
+
+/// The sweep files in `dir` (a sweep's, a merge's or shards'), records first, then in name
+/// order: removed in this order, a folder without a record holds no whole sweep.
+fn sweep_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| SWEEP_OUTPUTS.contains(&n.as_str()) || shard_file(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort_by_key(|n| (!n.ends_with(".json"), n.clone()));
+    names
+}
+
+/// The run outputs in `dir`, `summary.json` first: removed in this order, a folder without
+/// it holds no whole run.
+fn run_files(dir: &Path) -> Vec<&'static str> {
+    let mut names: Vec<&str> = igemu::RUN_OUTPUTS
+        .into_iter()
+        .filter(|f| dir.join(f).exists())
+        .collect();
+    names.sort_by_key(|n| *n != "summary.json");
+    names
+}
+
+/// Removes `names` from `dir`, in order, then `report.html` (drawn from what they held).
+fn remove_outputs(dir: &Path, names: &[String]) -> Result<(), Error> {
+    for name in names.iter().map(String::as_str).chain(["report.html"]) {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::output(path)(e))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Makes `out` ready for the sweep `record` describes, so that it holds one whole sweep: a
+/// run's outputs there, or another sweep's — a record of other inputs, or results with no
+/// record to say what made them — are refused unless `overwrite`, which removes them (every
+/// sweep file but `own`, the run file and record `--resume` keeps). Shards and results of the
+/// same sweep stay: shards share a folder.
+fn prepare_sweep_out(
+    out: &Path,
+    record: &igemu::sweep::SweepRecord,
+    own: Option<(&Path, &Path)>,
+    overwrite: bool,
+) -> Result<(), Error> {
+    let is_own = |name: &str| own.is_some_and(|(r, j)| r.ends_with(name) || j.ends_with(name));
+    let files = sweep_files(out);
+    let mut other = Vec::new();
+    for name in files.iter().filter(|n| !is_own(n)) {
+        let path = out.join(name);
+        if name.ends_with(".json") {
+            match igemu::sweep::SweepRecord::read(&path) {
+                Ok(Some(old)) => {
+                    let differ = old.shard_mismatch(record);
+                    if !differ.is_empty() {
+                        other.push(format!("{name}: {}", differ.join("; ")));
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => other.push(e),
+            }
+        } else {
+            let record_name = igemu::sweep::record_beside(&path);
+            let has_record = record_name
+                .file_name()
+                .is_some_and(|r| files.iter().any(|n| r == n.as_str()));
+            if !has_record {
+                other.push(format!("{name} without the sweep.json saying what made it"));
+            }
+        }
+    }
+    let run = run_files(out);
+    if !overwrite {
+        if !run.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} holds a run's outputs ({}), and a folder holds one run or one sweep; pass --overwrite to replace them, or choose another --out",
+                out.display(),
+                run.join(", ")
+            )));
+        }
+        if !other.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} holds another sweep's results ({}); pass --overwrite to replace them, or choose another --out",
+                out.display(),
+                other.join("; ")
+            )));
+        }
+        return Ok(());
+    }
+    if !run.is_empty() {
+        let run: Vec<String> = run.iter().map(|n| n.to_string()).collect();
+        remove_outputs(out, &run)?;
+    }
+    if !other.is_empty() {
+        let theirs: Vec<String> = files.into_iter().filter(|n| !is_own(n)).collect();
+        remove_outputs(out, &theirs)?;
+    }
+    Ok(())
+}
+
+/// Makes `out` ready for a run's outputs: refuses one holding another run's, or a sweep's,
+/// unless `overwrite`; the outputs of the same run — same topology file, contents and
+/// overrides, as `provenance` says — may be replaced. Nothing is removed before the new
+/// outputs are whole ([`igemu::RunResult::write_outputs`] replaces them, and a sweep's files
+/// go after that), only temporary files a run that was stopped left behind.
 fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
     create_dir(out)?;
     for name in igemu::RUN_OUTPUTS {
         let _ = std::fs::remove_file(igemu::staged(out, name));
+    }
+    let sweep = sweep_files(out);
+    if !sweep.is_empty() && !overwrite {
+        return Err(Error::Usage(format!(
+            "{} holds a sweep's outputs ({}), and a folder holds one run or one sweep; pass --overwrite to replace them, or choose another --out",
+            out.display(),
+            sweep.join(", ")
+        )));
     }
     let present: Vec<&str> = igemu::RUN_OUTPUTS
         .into_iter()
@@ -1159,6 +1302,11 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     }
     let result = result?;
     result.write_outputs(&out)?;
+    let sweep = sweep_files(&out);
+    if args.overwrite && !sweep.is_empty() {
+        // The run is whole: a sweep's files, which --overwrite replaces, go (records first).
+        remove_outputs(&out, &sweep)?;
+    }
     say!("{}", result.human_summary());
     say!("  outputs in {}/", out.display());
     match (&result.recorded, &args.record) {
@@ -1267,6 +1415,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             jobs,
             shard,
             resume,
+            overwrite,
             quiet,
         } => sweep(
             &file,
@@ -1275,6 +1424,7 @@ fn dispatch(command: Command) -> Result<(), Error> {
             shard,
             SweepFlags {
                 resume,
+                overwrite,
                 style: Style::detect(quiet),
             },
         ),

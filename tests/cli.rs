@@ -1288,8 +1288,27 @@ fn a_sweep_records_its_inputs_and_resume_refuses_changed_ones() {
         err.contains("the topology file") && err.contains("small.toml changed"),
         "{err}"
     );
-    // Without --resume it starts over and records the new inputs.
-    let fresh = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    // Without --resume, other inputs' results are not replaced without --overwrite; with
+    // it, the sweep starts over and records the new inputs.
+    let refused = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("holds another sweep's results (sweep.json: the topology file"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(
+        json(&out.join("sweep.json"))["topology_hash"],
+        topology_hash
+    );
+    let fresh = igemu(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--overwrite",
+    ]);
     assert_eq!(fresh.status.code(), Some(0), "{}", stderr(&fresh));
     let r = json(&out.join("sweep.json"));
     assert_ne!(r["topology_hash"], topology_hash);
@@ -2474,4 +2493,140 @@ fn merge_refuses_missing_shards_empty_run_files_and_a_run_listed_twice() {
         s(&shards.join("runs-1-of-2.csv")),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// A folder holds one run or one sweep: `sweep` refuses another sweep's results (its
+/// `sweep.json` records other inputs) and a run's outputs, `run` a sweep's, each unless
+/// `--overwrite`, which leaves the folder holding the new one alone. The same sweep again, and
+/// shards of one sweep sharing a folder, need no flag.
+#[test]
+fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&sweep)
+            .expect("readable")
+            .replace("seeds = 2", "seeds = 1"),
+    )
+    .expect("written");
+    let out = dir.path().join("out");
+    let ok = |args: &[&str]| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    };
+    let refused = |args: &[&str], expect: &str| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{args:?}: {}", stderr(&o));
+    };
+    let listing = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .expect("a folder")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    ok(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    let before = std::fs::read(out.join("runs.csv")).expect("runs.csv");
+    // The same sweep again replaces its own results.
+    ok(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    // Another sweep: refused, nothing touched.
+    refused(
+        &["sweep", s(&other), "--out", s(&out), "--quiet"],
+        "holds another sweep's results (sweep.json: the seeds differ)",
+    );
+    assert_eq!(
+        std::fs::read(out.join("runs.csv")).expect("runs.csv"),
+        before
+    );
+    // A run into the sweep's folder: refused.
+    refused(
+        &["run", "--out", s(&out), "--quiet"],
+        "holds a sweep's outputs (sweep.json, paired.csv, points.csv, runs.csv)",
+    );
+    assert!(!out.join("summary.json").exists());
+    // With --overwrite the run replaces the sweep: the folder holds the run alone.
+    ok(&["run", "--out", s(&out), "--quiet", "--overwrite"]);
+    assert_eq!(
+        listing(&out),
+        [
+            "decisions.csv",
+            "intervals.csv",
+            "requests.csv",
+            "summary.json",
+            "utilization.csv"
+        ]
+    );
+    // A sweep into the run's folder: refused; with --overwrite, the sweep alone.
+    refused(
+        &["sweep", s(&other), "--out", s(&out), "--quiet"],
+        "holds a run's outputs (summary.json, ",
+    );
+    assert!(!out.join("runs.csv").exists());
+    ok(&[
+        "sweep",
+        s(&other),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--overwrite",
+    ]);
+    assert_eq!(
+        listing(&out),
+        ["paired.csv", "points.csv", "runs.csv", "sweep.json"]
+    );
+    // The other sweep's results give way to this one's with --overwrite only.
+    ok(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--overwrite",
+    ]);
+    assert_eq!(
+        std::fs::read(out.join("runs.csv")).expect("runs.csv"),
+        before
+    );
+    // Shards of one sweep share a folder; a shard of another sweep does not join them.
+    let shards = dir.path().join("shards");
+    for i in ["0/2", "1/2"] {
+        ok(&[
+            "sweep",
+            s(&sweep),
+            "--out",
+            s(&shards),
+            "--shard",
+            i,
+            "--quiet",
+        ]);
+    }
+    refused(
+        &[
+            "sweep",
+            s(&other),
+            "--out",
+            s(&shards),
+            "--shard",
+            "0/2",
+            "--quiet",
+        ],
+        "sweep-0-of-2.json: the seeds differ",
+    );
+    // Results with no record of their inputs are another sweep's too.
+    let bare = dir.path().join("bare");
+    std::fs::create_dir(&bare).expect("created");
+    std::fs::write(bare.join("runs.csv"), "run,seed,error\n").expect("written");
+    refused(
+        &["sweep", s(&sweep), "--out", s(&bare), "--quiet"],
+        "runs.csv without the sweep.json saying what made it",
+    );
 }

@@ -892,7 +892,7 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
         dir.path(),
         "seeds = 2\nmetrics = [\"utilization_pct\"]\n[vary]\n\"lrms.cp_alpha\" = [0.1, 0.2]\n",
     );
-    assert_ok(&sweep_to(&sweep, &out_dir, &[]));
+    assert_ok(&sweep_to(&sweep, &out_dir, &["--overwrite"]));
     assert!(
         !out_dir.join("paired.csv").exists(),
         "a stale paired.csv is removed"
