@@ -473,7 +473,7 @@ fn check_shards(shards: &[(&Path, Option<(usize, usize)>)]) -> Result<(), String
             Some((g, j, m)) if m != n => {
                 return Err(format!(
                     "{} is shard {i}/{n} and {} shard {j}/{m}: shards of two splits; merge \
-                     the shards of one --shard ../N",
+                     the shards of one split (one N in --shard I/N)",
                     f.display(),
                     g.display()
                 ))
