@@ -1662,7 +1662,7 @@ fn stress(
     }
     if seeds > MAX_STRESS_SEEDS {
         return Err(Error::Usage(format!(
-            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; split the seeds over several stress tests with --first-seed (e.g. --first-seed {} --seeds {MAX_STRESS_SEEDS} runs the next {MAX_STRESS_SEEDS} after this one's first)",
+            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; split the seeds over several stress tests with --first-seed: --first-seed {first_seed} --seeds {MAX_STRESS_SEEDS}, then --first-seed {} --seeds {MAX_STRESS_SEEDS}, and so on",
             first_seed.saturating_add(MAX_STRESS_SEEDS)
         )));
     }
