@@ -331,16 +331,18 @@ fn sweep(
     let own = (resume && runs.exists()).then_some((runs.as_path(), record_path.as_path()));
     prepare_sweep_out(&out, &record, own, overwrite)?;
     create_dir(&out)?;
-    // The run file holds the finished runs (none, or those kept for --resume), and every
-    // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
-    // process) loses only the runs in flight.
-    igemu::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
     let file_name = |p: &Path| {
         p.file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().to_string())
     };
     record.outputs = vec![file_name(&runs)];
+    // The record first: a run file never stands without the record of what made it (which
+    // a later sweep into this folder would take for another sweep's).
     record.write(&record_path).map_err(Error::Failed)?;
+    // The run file holds the finished runs (none, or those kept for --resume), and every
+    // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
+    // process) loses only the runs in flight.
+    igemu::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
     let todo: Vec<igemu::sweep::RunSpec> = spec
         .runs()
         .into_iter()

@@ -996,6 +996,7 @@ fn read_seed(t: &Table<'_>) -> Option<u64> {
 pub fn seed_override(seed: u64) -> String {
     format!("emulation.seed={seed}")
 }
+
 /// Whether the override `assignment` (`key=value`) sets `emulation.seed`, however the key is
 /// spelled (whitespace around its segments, or `emulation={ seed = 3 }`): commands that set
 /// each run's seed themselves refuse such an override rather than ignore it.
