@@ -1089,7 +1089,15 @@ fn prepare_sweep_out(
     own: Option<(&Path, &Path)>,
     overwrite: bool,
 ) -> Result<(), Error> {
-    let is_own = |name: &str| own.is_some_and(|(r, j)| r.ends_with(name) || j.ends_with(name));
+    // A resumed whole sweep's points.csv and paired.csv are its own too (rewritten from its
+    // run file at the end), with or without a record (an older igemu wrote none).
+    let is_own = |name: &str| {
+        own.is_some_and(|(r, j)| {
+            r.ends_with(name)
+                || j.ends_with(name)
+                || (r.ends_with("runs.csv") && ["points.csv", "paired.csv"].contains(&name))
+        })
+    };
     let files = sweep_files(out);
     let mut other = Vec::new();
     for name in files.iter().filter(|n| !is_own(n)) {

@@ -2629,4 +2629,19 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
         &["sweep", s(&sweep), "--out", s(&bare), "--quiet"],
         "runs.csv without the sweep.json saying what made it",
     );
+    // Such results (an older igemu's) still resume, as docs/sweeps.md promises.
+    let old = dir.path().join("old");
+    std::fs::create_dir(&old).expect("created");
+    for f in ["runs.csv", "points.csv", "paired.csv"] {
+        std::fs::copy(out.join(f), old.join(f)).expect("copied");
+    }
+    refused(
+        &["sweep", s(&sweep), "--out", s(&old), "--quiet"],
+        "points.csv without the sweep.json",
+    );
+    ok(&["sweep", s(&sweep), "--out", s(&old), "--quiet", "--resume"]);
+    assert_eq!(
+        std::fs::read(old.join("runs.csv")).expect("runs.csv"),
+        before
+    );
 }
