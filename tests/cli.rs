@@ -395,6 +395,65 @@ fn tracing_an_unknown_request_is_an_error_naming_it_with_a_suggestion() {
 }
 
 #[test]
+fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cap = igemu::trace::render::MAX_LINE;
+    let message = format!(":1: longer than {cap} bytes; not a trace record");
+    // Before: an abort (exit 134) after allocating gigabytes.
+    if Path::new("/dev/zero").exists() {
+        let chrome = tmp_str(&tmp, "c.json");
+        for args in [
+            &["--request", "x"][..],
+            &["--negotiations"][..],
+            &["--negotiation", "1"][..],
+            &["--chrome", &chrome][..],
+        ] {
+            let o = igemu(&[&["trace", "/dev/zero"][..], args].concat());
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&message), "{args:?}: {}", stderr(&o));
+        }
+    }
+    // Backwards, one line without a newline: before, quadratic in its length (minutes).
+    let long = tmp_str(&tmp, "long.jsonl");
+    std::fs::write(&long, vec![b'a'; cap + 1]).expect("written");
+    let o = igemu(&["trace", &long, "--why", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("long.jsonl{message}")),
+        "{}",
+        stderr(&o)
+    );
+    // Two records numbered 5 then a 3: before, "has no message 5".
+    let record = |seq: u64, cause: u64| {
+        format!(
+            r#"{{"seq":{seq},"t_us":0,"t":"0","from":"a","to":"b","kind":"Arrive","cause":{cause}}}"#
+        )
+    };
+    let dup = tmp_str(&tmp, "dup.jsonl");
+    let text = [record(5, 3), record(5, 4), record(3, 5)].join("\n");
+    std::fs::write(&dup, text).expect("written");
+    let o = igemu(&["trace", &dup, "--why", "5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "dup.jsonl:3: seq 3 after 5: the trace is not in seq order (two traces concatenated?)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // A cause after its effect is an error at its line, not a chain cut short in silence.
+    let cycle = tmp_str(&tmp, "cycle.jsonl");
+    std::fs::write(&cycle, [record(1, 0), record(2, 7)].join("\n")).expect("written");
+    let o = igemu(&["trace", &cycle, "--why", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cycle.jsonl:2: message 2 gives 7 as its cause"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn inspecting_a_file_that_is_no_workload_trace_says_so_in_one_line() {
     let out = igemu(&["workload", "inspect", "topologies/quickstart.toml"]);
     assert_eq!(out.status.code(), Some(2));

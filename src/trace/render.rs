@@ -106,23 +106,39 @@ impl std::fmt::Display for ReadError {
     }
 }
 
+/// The longest trace line read, in bytes. Most records are under 300 bytes; a batch offer
+/// or answer lists every request of its batch (about 50 bytes each), so this admits batches of
+/// over 300 000 requests while keeping one line's memory bounded (`/dev/zero` as a trace).
+pub const MAX_LINE: usize = 16 << 20;
+
 /// The events of a trace, read one line at a time (blank lines skipped): memory stays that
-/// of one line however long the trace is. Made by [`events`].
+/// of one line (at most [`MAX_LINE`] bytes) however long the trace is. Made by [`events`].
 pub struct Events<R> {
     reader: R,
-    buf: String,
+    buf: Vec<u8>,
     line: u64,
     failed: bool,
+    max_line: usize,
 }
 
 /// Reads the events of the trace `reader` holds, lazily, in file order. The first line that
-/// cannot be read or parsed ends the iteration with a [`ReadError`] naming it.
+/// cannot be read or parsed, or is longer than [`MAX_LINE`], ends the iteration with a
+/// [`ReadError`] naming it.
 pub fn events<R: BufRead>(reader: R) -> Events<R> {
     Events {
         reader,
-        buf: String::new(),
+        buf: Vec::new(),
         line: 0,
         failed: false,
+        max_line: MAX_LINE,
+    }
+}
+
+/// The error for a line longer than `max` bytes.
+fn too_long(line: u64, max: usize) -> ReadError {
+    ReadError {
+        line,
+        message: format!("longer than {max} bytes; not a trace record"),
     }
 }
 
@@ -133,24 +149,27 @@ impl<R: BufRead> Iterator for Events<R> {
         while !self.failed {
             self.buf.clear();
             self.line += 1;
-            let error = |message: String, line| Some(Err(ReadError { line, message }));
-            match self.reader.read_line(&mut self.buf) {
+            // One byte past the cap tells a line that is too long from one that fits.
+            let read = (&mut self.reader)
+                .take(self.max_line as u64 + 1)
+                .read_until(b'\n', &mut self.buf);
+            let result = match read {
                 Ok(0) => return None,
-                Ok(_) if self.buf.trim().is_empty() => continue,
-                Ok(_) => {
-                    return match serde_json::from_str(&self.buf) {
-                        Ok(e) => Some(Ok(e)),
-                        Err(e) => {
-                            self.failed = true;
-                            error(e.to_string(), self.line)
-                        }
-                    }
+                Ok(n) if n > self.max_line && self.buf.last() != Some(&b'\n') => {
+                    Err(too_long(self.line, self.max_line))
                 }
-                Err(e) => {
-                    self.failed = true;
-                    return error(format!("cannot read: {e}"), self.line);
-                }
-            }
+                Ok(_) if self.buf.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(_) => serde_json::from_slice(&self.buf).map_err(|e| ReadError {
+                    line: self.line,
+                    message: e.to_string(),
+                }),
+                Err(e) => Err(ReadError {
+                    line: self.line,
+                    message: format!("cannot read: {e}"),
+                }),
+            };
+            self.failed = result.is_err();
+            return Some(result);
         }
         None
     }
@@ -284,52 +303,101 @@ pub fn causes(events: &[Event], seq: u64) -> Vec<&Event> {
     chain
 }
 
+/// What [`RevLines::prev`] found.
+enum Rev {
+    /// A line (without its newline) and the byte offset it starts at.
+    Line(u64, Vec<u8>),
+    /// A line longer than the cap; the offset of one of its bytes.
+    TooLong(u64),
+}
+
 /// The lines of a file from its last to its first, read in blocks from the end: memory is
-/// one block and one line. Each line comes with the byte offset it starts at.
+/// one block and one line (at most `max_line` bytes). Each block is scanned for newlines once
+/// and a line spanning blocks is joined once, so the cost is linear in the bytes read.
 struct RevLines<R> {
     reader: R,
     /// Where the bytes not read yet end (they are `0..pos`).
     pos: u64,
-    /// Bytes read but not yet given out: those at `pos..pos + buf.len()`.
+    /// Bytes read but not yet given out: those at `pos..pos + buf.len()`, followed by the
+    /// blocks of `tail`. A final newline of the file is left out, so every newline here
+    /// ends a line that has yet to be given out.
     buf: Vec<u8>,
+    /// Earlier blocks holding no newline: the end of the line being read, in reverse file
+    /// order (the last one pushed comes first in the file).
+    tail: Vec<Vec<u8>>,
+    /// Their total length.
+    tail_len: usize,
+    /// Whether the first line has been given out.
+    done: bool,
+    max_line: usize,
 }
 
 impl<R: Read + Seek> RevLines<R> {
-    fn new(mut reader: R) -> std::io::Result<Self> {
-        let pos = reader.seek(SeekFrom::End(0))?;
+    fn new(mut reader: R, max_line: usize) -> std::io::Result<Self> {
+        let size = reader.seek(SeekFrom::End(0))?;
+        let mut pos = size;
+        if pos > 0 {
+            reader.seek(SeekFrom::Start(pos - 1))?;
+            let mut last = [0];
+            reader.read_exact(&mut last)?;
+            if last[0] == b'\n' {
+                pos -= 1;
+            }
+        }
         Ok(RevLines {
+            done: size == 0,
             reader,
             pos,
             buf: Vec::new(),
+            tail: Vec::new(),
+            tail_len: 0,
+            max_line,
         })
     }
 
-    /// The previous line (without its newline) and its offset, or `None` at the start.
-    fn prev(&mut self) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    /// The previous line, or `None` at the start.
+    fn prev(&mut self) -> std::io::Result<Option<Rev>> {
         const BLOCK: u64 = 1 << 16;
+        if self.done {
+            return Ok(None);
+        }
         loop {
-            // The newline ending the line before the last one held, if it is in the buffer.
-            let body = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
-            if let Some(i) = body.iter().rposition(|b| *b == b'\n') {
-                let line = body[i + 1..].to_vec();
-                self.buf.truncate(i + 1);
-                return Ok(Some((self.pos + i as u64 + 1, line)));
-            }
-            if self.pos == 0 {
-                if self.buf.is_empty() {
-                    return Ok(None);
+            // Only `buf` may hold a newline: `tail` was scanned when it was `buf`.
+            let found = self.buf.iter().rposition(|b| *b == b'\n');
+            if found.is_some() || self.pos == 0 {
+                let start = found.map_or(0, |i| i + 1);
+                let offset = self.pos + start as u64;
+                if self.buf.len() - start + self.tail_len > self.max_line {
+                    return Ok(Some(Rev::TooLong(offset)));
                 }
-                let line = body.to_vec();
-                self.buf.clear();
-                return Ok(Some((0, line)));
+                let mut line = Vec::with_capacity(self.buf.len() - start + self.tail_len);
+                line.extend_from_slice(&self.buf[start..]);
+                for block in self.tail.drain(..).rev() {
+                    line.extend_from_slice(&block);
+                }
+                self.tail_len = 0;
+                match found {
+                    Some(i) => self.buf.truncate(i),
+                    None => {
+                        self.buf.clear();
+                        self.done = true;
+                    }
+                }
+                return Ok(Some(Rev::Line(offset, line)));
+            }
+            if self.buf.len() + self.tail_len > self.max_line {
+                return Ok(Some(Rev::TooLong(self.pos)));
             }
             let n = self.pos.min(BLOCK);
             self.pos -= n;
             self.reader.seek(SeekFrom::Start(self.pos))?;
             let mut block = vec![0; n as usize];
             self.reader.read_exact(&mut block)?;
-            block.extend_from_slice(&self.buf);
-            self.buf = block;
+            let held = std::mem::replace(&mut self.buf, block);
+            if !held.is_empty() {
+                self.tail_len += held.len();
+                self.tail.push(held);
+            }
         }
     }
 }
@@ -346,53 +414,95 @@ pub struct Chain {
 }
 
 /// The chain of causes that led to message `seq` (as [`causes`]), in constant memory: the
-/// trace is read backwards from its end (records are in `seq` order and a cause comes before
-/// its effect), keeping only the chain. A malformed line met on the way is reported with its
-/// number (found by counting the lines before it).
+/// trace is read backwards from its end, keeping only the chain. Records must be in
+/// increasing `seq` order and each cause must come before its effect: the whole file is read
+/// to check that, since a trace out of order (two traces concatenated, say) would answer
+/// from the wrong records. A malformed line, a line out of order, a cause not before its
+/// effect or a line longer than [`MAX_LINE`] is reported with its number (found by counting
+/// the lines before it).
 pub fn why<R: Read + Seek>(reader: R, seq: u64) -> Result<Chain, ReadError> {
-    let io = |e: std::io::Error| ReadError {
-        line: 0,
-        message: format!("cannot read: {e}"),
-    };
-    let mut lines = RevLines::new(reader).map_err(io)?;
+    why_capped(reader, seq, MAX_LINE)
+}
+
+/// Only the `seq` of a record: what the order check reads of the lines outside the chain.
+#[derive(Deserialize)]
+struct SeqOnly {
+    seq: u64,
+}
+
+/// [`why`] with lines of at most `max_line` bytes.
+fn why_capped<R: Read + Seek>(reader: R, seq: u64, max_line: usize) -> Result<Chain, ReadError> {
+    let mut lines = RevLines::new(reader, max_line).map_err(unreadable)?;
     let mut chain = Chain::default();
-    let mut wanted = seq;
-    let mut complete = false;
-    while let Some((offset, line)) = lines.prev().map_err(io)? {
+    // The message the chain needs next; `None` once it is complete or cut.
+    let mut wanted = Some(seq);
+    // The record read before this one (the next in the file): its seq and offset.
+    let mut later: Option<(u64, u64)> = None;
+    while let Some(found) = lines.prev().map_err(unreadable)? {
+        let (offset, line) = match found {
+            Rev::Line(offset, line) => (offset, line),
+            Rev::TooLong(offset) => {
+                let line = line_number(&mut lines.reader, offset).map_err(unreadable)?;
+                return Err(too_long(line, max_line));
+            }
+        };
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let e: Event = match serde_json::from_slice(&line) {
-            Ok(e) => e,
-            Err(err) => {
-                let line = line_number(&mut lines.reader, offset).map_err(io)?;
-                return Err(ReadError {
-                    line,
-                    message: err.to_string(),
-                });
-            }
+        let at = |lines: &mut RevLines<R>, offset, message: String| match line_number(
+            &mut lines.reader,
+            offset,
+        ) {
+            Ok(line) => ReadError { line, message },
+            Err(e) => unreadable(e),
         };
-        if e.seq > wanted {
-            continue;
+        // Off the chain only the order matters, so only `seq` is read.
+        let this = match serde_json::from_slice::<SeqOnly>(&line) {
+            Ok(e) => e.seq,
+            Err(err) => return Err(at(&mut lines, offset, err.to_string())),
+        };
+        if let Some((next, next_offset)) = later.filter(|(next, _)| this >= *next) {
+            let message = format!(
+                "seq {next} after {this}: the trace is not in seq order (two traces concatenated?)"
+            );
+            return Err(at(&mut lines, next_offset, message));
         }
-        if e.seq < wanted {
-            break; // passed the one wanted: the trace does not hold it
-        }
-        let next = e.cause.filter(|c| *c < e.seq);
-        chain.events.push(e);
-        match next {
-            Some(c) => wanted = c,
-            None => {
-                complete = true;
-                break;
+        later = Some((this, offset));
+        match wanted {
+            Some(w) if this == w => {
+                let e: Event = serde_json::from_slice(&line)
+                    .map_err(|err| at(&mut lines, offset, err.to_string()))?;
+                if let Some(c) = e.cause.filter(|c| *c >= e.seq) {
+                    let message = format!(
+                        "message {} gives {c} as its cause, but a cause comes before its effect (a smaller seq)",
+                        e.seq
+                    );
+                    return Err(at(&mut lines, offset, message));
+                }
+                wanted = e.cause;
+                chain.events.push(e);
             }
+            Some(w) if this < w => {
+                // Passed the one wanted: the trace does not hold it.
+                chain.cut_at = Some(w).filter(|_| !chain.events.is_empty());
+                wanted = None;
+            }
+            _ => {}
         }
     }
-    if !complete && !chain.events.is_empty() {
-        chain.cut_at = Some(wanted);
+    if wanted.is_some() && !chain.events.is_empty() {
+        chain.cut_at = wanted;
     }
     chain.events.reverse();
     Ok(chain)
+}
+
+/// The error for a trace that cannot be read.
+fn unreadable(e: std::io::Error) -> ReadError {
+    ReadError {
+        line: 0,
+        message: format!("cannot read: {e}"),
+    }
 }
 
 /// The 1-based number of the line starting at byte `offset`.
@@ -1109,6 +1219,7 @@ pub fn write_negotiations_csv<W: std::io::Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
 
     const TRACE: &str = r#"{"seq":0,"t_us":0,"t":"0","from":"igg:a","to":"igg:b","kind":"PeerOffer","negotiation":7}
 {"seq":1,"t_us":5,"t":"0.000005","from":"igg:b","to":"igg:a","kind":"PeerAnswer","negotiation":7}
@@ -1406,7 +1517,6 @@ mod tests {
 
     #[test]
     fn why_reads_the_trace_backwards_and_keeps_only_the_chain() {
-        use std::io::Cursor;
         let ev = parse(NEGOTIATION).expect("valid");
         let chain = why(Cursor::new(NEGOTIATION), 8).expect("valid");
         let want: Vec<Event> = causes(&ev, 8).into_iter().cloned().collect();
@@ -1429,14 +1539,16 @@ mod tests {
         let chain = why(Cursor::new(&cut), 8).expect("valid");
         assert_eq!(chain.events.len(), 2, "#7 and #8");
         assert_eq!(chain.cut_at, Some(5));
-        // Lines after the message asked about are read but need not be records; a bad line
-        // on the way is named by its number; a file without a final newline and with blank
-        // lines reads the same; blocks of 64 KiB join up.
+        // Every line is read (for the order check): a bad line before or after the chain is
+        // named by its number; a file without a final newline and with blank lines reads
+        // the same; blocks of 64 KiB join up.
         let tail = format!("{NEGOTIATION}not json\n");
         assert_eq!(why(Cursor::new(&tail), 8).map_err(|e| e.line), Err(16));
         let head = format!("\nnot json\n\n{}", NEGOTIATION.trim_end());
+        assert_eq!(why(Cursor::new(&head), 8).map_err(|e| e.line), Err(2));
+        let blank = format!("\n\n{}\n\n", NEGOTIATION.trim_end());
         assert_eq!(
-            why(Cursor::new(&head), 8).map(|c| c.events),
+            why(Cursor::new(&blank), 8).map(|c| c.events),
             Ok(want.clone())
         );
         let mut middle: Vec<&str> = NEGOTIATION.lines().collect();
@@ -1445,6 +1557,80 @@ mod tests {
         assert_eq!(why(Cursor::new(&middle), 8).map_err(|e| e.line), Err(4));
         let padded = format!("{}\n{NEGOTIATION}", " ".repeat(200_000));
         assert_eq!(why(Cursor::new(&padded), 8).map(|c| c.events), Ok(want));
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_are_an_error_at_their_line() {
+        let text = "\n12345678\n123456789\n";
+        let mut it = events(text.as_bytes());
+        it.max_line = 8;
+        assert_eq!(
+            it.next().map(|e| e.map_err(|e| e.line)),
+            Some(Err(2)),
+            "8 bytes fit"
+        );
+        let mut it = events(&b"\n\n123456789"[..]);
+        it.max_line = 8;
+        let err = it.next().expect("an error").expect_err("too long");
+        assert_eq!(err, too_long(3, 8));
+        assert_eq!(err.message, "longer than 8 bytes; not a trace record");
+        assert!(it.next().is_none(), "nothing after an error");
+        // An endless line stops at the cap, not at the end of memory.
+        let mut it = events(std::io::BufReader::new(std::io::repeat(b'x')));
+        it.max_line = 1 << 16;
+        assert_eq!(it.next(), Some(Err(too_long(1, 1 << 16))));
+        // Backwards too, wherever the long line is.
+        let ok = NEGOTIATION.lines().map(str::len).max().unwrap_or(0);
+        let long = format!("{}\n{NEGOTIATION}", "x".repeat(ok + 1));
+        assert_eq!(why_capped(Cursor::new(&long), 8, ok), Err(too_long(1, ok)));
+        let mut middle: Vec<String> = NEGOTIATION.lines().map(String::from).collect();
+        middle.insert(5, " ".repeat(200_000));
+        let middle = middle.join("\n");
+        assert_eq!(
+            why_capped(Cursor::new(&middle), 8, 100_000),
+            Err(too_long(6, 100_000))
+        );
+        assert!(why_capped(Cursor::new(&middle), 8, 200_000).is_ok());
+    }
+
+    #[test]
+    fn why_reads_a_long_line_in_linear_time() {
+        // 64 MiB in one line: joined once, not once per 64 KiB block (that took minutes).
+        let line = vec![b' '; 64 << 20];
+        let started = std::time::Instant::now();
+        let chain = why_capped(Cursor::new(&line), 8, 128 << 20).expect("blank");
+        assert_eq!(chain, Chain::default());
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn why_refuses_a_trace_out_of_seq_order() {
+        // The audit's case: #5 twice, then #3; the answer was "no message 5".
+        let record = |seq: u64, cause: u64| {
+            format!(
+                r#"{{"seq":{seq},"t_us":0,"t":"0","from":"a","to":"b","kind":"Arrive","cause":{cause}}}"#
+            )
+        };
+        let dup = [record(5, 3), record(5, 4), record(3, 5)].join("\n");
+        let err = why(Cursor::new(&dup), 5).expect_err("out of order");
+        assert_eq!(err.line, 3);
+        assert_eq!(
+            err.message,
+            "seq 3 after 5: the trace is not in seq order (two traces concatenated?)"
+        );
+        // Two runs concatenated: the chain in the second would be answered from the wrong
+        // run, or #12 said to be missing; both are refused at the first line of the second.
+        let twice = format!("{NEGOTIATION}{NEGOTIATION}");
+        for seq in [8, 12, 14] {
+            let err = why(Cursor::new(&twice), seq).expect_err("concatenated");
+            assert_eq!(err.line, 16, "{err}");
+            assert!(err.message.starts_with("seq 0 after 14:"), "{err}");
+        }
+        // A cause that is not before its effect is named, not dropped from the chain.
+        let cycle = [record(3, 1), record(4, 9)].join("\n");
+        let err = why(Cursor::new(&cycle), 4).expect_err("a cause after its effect");
+        assert_eq!(err.line, 2);
+        assert!(err.message.contains("gives 9 as its cause"), "{err}");
     }
 
     #[test]
