@@ -454,6 +454,23 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
 }
 
 #[test]
+fn a_file_with_many_problems_prints_the_first_hundred_and_counts_the_rest() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let base = std::fs::read_to_string(common::path("topologies/quickstart.toml")).expect("read");
+    let keys: String = (0..1000).map(|i| format!("k{i} = 1\n")).collect();
+    let file = tmp_str(&tmp, "many.toml");
+    let text = base.replacen("[emulation]\n", &format!("[emulation]\n{keys}"), 1);
+    std::fs::write(&file, text).expect("written");
+    let o = igemu(&["validate", &file]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches(": error: ").count(), 100, "{err}");
+    assert!(err.contains("`k0`"), "{err}");
+    assert!(err.contains("... and 900 more\n"), "{err}");
+    assert!(err.contains("many.toml: 1000 problems found"), "{err}");
+}
+
+#[test]
 fn inspecting_a_file_that_is_no_workload_trace_says_so_in_one_line() {
     let out = igemu(&["workload", "inspect", "topologies/quickstart.toml"]);
     assert_eq!(out.status.code(), Some(2));

@@ -80,19 +80,43 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// 1-based line and column of byte `offset` in `text` (columns count characters).
+/// 1-based line and column of byte `offset` in `text` (columns count characters). For many
+/// places in one text, [`Lines`] finds each without counting from the start again.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..text.floor_char_boundary(offset)];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rfind('\n')
-        .map_or(before, |i| &before[i + 1..])
-        .chars()
-        .count()
-        + 1;
-    (line, col)
+    Lines::new(text).line_col(offset)
 }
+
+/// Where each line of a text starts: built once, then each place is a binary search (a file
+/// with many problems took time quadratic in its size when each counted its newlines).
+pub struct Lines<'a> {
+    text: &'a str,
+    /// Byte offset of each line's first byte; the first is 0.
+    starts: Vec<usize>,
+}
+
+impl<'a> Lines<'a> {
+    /// The line starts of `text`.
+    pub fn new(text: &'a str) -> Lines<'a> {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Lines { text, starts }
+    }
+
+    /// 1-based line and column of byte `offset` (columns count characters).
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = self.text.floor_char_boundary(offset.min(self.text.len()));
+        // The last line starting at or before `offset`; `starts[0]` is 0, so there is one.
+        let line = self.starts.partition_point(|s| *s <= offset);
+        let start = self.starts[line - 1];
+        let col = self.text[start..offset].chars().count() + 1;
+        (line, col)
+    }
+}
+
+/// Problems printed at most by a [`Report`]; the rest are counted. A file with a million
+/// unknown keys needs its first few fixed, not a million lines.
+pub const MAX_SHOWN: usize = 100;
 
 impl Report {
     /// The problems found in the file at `path` (its text, for places).
@@ -121,10 +145,17 @@ impl Report {
         Report::of_file(path, "", vec![d])
     }
 
-    fn place(&self, loc: &Loc) -> String {
+    /// The place of `loc`, with the line starts of the file (`lines`) and of the profiles
+    /// (`profile_lines`, built the first time a profile is named).
+    fn place<'a>(
+        &'a self,
+        loc: &Loc,
+        lines: &Lines,
+        profile_lines: &mut Vec<(&'a str, Lines<'a>)>,
+    ) -> String {
         match loc {
             Loc::File { start, .. } => {
-                let (l, c) = line_col(&self.text, *start);
+                let (l, c) = lines.line_col(*start);
                 format!("{}:{l}:{c}", self.path)
             }
             Loc::Set(i) => format!(
@@ -133,8 +164,15 @@ impl Report {
             ),
             Loc::Profile { name, start } => {
                 match self.profiles.iter().find(|(n, _, _)| n == name) {
-                    Some((_, path, text)) => {
-                        let (l, c) = line_col(text, *start);
+                    Some((n, path, text)) => {
+                        let at = match profile_lines.iter().position(|(p, _)| p == n) {
+                            Some(at) => at,
+                            None => {
+                                profile_lines.push((n, Lines::new(text)));
+                                profile_lines.len() - 1
+                            }
+                        };
+                        let (l, c) = profile_lines[at].1.line_col(*start);
                         format!("{path}:{l}:{c}")
                     }
                     None => format!("LRMS profile `{name}`"),
@@ -148,13 +186,19 @@ impl Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for d in &self.diagnostics {
-            writeln!(f, "{}: error: {}", self.place(&d.loc), d.message)?;
+        let lines = Lines::new(&self.text);
+        let mut profile_lines = Vec::new();
+        for d in self.diagnostics.iter().take(MAX_SHOWN) {
+            let place = self.place(&d.loc, &lines, &mut profile_lines);
+            writeln!(f, "{place}: error: {}", d.message)?;
             if let Some(h) = &d.hint {
                 writeln!(f, "    hint: {h}")?;
             }
         }
         let n = self.diagnostics.len();
+        if n > MAX_SHOWN {
+            writeln!(f, "... and {} more", n - MAX_SHOWN)?;
+        }
         write!(
             f,
             "{}: {n} problem{} found",
@@ -221,5 +265,41 @@ mod tests {
         assert_eq!(line_col(text, 0), (1, 1));
         assert_eq!(line_col(text, 6), (2, 1));
         assert_eq!(line_col(text, 11), (2, 6));
+        assert_eq!(line_col(text, 12), (2, 7), "a newline ends its line");
+        assert_eq!(line_col(text, 13), (3, 1), "after the last newline");
+        assert_eq!(line_col(text, 99), (3, 1), "past the end: the end");
+        let lines = Lines::new("é\n\nxé y");
+        assert_eq!(lines.line_col(1), (1, 1), "inside a character: its start");
+        assert_eq!(lines.line_col(3), (2, 1));
+        assert_eq!(lines.line_col(4), (3, 1));
+        assert_eq!(lines.line_col(8), (3, 4), "columns count characters");
+    }
+
+    #[test]
+    fn many_problems_are_placed_in_linear_time_and_the_first_hundred_shown() {
+        // 200 000 unknown keys: before, each place counted the newlines before it (> 60 s).
+        let n = 200_000;
+        let text = "k = 1\n".repeat(n);
+        let diagnostics = (0..n)
+            .map(|i| Diagnostic {
+                loc: Loc::File {
+                    start: i * 6,
+                    end: i * 6 + 1,
+                },
+                message: format!("unknown key k{i}"),
+                hint: None,
+            })
+            .collect();
+        let report = Report::of_file("t.toml", &text, diagnostics);
+        let shown = report.to_string();
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), MAX_SHOWN + 2, "{shown}");
+        assert_eq!(lines[0], "t.toml:1:1: error: unknown key k0");
+        assert_eq!(lines[99], "t.toml:100:1: error: unknown key k99");
+        assert_eq!(lines[100], "... and 199900 more");
+        assert_eq!(lines[101], "t.toml: 200000 problems found");
+        let lines = Lines::new(&text);
+        let placed: Vec<(usize, usize)> = (0..n).map(|i| lines.line_col(i * 6 + 4)).collect();
+        assert_eq!((placed[0], placed[n - 1]), ((1, 5), (n, 5)));
     }
 }
