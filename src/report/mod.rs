@@ -11,7 +11,7 @@
 
 pub mod svg;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -62,8 +62,14 @@ impl Window {
                 .map_err(|e| format!("`{text}`: {e}; {hint}"))
         };
         let (from, to) = (secs(a)?.unwrap_or(0.0), secs(b)?);
-        if to.is_some_and(|t| t <= from) {
-            return Err(format!("`{text}` ends before it starts; {hint}"));
+        match to {
+            Some(t) if t == from => {
+                return Err(format!(
+                    "`{text}` is empty: it ends where it starts; {hint}"
+                ))
+            }
+            Some(t) if t < from => return Err(format!("`{text}` ends before it starts; {hint}")),
+            _ => {}
         }
         Ok(Window { from, to })
     }
@@ -1075,15 +1081,7 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
     // The x axis: the numeric key with the most values (the papers' swept parameter); the
     // other keys' combinations are the lines. With no numeric key, the first key's values are
     // categories on the x axis.
-    let distinct = |k: usize| -> Vec<String> {
-        let mut seen: Vec<String> = Vec::new();
-        for (v, _) in &points {
-            if !seen.contains(&v[k]) {
-                seen.push(v[k].clone());
-            }
-        }
-        seen
-    };
+    let distinct = |k: usize| distinct(&points, k);
     let numeric = |k: usize| {
         distinct(k)
             .iter()
@@ -1094,6 +1092,13 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
         .max_by_key(|k| distinct(*k).len())
         .or(if keys.is_empty() { None } else { Some(0) });
     let categories: Option<Vec<String>> = x_key.filter(|k| !numeric(*k)).map(distinct);
+    // Each category's place on the x axis, looked up per point.
+    let category_at: HashMap<&str, usize> = categories
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (c.as_str(), i))
+        .collect();
     let mut metrics: Vec<String> = Vec::new();
     for (_, p) in &points {
         if !metrics.contains(&p.metric) {
@@ -1124,6 +1129,8 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
     let mut table_rows = Vec::new();
     for metric in &metrics {
         let mut lines: Vec<svg::CiSeries> = Vec::new();
+        // Each line's index in `lines`, by name.
+        let mut line_at: HashMap<String, usize> = HashMap::new();
         for (values, p) in points.iter().filter(|(_, p)| &p.metric == metric) {
             let line_name = values
                 .iter()
@@ -1133,7 +1140,7 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
                 .collect::<Vec<_>>()
                 .join(", ");
             let x = match (x_key, &categories) {
-                (Some(k), Some(c)) => c.iter().position(|v| *v == values[k]).unwrap_or(0) as f64,
+                (Some(k), Some(_)) => category_at.get(values[k].as_str()).map_or(0, |i| *i) as f64,
                 (Some(k), None) => values[k].parse().unwrap_or(f64::NAN),
                 (None, _) => 0.0,
             };
@@ -1144,16 +1151,19 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
                 low: p.ci95_low.unwrap_or(mean),
                 high: p.ci95_high.unwrap_or(mean),
             };
-            match lines.iter_mut().find(|l| l.name == line_name) {
-                Some(l) => l.points.push(point),
-                None => lines.push(svg::CiSeries {
-                    name: if line_name.is_empty() {
-                        metric.clone()
-                    } else {
-                        line_name
-                    },
-                    points: vec![point],
-                }),
+            match line_at.get(&line_name) {
+                Some(at) => lines[*at].points.push(point),
+                None => {
+                    line_at.insert(line_name.clone(), lines.len());
+                    lines.push(svg::CiSeries {
+                        name: if line_name.is_empty() {
+                            metric.clone()
+                        } else {
+                            line_name
+                        },
+                        points: vec![point],
+                    })
+                }
             }
             let mut row = values.clone();
             row.extend([
@@ -1200,6 +1210,19 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
         .file_name()
         .map_or("sweep".into(), |n| n.to_string_lossy().to_string());
     Ok(page(&format!("igemu sweep: {name}"), &nav, &body))
+}
+
+/// The values of varied key `k` over `points`, each once, in the order first met. A set beside
+/// the list keeps this linear: a sweep may have a million points.
+fn distinct<T>(points: &[(Vec<String>, T)], k: usize) -> Vec<String> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut order = Vec::new();
+    for (v, _) in points {
+        if seen.insert(&v[k]) {
+            order.push(v[k].clone());
+        }
+    }
+    order
 }
 
 fn sweep_provenance(body: &mut String, dir: &Path) {
@@ -1293,10 +1316,36 @@ mod tests {
         assert_eq!((w.from, w.to), (43_200.0, Some(86_400.0)));
         assert_eq!(Window::parse("..6h").expect("valid").from, 0.0);
         assert_eq!(Window::parse("2d..").expect("valid").to, None);
-        for bad in ["6h", "5h..2h", "x..2h", "1h..1h"] {
+        for bad in ["6h", "5h..2h", "x..2h", "1h..1h", "0..0", "..0"] {
             let e = Window::parse(bad).expect_err(bad);
             assert!(e.contains("FROM..TO"), "{bad}: {e}");
         }
+        // An empty window is not a reversed one.
+        let e = Window::parse("1h..1h").expect_err("empty");
+        assert!(
+            e.starts_with("`1h..1h` is empty: it ends where it starts"),
+            "{e}"
+        );
+        assert!(Window::parse("0..0")
+            .expect_err("empty")
+            .contains("is empty"));
+        let e = Window::parse("5h..2h").expect_err("reversed");
+        assert!(e.contains("ends before it starts"), "{e}");
+    }
+
+    #[test]
+    fn distinct_values_are_found_in_linear_time_in_first_seen_order() {
+        let points: Vec<(Vec<String>, ())> = ["b", "a", "b", "c", "a"]
+            .iter()
+            .map(|v| (vec![v.to_string()], ()))
+            .collect();
+        assert_eq!(distinct(&points, 0), ["b", "a", "c"]);
+        // 300 000 values of one key (a legal sweep): before, a list search per point (> 60 s).
+        let n = 300_000;
+        let points: Vec<(Vec<String>, ())> = (0..n).map(|i| (vec![i.to_string()], ())).collect();
+        let started = std::time::Instant::now();
+        assert_eq!(distinct(&points, 0).len(), n);
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
     }
 
     fn row(request: &str, host: u32, state: &str, start: f64, end: f64) -> IntervalRow {
