@@ -649,20 +649,9 @@ fn malformed(file: &Path, errors: &[igemu::workload::tracefile::LineError], shap
 
 fn inspect(file: &Path) -> Result<(), Error> {
     use igemu::workload::{gwf, swf};
-    let text = std::fs::File::open(file)
-        .and_then(|f| {
-            use std::io::Read as _;
-            let mut bytes = Vec::new();
-            f.take(igemu::input::MAX_TRACE_BYTES + 1)
-                .read_to_end(&mut bytes)?;
-            if bytes.len() as u64 > igemu::input::MAX_TRACE_BYTES {
-                return Err(std::io::Error::other(format!(
-                    "larger than {} MiB, more than a workload trace igemu reads",
-                    igemu::input::MAX_TRACE_BYTES >> 20
-                )));
-            }
-            Ok(bytes)
-        })
+    // Capped without doubling past the cap: `/dev/zero` gets the size message, not "out of
+    // memory" from a 4 GiB buffer.
+    let text = igemu::input::read_capped_bytes(file, igemu::input::MAX_TRACE_BYTES)
         .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
     let text = String::from_utf8(text)
         .ok()
@@ -1178,11 +1167,13 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
     if present.is_empty() {
         return Ok(());
     }
-    let same_run = std::fs::read_to_string(out.join("summary.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .zip(serde_json::to_value(provenance).ok())
-        .is_some_and(|(old, new)| old["provenance"] == new);
+    // Capped: a summary.json that is no run's (a link to /dev/zero) is just another's.
+    let same_run =
+        igemu::input::read_capped(&out.join("summary.json"), igemu::input::MAX_JSON_BYTES)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .zip(serde_json::to_value(provenance).ok())
+            .is_some_and(|(old, new)| old["provenance"] == new);
     if !overwrite && !same_run {
         return Err(Error::Usage(format!(
             "{} holds another run's outputs ({}); pass --overwrite to replace them, or choose another --out",
@@ -1480,6 +1471,9 @@ fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
     let mut tmp = out.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
+    // The shards' rows are checked first, so that a bad value is named at its place in the
+    // file given, not in the merged copy.
+    igemu::sweep::read_runs(files)?;
     let result = merge_runs_into(files, &tmp)
         .and_then(|_| std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display())));
     if result.is_err() {
@@ -1498,10 +1492,11 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
     // once per point, and two rows of one would count one run as two samples.
     let mut samples: BTreeMap<Vec<String>, (String, &Path)> = BTreeMap::new();
     for f in files {
-        let mut r = csv::Reader::from_path(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let file = igemu::input::open_csv(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let mut r = csv::Reader::from_reader(file);
         let h = r
             .headers()
-            .map_err(|e| format!("{}: {e}", f.display()))?
+            .map_err(|e| igemu::input::csv_problem(f, &e))?
             .clone();
         match &header {
             None if h.len() < 3
@@ -1529,7 +1524,7 @@ fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
             _ => {}
         }
         for rec in r.records() {
-            let rec = rec.map_err(|e| format!("{}: {e}", f.display()))?;
+            let rec = rec.map_err(|e| igemu::input::csv_problem(f, &e))?;
             if let Some(h) = &header {
                 let sample: Vec<String> = h
                     .iter()

@@ -716,9 +716,10 @@ impl SweepRecord {
         out
     }
 
-    /// Reads the record at `path`; `Ok(None)` when there is none.
+    /// Reads the record at `path` (up to [`crate::input::MAX_JSON_BYTES`]); `Ok(None)` when
+    /// there is none.
     pub fn read(path: &Path) -> Result<Option<SweepRecord>, String> {
-        match std::fs::read_to_string(path) {
+        match crate::input::read_capped(path, crate::input::MAX_JSON_BYTES) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", path.display())),
             Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
@@ -1004,16 +1005,27 @@ fn stats_cells(metric: &str, xs: &[f64]) -> [String; 5] {
     ]
 }
 
+/// The largest metric value a run file may hold, in magnitude: far above anything a run
+/// measures (seconds up to 10^12, costs well under 10^40), and low enough that means and
+/// variances over a million runs stay finite.
+pub const MAX_METRIC: f64 = 1e100;
+
 /// Reads run files (from one or more shards): the common header and every row in run order,
-/// whatever order the rows were written in (so sums are reproducible).
-fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+/// whatever order the rows were written in (so sums are reproducible). Hand-made or damaged
+/// files are refused at the place, `file:line`: a column named twice, a run number that is
+/// not an integer ≥ 0 or that comes twice, a metric value that is not finite or beyond
+/// ±[`MAX_METRIC`], a line longer than [`crate::input::MAX_CSV_LINE`] bytes.
+pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     let mut header: Option<Vec<String>> = None;
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for f in run_files {
-        let mut r = csv::Reader::from_path(f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let mut rows: Vec<(usize, Vec<String>)> = Vec::new();
+    // Where each run number was first met, to name both places of a duplicate.
+    let mut first_at: std::collections::HashMap<usize, (usize, u64)> = Default::default();
+    for (file_no, f) in run_files.iter().enumerate() {
+        let file = crate::input::open_csv(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let mut r = csv::Reader::from_reader(file);
         let h: Vec<String> = r
             .headers()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| crate::input::csv_problem(f, &e))?
             .iter()
             .map(str::to_string)
             .collect();
@@ -1029,7 +1041,16 @@ fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), S
                     f.display()
                 ))
             }
-            None => header = Some(h),
+            None => {
+                let mut names = std::collections::HashSet::new();
+                if let Some(twice) = h.iter().find(|c| !names.insert(c.as_str())) {
+                    return Err(format!(
+                        "{}:1: column `{twice}` comes twice; each column is one metric or varied key",
+                        f.display()
+                    ));
+                }
+                header = Some(h)
+            }
             Some(prev) if *prev != h => {
                 return Err(format!(
                     "{}: columns differ from the first file's",
@@ -1038,18 +1059,44 @@ fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), S
             }
             _ => {}
         }
+        let metric_cols = header.as_deref().map_or(Vec::new(), |h| columns(h).2);
         for rec in r.records() {
-            rows.push(
-                rec.map_err(|e| format!("{}: {e}", f.display()))?
-                    .iter()
-                    .map(str::to_string)
-                    .collect(),
-            );
+            let rec = rec.map_err(|e| crate::input::csv_problem(f, &e))?;
+            let line = rec.position().map_or(0, |p| p.line());
+            let at = format!("{}:{line}", f.display());
+            let run = rec.get(0).unwrap_or_default();
+            let Ok(index) = run.parse::<usize>() else {
+                return Err(format!(
+                    "{at}: run `{run}` is not a run number (an integer ≥ 0)"
+                ));
+            };
+            if let Some((other, other_line)) = first_at.insert(index, (file_no, line)) {
+                return Err(format!(
+                    "{at}: run {index} again (also at {}:{other_line}); a run file holds each run once, merge each shard once",
+                    run_files[other].display()
+                ));
+            }
+            for &c in &metric_cols {
+                let cell = rec.get(c).unwrap_or_default();
+                let Ok(x) = cell.parse::<f64>() else { continue };
+                let column = header.as_ref().map_or("", |h| h[c].as_str());
+                if !x.is_finite() {
+                    return Err(format!(
+                        "{at}: `{cell}` in column {column} is not a finite number"
+                    ));
+                }
+                if x.abs() > MAX_METRIC {
+                    return Err(format!(
+                        "{at}: `{cell}` in column {column} is beyond ±{MAX_METRIC:e}, more than any run measures"
+                    ));
+                }
+            }
+            rows.push((index, rec.iter().map(str::to_string).collect()));
         }
     }
     let header = header.ok_or("no run files")?;
-    rows.sort_by_key(|r| r.first().and_then(|i| i.parse::<usize>().ok()));
-    Ok((header, rows))
+    rows.sort_by_key(|(index, _)| *index);
+    Ok((header, rows.into_iter().map(|(_, row)| row).collect()))
 }
 
 /// A run file's columns — run, seed, the varied keys (prefixed `set:`), the metrics, error —

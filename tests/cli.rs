@@ -470,6 +470,132 @@ fn a_file_with_many_problems_prints_the_first_hundred_and_counts_the_rest() {
     assert!(err.contains("many.toml: 1000 problems found"), "{err}");
 }
 
+/// Unix only: a symbolic link at `link` to `target`.
+#[cfg(unix)]
+fn link(target: &str, link: &Path) {
+    std::os::unix::fs::symlink(target, link).expect("symlink made");
+}
+
+#[cfg(unix)]
+#[test]
+fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).expect("dir made");
+        d
+    };
+    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
+    let check = |args: &[&str], expect: &str| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{args:?}: {}", stderr(&o));
+    };
+    // Before: "out of memory" after 1.6 GB, or an abort (exit 134).
+    let z1 = dir("z1");
+    link("/dev/zero", &z1.join("summary.json"));
+    check(
+        &["report", &s(&z1)],
+        "summary.json: cannot read the file: larger than 16 MiB",
+    );
+    check(
+        &["run", "--out", &s(&z1), "--quiet"],
+        "holds another run's outputs",
+    );
+    let z3 = tmp.path().join("z3");
+    check(
+        &["sweep", "merge", "--out", &s(&z3), "/dev/zero"],
+        "/dev/zero:1: longer than 1048576 bytes; not a CSV row",
+    );
+    let z2 = dir("z2");
+    std::fs::write(z2.join("runs.csv"), "run,seed,x,error\n0,1,2,\n").expect("written");
+    link("/dev/zero", &z2.join("sweep.json"));
+    check(
+        &["sweep", "merge", "--out", &s(&z3), &s(&z2.join("runs.csv"))],
+        "sweep.json: larger than 16 MiB",
+    );
+    let z4 = dir("z4");
+    // The negotiations are listed from the trace for a summary with Grids.
+    let grids = r#"{"topology": "t", "grids": {"g": {"served": 1}}}"#;
+    std::fs::write(z4.join("summary.json"), grids).expect("written");
+    link("/dev/zero", &z4.join("trace.jsonl"));
+    check(
+        &["report", &s(&z4)],
+        "trace.jsonl:1: error: longer than 16777216 bytes; not a trace record",
+    );
+    for csv in ["requests.csv", "intervals.csv", "utilization.csv"] {
+        let z = dir(&format!("z-{csv}"));
+        std::fs::write(z.join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+        link("/dev/zero", &z.join(csv));
+        check(
+            &["report", &s(&z)],
+            &format!("{csv}:1: longer than 1048576 bytes; not a CSV row"),
+        );
+    }
+    let z5 = dir("z5");
+    link("/dev/zero", &z5.join("points.csv"));
+    check(
+        &["report", &s(&z5)],
+        "points.csv:1: longer than 1048576 bytes",
+    );
+}
+
+#[test]
+fn merge_refuses_values_and_run_numbers_no_sweep_writes_at_their_place() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp_str(&tmp, "merged");
+    for (body, expect) in [
+        (
+            "run,seed,m,error\n0,1,nan,\n",
+            "bad.csv:2: `nan` in column m is not a finite number",
+        ),
+        (
+            "run,seed,m,error\n0,1,2,\n1,2,-inf,\n",
+            "bad.csv:3: `-inf` in column m is not a finite number",
+        ),
+        // Their variance overflowed: mean 0, CI -inf..inf.
+        (
+            "run,seed,m,error\n0,1,1e308,\n1,2,-1e308,\n",
+            "bad.csv:2: `1e308` in column m is beyond ±1e100",
+        ),
+        (
+            "run,seed,m,error\n-1,1,3,\n",
+            "bad.csv:2: run `-1` is not a run number",
+        ),
+        (
+            "run,seed,m,error\n0,1,3,\n0,2,4,\n",
+            "bad.csv:3: run 0 again (also at ",
+        ),
+        (
+            "run,seed,m,m,error\n0,1,2,3,\n",
+            "bad.csv:1: column `m` comes twice",
+        ),
+    ] {
+        let bad = tmp_str(&tmp, "bad.csv");
+        std::fs::write(&bad, body).expect("written");
+        let o = igemu(&["sweep", "merge", "--out", &out, &bad]);
+        assert_eq!(o.status.code(), Some(2), "{body}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{body}: {}", stderr(&o));
+        assert!(
+            !Path::new(&out).join("points.csv").exists(),
+            "{body}: nothing summarised"
+        );
+    }
+    // Large values that are not absurd still summarise, with finite intervals.
+    let good = tmp_str(&tmp, "good.csv");
+    std::fs::write(&good, "run,seed,m,error\n0,1,1e90,\n1,2,-1e90,\n").expect("written");
+    let o = igemu(&["sweep", "merge", "--out", &out, &good]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let points = std::fs::read_to_string(Path::new(&out).join("points.csv")).expect("points");
+    assert!(
+        !points.contains("inf") && !points.contains("NaN"),
+        "{points}"
+    );
+}
+
 #[test]
 fn inspecting_a_file_that_is_no_workload_trace_says_so_in_one_line() {
     let out = igemu(&["workload", "inspect", "topologies/quickstart.toml"]);

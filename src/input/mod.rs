@@ -19,17 +19,240 @@ pub const MAX_TOML_BYTES: u64 = 16 << 20;
 /// The largest workload trace (SWF, GWF) read; real archive traces are well below it.
 pub const MAX_TRACE_BYTES: u64 = 2 << 30;
 
+/// The largest JSON file igemu reads whole (a run's `summary.json`, a sweep's `sweep.json`):
+/// they are a few kilobytes, a few megabytes for thousands of clusters.
+pub const MAX_JSON_BYTES: u64 = 16 << 20;
+
+/// The longest line read from a CSV file igemu wrote (`runs.csv`, `points.csv`,
+/// `requests.csv`, `intervals.csv`, ...): their rows are short (a run's row has a cell per
+/// metric), so a longer line is a wrong file. The files themselves are streamed, uncapped.
+pub const MAX_CSV_LINE: usize = 1 << 20;
+
 /// Reads a text file of at most `cap` bytes; a larger one (or an endless one such as
-/// `/dev/zero`) is an error saying so, without reading more than `cap` bytes of it.
+/// `/dev/zero`) is an error saying so, without reading more than `cap` bytes of it. A regular
+/// file's size is checked before reading, and the buffer never grows past `cap + 1` bytes (a
+/// `Vec` doubling as it fills would reach twice the cap).
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    String::from_utf8(read_capped_bytes(path, cap)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
+/// [`read_capped`] for a file that may not be text.
+pub fn read_capped_bytes(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
-    let mut text = String::new();
-    let read = file.take(cap + 1).read_to_string(&mut text)?;
-    if read as u64 > cap {
-        return Err(std::io::Error::other(format!(
+    let meta = file.metadata()?;
+    // A regular file of size 0 may still hold bytes (/proc): its size is then unknown.
+    let size = meta.is_file().then_some(meta.len()).filter(|n| *n > 0);
+    read_capped_from(file, size, cap)
+}
+
+/// [`read_capped_bytes`] of `reader`, whose size is `size` if known.
+fn read_capped_from(reader: impl Read, size: Option<u64>, cap: u64) -> std::io::Result<Vec<u8>> {
+    let too_large = || {
+        std::io::Error::other(format!(
             "larger than {} MiB, more than such a file can be; check the path",
             cap >> 20
-        )));
+        ))
+    };
+    if size.is_some_and(|n| n > cap) {
+        return Err(too_large());
     }
-    Ok(text)
+    let mut reader = reader.take(cap + 1);
+    let out_of_memory = |n: usize| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("{} MiB do not fit in memory", n >> 20),
+        )
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    if let Some(n) = size {
+        // Its size, and a byte to see the end: one allocation.
+        let n = usize::try_from(n + 1).unwrap_or(usize::MAX);
+        bytes.try_reserve_exact(n).map_err(|_| out_of_memory(n))?;
+        reader.read_to_end(&mut bytes)?;
+    } else {
+        // An unknown size (a device, a pipe): in chunks, joined once it is known to fit, so
+        // that an endless input is refused holding no more than the cap (a doubling buffer
+        // asked for 4 GiB at the 2 GiB trace cap, and aborted).
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        let mut total = 0;
+        loop {
+            let mut chunk = Vec::with_capacity(1 << 20);
+            let n = (&mut reader).take(1 << 20).read_to_end(&mut chunk)?;
+            if n == 0 {
+                break;
+            }
+            total += n;
+            chunks.push(chunk);
+            if total as u64 > cap {
+                return Err(too_large());
+            }
+        }
+        bytes
+            .try_reserve_exact(total)
+            .map_err(|_| out_of_memory(total))?;
+        chunks.iter().for_each(|c| bytes.extend_from_slice(c));
+    }
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// A line longer than its cap, met by [`LineCapped`]. It travels inside a
+/// [`std::io::Error`]; [`line_too_long`] finds it there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineTooLong {
+    /// The line (1-based).
+    pub line: u64,
+    /// The cap, bytes.
+    pub max: usize,
+}
+
+impl std::fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {} is longer than {} bytes", self.line, self.max)
+    }
+}
+
+impl std::error::Error for LineTooLong {}
+
+/// The [`LineTooLong`] inside `e`, if that is what it is.
+pub fn line_too_long(e: &std::io::Error) -> Option<&LineTooLong> {
+    e.get_ref().and_then(|inner| inner.downcast_ref())
+}
+
+/// A reader that fails with [`LineTooLong`] as soon as a line passes `max` bytes (newline not
+/// counted), so that a parser reading whole lines or fields over it (CSV, JSON lines) never
+/// holds more than that of a file with no newline (`/dev/zero`).
+pub struct LineCapped<R> {
+    inner: R,
+    max: usize,
+    /// Newlines passed so far.
+    newlines: u64,
+    /// Bytes since the last newline.
+    run: usize,
+}
+
+impl<R> LineCapped<R> {
+    /// `inner` with lines of at most `max` bytes.
+    pub fn new(inner: R, max: usize) -> Self {
+        LineCapped {
+            inner,
+            max,
+            newlines: 0,
+            run: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for LineCapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for segment in buf[..n].split_inclusive(|b| *b == b'\n') {
+            let ended = segment.last() == Some(&b'\n');
+            self.run += segment.len() - usize::from(ended);
+            if self.run > self.max {
+                return Err(std::io::Error::other(LineTooLong {
+                    line: self.newlines + 1,
+                    max: self.max,
+                }));
+            }
+            if ended {
+                self.newlines += 1;
+                self.run = 0;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Opens the CSV file at `path` for a [`csv::Reader`], lines capped at [`MAX_CSV_LINE`].
+pub fn open_csv(path: &Path) -> std::io::Result<LineCapped<std::fs::File>> {
+    std::fs::File::open(path).map(|f| LineCapped::new(f, MAX_CSV_LINE))
+}
+
+/// A CSV error in the file at `path` as `path:line: problem`: a line too long (from
+/// [`LineCapped`]) or a malformed row at its place; just `path: problem` when it has none.
+pub fn csv_problem(path: &Path, e: &csv::Error) -> String {
+    let path = path.display();
+    if let csv::ErrorKind::Io(io) = e.kind() {
+        if let Some(long) = line_too_long(io) {
+            return format!(
+                "{path}:{}: longer than {} bytes; not a CSV row igemu writes (check the path)",
+                long.line, long.max
+            );
+        }
+    }
+    match e.position() {
+        Some(p) => format!("{path}:{}: {e}", p.line()),
+        None => format!("{path}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_reads_stop_at_the_cap_and_never_hold_more() {
+        let cap = 1 << 20;
+        // An endless file (`/dev/zero`): the cap's message, not the end of memory.
+        let e = read_capped_from(std::io::repeat(0), None, cap).expect_err("endless");
+        assert_eq!(
+            e.to_string(),
+            "larger than 1 MiB, more than such a file can be; check the path"
+        );
+        // A regular file's size says it before any reading.
+        let e = read_capped_from(std::io::empty(), Some(cap + 1), cap).expect_err("too large");
+        assert!(e.to_string().starts_with("larger than 1 MiB"), "{e}");
+        // Up to the cap reads whole, with or without a size.
+        let text = "x".repeat(cap as usize);
+        for size in [None, Some(cap)] {
+            let read = read_capped_from(text.as_bytes(), size, cap).expect("at the cap");
+            assert_eq!(read.len(), text.len());
+            assert!(read.capacity() <= cap as usize + 1, "{}", read.capacity());
+        }
+        let read = read_capped_from(&b"a\nb"[..], None, cap).expect("small");
+        assert_eq!(read, b"a\nb");
+    }
+
+    #[test]
+    fn lines_past_the_cap_fail_with_their_number() {
+        let read = |text: &[u8], max| {
+            let mut out = Vec::new();
+            LineCapped::new(text, max)
+                .read_to_end(&mut out)
+                .map_err(|e| line_too_long(&e).cloned())
+        };
+        assert!(
+            read(b"1234\n1234\n\n1234", 4).is_ok(),
+            "newlines not counted"
+        );
+        assert_eq!(
+            read(b"1234\n12345\n", 4),
+            Err(Some(LineTooLong { line: 2, max: 4 }))
+        );
+        assert_eq!(
+            read(b"\n\n\n12345", 4),
+            Err(Some(LineTooLong { line: 4, max: 4 }))
+        );
+        // Across reads: a reader giving one byte at a time.
+        let mut one = LineCapped::new(std::io::repeat(b'x').take(10), 4);
+        let mut byte = [0];
+        let got: Vec<bool> = (0..5).map(|_| one.read(&mut byte).is_ok()).collect();
+        assert_eq!(got, [true, true, true, true, false]);
+        // An endless line under a CSV reader: an error naming the line, not all the memory.
+        let mut csv = csv::Reader::from_reader(LineCapped::new(std::io::repeat(0), MAX_CSV_LINE));
+        let e = csv.headers().expect_err("endless");
+        let message = csv_problem(Path::new("runs.csv"), &e);
+        assert_eq!(
+            message,
+            format!("runs.csv:1: longer than {MAX_CSV_LINE} bytes; not a CSV row igemu writes (check the path)")
+        );
+    }
 }

@@ -136,22 +136,36 @@ pub fn render(dir: &Path, options: &Options) -> Result<String, Error> {
     }
 }
 
+/// Reads a JSON file of a run or sweep whole, up to [`crate::input::MAX_JSON_BYTES`].
 fn read_text(path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path)
+    crate::input::read_capped(path, crate::input::MAX_JSON_BYTES)
         .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))
+}
+
+/// Opens a CSV file for a [`csv::Reader`], lines capped at [`crate::input::MAX_CSV_LINE`].
+fn open_csv(path: &Path) -> Result<csv::Reader<crate::input::LineCapped<std::fs::File>>, Error> {
+    crate::input::open_csv(path)
+        .map(csv::Reader::from_reader)
+        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))
+}
+
+/// A CSV error as an input error at its place (see [`crate::input::csv_problem`]).
+fn csv_error(path: &Path, e: &csv::Error) -> Error {
+    Error::Input(crate::input::csv_problem(path, e))
 }
 
 /// Reads every row of a CSV file as `T`; a malformed row is an input error at its line.
 fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Error> {
-    let mut reader = csv::Reader::from_path(path)
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))?;
+    let mut reader = open_csv(path)?;
+    // Read here, not by `deserialize`, which would drop an error in them (a header line too
+    // long) and find no rows.
+    reader.headers().map_err(|e| csv_error(path, &e))?;
     let mut rows = Vec::new();
     for row in reader.deserialize() {
         rows.push(row.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line());
             Error::Input(format!(
-                "{}:{line}: error: {e}\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
-                path.display()
+                "{}\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
+                crate::input::csv_problem(path, &e)
             ))
         })?);
     }
@@ -1011,14 +1025,24 @@ fn peering_section(
     Ok(())
 }
 
-/// The negotiations of a trace, reading it a line at a time and keeping only a few numbers
-/// per offered request (see [`crate::trace::render::NegotiationTally`]).
+/// The negotiations of a trace, reading it a line at a time (each at most
+/// [`crate::trace::render::MAX_LINE`] bytes) and keeping only a few numbers per offered
+/// request (see [`crate::trace::render::NegotiationTally`]).
 fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::NegotiationRow>, Error> {
+    use crate::trace::render::MAX_LINE;
     let file = std::fs::File::open(path)
         .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))?;
+    let lines = std::io::BufReader::new(crate::input::LineCapped::new(file, MAX_LINE)).lines();
     let mut tally = crate::trace::render::NegotiationTally::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::Input(format!("{}:{}: {e}", path.display(), i + 1)))?;
+    for (i, line) in lines.enumerate() {
+        let line = line.map_err(|e| match crate::input::line_too_long(&e) {
+            Some(long) => Error::Input(format!(
+                "{}:{}: error: longer than {MAX_LINE} bytes; not a trace record",
+                path.display(),
+                long.line
+            )),
+            None => Error::Input(format!("{}:{}: {e}", path.display(), i + 1)),
+        })?;
         if !line.contains("\"negotiation\"") {
             continue;
         }
@@ -1045,11 +1069,10 @@ struct PointRow {
 
 fn sweep_report(dir: &Path) -> Result<String, Error> {
     let path = dir.join("points.csv");
-    let mut reader = csv::Reader::from_path(&path)
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))?;
+    let mut reader = open_csv(&path)?;
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?
+        .map_err(|e| csv_error(&path, &e))?
         .iter()
         .map(String::from)
         .collect();
@@ -1066,8 +1089,7 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
     // Each row: the varied values, and the statistics.
     let mut points: Vec<(Vec<String>, PointRow)> = Vec::new();
     for (i, record) in reader.records().enumerate() {
-        let record = record
-            .map_err(|e| Error::Input(format!("{}:{}: error: {e}", path.display(), i + 2)))?;
+        let record = record.map_err(|e| csv_error(&path, &e))?;
         let values: Vec<String> = keys.iter().map(|k| record[*k].to_string()).collect();
         let row: PointRow = record
             .deserialize(Some(&header_record))
@@ -1227,7 +1249,7 @@ fn distinct<T>(points: &[(Vec<String>, T)], k: usize) -> Vec<String> {
 
 fn sweep_provenance(body: &mut String, dir: &Path) {
     body.push_str("<h2 id=\"provenance\">Provenance</h2>");
-    let manifest = std::fs::read_to_string(dir.join("sweep.json"))
+    let manifest = crate::input::read_capped(&dir.join("sweep.json"), crate::input::MAX_JSON_BYTES)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let Some(manifest) = manifest.filter(Value::is_object) else {
@@ -1277,18 +1299,16 @@ fn paired_section(body: &mut String, dir: &Path) -> Result<(), Error> {
         );
         return Ok(());
     }
-    let mut reader = csv::Reader::from_path(&path)
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))?;
+    let mut reader = open_csv(&path)?;
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?
+        .map_err(|e| csv_error(&path, &e))?
         .iter()
         .map(|h| h.trim_start_matches("set:").to_string())
         .collect();
     let mut rows = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let record = record
-            .map_err(|e| Error::Input(format!("{}:{}: error: {e}", path.display(), i + 2)))?;
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(&path, &e))?;
         rows.push(
             record
                 .iter()
