@@ -322,8 +322,8 @@ struct RevLines<R> {
     /// blocks of `tail`. A final newline of the file is left out, so every newline here
     /// ends a line that has yet to be given out.
     buf: Vec<u8>,
-    /// Earlier blocks holding no newline: the end of the line being read, in reverse file
-    /// order (the last one pushed comes first in the file).
+    /// Blocks read before `buf` (so later in the file) that hold no newline: the rest of the
+    /// line being read, in reverse file order (the last one pushed comes first in the file).
     tail: Vec<Vec<u8>>,
     /// Their total length.
     tail_len: usize,
