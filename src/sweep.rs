@@ -878,13 +878,11 @@ pub fn read_done(
             path.display()
         )
     };
-    let mut r = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_path(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = crate::input::open_csv(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(file);
     let found: Vec<String> = r
         .headers()
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(|e| crate::input::csv_problem(path, &e))?
         .iter()
         .map(str::to_string)
         .collect();
@@ -898,7 +896,14 @@ pub fn read_done(
     let runs = sweep.runs();
     let mut done = BTreeMap::new();
     for rec in r.records() {
-        let Ok(rec) = rec else { continue };
+        let rec = match rec {
+            Ok(rec) => rec,
+            // A line past the cap, or a read that failed: the file cannot be trusted further.
+            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => {
+                return Err(crate::input::csv_problem(path, &e))
+            }
+            Err(_) => continue, // a row cut short by an interruption, mid-character
+        };
         if rec.len() != header.len() {
             continue; // cut short by an interruption
         }

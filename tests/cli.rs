@@ -541,6 +541,25 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
         &["report", &s(&z5)],
         "points.csv:1: longer than 1048576 bytes",
     );
+    // A resumed sweep reads its run file back too (it used to loop or fill memory).
+    let z6 = dir("z6");
+    let sweep = small_sweep(&z6, "2h");
+    let out = z6.join("out");
+    let ran = igemu(&["sweep", &s(&sweep), "--out", &s(&out), "--quiet"]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    std::fs::remove_file(out.join("runs.csv")).expect("removed");
+    link("/dev/zero", &out.join("runs.csv"));
+    check(
+        &[
+            "sweep",
+            &s(&sweep),
+            "--out",
+            &s(&out),
+            "--resume",
+            "--quiet",
+        ],
+        "runs.csv:1: longer than 1048576 bytes",
+    );
 }
 
 #[test]
