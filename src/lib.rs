@@ -158,6 +158,74 @@ pub fn staged(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!(".{name}.tmp"))
 }
 
+/// Refuses a directory where a file igemu reads back or replaces (each name `is_ours` says
+/// yes to) is not a regular file: reading a FIFO blocks until something writes to it, and
+/// renaming a new file into place would replace a device, FIFO or socket.
+pub fn check_regular_files(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Result<(), Error> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_ours(&name) && std::fs::metadata(entry.path()).is_ok_and(|m| !m.is_file()) {
+            return Err(Error::Usage(format!(
+                "{}: not a regular file (a directory, device, FIFO or socket) where igemu keeps \
+                 its {name}; remove it, or choose another directory",
+                entry.path().display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Creates a temporary file beside `path`, to write `path` whole and then rename it into
+/// place: a hidden name of its own (`.NAME.PID-N.tmp`, so two writers never share one),
+/// created only where nothing is, so that a file or link already there — a user's file, a
+/// link planted to any other file, the command's own input — is never written through.
+pub fn create_temp_beside(path: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy());
+    // A name taken by something else is skipped; a bound, so a directory full of them ends.
+    for _ in 0..64 {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = staged(dir, &format!("{name}.{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("no free temporary name beside {}", path.display()),
+    ))
+}
+
+/// Writes `bytes` to `path` whole or not at all: through a temporary file of its own beside
+/// it ([`create_temp_beside`]) renamed into place; a failure removes the temporary file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let (tmp, mut file) = create_temp_beside(path)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.flush())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// A kind of single-file output: its name ("a Mermaid diagram") and a test of a file's first
 /// bytes telling whether it is one.
 pub type OutputKind = (&'static str, fn(&[u8]) -> bool);
@@ -1255,16 +1323,10 @@ fn open_record(
     options: &RunOptions,
 ) -> Result<(time::record::OrderLog, PathBuf), Error> {
     use std::io::Write;
-    let name = record_file_name(path)?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    record_file_name(path)?;
     // A name of its own, so that two runs recording to one file do not write into one
     // temporary file (the last to finish wins, whole).
-    static RECORDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = RECORDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let staged = staged(
-        dir.unwrap_or(Path::new(".")),
-        &format!("{name}.{}-{n}", std::process::id()),
-    );
+    let (staged, file) = create_temp_beside(path).map_err(Error::output(path))?;
     let (mode, speedup) = match topo.emulation.mode {
         ClockMode::Virtual => ("virtual", None),
         ClockMode::Realtime { speedup } => ("realtime", Some(speedup)),
@@ -1278,11 +1340,6 @@ fn open_record(
         interleaving: topo.emulation.interleaving,
         broken: options.broken.name().to_string(),
     };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&staged)
-        .map_err(Error::output(staged.clone()))?;
     let mut out = std::io::BufWriter::new(file);
     // Invariant: the header is plain data; serialising it cannot fail.
     let line = serde_json::to_string(&header).expect("a record header serialises");

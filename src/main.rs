@@ -212,6 +212,8 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
     (n > 0 && i < n).then_some((i, n))
 }
 
+/// Makes the output directory `dir` (of a run, sweep, merge or stress test): refused if it
+/// is a file, or holds something that is not a file where igemu keeps one of its outputs.
 fn create_dir(dir: &Path) -> Result<(), Error> {
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(Error::Usage(format!(
@@ -219,7 +221,13 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
             dir.display()
         )));
     }
-    std::fs::create_dir_all(dir).map_err(Error::output(dir))
+    std::fs::create_dir_all(dir).map_err(Error::output(dir))?;
+    igemu::check_regular_files(dir, |name| {
+        igemu::RUN_OUTPUTS.contains(&name)
+            || SWEEP_OUTPUTS.contains(&name)
+            || shard_file(name)
+            || ["report.html", "stress.csv", "stress.json"].contains(&name)
+    })
 }
 
 /// The most seeds one `stress` takes (each is a run per fault setting).
@@ -988,7 +996,24 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
 /// record (an old record is replaced, as a run replaces its own outputs).
 fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
     igemu::record_file_name(record)?;
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    // Where a directory really is: through links and `..` where it exists; else its
+    // absolute path with `.` and `..` taken out as written.
+    let absolute = |p: &Path| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| {
+            let whole = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+            let mut out = PathBuf::new();
+            for part in whole.components() {
+                match part {
+                    std::path::Component::CurDir => {}
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    other => out.push(other),
+                }
+            }
+            out
+        })
+    };
     let parent = record.parent().unwrap_or(Path::new(""));
     let name = record.file_name().map(|n| n.to_string_lossy().into_owned());
     let output = name
@@ -1053,6 +1078,24 @@ fn run_files(dir: &Path) -> Vec<&'static str> {
     names
 }
 
+/// Refuses a folder holding a stress test's results (`stress.csv`, `stress.json`) for a run's
+/// or a sweep's outputs: a folder holds one of them.
+fn refuse_stress_results(dir: &Path) -> Result<(), Error> {
+    let found: Vec<&str> = ["stress.csv", "stress.json"]
+        .into_iter()
+        .filter(|f| dir.join(f).exists())
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} holds a stress test's results ({}), and a folder holds one run, sweep or stress \
+         test; choose another --out",
+        dir.display(),
+        found.join(", ")
+    )))
+}
+
 /// Removes `names` from `dir`, in order, then `report.html` (drawn from what they held).
 fn remove_outputs(dir: &Path, names: &[String]) -> Result<(), Error> {
     for name in names.iter().map(String::as_str).chain(["report.html"]) {
@@ -1087,6 +1130,7 @@ fn prepare_sweep_out(
                 || (r.ends_with("runs.csv") && ["points.csv", "paired.csv"].contains(&name))
         })
     };
+    refuse_stress_results(out)?;
     let files = sweep_files(out);
     let mut other = Vec::new();
     for name in files.iter().filter(|n| !is_own(n)) {
@@ -1148,6 +1192,7 @@ fn prepare_sweep_out(
 /// go after that), only temporary files a run that was stopped left behind.
 fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
     create_dir(out)?;
+    refuse_stress_results(out)?;
     for name in igemu::RUN_OUTPUTS {
         let _ = std::fs::remove_file(igemu::staged(out, name));
     }
@@ -1468,13 +1513,19 @@ fn main() -> ExitCode {
 /// Written through a temporary file renamed at the end, so `out` may be one of `files`
 /// (`sweep merge --out D D/runs.csv`) and a failed merge leaves the old file whole.
 fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
-    let mut tmp = out.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
     // The shards' rows are checked first, so that a bad value is named at its place in the
-    // file given, not in the merged copy.
-    igemu::sweep::read_runs(files)?;
-    let result = merge_runs_into(files, &tmp)
+    // file given, not in the merged copy. Only files can be read twice: a pipe given
+    // (`<(...)`) is checked in the merged copy, when its points are summarised.
+    let regular: Vec<PathBuf> = (files.iter())
+        .filter(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file()))
+        .cloned()
+        .collect();
+    if !regular.is_empty() {
+        igemu::sweep::read_runs(&regular)?;
+    }
+    let (tmp, file) =
+        igemu::create_temp_beside(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let result = merge_runs_into(files, file)
         .and_then(|_| std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display())));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -1482,8 +1533,8 @@ fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
     result
 }
 
-fn merge_runs_into(files: &[PathBuf], out: &Path) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(out).map_err(|e| format!("{}: {e}", out.display()))?;
+fn merge_runs_into(files: &[PathBuf], out: std::fs::File) -> Result<(), String> {
+    let mut w = csv::Writer::from_writer(out);
     let mut header: Option<csv::StringRecord> = None;
     // Rows by run number (the first column); rows without one keep file order, after.
     let mut rows: BTreeMap<(u64, usize), csv::StringRecord> = BTreeMap::new();
@@ -1662,6 +1713,30 @@ fn stress(
             }
         }
     }
+    // Keys stress sets in every run after the user's overrides: an override of one would be
+    // ignored while the reproduce lines listed it.
+    let mut own: Vec<(String, String)> = [
+        ("emulation.mode", "--mode"),
+        ("emulation.speedup", "--speedup"),
+        ("emulation.interleaving", "--interleavings"),
+    ]
+    .map(|(k, by)| (k.to_string(), by.to_string()))
+    .to_vec();
+    for p in &chosen {
+        for set in &p.sets {
+            if let Some((key, _)) = set.split_once('=') {
+                own.push((key.trim().to_string(), format!("--faults {}", p.name)));
+            }
+        }
+    }
+    for set in sets {
+        if let Some((key, by)) = own.iter().find(|(k, _)| topology::override_sets(set, k)) {
+            return Err(Error::Usage(format!(
+                "--set {set}: stress sets {key} itself in the runs of {by}, so this \
+                 override would be ignored there; drop it, or use {by} to choose"
+            )));
+        }
+    }
     if seeds == 0 {
         return Err(Error::Usage("--seeds must be at least 1".into()));
     }
@@ -1705,6 +1780,18 @@ fn stress(
     }
     if let Some(dir) = out {
         create_dir(dir)?; // before the runs, so that a bad directory wastes none
+                          // A folder holds one run, one sweep or one stress test's results.
+        let others: Vec<String> = (run_files(dir).into_iter().map(str::to_string))
+            .chain(sweep_files(dir))
+            .collect();
+        if !others.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} holds a run's or a sweep's outputs ({}), and a folder holds one run, sweep \
+                 or stress test; choose another --out",
+                dir.display(),
+                others.join(", ")
+            )));
+        }
     }
     let style = Style::detect(quiet);
     let runs = igemu::stress::stress(path, sets, &plan, jobs, broken, style);
@@ -1780,7 +1867,7 @@ struct LineSink {
     collapsed: usize,
 }
 
-/// A buffered temporary file beside `path` (`path.tmp`, or another suffix).
+/// A buffered temporary file beside a path, of its own ([`igemu::create_temp_beside`]).
 struct TempOut {
     tmp: PathBuf,
     w: std::io::BufWriter<std::fs::File>,
@@ -1796,11 +1883,8 @@ impl std::io::Write for TempOut {
 }
 
 impl TempOut {
-    fn beside(path: &Path, suffix: &str) -> Result<TempOut, Error> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(suffix);
-        let tmp = PathBuf::from(tmp);
-        let file = std::fs::File::create(&tmp).map_err(Error::output(path))?;
+    fn beside(path: &Path) -> Result<TempOut, Error> {
+        let (tmp, file) = igemu::create_temp_beside(path).map_err(Error::output(path))?;
         Ok(TempOut {
             tmp,
             w: std::io::BufWriter::with_capacity(1 << 16, file),
@@ -1820,12 +1904,12 @@ impl LineSink {
             collapsed: 0,
         };
         if let Some(p) = &args.mermaid {
-            let body = TempOut::beside(p, ".body.tmp")?;
+            let body = TempOut::beside(p)?;
             let m = igemu::trace::render::Mermaid::new(args.vm_lanes);
             sink.mermaid = Some((m, body, p.clone()));
         }
         if let Some(p) = &args.chrome {
-            let out = TempOut::beside(p, ".tmp")?;
+            let out = TempOut::beside(p)?;
             let tmp = out.tmp.clone();
             sink.chrome = Some((igemu::trace::chrome::Chrome::new(out), p.clone(), tmp));
         }
@@ -1885,7 +1969,7 @@ impl LineSink {
                     .into_inner()
                     .map_err(|e| Error::output(&path)(e.into_error()))?;
                 drop(body);
-                let mut out = TempOut::beside(&path, ".tmp")?;
+                let mut out = TempOut::beside(&path)?;
                 let tmp = out.tmp.clone();
                 let copied = out
                     .write_all(m.head().as_bytes())
@@ -1985,7 +2069,7 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
         }
         let rows = match &args.out {
             Some(path) => {
-                let out = TempOut::beside(path, ".tmp")?;
+                let out = TempOut::beside(path)?;
                 let tmp = out.tmp.clone();
                 let written = render::write_negotiations_csv(tally.rows(), out)
                     .map_err(std::io::Error::from)
@@ -2091,13 +2175,5 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
 /// Writes `bytes` to `path` through a temporary file beside it, so that a failure never
 /// leaves half a file behind.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::output(path)(e)
-        })
+    igemu::write_atomically(path, bytes).map_err(Error::output(path))
 }

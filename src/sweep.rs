@@ -735,13 +735,8 @@ impl SweepRecord {
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         text.push('\n');
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                format!("{}: {e}", path.display())
-            })
+        crate::write_atomically(path, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", path.display()))
     }
 }
 
@@ -935,9 +930,10 @@ pub fn write_rows(
     rows: &BTreeMap<usize, Vec<String>>,
     path: &Path,
 ) -> Result<(), String> {
-    let tmp = path.with_extension("csv.tmp");
+    let (tmp, file) =
+        crate::create_temp_beside(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", tmp.display());
-    let mut w = csv::Writer::from_path(&tmp).map_err(|e| fail(&e))?;
+    let mut w = csv::Writer::from_writer(file);
     w.write_record(header).map_err(|e| fail(&e))?;
     for row in rows.values() {
         w.write_record(row).map_err(|e| fail(&e))?;
@@ -1132,8 +1128,9 @@ pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
             .push(row);
     }
     // Written whole or not at all: a temporary file beside it, renamed at the end.
-    let tmp = out.with_extension("csv.tmp");
-    let mut w = csv::Writer::from_path(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let (tmp, file) =
+        crate::create_temp_beside(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = csv::Writer::from_writer(file);
     let mut h: Vec<String> = param_cols.iter().map(|&c| header[c].clone()).collect();
     h.extend(["metric", "n", "mean", "ci95_low", "ci95_high"].map(str::to_string));
     w.write_record(&h).map_err(|e| e.to_string())?;
@@ -1181,8 +1178,9 @@ pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String
         return Ok(None);
     }
     // Written whole or not at all: a temporary file beside it, renamed at the end.
-    let tmp = out.with_extension("csv.tmp");
-    let mut w = csv::Writer::from_path(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let (tmp, file) =
+        crate::create_temp_beside(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = csv::Writer::from_writer(file);
     let mut h: Vec<String> = ["key", "a", "b"].map(str::to_string).to_vec();
     h.extend(param_cols.iter().map(|&c| header[c].clone()));
     h.extend(["metric", "n", "mean_diff", "ci95_low", "ci95_high"].map(str::to_string));

@@ -340,6 +340,31 @@ fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
     dir.path().join(name).to_str().expect("utf-8").to_string()
 }
 
+/// Runs the `igemu` binary like [`igemu`], but gives up on it after `secs` seconds (killed;
+/// `None`): for commands that would block forever if a fix regressed (a FIFO read twice).
+/// Its exit code and standard error otherwise.
+fn igemu_within(args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    for _ in 0..secs * 10 {
+        if let Some(status) = child.try_wait().expect("waits") {
+            let mut err = String::new();
+            let mut pipe = child.stderr.take().expect("piped");
+            std::io::Read::read_to_string(&mut pipe, &mut err).expect("stderr");
+            return Some((status.code(), err));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
 #[test]
 fn running_a_missing_topology_says_it_does_not_exist_not_built_in() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -478,7 +503,7 @@ fn link(target: &str, link: &Path) {
 
 #[cfg(unix)]
 #[test]
-fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
+fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
     if !Path::new("/dev/zero").exists() {
         return;
     }
@@ -489,6 +514,12 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
         d
     };
     let s = |p: &Path| p.to_str().expect("utf-8").to_string();
+    // A file of zeros past every cap (sparse: no disk is used), with no line end.
+    let zeros = |path: &Path| {
+        let _ = std::fs::remove_file(path);
+        let f = std::fs::File::create(path).expect("created");
+        f.set_len((16 << 20) + 1).expect("sized");
+    };
     let check = |args: &[&str], expect: &str| {
         let o = igemu(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -496,7 +527,7 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
     };
     // Before: "out of memory" after 1.6 GB, or an abort (exit 134).
     let z1 = dir("z1");
-    link("/dev/zero", &z1.join("summary.json"));
+    zeros(&z1.join("summary.json"));
     check(
         &["report", &s(&z1)],
         "summary.json: cannot read the file: larger than 16 MiB",
@@ -521,7 +552,7 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
     // The negotiations are listed from the trace for a summary with Grids.
     let grids = r#"{"topology": "t", "grids": {"g": {"served": 1}}}"#;
     std::fs::write(z4.join("summary.json"), grids).expect("written");
-    link("/dev/zero", &z4.join("trace.jsonl"));
+    zeros(&z4.join("trace.jsonl"));
     check(
         &["report", &s(&z4)],
         "trace.jsonl:1: error: longer than 16777216 bytes; not a trace record",
@@ -529,14 +560,14 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
     for csv in ["requests.csv", "intervals.csv", "utilization.csv"] {
         let z = dir(&format!("z-{csv}"));
         std::fs::write(z.join("summary.json"), "{\"topology\": \"t\"}").expect("written");
-        link("/dev/zero", &z.join(csv));
+        zeros(&z.join(csv));
         check(
             &["report", &s(&z)],
             &format!("{csv}:1: longer than 1048576 bytes; not a CSV row"),
         );
     }
     let z5 = dir("z5");
-    link("/dev/zero", &z5.join("points.csv"));
+    zeros(&z5.join("points.csv"));
     check(
         &["report", &s(&z5)],
         "points.csv:1: longer than 1048576 bytes",
@@ -547,8 +578,7 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
     let out = z6.join("out");
     let ran = igemu(&["sweep", &s(&sweep), "--out", &s(&out), "--quiet"]);
     assert!(ran.status.success(), "{}", stderr(&ran));
-    std::fs::remove_file(out.join("runs.csv")).expect("removed");
-    link("/dev/zero", &out.join("runs.csv"));
+    zeros(&out.join("runs.csv"));
     check(
         &[
             "sweep",
@@ -560,6 +590,10 @@ fn links_to_dev_zero_in_run_and_sweep_directories_are_refused_at_the_cap() {
         ],
         "runs.csv:1: longer than 1048576 bytes",
     );
+    // A device where an output directory keeps a file is not read at all.
+    let z7 = dir("z7");
+    link("/dev/zero", &z7.join("summary.json"));
+    check(&["report", &s(&z7)], "summary.json: not a regular file");
 }
 
 #[test]
@@ -2194,20 +2228,20 @@ fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
     let out = dir.path().join("o");
     let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    for (file, blocked) in [
-        ("points.csv", "points.csv.tmp"),
-        ("paired.csv", "paired.csv.tmp"),
-    ] {
+    for file in ["points.csv", "paired.csv"] {
         let merged = dir.path().join(format!("m-{file}"));
-        std::fs::create_dir_all(merged.join(blocked)).expect("a directory in the way");
+        std::fs::create_dir_all(&merged).expect("made");
         std::fs::write(merged.join(file), "old\n").expect("written");
-        let o = igemu(&[
-            "sweep",
-            "merge",
-            "--out",
-            s(&merged),
-            s(&out.join("runs.csv")),
-        ]);
+        // A disk with no room left: no file may grow past 0 bytes (the write is refused and
+        // the process ended, as by a full disk and a Ctrl-C at once).
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -f 0 && exec \"$0\" sweep merge --out \"$1\" \"$2\"")
+            .arg(env!("CARGO_BIN_EXE_igemu"))
+            .arg(&merged)
+            .arg(out.join("runs.csv"))
+            .output()
+            .expect("sh runs");
         assert!(!o.status.success(), "{file}: the merge should fail");
         assert_eq!(
             std::fs::read_to_string(merged.join(file)).expect("still there"),
@@ -2445,6 +2479,19 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
         &["report", &at("run"), "--out", &at("run/summary.json")],
         own,
     );
+    // The run's own outputs in --out, however the record's directory is spelled.
+    let own_output = "the run writes its own";
+    let dotted = format!("{}/../run/summary.json", at("run"));
+    refused(
+        &["run", "--out", &at("run"), "--record", &dotted],
+        own_output,
+    );
+    std::os::unix::fs::symlink(at("run"), at("run-link")).expect("symlink");
+    let linked = at("run-link/requests.csv");
+    refused(
+        &["run", "--out", &at("run"), "--record", &linked],
+        own_output,
+    );
     let other = "is not replaced";
     refused(
         &[
@@ -2485,6 +2532,49 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
     assert_eq!(before(&trace), trace_bytes);
     assert_eq!(before(&at("run/summary.json")), summary_bytes);
     assert_eq!(before(&topology), topology_bytes);
+    // Temporary files have names of their own, created only where nothing is: a link
+    // planted at the name they once had (`c.json.tmp`) is not written through.
+    std::fs::write(at("victim"), "victim").expect("written");
+    for planted in ["c.json.tmp", ".c.json.tmp", "r.html.tmp", "e.swf.tmp"] {
+        std::os::unix::fs::symlink(at("victim"), at(planted)).expect("symlink");
+    }
+    assert!(igemu(&["trace", &trace, "--chrome", &at("c.json")])
+        .status
+        .success());
+    assert!(igemu(&["report", &at("run"), "--out", &at("r.html")])
+        .status
+        .success());
+    let o = igemu(&[&export[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(before(&at("victim")), b"victim");
+    // A FIFO where an output directory keeps a file is refused, not read (a read blocks
+    // until something writes) nor replaced.
+    let fifo_in = |dir: &str, name: &str| {
+        std::fs::create_dir_all(at(dir)).expect("dir");
+        let made = std::process::Command::new("mkfifo")
+            .arg(at(&format!("{dir}/{name}")))
+            .status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    };
+    fifo_in("f1", "summary.json");
+    fifo_in("f2", "stress.csv");
+    fifo_in("f3", "report.html");
+    let stress = [
+        "stress",
+        "topologies/quickstart.toml",
+        "--seeds",
+        "1",
+        "--faults",
+    ];
+    for args in [
+        vec!["run", "--out", &at("f1"), "--quiet"],
+        [&stress[..], &["none", "--out", &at("f2"), "--quiet"]].concat(),
+        vec!["report", &at("f3")],
+    ] {
+        let (code, err) = igemu_within(&args, 30).expect("ends (not blocked on a FIFO)");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+    }
     // An earlier output of the same kind is replaced.
     for _ in 0..2 {
         let mermaid = [
@@ -2602,6 +2692,31 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
             stderr(&o)
         );
     }
+    // Every other key stress sets in a run after the user's overrides is refused too, naming
+    // the flag that sets it; a fault key the chosen settings leave alone still applies.
+    let stress = |faults: &str, set: &str| {
+        let small = "topologies/peering-small.toml";
+        let args = [
+            "stress", small, "--seeds", "1", "--faults", faults, "--quiet",
+        ];
+        igemu(&[&args[..], &["--set", set]].concat())
+    };
+    for (faults, set, by) in [
+        ("lossy", "fault.drop=0.5", "--faults lossy"),
+        ("none,lossy", "fault={ drop = 0.5 }", "--faults lossy"),
+        ("none", "emulation.interleaving=2", "--interleavings"),
+        ("none", "emulation.mode=\"virtual\"", "--mode"),
+    ] {
+        let o = stress(faults, set);
+        assert_eq!(o.status.code(), Some(2), "{set}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("in the runs of {by}")),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let o = stress("none", "fault.drop=0.5");
+    assert!(o.status.success(), "{}", stderr(&o));
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("st");
     let o = igemu(&[
@@ -2865,4 +2980,91 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
         std::fs::read(old.join("runs.csv")).expect("runs.csv"),
         before
     );
+}
+
+/// `sweep merge` reads a run file given as a pipe (`<(...)`, here a FIFO with a writer):
+/// such a file can be read only once, so its rows are checked in the merged copy.
+#[test]
+fn merge_reads_a_run_file_given_as_a_pipe() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let whole = dir.path().join("whole");
+    let ran = igemu(&["sweep", s(&sweep), "--out", s(&whole), "--quiet"]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let runs = std::fs::read(whole.join("runs.csv")).expect("runs.csv");
+    let fifo = dir.path().join("pipe.csv");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|st| st.success()), "mkfifo");
+    let writer = {
+        let (fifo, runs) = (fifo.clone(), runs.clone());
+        std::thread::spawn(move || std::fs::write(fifo, runs))
+    };
+    let merged = dir.path().join("merged");
+    // Before: the pipe was read twice, and the second read waited forever for a writer.
+    let o = igemu_within(&["sweep", "merge", "--out", s(&merged), s(&fifo)], 60);
+    // A writer igemu never read from waits to open the pipe: open it, so the test ends.
+    for _ in 0..50 {
+        if writer.is_finished() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if !writer.is_finished() {
+        drop(std::fs::File::open(&fifo));
+    }
+    let _ = writer.join();
+    let (code, err) = o.expect("the merge ends");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(merged.join("runs.csv")).expect("merged"),
+        runs
+    );
+    assert_eq!(
+        std::fs::read(merged.join("points.csv")).expect("merged points"),
+        std::fs::read(whole.join("points.csv")).expect("points")
+    );
+}
+
+/// A folder holds one run, one sweep or one stress test: stress refuses a run's or a
+/// sweep's folder, and run and sweep refuse a stress test's, leaving each as it was.
+#[test]
+fn stress_results_and_runs_or_sweeps_do_not_mix_in_one_folder() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| tmp_str(&dir, name);
+    let stress = [
+        "stress",
+        "topologies/quickstart.toml",
+        "--seeds",
+        "1",
+        "--faults",
+    ];
+    let stress_into =
+        |out: &str| igemu(&[&stress[..], &["none", "--quiet", "--out", out]].concat());
+    let ran = igemu(&["run", "--out", &at("run"), "--quiet"]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let o = stress_into(&at("run"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds a run's or a sweep's outputs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(&at("run/stress.csv")).exists());
+    assert!(stress_into(&at("st")).status.success());
+    let before = std::fs::read(at("st/stress.csv")).expect("stress.csv");
+    let sweep = small_sweep(dir.path(), "1h");
+    for args in [
+        vec!["run", "--out", &at("st"), "--quiet"],
+        vec!["sweep", s(&sweep), "--out", &at("st"), "--quiet"],
+    ] {
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("holds a stress test's results"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(std::fs::read(at("st/stress.csv")).expect("kept"), before);
+    assert!(!Path::new(&at("st/summary.json")).exists());
 }

@@ -87,12 +87,15 @@ impl Window {
 /// there unless `options` say otherwise — and returns its path. The file is written whole or
 /// not at all.
 pub fn write(dir: &Path, options: &Options) -> Result<PathBuf, Error> {
+    // Every file the report may read from `dir`, and the one it replaces there.
+    let read = || {
+        (crate::RUN_OUTPUTS.iter()).chain(&["runs.csv", "points.csv", "paired.csv", "sweep.json"])
+    };
+    crate::check_regular_files(dir, |name| {
+        name == "report.html" || read().any(|r| *r == name)
+    })?;
     if let Some(out) = &options.out {
-        // Every file the report may read from `dir`.
-        let inputs: Vec<PathBuf> = (crate::RUN_OUTPUTS.iter())
-            .chain(&["runs.csv", "points.csv", "paired.csv", "sweep.json"])
-            .map(|name| dir.join(name))
-            .collect();
+        let inputs: Vec<PathBuf> = read().map(|name| dir.join(name)).collect();
         let report: crate::OutputKind = ("an igemu report", |h| {
             h.starts_with(b"<!DOCTYPE html>") && h.windows(12).any(|w| w == b"<title>igemu")
         });
@@ -103,15 +106,7 @@ pub fn write(dir: &Path, options: &Options) -> Result<PathBuf, Error> {
         .out
         .clone()
         .unwrap_or_else(|| dir.join("report.html"));
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, html.as_bytes())
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::output(&path)(e)
-        })?;
+    crate::write_atomically(&path, html.as_bytes()).map_err(Error::output(&path))?;
     Ok(path)
 }
 
@@ -1121,11 +1116,16 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
         .enumerate()
         .map(|(i, c)| (c.as_str(), i))
         .collect();
+    // The metrics in first-seen order, each with its points (grouped once: a sweep may
+    // have thousands of metrics and points).
     let mut metrics: Vec<String> = Vec::new();
-    for (_, p) in &points {
-        if !metrics.contains(&p.metric) {
+    let mut points_of: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, (_, p)) in points.iter().enumerate() {
+        let of = points_of.entry(p.metric.as_str()).or_default();
+        if of.is_empty() {
             metrics.push(p.metric.clone());
         }
+        of.push(i);
     }
     let mut body = String::new();
     sweep_provenance(&mut body, dir);
@@ -1153,7 +1153,10 @@ fn sweep_report(dir: &Path) -> Result<String, Error> {
         let mut lines: Vec<svg::CiSeries> = Vec::new();
         // Each line's index in `lines`, by name.
         let mut line_at: HashMap<String, usize> = HashMap::new();
-        for (values, p) in points.iter().filter(|(_, p)| &p.metric == metric) {
+        let of = points_of
+            .get(metric.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        for (values, p) in of.iter().map(|&i| &points[i]) {
             let line_name = values
                 .iter()
                 .enumerate()

@@ -1001,7 +1001,14 @@ pub fn seed_override(seed: u64) -> String {
 /// spelled (whitespace around its segments, or `emulation={ seed = 3 }`): commands that set
 /// each run's seed themselves refuse such an override rather than ignore it.
 pub fn override_sets_seed(assignment: &str) -> bool {
-    node::override_sets_key(assignment, SEED_KEY)
+    override_sets(assignment, SEED_KEY)
+}
+
+/// Whether the override `assignment` (`key=value`) sets `key` (dotted, without spaces) or a
+/// key inside it, however it is spelled: for commands that set some keys in every run
+/// themselves and refuse an override they would ignore.
+pub fn override_sets(assignment: &str, key: &str) -> bool {
+    node::override_sets_key(assignment, key)
 }
 
 /// The key of the run's seed, as [`node::canonical_key`] spells it.
