@@ -200,6 +200,10 @@ enum SweepCommand {
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
+        /// Replace what --out holds of another sweep or of a run (without it, such a
+        /// directory is refused, so two never mix).
+        #[arg(long)]
+        overwrite: bool,
         /// The shards' runs.csv files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -419,9 +423,29 @@ fn write_paired(runs: &[PathBuf], out: &Path) -> Result<bool, String> {
     Ok(written)
 }
 
-fn merge(out: &Path, files: &[PathBuf]) -> Result<(), Error> {
+fn merge(out: &Path, files: &[PathBuf], overwrite: bool) -> Result<(), Error> {
     let record = merged_record(files).map_err(|e| Error::Input(format!("igemu: {e}")))?;
     create_dir(out)?;
+    // A folder holds one sweep: the shards merged (beside their records) and an earlier
+    // merge of the same sweep may be there; another sweep's results or a run's may not.
+    match &record {
+        Some(record) => prepare_sweep_out(out, record, None, overwrite)?,
+        None => {
+            refuse_stress_results(out)?;
+            let run = run_files(out);
+            if !run.is_empty() && !overwrite {
+                return Err(Error::Usage(format!(
+                    "{} holds a run's outputs ({}), and a folder holds one run or one sweep; pass --overwrite to replace them, or choose another --out",
+                    out.display(),
+                    run.join(", ")
+                )));
+            }
+            if !run.is_empty() {
+                let run: Vec<String> = run.iter().map(|n| n.to_string()).collect();
+                remove_outputs(out, &run)?;
+            }
+        }
+    }
     let merged = out.join("runs.csv");
     let (points, paired) = merge_runs(files, &merged)
         .and_then(|_| {
@@ -589,8 +613,12 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
     let export: igemu::OutputKind = ("an SWF file igemu exported", |h| {
         h.starts_with(b"; Version: 2.2\n; Computer: igemu export of workload")
     });
-    igemu::check_output_file("--out", out, &[path.to_path_buf()], export)?;
     let topo = topology::load_file(path, &Overrides { sets })?;
+    // The topology and every trace it replays are inputs: an earlier export replayed by a
+    // workload is still an input, and must not be replaced by its own re-export.
+    let mut inputs = vec![path.to_path_buf()];
+    inputs.extend(topo.workloads.iter().filter_map(|w| w.trace_file.clone()));
+    igemu::check_output_file("--out", out, &inputs, export)?;
     let Some(w) = topo.workloads.iter().find(|w| w.name == name) else {
         let names: Vec<&str> = topo.workloads.iter().map(|w| w.name.as_str()).collect();
         return Err(Error::Usage(format!(
@@ -1451,9 +1479,14 @@ fn dispatch(command: Command) -> Result<(), Error> {
             broken(broken_protocol),
         ),
         Command::Sweep {
-            command: Some(SweepCommand::Merge { out, files }),
+            command:
+                Some(SweepCommand::Merge {
+                    out,
+                    overwrite,
+                    files,
+                }),
             ..
-        } => merge(&out, &files),
+        } => merge(&out, &files, overwrite),
         Command::Sweep {
             command: None,
             file: Some(file),

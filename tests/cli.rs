@@ -2532,6 +2532,33 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
     assert_eq!(before(&trace), trace_bytes);
     assert_eq!(before(&at("run/summary.json")), summary_bytes);
     assert_eq!(before(&topology), topology_bytes);
+    // A trace the topology replays is an input too, even when it is an earlier export.
+    std::fs::create_dir_all(at("traces")).expect("dir");
+    std::fs::copy(
+        common::path("topologies/traces/synthetic-64.swf"),
+        at("traces/synthetic-64.swf"),
+    )
+    .expect("copied");
+    let replay = at("replay.toml");
+    let text = std::fs::read_to_string(common::path("topologies/swf-replay.toml")).expect("read");
+    std::fs::write(&replay, &text).expect("written");
+    let frozen = at("traces/frozen.swf");
+    let export_trace = [
+        "workload",
+        "export",
+        &replay,
+        "--workload",
+        "trace",
+        "--out",
+        &frozen,
+    ];
+    let o = igemu(&export_trace);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let replays_frozen = text.replace("traces/synthetic-64.swf", "traces/frozen.swf");
+    std::fs::write(&replay, replays_frozen).expect("written");
+    let frozen_bytes = before(&frozen);
+    refused(&export_trace, own);
+    assert_eq!(before(&frozen), frozen_bytes);
     // Temporary files have names of their own, created only where nothing is: a link
     // planted at the name they once had (`c.json.tmp`) is not written through.
     std::fs::write(at("victim"), "victim").expect("written");
@@ -3067,4 +3094,78 @@ fn stress_results_and_runs_or_sweeps_do_not_mix_in_one_folder() {
     }
     assert_eq!(std::fs::read(at("st/stress.csv")).expect("kept"), before);
     assert!(!Path::new(&at("st/summary.json")).exists());
+}
+
+/// `sweep merge --out` keeps to the rule of `sweep --out`: beside its shards, or over an
+/// earlier merge of the same sweep, it merges; a folder holding another sweep's results or a
+/// run's outputs is refused unless --overwrite, which leaves the merge alone there.
+#[test]
+fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let shards = dir.path().join("shards");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let args = [
+            "sweep",
+            s(&sweep),
+            "--shard",
+            &shard,
+            "--out",
+            s(&shards),
+            "--quiet",
+        ];
+        assert!(igemu(&args).status.success());
+    }
+    let files = [
+        shards.join("runs-0-of-2.csv"),
+        shards.join("runs-1-of-2.csv"),
+    ];
+    let merge = |out: &Path, more: &[&str]| {
+        let mut args = vec!["sweep", "merge", "--out", s(out)];
+        args.extend_from_slice(more);
+        args.extend(files.iter().map(|f| s(f)));
+        igemu(&args)
+    };
+    for _ in 0..2 {
+        let o = merge(&shards, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let other = dir.path().join("other");
+    std::fs::write(
+        dir.path().join("other.toml"),
+        "topology = \"small.toml\"\nseeds = 1\nmetrics = [\"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\"]\n",
+    )
+    .expect("written");
+    let o = igemu(&[
+        "sweep",
+        &tmp_str(&dir, "other.toml"),
+        "--out",
+        s(&other),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = dir.path().join("run");
+    assert!(igemu(&["run", "--out", s(&run), "--quiet"])
+        .status
+        .success());
+    for (out, why) in [
+        (&other, "holds another sweep's results"),
+        (&run, "holds a run's outputs"),
+    ] {
+        let before = std::fs::read_dir(out).expect("listed").count();
+        let o = merge(out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{}", stderr(&o));
+        assert_eq!(std::fs::read_dir(out).expect("listed").count(), before);
+        let o = merge(out, &["--overwrite"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut left: Vec<String> = std::fs::read_dir(out)
+            .expect("listed")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let merged = ["paired.csv", "points.csv", "runs.csv", "sweep.json"];
+        assert_eq!(left, merged, "{out:?}");
+    }
 }

@@ -648,6 +648,9 @@ pub struct Workload {
     pub cluster: Option<ClusterId>,
     /// The requests, in arrival order.
     pub requests: Vec<RequestId>,
+    /// The trace file it replays (SWF or GWF workloads), as the topology names it from its
+    /// own directory.
+    pub trace_file: Option<std::path::PathBuf>,
 }
 
 /// A validated topology, ready to emulate.

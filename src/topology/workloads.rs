@@ -171,6 +171,22 @@ fn read_workload(
         // Origin or grid is wrong (reported): the generator's settings are not read.
         w.skip(generated::KEYS);
     }
+    // The trace a replaying workload read (checked above), for commands that must not
+    // write over their inputs.
+    let trace_key = match model {
+        WorkloadModel::Swf => Some("swf"),
+        WorkloadModel::Gwf => Some("gwf"),
+        _ => None,
+    };
+    let trace_file =
+        trace_key
+            .and_then(|key| w.table(key))
+            .and_then(|t| match &t.get("path")?.kind {
+                crate::input::node::NodeKind::Str(p) => {
+                    Some(base_dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p)))
+                }
+                _ => None,
+            });
     w.finish();
     if let (Some(origin), Some(grid)) = (origin, grid) {
         ids.sort_by_key(|id| (out.requests[id.0 as usize].arrival, id.0));
@@ -180,6 +196,7 @@ fn read_workload(
             grid,
             cluster,
             requests: ids,
+            trace_file,
         });
     }
 }
