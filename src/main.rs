@@ -434,11 +434,7 @@ fn merge(out: &Path, files: &[PathBuf], overwrite: bool) -> Result<(), Error> {
             refuse_stress_results(out)?;
             let run = run_files(out);
             if !run.is_empty() && !overwrite {
-                return Err(Error::Usage(format!(
-                    "{} holds a run's outputs ({}), and a folder holds one run or one sweep; pass --overwrite to replace them, or choose another --out",
-                    out.display(),
-                    run.join(", ")
-                )));
+                return Err(holds_a_run(out, &run));
             }
             if !run.is_empty() {
                 let run: Vec<String> = run.iter().map(|n| n.to_string()).collect();
@@ -1106,6 +1102,15 @@ fn run_files(dir: &Path) -> Vec<&'static str> {
     names
 }
 
+/// The refusal of a folder `out` holding a run's outputs (`run`) for a sweep's.
+fn holds_a_run(out: &Path, run: &[&str]) -> Error {
+    Error::Usage(format!(
+        "{} holds a run's outputs ({}), and a folder holds one run or one sweep; pass --overwrite to replace them, or choose another --out",
+        out.display(),
+        run.join(", ")
+    ))
+}
+
 /// Refuses a folder holding a stress test's results (`stress.csv`, `stress.json`) for a run's
 /// or a sweep's outputs: a folder holds one of them.
 fn refuse_stress_results(dir: &Path) -> Result<(), Error> {
@@ -1187,11 +1192,7 @@ fn prepare_sweep_out(
     let run = run_files(out);
     if !overwrite {
         if !run.is_empty() {
-            return Err(Error::Usage(format!(
-                "{} holds a run's outputs ({}), and a folder holds one run or one sweep; pass --overwrite to replace them, or choose another --out",
-                out.display(),
-                run.join(", ")
-            )));
+            return Err(holds_a_run(out, &run));
         }
         if !other.is_empty() {
             return Err(Error::Usage(format!(
