@@ -476,6 +476,39 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
         "{}",
         stderr(&o)
     );
+    // Every reader refuses two traces concatenated, not only --why: before, each negotiation
+    // and request counted twice.
+    let run = tmp_str(&tmp, "run");
+    let ran = igemu(&[
+        "run",
+        "topologies/peering-small.toml",
+        "--out",
+        &run,
+        "--trace",
+        "--quiet",
+    ]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let one = std::fs::read(format!("{run}/trace.jsonl")).expect("trace");
+    let lines = one.iter().filter(|&&b| b == b'\n').count();
+    std::fs::write(format!("{run}/trace.jsonl"), [&one[..], &one[..]].concat()).expect("written");
+    let twice = format!("{run}/trace.jsonl");
+    for args in [
+        vec!["trace", &twice, "--negotiations"],
+        vec!["trace", &twice, "--request", "busy-users-6"],
+        vec!["report", &run],
+    ] {
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("the trace is not in seq order"),
+            "{args:?}: {err}"
+        );
+        if args[0] == "trace" {
+            let at = format!("trace.jsonl:{}: seq", lines + 1);
+            assert!(err.contains(&at), "{args:?}: {err}");
+        }
+    }
 }
 
 #[test]

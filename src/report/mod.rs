@@ -1029,6 +1029,7 @@ fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::Negotiation
         .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))?;
     let lines = std::io::BufReader::new(crate::input::LineCapped::new(file, MAX_LINE)).lines();
     let mut tally = crate::trace::render::NegotiationTally::new();
+    let mut last_seq: Option<u64> = None;
     for (i, line) in lines.enumerate() {
         let line = line.map_err(|e| match crate::input::line_too_long(&e) {
             Some(long) => Error::Input(format!(
@@ -1048,6 +1049,17 @@ fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::Negotiation
                 i + 1
             ))
         })?;
+        // The records it reads come in seq order in one run's trace: two traces concatenated
+        // would count each negotiation twice.
+        if let Some(before) = last_seq.replace(event.seq).filter(|b| event.seq <= *b) {
+            return Err(Error::Input(format!(
+                "{}:{}: error: seq {} after {before}: the trace is not in seq order (two traces \
+                 concatenated?)",
+                path.display(),
+                i + 1,
+                event.seq
+            )));
+        }
         tally.push(&event);
     }
     Ok(tally.rows().collect())

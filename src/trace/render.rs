@@ -119,11 +119,14 @@ pub struct Events<R> {
     line: u64,
     failed: bool,
     max_line: usize,
+    /// The last record's number: each must come after it.
+    last_seq: Option<u64>,
 }
 
 /// Reads the events of the trace `reader` holds, lazily, in file order. The first line that
-/// cannot be read or parsed, or is longer than [`MAX_LINE`], ends the iteration with a
-/// [`ReadError`] naming it.
+/// cannot be read or parsed, is longer than [`MAX_LINE`], or numbers its record no later
+/// than the one before (two traces concatenated: counts and selections would mix two runs)
+/// ends the iteration with a [`ReadError`] naming it.
 pub fn events<R: BufRead>(reader: R) -> Events<R> {
     Events {
         reader,
@@ -131,6 +134,7 @@ pub fn events<R: BufRead>(reader: R) -> Events<R> {
         line: 0,
         failed: false,
         max_line: MAX_LINE,
+        last_seq: None,
     }
 }
 
@@ -159,10 +163,22 @@ impl<R: BufRead> Iterator for Events<R> {
                     Err(too_long(self.line, self.max_line))
                 }
                 Ok(_) if self.buf.iter().all(u8::is_ascii_whitespace) => continue,
-                Ok(_) => serde_json::from_slice(&self.buf).map_err(|e| ReadError {
-                    line: self.line,
-                    message: e.to_string(),
-                }),
+                Ok(_) => serde_json::from_slice::<Event>(&self.buf)
+                    .map_err(|e| ReadError {
+                        line: self.line,
+                        message: e.to_string(),
+                    })
+                    .and_then(|e| match self.last_seq.replace(e.seq) {
+                        Some(before) if e.seq <= before => Err(ReadError {
+                            line: self.line,
+                            message: format!(
+                                "seq {} after {before}: the trace is not in seq order (two \
+                                 traces concatenated?)",
+                                e.seq
+                            ),
+                        }),
+                        _ => Ok(e),
+                    }),
                 Err(e) => Err(ReadError {
                     line: self.line,
                     message: format!("cannot read: {e}"),
