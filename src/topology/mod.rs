@@ -813,6 +813,11 @@ pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Rep
     load_str(&text, &shown, &stem, path.parent(), overrides)
 }
 
+/// Overrides one run takes at most (`--set`, and a sweep's `[set]` and `[vary]`): each is
+/// placed by a walk of its table, so hundreds of thousands would take minutes before the
+/// first error (a sweep file of 16 MiB holds about 800 000).
+pub const MAX_OVERRIDES: usize = 10_000;
+
 /// Reads and validates topology text. `path` names it in messages, `default_name` is used
 /// when the file has no `name`, and `base_dir` resolves profile paths.
 pub fn load_str(
@@ -825,6 +830,17 @@ pub fn load_str(
     let diags = Diags::default();
     let mut profiles_seen = Vec::new();
     let topo = parse_document(text, NodeOrigin::File, &diags).and_then(|mut root| {
+        if overrides.sets.len() > MAX_OVERRIDES {
+            diags.error(
+                &Loc::Set(MAX_OVERRIDES),
+                format!(
+                    "{} overrides; a run takes at most {MAX_OVERRIDES}",
+                    overrides.sets.len()
+                ),
+                Some("write the settings into the topology file instead".into()),
+            );
+            return None;
+        }
         for (i, s) in overrides.sets.iter().enumerate() {
             apply_set(&mut root, i, s, &diags);
         }
