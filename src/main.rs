@@ -339,9 +339,18 @@ fn sweep(
     } else {
         BTreeMap::new()
     };
-    // Resumed, the run file and its record were checked above: they are this sweep's.
-    let own = (resume && runs.exists()).then_some((runs.as_path(), record_path.as_path()));
-    prepare_sweep_out(&out, &record, own, overwrite)?;
+    // Resumed, the run file and its record were checked above: they are this sweep's, and
+    // so are a whole sweep's points.csv and paired.csv, rewritten from them at the end (with
+    // or without a record: an older igemu wrote none).
+    let mut keep = Vec::new();
+    if resume && runs.exists() {
+        keep.extend([runs.clone(), record_path.clone()]);
+        if runs.ends_with("runs.csv") {
+            keep.extend(["points.csv", "paired.csv"].map(|n| out.join(n)));
+        }
+    }
+    let keep: Vec<&Path> = keep.iter().map(PathBuf::as_path).collect();
+    prepare_sweep_out(&out, &record, &keep, overwrite)?;
     create_dir(&out)?;
     let file_name = |p: &Path| {
         p.file_name()
@@ -429,16 +438,22 @@ fn merge(out: &Path, files: &[PathBuf], overwrite: bool) -> Result<(), Error> {
     // A folder holds one sweep: the shards merged (beside their records) and an earlier
     // merge of the same sweep may be there; another sweep's results or a run's may not.
     match &record {
-        Some(record) => prepare_sweep_out(out, record, None, overwrite)?,
+        Some(record) => {
+            // The files merged, and their records, are read, not replaced.
+            let records: Vec<PathBuf> = files
+                .iter()
+                .map(|f| igemu::sweep::record_beside(f))
+                .collect();
+            let keep: Vec<&Path> = files.iter().chain(&records).map(PathBuf::as_path).collect();
+            prepare_sweep_out(out, record, &keep, overwrite)?
+        }
         None => {
             refuse_stress_results(out)?;
             let run = run_files(out);
-            if !run.is_empty() && !overwrite {
-                return Err(holds_a_run(out, &run));
-            }
-            if !run.is_empty() {
-                let run: Vec<String> = run.iter().map(|n| n.to_string()).collect();
-                remove_outputs(out, &run)?;
+            match (run.is_empty(), overwrite) {
+                (true, _) => {}
+                (false, false) => return Err(holds_a_run(out, &run)),
+                (false, true) => remove_outputs(out, &run)?,
             }
         }
     }
@@ -1130,8 +1145,8 @@ fn refuse_stress_results(dir: &Path) -> Result<(), Error> {
 }
 
 /// Removes `names` from `dir`, in order, then `report.html` (drawn from what they held).
-fn remove_outputs(dir: &Path, names: &[String]) -> Result<(), Error> {
-    for name in names.iter().map(String::as_str).chain(["report.html"]) {
+fn remove_outputs(dir: &Path, names: &[impl AsRef<str>]) -> Result<(), Error> {
+    for name in names.iter().map(AsRef::as_ref).chain(["report.html"]) {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -1144,50 +1159,62 @@ fn remove_outputs(dir: &Path, names: &[String]) -> Result<(), Error> {
 }
 
 /// Makes `out` ready for the sweep `record` describes, so that it holds one whole sweep: a
-/// run's outputs there, or another sweep's — a record of other inputs, or results with no
-/// record to say what made them — are refused unless `overwrite`, which removes them (every
-/// sweep file but `own`, the run file and record `--resume` keeps). Shards and results of the
-/// same sweep stay: shards share a folder.
+/// run's outputs there, or another sweep's — a record of other inputs with its files, or
+/// results with no record to say what made them — are refused unless `overwrite`, which
+/// removes just those. The files of the same sweep stay (shards share a folder), and so do
+/// those in `keep` (the run file and record `--resume` goes on with, the files a merge reads).
 fn prepare_sweep_out(
     out: &Path,
     record: &igemu::sweep::SweepRecord,
-    own: Option<(&Path, &Path)>,
+    keep: &[&Path],
     overwrite: bool,
 ) -> Result<(), Error> {
-    // A resumed whole sweep's points.csv and paired.csv are its own too (rewritten from its
-    // run file at the end), with or without a record (an older igemu wrote none).
-    let is_own = |name: &str| {
-        own.is_some_and(|(r, j)| {
-            r.ends_with(name)
-                || j.ends_with(name)
-                || (r.ends_with("runs.csv") && ["points.csv", "paired.csv"].contains(&name))
-        })
+    let same = |a: &Path, b: &Path| {
+        a == b
+            || std::fs::canonicalize(a)
+                .is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+    };
+    let kept = |name: &str| keep.iter().any(|k| same(k, &out.join(name)));
+    // The record saying what made a file: points.csv and paired.csv are the whole sweep's.
+    let record_of = |name: &str| -> String {
+        match name {
+            "points.csv" | "paired.csv" => "sweep.json".to_string(),
+            _ => igemu::sweep::record_beside(&out.join(name))
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        }
     };
     refuse_stress_results(out)?;
     let files = sweep_files(out);
+    // Records of other inputs (or unreadable), with why.
+    let mut differing: BTreeMap<String, String> = BTreeMap::new();
+    for name in files.iter().filter(|n| n.ends_with(".json")) {
+        let why = match igemu::sweep::SweepRecord::read(&out.join(name)) {
+            Ok(Some(old)) => Some(old.shard_mismatch(record).join("; ")).filter(|d| !d.is_empty()),
+            Ok(None) => None,
+            Err(e) => Some(e),
+        };
+        if let Some(why) = why {
+            differing.insert(name.clone(), why);
+        }
+    }
+    // Why the folder holds another sweep's results, and those files.
     let mut other = Vec::new();
-    for name in files.iter().filter(|n| !is_own(n)) {
-        let path = out.join(name);
-        if name.ends_with(".json") {
-            match igemu::sweep::SweepRecord::read(&path) {
-                Ok(Some(old)) => {
-                    let differ = old.shard_mismatch(record);
-                    if !differ.is_empty() {
-                        other.push(format!("{name}: {}", differ.join("; ")));
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => other.push(e),
-            }
+    let mut theirs = Vec::new();
+    for name in files.iter().filter(|n| !kept(n)) {
+        if let Some(why) = differing.get(name) {
+            other.push(format!("{name}: {why}"));
+        } else if name.ends_with(".json") {
+            continue; // a record of the same sweep
         } else {
-            let record_name = igemu::sweep::record_beside(&path);
-            let has_record = record_name
-                .file_name()
-                .is_some_and(|r| files.iter().any(|n| r == n.as_str()));
-            if !has_record {
-                other.push(format!("{name} without the sweep.json saying what made it"));
+            let record = record_of(name);
+            if !files.contains(&record) {
+                other.push(format!("{name} without the {record} saying what made it"));
+            } else if !differing.contains_key(&record) {
+                continue; // the same sweep's
             }
         }
+        theirs.push(name.as_str());
     }
     let run = run_files(out);
     if !overwrite {
@@ -1204,11 +1231,11 @@ fn prepare_sweep_out(
         return Ok(());
     }
     if !run.is_empty() {
-        let run: Vec<String> = run.iter().map(|n| n.to_string()).collect();
         remove_outputs(out, &run)?;
     }
-    if !other.is_empty() {
-        let theirs: Vec<String> = files.into_iter().filter(|n| !is_own(n)).collect();
+    if !theirs.is_empty() {
+        // Records first (`sweep_files` lists them first): a folder without one holds no
+        // whole sweep.
         remove_outputs(out, &theirs)?;
     }
     Ok(())
@@ -1543,117 +1570,13 @@ fn main() -> ExitCode {
 }
 
 /// Joins shards' run files (same columns) into one with one header and the rows in run
-/// order, as the unsharded sweep writes them.
-/// Written through a temporary file renamed at the end, so `out` may be one of `files`
-/// (`sweep merge --out D D/runs.csv`) and a failed merge leaves the old file whole.
+/// order, as the unsharded sweep writes them. Each file is read once (a pipe given as
+/// `<(...)` can be), and refused at the place where it is no sweep's run file
+/// ([`igemu::sweep::read_runs`]). Written through a temporary file renamed at the end, so
+/// `out` may be one of `files` (`sweep merge --out D D/runs.csv`) and a failed merge leaves
+/// the old file whole.
 fn merge_runs(files: &[PathBuf], out: &Path) -> Result<(), String> {
-    // The shards' rows are checked first, so that a bad value is named at its place in the
-    // file given, not in the merged copy. Only files can be read twice: a pipe given
-    // (`<(...)`) is checked in the merged copy, when its points are summarised.
-    let regular: Vec<PathBuf> = (files.iter())
-        .filter(|f| std::fs::metadata(f).is_ok_and(|m| m.is_file()))
-        .cloned()
-        .collect();
-    if !regular.is_empty() {
-        igemu::sweep::read_runs(&regular)?;
-    }
-    let (tmp, file) =
-        igemu::create_temp_beside(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let result = merge_runs_into(files, file)
-        .and_then(|_| std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display())));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn merge_runs_into(files: &[PathBuf], out: std::fs::File) -> Result<(), String> {
-    let mut w = csv::Writer::from_writer(out);
-    let mut header: Option<csv::StringRecord> = None;
-    // Rows by run number (the first column); rows without one keep file order, after.
-    let mut rows: BTreeMap<(u64, usize), csv::StringRecord> = BTreeMap::new();
-    let mut unnumbered = 0usize;
-    // Runs by point (the `set:` columns' values) and seed, with their file: a seed runs
-    // once per point, and two rows of one would count one run as two samples.
-    let mut samples: BTreeMap<Vec<String>, (String, &Path)> = BTreeMap::new();
-    for f in files {
-        let file = igemu::input::open_csv(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let mut r = csv::Reader::from_reader(file);
-        let h = r
-            .headers()
-            .map_err(|e| igemu::input::csv_problem(f, &e))?
-            .clone();
-        match &header {
-            None if h.len() < 3
-                || &h[0] != "run"
-                || &h[1] != "seed"
-                || h.get(h.len() - 1) != Some("error") =>
-            {
-                return Err(format!(
-                    "{}: not a sweep's run file (its columns must start with run,seed and end \
-                     with error)",
-                    f.display()
-                ))
-            }
-            None => {
-                w.write_record(&h).map_err(|e| e.to_string())?;
-                header = Some(h);
-            }
-            Some(prev) if *prev != h => {
-                return Err(format!(
-                    "{}: columns differ from {}",
-                    f.display(),
-                    files[0].display()
-                ))
-            }
-            _ => {}
-        }
-        for rec in r.records() {
-            let rec = rec.map_err(|e| igemu::input::csv_problem(f, &e))?;
-            if let Some(h) = &header {
-                let sample: Vec<String> = h
-                    .iter()
-                    .zip(rec.iter())
-                    .enumerate()
-                    .filter(|(c, (name, _))| *c == 1 || name.starts_with("set:"))
-                    .map(|(_, (_, v))| v.to_string())
-                    .collect();
-                let run = rec.get(0).unwrap_or_default().to_string();
-                if let Some((other, g)) = samples.get(&sample) {
-                    let point: Vec<String> = h
-                        .iter()
-                        .zip(rec.iter())
-                        .filter(|(name, _)| name.starts_with("set:"))
-                        .map(|(name, v)| format!("{}={v}", &name[4..]))
-                        .collect();
-                    return Err(format!(
-                        "{}: run {run} has the point ({}) and seed {} of run {other} in {}: a \
-                         seed runs once per point, so one of them is not this sweep's; remove \
-                         it",
-                        f.display(),
-                        point.join(", "),
-                        rec.get(1).unwrap_or_default(),
-                        g.display()
-                    ));
-                }
-                samples.insert(sample, (run, f));
-            }
-            let key = match rec.get(0).and_then(|x| x.parse::<u64>().ok()) {
-                Some(run) => (run, 0),
-                None => {
-                    unnumbered += 1;
-                    (u64::MAX, unnumbered)
-                }
-            };
-            if rows.insert(key, rec).is_some() {
-                return Err(format!(
-                    "{}: run {} is also in another file; merge each shard once",
-                    f.display(),
-                    key.0
-                ));
-            }
-        }
-    }
+    let (header, rows) = igemu::sweep::read_runs(files)?;
     if rows.is_empty() {
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         return Err(format!(
@@ -1661,10 +1584,19 @@ fn merge_runs_into(files: &[PathBuf], out: std::fs::File) -> Result<(), String> 
             names.join(", ")
         ));
     }
-    for rec in rows.values() {
-        w.write_record(rec).map_err(|e| e.to_string())?;
+    let (tmp, file) =
+        igemu::create_temp_beside(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = csv::Writer::from_writer(file);
+    let result = std::iter::once(&header)
+        .chain(&rows)
+        .try_for_each(|row| w.write_record(row))
+        .and_then(|()| w.flush().map_err(csv::Error::from))
+        .map_err(|e| e.to_string())
+        .and_then(|()| std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display())));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    w.flush().map_err(|e| e.to_string())
+    result
 }
 
 /// What `stress` runs: (first seed, seeds), fault settings, interleavings, `--jobs`, and the
@@ -1813,8 +1745,9 @@ fn stress(
         )));
     }
     if let Some(dir) = out {
-        create_dir(dir)?; // before the runs, so that a bad directory wastes none
-                          // A folder holds one run, one sweep or one stress test's results.
+        // Before the runs, so that a bad directory wastes none. A folder holds one run, one
+        // sweep or one stress test's results.
+        create_dir(dir)?;
         let others: Vec<String> = (run_files(dir).into_iter().map(str::to_string))
             .chain(sweep_files(dir))
             .collect();

@@ -1014,13 +1014,17 @@ pub const MAX_METRIC: f64 = 1e100;
 /// Reads run files (from one or more shards): the common header and every row in run order,
 /// whatever order the rows were written in (so sums are reproducible). Hand-made or damaged
 /// files are refused at the place, `file:line`: a column named twice, a run number that is
-/// not an integer ≥ 0 or that comes twice, a metric value that is not finite or beyond
-/// ±[`MAX_METRIC`], a line longer than [`crate::input::MAX_CSV_LINE`] bytes.
+/// not an integer ≥ 0 or that comes twice, a seed run twice at one point, a metric value that
+/// is not finite or beyond ±[`MAX_METRIC`], a line longer than
+/// [`crate::input::MAX_CSV_LINE`] bytes.
 pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     let mut header: Option<Vec<String>> = None;
     let mut rows: Vec<(usize, Vec<String>)> = Vec::new();
     // Where each run number was first met, to name both places of a duplicate.
     let mut first_at: std::collections::HashMap<usize, (usize, u64)> = Default::default();
+    // Each (seed, point) with the run, file and line it was first met at.
+    let mut first_sample: std::collections::HashMap<Vec<String>, (usize, usize, u64)> =
+        Default::default();
     for (file_no, f) in run_files.iter().enumerate() {
         let file = crate::input::open_csv(f).map_err(|e| format!("{}: {e}", f.display()))?;
         let mut r = csv::Reader::from_reader(file);
@@ -1060,7 +1064,7 @@ pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>
             }
             _ => {}
         }
-        let metric_cols = header.as_deref().map_or(Vec::new(), |h| columns(h).2);
+        let (_, param_cols, metric_cols) = header.as_deref().map_or_else(Default::default, columns);
         for rec in r.records() {
             let rec = rec.map_err(|e| crate::input::csv_problem(f, &e))?;
             let line = rec.position().map_or(0, |p| p.line());
@@ -1091,6 +1095,25 @@ pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>
                         "{at}: `{cell}` in column {column} is beyond ±{MAX_METRIC:e}, more than any run measures"
                     ));
                 }
+            }
+            // A seed runs once per point: two rows of one would count one run as two samples.
+            let sample: Vec<String> = std::iter::once(1)
+                .chain(param_cols.iter().copied())
+                .map(|c| rec.get(c).unwrap_or_default().to_string())
+                .collect();
+            if let Some((other, other_file, other_line)) =
+                first_sample.insert(sample, (index, file_no, line))
+            {
+                let names = header.as_deref().unwrap_or_default();
+                let point: Vec<String> = (param_cols.iter())
+                    .map(|&c| format!("{}={}", &names[c][4..], rec.get(c).unwrap_or_default()))
+                    .collect();
+                return Err(format!(
+                    "{at}: run {index} has the point ({}) and seed {} of run {other} (at {}:{other_line}): a seed runs once per point, so one of them is not this sweep's; remove it",
+                    point.join(", "),
+                    rec.get(1).unwrap_or_default(),
+                    run_files[other_file].display()
+                ));
             }
             rows.push((index, rec.iter().map(str::to_string).collect()));
         }

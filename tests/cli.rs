@@ -3164,6 +3164,22 @@ fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
         let o = merge(&shards, &[]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
+    // A stray file beside the shards is the only thing --overwrite removes there: the shards
+    // and their records, the merge's own inputs, stay.
+    std::fs::remove_file(shards.join("sweep.json")).expect("removed");
+    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let o = merge(&shards, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = merge(&shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for kept in [
+        "runs-0-of-2.csv",
+        "runs-1-of-2.csv",
+        "sweep-0-of-2.json",
+        "sweep-1-of-2.json",
+    ] {
+        assert!(shards.join(kept).exists(), "{kept} was removed");
+    }
     let other = dir.path().join("other");
     std::fs::write(
         dir.path().join("other.toml"),

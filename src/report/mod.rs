@@ -1053,11 +1053,10 @@ fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::Negotiation
         // would count each negotiation twice.
         if let Some(before) = last_seq.replace(event.seq).filter(|b| event.seq <= *b) {
             return Err(Error::Input(format!(
-                "{}:{}: error: seq {} after {before}: the trace is not in seq order (two traces \
-                 concatenated?)",
+                "{}:{}: error: {}",
                 path.display(),
                 i + 1,
-                event.seq
+                crate::trace::render::out_of_order(event.seq, before)
             )));
         }
         tally.push(&event);

@@ -107,14 +107,11 @@ fn read_workload(
     let Some(w) = Table::of(wnode, format!("workload #{}", wi + 1), diags) else {
         return;
     };
-    let wname = w
-        .str("name")
-        .map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
-    if let Some((name, loc)) = w.str("name") {
+    let written = w.str("name");
+    let wname = written.map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
+    if let Some((name, loc)) = written {
         super::check_name(diags, loc, name, "workload name");
-    }
-    if out.workloads.iter().any(|x| x.name == wname) {
-        if let Some((_, loc)) = w.str("name") {
+        if out.workloads.iter().any(|x| x.name == wname) {
             diags.error(loc, format!("workload `{wname}` is defined twice"), None);
         }
     }
@@ -173,20 +170,15 @@ fn read_workload(
     }
     // The trace a replaying workload read (checked above), for commands that must not
     // write over their inputs.
-    let trace_key = match model {
-        WorkloadModel::Swf => Some("swf"),
-        WorkloadModel::Gwf => Some("gwf"),
-        _ => None,
-    };
-    let trace_file =
-        trace_key
-            .and_then(|key| w.table(key))
-            .and_then(|t| match &t.get("path")?.kind {
-                crate::input::node::NodeKind::Str(p) => {
-                    Some(base_dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p)))
-                }
-                _ => None,
-            });
+    let replays = matches!(model, WorkloadModel::Swf | WorkloadModel::Gwf);
+    let trace_file = (replays.then(|| model.as_str()))
+        .and_then(|key| w.table(key))
+        .and_then(|t| match &t.get("path")?.kind {
+            crate::input::node::NodeKind::Str(p) => {
+                Some(base_dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p)))
+            }
+            _ => None,
+        });
     w.finish();
     if let (Some(origin), Some(grid)) = (origin, grid) {
         ids.sort_by_key(|id| (out.requests[id.0 as usize].arrival, id.0));

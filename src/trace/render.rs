@@ -138,6 +138,12 @@ pub fn events<R: BufRead>(reader: R) -> Events<R> {
     }
 }
 
+/// What is wrong with record `seq` coming after record `before` (not a larger number): the
+/// trace is out of order, most likely two traces concatenated.
+pub fn out_of_order(seq: u64, before: u64) -> String {
+    format!("seq {seq} after {before}: the trace is not in seq order (two traces concatenated?)")
+}
+
 /// The error for a line longer than `max` bytes.
 fn too_long(line: u64, max: usize) -> ReadError {
     ReadError {
@@ -171,11 +177,7 @@ impl<R: BufRead> Iterator for Events<R> {
                     .and_then(|e| match self.last_seq.replace(e.seq) {
                         Some(before) if e.seq <= before => Err(ReadError {
                             line: self.line,
-                            message: format!(
-                                "seq {} after {before}: the trace is not in seq order (two \
-                                 traces concatenated?)",
-                                e.seq
-                            ),
+                            message: out_of_order(e.seq, before),
                         }),
                         _ => Ok(e),
                     }),
@@ -478,10 +480,7 @@ fn why_capped<R: Read + Seek>(reader: R, seq: u64, max_line: usize) -> Result<Ch
             Err(err) => return Err(at(&mut lines, offset, err.to_string())),
         };
         if let Some((next, next_offset)) = later.filter(|(next, _)| this >= *next) {
-            let message = format!(
-                "seq {next} after {this}: the trace is not in seq order (two traces concatenated?)"
-            );
-            return Err(at(&mut lines, next_offset, message));
+            return Err(at(&mut lines, next_offset, out_of_order(next, this)));
         }
         later = Some((this, offset));
         match wanted {
