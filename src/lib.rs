@@ -178,6 +178,9 @@ pub fn check_regular_files(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Result
     Ok(())
 }
 
+/// Names [`create_temp_beside`] tries before it gives up.
+const TEMP_TRIES: u64 = 64;
+
 /// Creates a temporary file beside `path`, to write `path` whole and then rename it into
 /// place: a hidden name of its own (`.NAME.PID-N.tmp`, so two writers never share one),
 /// created only where nothing is, so that a file or link already there — a user's file, a
@@ -192,7 +195,7 @@ pub fn create_temp_beside(path: &Path) -> std::io::Result<(PathBuf, std::fs::Fil
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy());
     // A name taken by something else is skipped; a bound, so a directory full of them ends.
-    for _ in 0..64 {
+    for _ in 0..TEMP_TRIES {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = staged(dir, &format!("{name}.{}-{n}", std::process::id()));
         match std::fs::OpenOptions::new()
@@ -1418,6 +1421,32 @@ fn open_replay(path: &Path) -> Result<(time::record::OrderScript, bool), Error> 
 #[cfg(test)]
 mod tests {
     use super::{csv_field, write_int, write_uint};
+
+    /// A link at every name the next temporary files could take is skipped, never written
+    /// through: the file the links point to stays as it was, and the file is written whole.
+    #[cfg(unix)]
+    #[test]
+    fn temporary_files_never_write_through_a_link_at_their_name() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "victim").expect("written");
+        let out = dir.path().join("x.json");
+        // Other tests may take names meanwhile: plant well past the counter.
+        let from = super::create_temp_beside(&dir.path().join("probe"))
+            .map(|(tmp, _)| tmp)
+            .expect("created");
+        let next: u64 = (from.to_string_lossy().rsplit('-').next())
+            .and_then(|n| n.strip_suffix(".tmp")?.parse().ok())
+            .expect("a numbered name");
+        for n in next + 1..next + super::TEMP_TRIES / 2 {
+            let name = format!(".x.json.{}-{n}.tmp", std::process::id());
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).expect("symlink");
+        }
+        super::write_atomically(&out, b"whole").expect("written beside the links");
+        assert_eq!(std::fs::read(&victim).expect("victim"), b"victim");
+        assert_eq!(std::fs::read(&out).expect("out"), b"whole");
+        assert!(!std::fs::symlink_metadata(&out).expect("out").is_symlink());
+    }
 
     #[test]
     fn fields_are_quoted_as_the_csv_writer_quotes_them_among_others() {

@@ -895,7 +895,7 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
     assert_ok(&sweep_to(&sweep, &out_dir, &["--overwrite"]));
     assert!(
         !out_dir.join("paired.csv").exists(),
-        "a stale paired.csv is removed"
+        "the sweep --overwrite replaced leaves no paired.csv behind"
     );
 }
 
