@@ -344,8 +344,27 @@ fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
 /// `None`): for commands that would block forever if a fix regressed (a FIFO read twice).
 /// Its exit code and standard error otherwise.
 fn igemu_within(args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
-        .args(args)
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"));
+    cmd.args(args);
+    within(cmd, secs)
+}
+
+/// Runs the `igemu` binary as [`igemu_within`] does, with its address space limited to `kib`
+/// KiB (`ulimit -v`, through `sh`): a reader that holds a whole input fails there with an
+/// abort ("memory allocation of ... failed", exit 134), not by filling the machine.
+#[cfg(unix)]
+fn igemu_in_memory(kib: u64, args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_igemu"))
+        .args(args);
+    within(cmd, secs)
+}
+
+/// Runs `cmd` from the crate root as [`igemu_within`] describes.
+fn within(mut cmd: std::process::Command, secs: u64) -> Option<(Option<i32>, String)> {
+    let mut child = cmd
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -1788,6 +1807,49 @@ fn inputs_beyond_their_caps_are_refused_with_the_cap_named_not_a_crash() {
             assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
             assert!(stderr(&o).contains("larger than 16 MiB"), "{}", stderr(&o));
         }
+    }
+}
+
+/// Before: SWF and GWF traces were read whole, up to 2 GiB, before parsing, so `/dev/zero`
+/// took 4.8 s and 2.2 GB to be refused, and aborted (exit 134) under a 1.5 GB limit. Now a
+/// trace is streamed a line at a time, and a line with no end is refused at line 1.
+#[cfg(unix)]
+#[test]
+fn a_workload_trace_with_no_line_end_is_refused_at_line_1_in_little_memory() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let long = format!(
+        "longer than {} bytes: not a line of a trace",
+        igemu::workload::tracefile::MAX_LINE
+    );
+    let hint = "hint: a workload trace (SWF, GWF) is a text file of job lines";
+    let mut cases = vec![(
+        vec!["workload".to_string(), "inspect".into(), "/dev/zero".into()],
+        format!("/dev/zero:1: error: {long}"),
+    )];
+    for model in ["swf", "gwf"] {
+        let topology = tmp.path().join(format!("{model}.toml"));
+        let body = format!(
+            "[[grid]]\nname = \"a\"\n[[grid.cluster]]\nname = \"c\"\n\
+             hosts = {{ count = 1, cores = 4, memory_mb = 8192 }}\n\
+             [[workload]]\norigin = \"external\"\ngrid = \"a\"\nmodel = \"{model}\"\n\
+             [workload.{model}]\npath = \"/dev/zero\"\n"
+        );
+        std::fs::write(&topology, body).expect("written");
+        let topology = topology.to_str().expect("utf-8").to_string();
+        let expect = format!("{model}.toml:11:8: error: /dev/zero: line 1: {long}");
+        cases.push((vec!["validate".into(), topology.clone()], expect.clone()));
+        let out = tmp_str(&tmp, &format!("{model}-out"));
+        cases.push((vec!["run".into(), topology, "--out".into(), out], expect));
+    }
+    for (args, expect) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, err) = igemu_in_memory(1_500_000, &args, 30).expect("ends in seconds");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(&expect), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
     }
 }
 

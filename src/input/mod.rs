@@ -16,7 +16,9 @@ use std::path::Path;
 /// anything bigger is a wrong path (`/dev/zero`, a trace given as a topology).
 pub const MAX_TOML_BYTES: u64 = 16 << 20;
 
-/// The largest workload trace (SWF, GWF) read; real archive traces are well below it.
+/// The most bytes of a workload trace (SWF, GWF) read; real archive traces are well below
+/// it. A trace is streamed ([`crate::workload::tracefile`]), so this caps the reading (an
+/// endless pipe of job lines), not the memory, which holds the parsed jobs.
 pub const MAX_TRACE_BYTES: u64 = 2 << 30;
 
 /// The largest JSON file igemu reads whole (a run's `summary.json`, a sweep's `sweep.json`):
