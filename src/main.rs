@@ -2024,7 +2024,12 @@ impl LineSink {
 fn open_trace(file: &Path) -> Result<std::io::BufReader<std::fs::File>, Error> {
     std::fs::File::open(file)
         .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))
+        .map_err(|e| {
+            Error::Input(format!(
+                "igemu: {}: cannot read the file: {e}",
+                file.display()
+            ))
+        })
 }
 
 fn trace(args: TraceArgs) -> Result<(), Error> {
@@ -2055,11 +2060,15 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             igemu::check_output_file(option, path, &inputs, kind)?;
         }
     }
+    // `igemu: file:line: problem`, as every error of the CLI is prefixed; line 0 is the
+    // file as a whole (it could not be read), so no line is named.
     let bad = |e: render::ReadError| {
+        let place = match e.line {
+            0 => file.display().to_string(),
+            n => format!("{}:{n}", file.display()),
+        };
         Error::Input(format!(
-            "{}:{}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",
-            file.display(),
-            e.line,
+            "igemu: {place}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",
             e.message
         ))
     };
@@ -2104,6 +2113,15 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
     let selected = (|| -> Result<(), Error> {
         match (args.why, args.negotiation, args.request.as_deref()) {
             (Some(seq), _, _) => {
+                // --why reads backwards from the end, seeking: a pipe cannot seek (it said
+                // "line 0: Illegal seek") and a device reads as empty (`/dev/zero` had "no
+                // message 0"), so only a regular file is read.
+                if std::fs::metadata(&file).is_ok_and(|m| !m.is_file()) {
+                    return Err(Error::Usage(format!(
+                        "{}: --why reads the trace backwards from its end, so it needs a regular file, not a pipe or a device; save the trace to a file first (--request, --negotiation and --negotiations read a pipe)",
+                        file.display()
+                    )));
+                }
                 let chain = render::why(open_trace(&file)?, seq).map_err(bad)?;
                 if chain.events.is_empty() {
                     return Err(Error::Usage(format!(

@@ -538,6 +538,79 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
     }
 }
 
+/// Audit N12's trace findings: read errors of `igemu trace` lacked the `igemu:` prefix;
+/// `--why` on `/dev/zero` said "has no message 0" (a device seeks as if empty) and on a pipe
+/// "line 0: cannot read: Illegal seek". --why reads backwards, so it now refuses what it
+/// cannot seek in, saying so; the other selections still read a pipe.
+#[cfg(unix)]
+#[test]
+fn trace_errors_are_prefixed_and_why_refuses_a_pipe_or_device_saying_why() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let record = |seq: u64, cause: Option<u64>| {
+        let cause = cause.map_or("null".to_string(), |c| c.to_string());
+        format!(
+            r#"{{"seq":{seq},"t_us":0,"t":"0","from":"a","to":"b","kind":"Arrive","request":"r","cause":{cause}}}"#
+        )
+    };
+    let trace = tmp_str(&tmp, "t.jsonl");
+    let text = [record(0, None), record(1, Some(0)), record(2, Some(1))].join("\n");
+    std::fs::write(&trace, text + "\n").expect("written");
+    let bad = tmp_str(&tmp, "bad.jsonl");
+    std::fs::write(&bad, "{\"seq\": 0}\nnot json\n").expect("written");
+    let starts = |args: &[&str], prefix: &str| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with(prefix), "{args:?}: {}", stderr(&o));
+    };
+    starts(&["trace", &bad], &format!("igemu: {bad}:1: missing field"));
+    starts(&["trace", &bad, "--why", "0"], &format!("igemu: {bad}:2: "));
+    let missing = tmp_str(&tmp, "missing.jsonl");
+    starts(
+        &["trace", &missing, "--request", "r"],
+        &format!("igemu: {missing}: cannot read the file"),
+    );
+    let regular = "so it needs a regular file, not a pipe or a device";
+    if Path::new("/dev/zero").exists() {
+        let long = format!(
+            "igemu: /dev/zero:1: longer than {} bytes",
+            igemu::trace::render::MAX_LINE
+        );
+        starts(&["trace", "/dev/zero"], &long);
+        let (code, err) = igemu_within(&["trace", "/dev/zero", "--why", "0"], 30).expect("ends");
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.starts_with("igemu: /dev/zero: --why reads the trace backwards"),
+            "{err}"
+        );
+        assert!(
+            err.contains(regular) && !err.contains("no message"),
+            "{err}"
+        );
+    }
+    // A pipe: refused with the reason, not "line 0: Illegal seek"; --request reads it.
+    let piped = |args: &str| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("cat \"$1\" | exec \"$0\" trace /dev/stdin {args}"))
+            .arg(env!("CARGO_BIN_EXE_igemu"))
+            .arg(&trace);
+        within(cmd, 30).expect("ends")
+    };
+    let (code, err) = piped("--why 2");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.starts_with("igemu: /dev/stdin: --why reads"), "{err}");
+    assert!(
+        err.contains(regular) && !err.contains("Illegal seek"),
+        "{err}"
+    );
+    let (code, err) = piped("--request r");
+    assert_eq!(code, Some(0), "{err}");
+    // The same trace as a regular file answers --why.
+    let o = igemu(&["trace", &trace, "--why", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
+}
+
 #[test]
 fn a_file_with_many_problems_prints_the_first_hundred_and_counts_the_rest() {
     let tmp = tempfile::tempdir().expect("temp dir");
