@@ -106,7 +106,7 @@ pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
 
 /// Reads a trace from `reader` (a file opened with [`tracefile::open`]) one line at a time,
 /// at most [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES): memory holds the jobs, not
-/// the file ([`tracefile::read_from`]).
+/// the file (see [`tracefile`]).
 pub fn read(reader: impl std::io::Read) -> Reading<SwfJob> {
     tracefile::read_from(reader, crate::input::MAX_TRACE_BYTES, ';', job)
 }

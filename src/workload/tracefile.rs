@@ -7,7 +7,7 @@
 //! bytes) and the jobs kept, never the file, so a trace of gigabytes costs the memory of its
 //! parsed jobs (64 bytes each in SWF) and a file with no line end (`/dev/zero`) is refused at
 //! its first line after reading [`MAX_LINE`] bytes. At most
-//! [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES) are read; the jobs are kept in
+//! [`MAX_TRACE_BYTES`] are read; the jobs are kept in
 //! buffers reserved fallibly, so a trace whose jobs do not fit in memory is an error naming
 //! the line reached, not an abort.
 
@@ -65,7 +65,7 @@ impl fmt::Display for LineError {
 #[derive(Debug)]
 pub enum ReadError {
     /// The file could not be read, or holds more than
-    /// [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES).
+    /// [`MAX_TRACE_BYTES`].
     Io(std::io::Error),
     /// A line that ends the reading, with its fix: longer than [`MAX_LINE`], not UTF-8 text,
     /// or reached when the jobs before it fill memory.
@@ -90,9 +90,9 @@ impl ReadError {
     }
 }
 
-/// A trace read with [`read_from`]: the trace, or why not, and whether what was read looks
-/// like a workload trace at all (as [`looks_like_trace`] judges a whole text, over the lines
-/// read).
+/// A trace read by [`swf::read`](super::swf::read) or [`gwf::read`](super::gwf::read): the
+/// trace, or why not, and whether what was read looks like a workload trace at all (as
+/// [`looks_like_trace`] judges a whole text, over the lines read).
 #[derive(Debug)]
 pub struct Reading<J> {
     /// The parsed trace, or why it was not read.
@@ -124,8 +124,9 @@ impl fmt::Display for OutOfMemory {
 /// as a line of column titles), or an error (what is wrong, how to fix it).
 pub(crate) type Parsed<J> = Result<Option<J>, (String, String)>;
 
-/// Opens the trace at `path` for [`read_from`]: a regular file larger than
-/// [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES) is refused by its size, before any
+/// Opens the trace at `path` for [`swf::read`](super::swf::read) or
+/// [`gwf::read`](super::gwf::read): a regular file larger than
+/// [`MAX_TRACE_BYTES`] is refused by its size, before any
 /// reading.
 pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
     let file = std::fs::File::open(path)?;
