@@ -694,32 +694,63 @@ fn malformed(file: &Path, errors: &[igemu::workload::tracefile::LineError], shap
     Error::Input(lines.join("\n"))
 }
 
-fn inspect(file: &Path) -> Result<(), Error> {
-    use igemu::workload::{gwf, swf};
-    // Capped without doubling past the cap: `/dev/zero` gets the size message, not "out of
-    // memory" from a 4 GiB buffer.
-    let text = igemu::input::read_capped_bytes(file, igemu::input::MAX_TRACE_BYTES)
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
-    let text = String::from_utf8(text)
-        .ok()
-        .filter(|t| igemu::workload::tracefile::looks_like_trace(t));
-    let Some(text) = text else {
-        return Err(Error::Input(format!(
+/// The trace `reading` read from `file`, or the error to print: a file that is no trace (no
+/// line read looks like a job line) says so in one line; a line that stopped the reading is
+/// named with its fix; malformed lines are listed (`shape` says what a job line looks like).
+fn read_trace<J>(
+    file: &Path,
+    reading: igemu::workload::tracefile::Reading<J>,
+    shape: &str,
+) -> Result<igemu::workload::tracefile::TraceFile<J>, Error> {
+    use igemu::workload::tracefile::ReadError;
+    let neither = || {
+        Error::Input(format!(
             "{}: neither an SWF nor a GWF trace: no job line (whitespace-separated numbers, 18 per line in SWF, 29 in GWF)",
             file.display()
-        )));
+        ))
+    };
+    match reading.trace {
+        Ok(trace) if reading.looks_like_trace => Ok(trace),
+        Err(ReadError::Io(e)) => Err(Error::Input(format!(
+            "{}: cannot read the file: {e}",
+            file.display()
+        ))),
+        Err(ReadError::Stop(e)) => Err(Error::Input(format!(
+            "{}:{}: error: {}\n    hint: {}",
+            file.display(),
+            e.line,
+            e.message,
+            e.fix
+        ))),
+        Err(ReadError::Malformed(errors)) if reading.looks_like_trace => {
+            Err(malformed(file, &errors, shape))
+        }
+        Ok(_) | Err(ReadError::Malformed(_)) => Err(neither()),
+    }
+}
+
+fn inspect(file: &Path) -> Result<(), Error> {
+    use igemu::workload::{gwf, swf, tracefile};
+    // Streamed a line at a time: `/dev/zero` is refused at its first line, and memory holds
+    // the jobs, not the file.
+    let reader = tracefile::open(file)
+        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
+    let out_of_memory = |e: tracefile::OutOfMemory| {
+        Error::Input(format!(
+            "{}: {e}; {}",
+            file.display(),
+            tracefile::OutOfMemory::FIX
+        ))
     };
     let is_gwf = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gwf"));
     let s = if is_gwf {
-        let trace = gwf::parse(&text).map_err(|errors| {
-            malformed(
-                file,
-                &errors,
-                "GWF job lines have 29 whitespace-separated fields",
-            )
-        })?;
+        let trace = read_trace(
+            file,
+            gwf::read(reader),
+            "GWF job lines have 29 whitespace-separated fields",
+        )?;
         say!("{}", file.display());
         for (k, v) in trace.header.iter().take(10) {
             say!("  {k}: {v}");
@@ -737,17 +768,20 @@ fn inspect(file: &Path) -> Result<(), Error> {
             shown.push("none given".into());
         }
         say!("  sites           {} (OrigSiteID)", shown.join(", "));
-        gwf::summarize(&trace)
+        gwf::summarize(&trace).map_err(out_of_memory)?
     } else {
-        let trace = swf::parse(&text)
-            .map_err(|errors| malformed(file, &errors, "SWF job lines have 18 numeric fields"))?;
+        let trace = read_trace(
+            file,
+            swf::read(reader),
+            "SWF job lines have 18 numeric fields",
+        )?;
         say!("{}", file.display());
         for (k, v) in trace.header.iter().filter(|(k, _)| {
             ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
         }) {
             say!("  {k}: {v}");
         }
-        swf::summarize(&trace)
+        swf::summarize(&trace).map_err(out_of_memory)?
     };
     if s.jobs == 0 {
         return Err(Error::Input(format!(
@@ -1990,7 +2024,12 @@ impl LineSink {
 fn open_trace(file: &Path) -> Result<std::io::BufReader<std::fs::File>, Error> {
     std::fs::File::open(file)
         .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))
+        .map_err(|e| {
+            Error::Input(format!(
+                "igemu: {}: cannot read the file: {e}",
+                file.display()
+            ))
+        })
 }
 
 fn trace(args: TraceArgs) -> Result<(), Error> {
@@ -2021,11 +2060,15 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             igemu::check_output_file(option, path, &inputs, kind)?;
         }
     }
+    // `igemu: file:line: problem`, as every error of the CLI is prefixed; line 0 is the
+    // file as a whole (it could not be read), so no line is named.
     let bad = |e: render::ReadError| {
+        let place = match e.line {
+            0 => file.display().to_string(),
+            n => format!("{}:{n}", file.display()),
+        };
         Error::Input(format!(
-            "{}:{}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",
-            file.display(),
-            e.line,
+            "igemu: {place}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",
             e.message
         ))
     };
@@ -2070,6 +2113,15 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
     let selected = (|| -> Result<(), Error> {
         match (args.why, args.negotiation, args.request.as_deref()) {
             (Some(seq), _, _) => {
+                // --why reads backwards from the end, seeking: a pipe cannot seek (it said
+                // "line 0: Illegal seek") and a device reads as empty (`/dev/zero` had "no
+                // message 0"), so only a regular file is read.
+                if std::fs::metadata(&file).is_ok_and(|m| !m.is_file()) {
+                    return Err(Error::Usage(format!(
+                        "{}: --why reads the trace backwards from its end, so it needs a regular file, not a pipe or a device; save the trace to a file first (--request, --negotiation and --negotiations read a pipe)",
+                        file.display()
+                    )));
+                }
                 let chain = render::why(open_trace(&file)?, seq).map_err(bad)?;
                 if chain.events.is_empty() {
                     return Err(Error::Usage(format!(

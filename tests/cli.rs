@@ -344,8 +344,27 @@ fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
 /// `None`): for commands that would block forever if a fix regressed (a FIFO read twice).
 /// Its exit code and standard error otherwise.
 fn igemu_within(args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
-        .args(args)
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"));
+    cmd.args(args);
+    within(cmd, secs)
+}
+
+/// Runs the `igemu` binary as [`igemu_within`] does, with its address space limited to `kib`
+/// KiB (`ulimit -v`, through `sh`): a reader that holds a whole input fails there with an
+/// abort ("memory allocation of ... failed", exit 134), not by filling the machine.
+#[cfg(unix)]
+fn igemu_in_memory(kib: u64, args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_igemu"))
+        .args(args);
+    within(cmd, secs)
+}
+
+/// Runs `cmd` from the crate root as [`igemu_within`] describes.
+fn within(mut cmd: std::process::Command, secs: u64) -> Option<(Option<i32>, String)> {
+    let mut child = cmd
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -517,6 +536,79 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
             assert!(err.contains(&at), "{args:?}: {err}");
         }
     }
+}
+
+/// Audit N12's trace findings: read errors of `igemu trace` lacked the `igemu:` prefix;
+/// `--why` on `/dev/zero` said "has no message 0" (a device seeks as if empty) and on a pipe
+/// "line 0: cannot read: Illegal seek". --why reads backwards, so it now refuses what it
+/// cannot seek in, saying so; the other selections still read a pipe.
+#[cfg(unix)]
+#[test]
+fn trace_errors_are_prefixed_and_why_refuses_a_pipe_or_device_saying_why() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let record = |seq: u64, cause: Option<u64>| {
+        let cause = cause.map_or("null".to_string(), |c| c.to_string());
+        format!(
+            r#"{{"seq":{seq},"t_us":0,"t":"0","from":"a","to":"b","kind":"Arrive","request":"r","cause":{cause}}}"#
+        )
+    };
+    let trace = tmp_str(&tmp, "t.jsonl");
+    let text = [record(0, None), record(1, Some(0)), record(2, Some(1))].join("\n");
+    std::fs::write(&trace, text + "\n").expect("written");
+    let bad = tmp_str(&tmp, "bad.jsonl");
+    std::fs::write(&bad, "{\"seq\": 0}\nnot json\n").expect("written");
+    let starts = |args: &[&str], prefix: &str| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with(prefix), "{args:?}: {}", stderr(&o));
+    };
+    starts(&["trace", &bad], &format!("igemu: {bad}:1: missing field"));
+    starts(&["trace", &bad, "--why", "0"], &format!("igemu: {bad}:2: "));
+    let missing = tmp_str(&tmp, "missing.jsonl");
+    starts(
+        &["trace", &missing, "--request", "r"],
+        &format!("igemu: {missing}: cannot read the file"),
+    );
+    let regular = "so it needs a regular file, not a pipe or a device";
+    if Path::new("/dev/zero").exists() {
+        let long = format!(
+            "igemu: /dev/zero:1: longer than {} bytes",
+            igemu::trace::render::MAX_LINE
+        );
+        starts(&["trace", "/dev/zero"], &long);
+        let (code, err) = igemu_within(&["trace", "/dev/zero", "--why", "0"], 30).expect("ends");
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.starts_with("igemu: /dev/zero: --why reads the trace backwards"),
+            "{err}"
+        );
+        assert!(
+            err.contains(regular) && !err.contains("no message"),
+            "{err}"
+        );
+    }
+    // A pipe: refused with the reason, not "line 0: Illegal seek"; --request reads it.
+    let piped = |args: &str| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("cat \"$1\" | exec \"$0\" trace /dev/stdin {args}"))
+            .arg(env!("CARGO_BIN_EXE_igemu"))
+            .arg(&trace);
+        within(cmd, 30).expect("ends")
+    };
+    let (code, err) = piped("--why 2");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.starts_with("igemu: /dev/stdin: --why reads"), "{err}");
+    assert!(
+        err.contains(regular) && !err.contains("Illegal seek"),
+        "{err}"
+    );
+    let (code, err) = piped("--request r");
+    assert_eq!(code, Some(0), "{err}");
+    // The same trace as a regular file answers --why.
+    let o = igemu(&["trace", &trace, "--why", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
 }
 
 #[test]
@@ -1788,6 +1880,49 @@ fn inputs_beyond_their_caps_are_refused_with_the_cap_named_not_a_crash() {
             assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
             assert!(stderr(&o).contains("larger than 16 MiB"), "{}", stderr(&o));
         }
+    }
+}
+
+/// Before: SWF and GWF traces were read whole, up to 2 GiB, before parsing, so `/dev/zero`
+/// took 4.8 s and 2.2 GB to be refused, and aborted (exit 134) under a 1.5 GB limit. Now a
+/// trace is streamed a line at a time, and a line with no end is refused at line 1.
+#[cfg(unix)]
+#[test]
+fn a_workload_trace_with_no_line_end_is_refused_at_line_1_in_little_memory() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let long = format!(
+        "longer than {} bytes: not a line of a trace",
+        igemu::workload::tracefile::MAX_LINE
+    );
+    let hint = "hint: a workload trace (SWF, GWF) is a text file of job lines";
+    let mut cases = vec![(
+        vec!["workload".to_string(), "inspect".into(), "/dev/zero".into()],
+        format!("/dev/zero:1: error: {long}"),
+    )];
+    for model in ["swf", "gwf"] {
+        let topology = tmp.path().join(format!("{model}.toml"));
+        let body = format!(
+            "[[grid]]\nname = \"a\"\n[[grid.cluster]]\nname = \"c\"\n\
+             hosts = {{ count = 1, cores = 4, memory_mb = 8192 }}\n\
+             [[workload]]\norigin = \"external\"\ngrid = \"a\"\nmodel = \"{model}\"\n\
+             [workload.{model}]\npath = \"/dev/zero\"\n"
+        );
+        std::fs::write(&topology, body).expect("written");
+        let topology = topology.to_str().expect("utf-8").to_string();
+        let expect = format!("{model}.toml:11:8: error: /dev/zero: line 1: {long}");
+        cases.push((vec!["validate".into(), topology.clone()], expect.clone()));
+        let out = tmp_str(&tmp, &format!("{model}-out"));
+        cases.push((vec!["run".into(), topology, "--out".into(), out], expect));
+    }
+    for (args, expect) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, err) = igemu_in_memory(1_500_000, &args, 30).expect("ends in seconds");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(&expect), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
     }
 }
 

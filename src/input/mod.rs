@@ -16,7 +16,9 @@ use std::path::Path;
 /// anything bigger is a wrong path (`/dev/zero`, a trace given as a topology).
 pub const MAX_TOML_BYTES: u64 = 16 << 20;
 
-/// The largest workload trace (SWF, GWF) read; real archive traces are well below it.
+/// The most bytes of a workload trace (SWF, GWF) read; real archive traces are well below
+/// it. A trace is streamed ([`crate::workload::tracefile`]), so this caps the reading (an
+/// endless pipe of job lines), not the memory, which holds the parsed jobs.
 pub const MAX_TRACE_BYTES: u64 = 2 << 30;
 
 /// The largest JSON file igemu reads whole (a run's `summary.json`, a sweep's `sweep.json`):
@@ -50,14 +52,17 @@ pub fn read_capped_bytes(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     read_capped_from(file, size, cap)
 }
 
+/// The error for an input larger than `cap` bytes (the cap of its kind of file).
+pub(crate) fn too_large(cap: u64) -> std::io::Error {
+    std::io::Error::other(format!(
+        "larger than {} MiB, more than such a file can be; check the path",
+        cap >> 20
+    ))
+}
+
 /// [`read_capped_bytes`] of `reader`, whose size is `size` if known.
 fn read_capped_from(reader: impl Read, size: Option<u64>, cap: u64) -> std::io::Result<Vec<u8>> {
-    let too_large = || {
-        std::io::Error::other(format!(
-            "larger than {} MiB, more than such a file can be; check the path",
-            cap >> 20
-        ))
-    };
+    let too_large = || too_large(cap);
     if size.is_some_and(|n| n > cap) {
         return Err(too_large());
     }
@@ -78,15 +83,22 @@ fn read_capped_from(reader: impl Read, size: Option<u64>, cap: u64) -> std::io::
         // An unknown size (a device, a pipe): in chunks, joined once it is known to fit, so
         // that an endless input is refused holding no more than the cap (a doubling buffer
         // asked for 4 GiB at the 2 GiB trace cap, and aborted).
+        // Each piece is reserved fallibly too: input sizes the whole, and an allocation that
+        // fails must be this error, not an abort.
+        const CHUNK: usize = 1 << 20;
         let mut chunks: Vec<Vec<u8>> = Vec::new();
         let mut total = 0;
         loop {
-            let mut chunk = Vec::with_capacity(1 << 20);
-            let n = (&mut reader).take(1 << 20).read_to_end(&mut chunk)?;
+            let mut chunk = Vec::new();
+            chunk
+                .try_reserve_exact(CHUNK)
+                .map_err(|_| out_of_memory(total + CHUNK))?;
+            let n = (&mut reader).take(CHUNK as u64).read_to_end(&mut chunk)?;
             if n == 0 {
                 break;
             }
             total += n;
+            chunks.try_reserve(1).map_err(|_| out_of_memory(total))?;
             chunks.push(chunk);
             if total as u64 > cap {
                 return Err(too_large());
@@ -127,8 +139,10 @@ pub fn line_too_long(e: &std::io::Error) -> Option<&LineTooLong> {
 }
 
 /// A reader that fails with [`LineTooLong`] as soon as a line passes `max` bytes (newline not
-/// counted), so that a parser reading whole lines or fields over it (CSV, JSON lines) never
-/// holds more than that of a file with no newline (`/dev/zero`).
+/// counted), so that a parser reading whole lines or fields over it (CSV, JSON lines, SWF)
+/// never holds more than that of a file with no newline (`/dev/zero`). The lines before the
+/// long one are given out whole first: the error comes from the read after them, so a reader
+/// over it meets every earlier line before the error.
 pub struct LineCapped<R> {
     inner: R,
     max: usize,
@@ -136,6 +150,9 @@ pub struct LineCapped<R> {
     newlines: u64,
     /// Bytes since the last newline.
     run: usize,
+    /// The line found too long while the lines before it, read in the same piece, were
+    /// given out: the next read fails with it.
+    pending: Option<LineTooLong>,
 }
 
 impl<R> LineCapped<R> {
@@ -146,25 +163,37 @@ impl<R> LineCapped<R> {
             max,
             newlines: 0,
             run: 0,
+            pending: None,
         }
     }
 }
 
 impl<R: Read> Read for LineCapped<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(long) = self.pending.clone() {
+            return Err(std::io::Error::other(long));
+        }
         let n = self.inner.read(buf)?;
+        let mut start = 0;
         for segment in buf[..n].split_inclusive(|b| *b == b'\n') {
             let ended = segment.last() == Some(&b'\n');
             self.run += segment.len() - usize::from(ended);
             if self.run > self.max {
-                return Err(std::io::Error::other(LineTooLong {
+                let long = LineTooLong {
                     line: self.newlines + 1,
                     max: self.max,
-                }));
+                };
+                if start == 0 {
+                    return Err(std::io::Error::other(long));
+                }
+                // The whole lines before it first (the error is sticky from here).
+                self.pending = Some(long);
+                return Ok(start);
             }
             if ended {
                 self.newlines += 1;
                 self.run = 0;
+                start += segment.len();
             }
         }
         Ok(n)
@@ -241,6 +270,16 @@ mod tests {
             read(b"\n\n\n12345", 4),
             Err(Some(LineTooLong { line: 4, max: 4 }))
         );
+        // The whole lines read with a long one come first, then the error: a reader over it
+        // meets every line before the long one (a trace reader reports their errors).
+        let mut capped = LineCapped::new(&b"ab\ncd\n123456\n"[..], 4);
+        let mut buf = [0; 64];
+        assert_eq!(capped.read(&mut buf).ok(), Some(6), "ab\ncd\n");
+        assert_eq!(&buf[..6], b"ab\ncd\n");
+        for _ in 0..2 {
+            let e = capped.read(&mut buf).expect_err("then the long line");
+            assert_eq!(line_too_long(&e), Some(&LineTooLong { line: 3, max: 4 }));
+        }
         // Across reads: a reader giving one byte at a time.
         let mut one = LineCapped::new(std::io::repeat(b'x').take(10), 4);
         let mut byte = [0];

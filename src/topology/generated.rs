@@ -9,6 +9,7 @@ use crate::input::diag::{did_you_mean, Diags, Loc};
 use crate::input::table::Table;
 use crate::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
+use crate::workload::tracefile::{OutOfMemory, ReadError};
 use crate::workload::{self, Das2, Deadlines, Gwa, Lublin99, Model, TypeMix};
 
 /// Keys a generated workload may have besides name, origin, grid and cluster.
@@ -571,32 +572,44 @@ fn read_trace(
         return Vec::new();
     };
     let full = base_dir.map_or_else(|| Path::new(path).to_path_buf(), |d| d.join(path));
-    let text = match crate::input::read_capped(&full, crate::input::MAX_TRACE_BYTES) {
-        Ok(t) => t,
+    // Streamed: memory holds the jobs, not the file (a trace may be gigabytes, or endless).
+    let cannot_read = |e: &dyn std::fmt::Display| {
+        w.diags.error(
+            loc,
+            format!("cannot read {name} trace {}: {e}", full.display()),
+            Some("paths are relative to the topology file".into()),
+        );
+    };
+    let file = match workload::tracefile::open(&full) {
+        Ok(f) => f,
         Err(e) => {
-            w.diags.error(
-                loc,
-                format!("cannot read {name} trace {}: {e}", full.display()),
-                Some("paths are relative to the topology file".into()),
-            );
+            cannot_read(&e);
             return Vec::new();
         }
     };
     let mut site_known = true;
     let jobs = match format {
-        TraceFormat::Swf => workload::swf::parse(&text)
-            .map(|trace| workload::swf::to_jobs(&trace, max_vms, max_jobs, procs_per_vm).0),
-        TraceFormat::Gwf => workload::gwf::parse(&text).map(|trace| {
+        TraceFormat::Swf => workload::swf::read(file)
+            .trace
+            .map(|trace| workload::swf::to_jobs(&trace, max_vms, max_jobs, procs_per_vm)),
+        TraceFormat::Gwf => workload::gwf::read(file).trace.map(|trace| {
             let site = site.map(|(s, site_loc)| {
                 site_known = check_site(w, &trace, &s, site_loc, &full);
                 s
             });
-            workload::gwf::to_jobs(&trace, site.as_deref(), max_vms, max_jobs, procs_per_vm).0
+            workload::gwf::to_jobs(&trace, site.as_deref(), max_vms, max_jobs, procs_per_vm)
         }),
+    };
+    let bad_lines = |errors: Vec<workload::tracefile::LineError>| {
+        for e in errors {
+            w.diags
+                .error(loc, format!("{}: {e}", full.display()), Some(e.fix));
+        }
+        Vec::new()
     };
     match jobs {
         // A workload that replays nothing is a wrong path or trace, not an idle Grid.
-        Ok(jobs) if jobs.is_empty() && site_known => {
+        Ok(Ok((jobs, _))) if jobs.is_empty() && site_known => {
             w.diags.error(
                 loc,
                 format!(
@@ -607,14 +620,21 @@ fn read_trace(
             );
             jobs
         }
-        Ok(jobs) => jobs,
-        Err(errors) => {
-            for e in errors {
-                w.diags
-                    .error(loc, format!("{}: {e}", full.display()), Some(e.fix));
-            }
+        Ok(Ok((jobs, _))) => jobs,
+        Ok(Err(oom)) => {
+            w.diags.error(
+                loc,
+                format!("{}: {oom}", full.display()),
+                Some(format!("lower max_requests, or {}", OutOfMemory::FIX)),
+            );
             Vec::new()
         }
+        Err(ReadError::Io(e)) => {
+            cannot_read(&e);
+            Vec::new()
+        }
+        Err(ReadError::Stop(e)) => bad_lines(vec![e]),
+        Err(ReadError::Malformed(errors)) => bad_lines(errors),
     }
 }
 

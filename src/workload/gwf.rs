@@ -34,7 +34,7 @@
 use std::collections::BTreeMap;
 
 use super::swf::{self, Summary, SwfJob};
-use super::tracefile::{self, LineError, Parsed, TraceFile};
+use super::tracefile::{self, LineError, OutOfMemory, Parsed, Reading, TraceFile};
 use super::Job;
 
 /// GWF's 29 fields, in file order.
@@ -125,7 +125,7 @@ fn tolerant(text: &str) -> i64 {
 }
 
 /// One job line.
-fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
+pub(crate) fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
     // A line of column titles, as some exports start with, is not a job.
     if fields
         .first()
@@ -179,9 +179,16 @@ fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
     }))
 }
 
-/// Parses a whole trace; returns every malformed line (at most 20) if any.
+/// Parses a whole trace in memory; returns every malformed line (at most 20) if any.
 pub fn parse(text: &str) -> Result<GwfTrace, Vec<GwfError>> {
     tracefile::read(text, '#', job)
+}
+
+/// Reads a trace from `reader` (a file opened with [`tracefile::open`]) one line at a time,
+/// at most [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES): memory holds the jobs, not
+/// the file (see [`tracefile`]).
+pub fn read(reader: impl std::io::Read) -> Reading<GwfJob> {
+    tracefile::read_from(reader, crate::input::MAX_TRACE_BYTES, '#', job)
 }
 
 impl GwfTrace {
@@ -206,22 +213,23 @@ impl GwfTrace {
 /// The trace's jobs submitted at `site` (all of them if `None`) as generated jobs, mapped as
 /// SWF's are ([`swf::leases`]); also the number skipped. Arrivals count from the first
 /// submission in the whole file, so that Grids replaying different sites of one trace keep
-/// its timing.
+/// its timing. An error if they do not fit in memory.
 pub fn to_jobs(
     trace: &GwfTrace,
     site: Option<&str>,
     max_vms: u32,
     max_jobs: usize,
     procs_per_vm: u32,
-) -> (Vec<Job>, usize) {
+) -> Result<(Vec<Job>, usize), OutOfMemory> {
     let first = swf::first_submit(trace.jobs.iter().map(|j| &j.swf));
     swf::leases(trace.at(site), first, max_vms, max_jobs, procs_per_vm)
 }
 
-/// Summarises a trace (as `igemu workload inspect` prints it).
-pub fn summarize(trace: &GwfTrace) -> Summary {
-    let (jobs, _) = to_jobs(trace, None, u32::MAX, usize::MAX, 1);
-    Summary::of(&jobs, trace.jobs.len())
+/// Summarises a trace (as `igemu workload inspect` prints it); an error if its jobs do not
+/// fit in memory twice (as parsed and as leases).
+pub fn summarize(trace: &GwfTrace) -> Result<Summary, OutOfMemory> {
+    let (jobs, _) = to_jobs(trace, None, u32::MAX, usize::MAX, 1)?;
+    Ok(Summary::of(&jobs, trace.jobs.len()))
 }
 
 #[cfg(test)]
@@ -270,7 +278,7 @@ J4 1136070174.5 1 50.5 1 -1 -1 1 60 -1 done U1 G1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 
     #[test]
     fn jobs_map_to_leases_as_swf_jobs_do() {
         let t = parse(TRACE).expect("valid");
-        let (jobs, skipped) = to_jobs(&t, None, 64, usize::MAX, 1);
+        let (jobs, skipped) = to_jobs(&t, None, 64, usize::MAX, 1).expect("fits");
         assert_eq!(skipped, 1, "job 3 has no size and no duration");
         // (arrival s, VMs, duration s); job 2 lacks RunTime and NProcs: ReqTime, ReqNProcs.
         let got: Vec<(f64, u32, f64)> = jobs
@@ -281,10 +289,11 @@ J4 1136070174.5 1 50.5 1 -1 -1 1 60 -1 done U1 G1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 
             got,
             vec![(0.0, 4, 3600.0), (60.0, 8, 600.0), (150.5, 1, 50.5)]
         );
-        let s = summarize(&t);
+        let s = summarize(&t).expect("fits");
         assert_eq!((s.jobs, s.usable), (4, 3));
         // Two processors per VM, at most 4 VMs.
         let sizes: Vec<u32> = to_jobs(&t, None, 4, 10, 2)
+            .expect("fits")
             .0
             .iter()
             .map(|j| j.vms)
@@ -295,7 +304,7 @@ J4 1136070174.5 1 50.5 1 -1 -1 1 60 -1 done U1 G1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 
     #[test]
     fn a_site_keeps_its_jobs_and_the_trace_s_clock() {
         let t = parse(TRACE).expect("valid");
-        let (rennes, skipped) = to_jobs(&t, Some("rennes"), 64, usize::MAX, 1);
+        let (rennes, skipped) = to_jobs(&t, Some("rennes"), 64, usize::MAX, 1).expect("fits");
         assert_eq!(skipped, 0);
         assert_eq!(rennes.len(), 1);
         assert_eq!(
@@ -303,9 +312,12 @@ J4 1136070174.5 1 50.5 1 -1 -1 1 60 -1 done U1 G1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 
             EmuDuration::from_secs(60),
             "arrivals count from the file's first submission, not the site's"
         );
-        let (nancy, skipped) = to_jobs(&t, Some("nancy"), 64, usize::MAX, 1);
+        let (nancy, skipped) = to_jobs(&t, Some("nancy"), 64, usize::MAX, 1).expect("fits");
         assert_eq!((nancy.len(), skipped), (1, 1));
-        assert!(to_jobs(&t, Some("lyon"), 64, usize::MAX, 1).0.is_empty());
+        assert!(to_jobs(&t, Some("lyon"), 64, usize::MAX, 1)
+            .expect("fits")
+            .0
+            .is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! size nor a positive duration cannot be leases and are skipped (and counted). The GWF
 //! reader ([`super::gwf`]) maps its jobs through the same [`leases`].
 
-use super::tracefile::{self, LineError, Parsed, TraceFile};
+use super::tracefile::{self, LineError, OutOfMemory, Parsed, Reading, TraceFile};
 use super::Job;
 use crate::time::EmuDuration;
 
@@ -43,7 +43,7 @@ pub type SwfError = LineError;
 const FIX: &str = "each job line needs 18 numeric fields (SWF v2.2)";
 
 /// One job line.
-fn job(fields: &[&str], line: usize) -> Parsed<SwfJob> {
+pub(crate) fn job(fields: &[&str], line: usize) -> Parsed<SwfJob> {
     if fields.len() != 18 {
         let fix = if fields.len() == super::gwf::FIELDS.len() {
             "the line has the 29 fields of a GWF trace (Grid Workloads Archive): read it with \
@@ -99,9 +99,16 @@ pub(crate) fn check_secs(v: f64, n: usize) -> Result<(), (String, String)> {
     Ok(())
 }
 
-/// Parses a whole trace; returns every malformed line (at most 20) if any.
+/// Parses a whole trace in memory; returns every malformed line (at most 20) if any.
 pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
     tracefile::read(text, ';', job)
+}
+
+/// Reads a trace from `reader` (a file opened with [`tracefile::open`]) one line at a time,
+/// at most [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES): memory holds the jobs, not
+/// the file (see [`tracefile`]).
+pub fn read(reader: impl std::io::Read) -> Reading<SwfJob> {
+    tracefile::read_from(reader, crate::input::MAX_TRACE_BYTES, ';', job)
 }
 
 impl SwfJob {
@@ -127,13 +134,13 @@ impl SwfJob {
 }
 
 /// The trace's jobs as generated jobs, one VM per `procs_per_vm` processors (rounded up) and
-/// sizes capped at `max_vms`; also the number skipped.
+/// sizes capped at `max_vms`; also the number skipped. An error if they do not fit in memory.
 pub fn to_jobs(
     trace: &SwfTrace,
     max_vms: u32,
     max_jobs: usize,
     procs_per_vm: u32,
-) -> (Vec<Job>, usize) {
+) -> Result<(Vec<Job>, usize), OutOfMemory> {
     let first = first_submit(&trace.jobs);
     leases(&trace.jobs, first, max_vms, max_jobs, procs_per_vm)
 }
@@ -149,32 +156,47 @@ pub fn first_submit<'a>(jobs: impl IntoIterator<Item = &'a SwfJob>) -> f64 {
 /// The mapping every trace format shares: `jobs` as generated jobs in arrival order, each
 /// arriving at its submit time minus `first`, with one VM per `procs_per_vm` processors
 /// (rounded up) and sizes capped at `max_vms`; at most `max_jobs` of them, in trace order.
-/// Also the number skipped because they cannot be leases ([`SwfJob::as_lease`]).
+/// Also the number skipped because they cannot be leases ([`SwfJob::as_lease`]), counted up
+/// to the last job taken. An error if they do not fit in memory: the buffer is reserved
+/// fallibly, as its size comes from the trace.
 pub fn leases<'a>(
     jobs: impl IntoIterator<Item = &'a SwfJob>,
     first: f64,
     max_vms: u32,
     max_jobs: usize,
     procs_per_vm: u32,
-) -> (Vec<Job>, usize) {
+) -> Result<(Vec<Job>, usize), OutOfMemory> {
+    let jobs = jobs.into_iter();
     let mut skipped = 0;
-    let mut jobs: Vec<Job> = jobs
-        .into_iter()
-        .filter_map(|j| match j.as_lease() {
-            Some((procs, duration)) => Some(Job {
-                arrival: EmuDuration::from_secs_f64(j.submit - first),
-                vms: procs.div_ceil(procs_per_vm.max(1)).clamp(1, max_vms.max(1)),
-                duration,
-            }),
-            None => {
-                skipped += 1;
-                None
+    let mut out: Vec<Job> = Vec::new();
+    let bound = jobs.size_hint().1.unwrap_or(0).min(max_jobs);
+    out.try_reserve_exact(bound)
+        .map_err(|_| OutOfMemory { jobs: bound })?;
+    for j in jobs {
+        if out.len() == max_jobs {
+            break;
+        }
+        match j.as_lease() {
+            Some((procs, duration)) => {
+                out.try_reserve(1).map_err(|_| OutOfMemory {
+                    jobs: out.len() + 1,
+                })?;
+                out.push(Job {
+                    arrival: EmuDuration::from_secs_f64(j.submit - first),
+                    vms: procs.div_ceil(procs_per_vm.max(1)).clamp(1, max_vms.max(1)),
+                    duration,
+                });
             }
-        })
-        .take(max_jobs)
-        .collect();
-    jobs.sort_by_key(|j| j.arrival);
-    (jobs, skipped)
+            None => skipped += 1,
+        }
+    }
+    // A stable sort borrows a buffer of up to half the jobs, which cannot be reserved
+    // fallibly; archive traces are in submit order, so it is only needed (and only taken)
+    // for a trace that is not.
+    if !out.is_sorted_by_key(|j| j.arrival) {
+        out.sort_by_key(|j| j.arrival);
+    }
+    Ok((out, skipped))
 }
 
 /// Writes `jobs` as an SWF v2.2 trace (whole seconds; one processor per VM; every job
@@ -226,10 +248,11 @@ pub struct Summary {
     pub pow2_share: f64,
 }
 
-/// Summarises a trace.
-pub fn summarize(trace: &SwfTrace) -> Summary {
-    let (jobs, _) = to_jobs(trace, u32::MAX, usize::MAX, 1);
-    Summary::of(&jobs, trace.jobs.len())
+/// Summarises a trace; an error if its jobs do not fit in memory twice (as parsed and as
+/// leases).
+pub fn summarize(trace: &SwfTrace) -> Result<Summary, OutOfMemory> {
+    let (jobs, _) = to_jobs(trace, u32::MAX, usize::MAX, 1)?;
+    Ok(Summary::of(&jobs, trace.jobs.len()))
 }
 
 impl Summary {
@@ -238,8 +261,10 @@ impl Summary {
     pub fn of(jobs: &[Job], lines: usize) -> Summary {
         let n = jobs.len().max(1) as f64;
         let span = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64());
-        let sizes: Vec<u32> = jobs.iter().map(|j| j.vms).collect();
-        let runs: Vec<f64> = jobs.iter().map(|j| j.duration.as_secs_f64()).collect();
+        // Iterators over the jobs, not copies of their fields: no memory in proportion to
+        // the trace. Sums run in the same (arrival) order, so they round as before.
+        let sizes = || jobs.iter().map(|j| j.vms);
+        let runs = || jobs.iter().map(|j| j.duration.as_secs_f64());
         Summary {
             jobs: lines,
             usable: jobs.len(),
@@ -250,24 +275,19 @@ impl Summary {
                 0.0
             },
             size: (
-                sizes.iter().copied().min().unwrap_or(0),
-                sizes.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
-                sizes.iter().copied().max().unwrap_or(0),
+                sizes().min().unwrap_or(0),
+                sizes().map(f64::from).sum::<f64>() / n,
+                sizes().max().unwrap_or(0),
             ),
             runtime: (
-                runs.iter()
-                    .copied()
+                runs()
                     .fold(f64::INFINITY, f64::min)
-                    .min(if runs.is_empty() { 0.0 } else { f64::INFINITY }),
-                runs.iter().sum::<f64>() / n,
-                runs.iter().copied().fold(0.0, f64::max),
+                    .min(if jobs.is_empty() { 0.0 } else { f64::INFINITY }),
+                runs().sum::<f64>() / n,
+                runs().fold(0.0, f64::max),
             ),
-            serial_share: sizes.iter().filter(|&&v| v == 1).count() as f64 / n,
-            pow2_share: sizes
-                .iter()
-                .filter(|&&v| v > 1 && v.is_power_of_two())
-                .count() as f64
-                / n,
+            serial_share: sizes().filter(|&v| v == 1).count() as f64 / n,
+            pow2_share: sizes().filter(|&v| v > 1 && v.is_power_of_two()).count() as f64 / n,
         }
     }
 }
@@ -291,7 +311,7 @@ mod tests {
         let t = parse(TRACE).expect("valid");
         assert_eq!(t.header[1], ("MaxProcs".into(), "64".into()));
         assert_eq!(t.jobs.len(), 4);
-        let (jobs, skipped) = to_jobs(&t, 64, usize::MAX, 1);
+        let (jobs, skipped) = to_jobs(&t, 64, usize::MAX, 1).expect("fits");
         assert_eq!(skipped, 1, "job 3 has no size and no duration");
         assert_eq!(
             jobs[0],
@@ -311,9 +331,32 @@ mod tests {
             }
         );
         assert_eq!(jobs[2].duration, EmuDuration::from_micros(50_500_000));
-        let s = summarize(&t);
+        let s = summarize(&t).expect("fits");
         assert_eq!((s.jobs, s.usable), (4, 3));
         assert_eq!(s.size, (1, 13.0 / 3.0, 8));
+    }
+
+    #[test]
+    fn jobs_that_cannot_be_held_are_an_error_not_an_abort() {
+        /// The jobs of a trace, claiming there could be any number of them.
+        struct Unbounded<'a>(std::slice::Iter<'a, SwfJob>);
+        impl<'a> Iterator for Unbounded<'a> {
+            type Item = &'a SwfJob;
+            fn next(&mut self) -> Option<&'a SwfJob> {
+                self.0.next()
+            }
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                (0, Some(usize::MAX))
+            }
+        }
+        let t = parse(TRACE).expect("valid");
+        // More than memory can hold: the reservation fails, and says so.
+        let e = leases(Unbounded(t.jobs.iter()), 0.0, 64, usize::MAX, 1).expect_err("too many");
+        assert_eq!(e, OutOfMemory { jobs: usize::MAX });
+        assert!(e.to_string().ends_with("jobs do not fit in memory"), "{e}");
+        // The jobs taken are reserved, not the ones the iterator could give.
+        let (jobs, skipped) = leases(Unbounded(t.jobs.iter()), 0.0, 64, 2, 1).expect("two");
+        assert_eq!((jobs.len(), skipped), (2, 0));
     }
 
     #[test]
@@ -347,9 +390,14 @@ mod tests {
         ];
         let text = write(&jobs, &[("Note".into(), "test".into())]);
         let trace = parse(&text).expect("a written trace parses");
-        assert_eq!(to_jobs(&trace, 64, 10, 1).0, jobs);
+        assert_eq!(to_jobs(&trace, 64, 10, 1).expect("fits").0, jobs);
         // Eight processors per VM (one VM per 8-CPU node): 16 → 2 VMs, 3 → 1 VM.
-        let by_node: Vec<u32> = to_jobs(&trace, 64, 10, 8).0.iter().map(|j| j.vms).collect();
+        let by_node: Vec<u32> = to_jobs(&trace, 64, 10, 8)
+            .expect("fits")
+            .0
+            .iter()
+            .map(|j| j.vms)
+            .collect();
         assert_eq!(by_node, vec![2, 1]);
     }
 }

@@ -2,11 +2,28 @@
 //! line, and the reading of lines — blank lines skipped, comment lines skipped (`; Key: value`
 //! or `# Key: value` headers kept), every job line handed to the format's own parser, at most
 //! 20 bad lines reported.
+//!
+//! A trace is streamed, one line at a time: memory holds one line (at most [`MAX_LINE`]
+//! bytes) and the jobs kept, never the file, so a trace of gigabytes costs the memory of its
+//! parsed jobs (64 bytes each in SWF) and a file with no line end (`/dev/zero`) is refused at
+//! its first line after reading [`MAX_LINE`] bytes. At most
+//! [`MAX_TRACE_BYTES`] are read; the jobs are kept in
+//! buffers reserved fallibly, so a trace whose jobs do not fit in memory is an error naming
+//! the line reached, not an abort.
 
 use std::fmt;
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+use crate::input::{line_too_long, LineCapped, MAX_TRACE_BYTES};
 
 /// At most this many malformed lines are reported; reading stops there.
 pub const MAX_ERRORS: usize = 20;
+
+/// The longest line of a trace read, in bytes (line end not counted). A job line is under
+/// 200 bytes in SWF and a few hundred in GWF (text fields), a header comment a line of prose:
+/// a longer line is a file that is no trace (a binary file, `/dev/zero`).
+pub const MAX_LINE: usize = 1 << 20;
 
 /// A parsed trace file.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,32 +61,166 @@ impl fmt::Display for LineError {
     }
 }
 
+/// Why a trace was not read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The file could not be read, or holds more than
+    /// [`MAX_TRACE_BYTES`].
+    Io(std::io::Error),
+    /// A line that ends the reading, with its fix: longer than [`MAX_LINE`], not UTF-8 text,
+    /// or reached when the jobs before it fill memory.
+    Stop(LineError),
+    /// Malformed job lines, each with its fix (at most [`MAX_ERRORS`]; reading stopped at the
+    /// last).
+    Malformed(Vec<LineError>),
+}
+
+impl ReadError {
+    /// The error as lines, for a trace read from memory (where reading cannot fail).
+    pub fn into_lines(self) -> Vec<LineError> {
+        match self {
+            ReadError::Malformed(errors) => errors,
+            ReadError::Stop(e) => vec![e],
+            ReadError::Io(e) => vec![LineError {
+                line: 0,
+                message: format!("cannot read: {e}"),
+                fix: "check the path".into(),
+            }],
+        }
+    }
+}
+
+/// A trace read by [`swf::read`](super::swf::read) or [`gwf::read`](super::gwf::read): the
+/// trace, or why not, and whether what was read looks like a workload trace at all (as
+/// [`looks_like_trace`] judges a whole text, over the lines read).
+#[derive(Debug)]
+pub struct Reading<J> {
+    /// The parsed trace, or why it was not read.
+    pub trace: Result<TraceFile<J>, ReadError>,
+    /// Whether some line read was a job line, or none was anything but blank or a comment.
+    pub looks_like_trace: bool,
+}
+
+/// The jobs of a trace need more memory than there is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfMemory {
+    /// How many jobs were to be held.
+    pub jobs: usize,
+}
+
+impl OutOfMemory {
+    /// What to do about it.
+    pub const FIX: &'static str =
+        "replay a shorter trace (cut it with `head -n`), or give igemu more memory";
+}
+
+impl fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} jobs do not fit in memory", self.jobs)
+    }
+}
+
 /// What a format's parser makes of one job line: a job, `None` if the line is not a job (such
 /// as a line of column titles), or an error (what is wrong, how to fix it).
 pub(crate) type Parsed<J> = Result<Option<J>, (String, String)>;
 
-/// Reads `text`: lines starting with `comment` are comments, every other non-blank line goes,
-/// split at white space and with its 1-based number, to `job`. Returns every malformed line
-/// (at most [`MAX_ERRORS`]) if any.
-pub(crate) fn read<J>(
-    text: &str,
+/// Opens the trace at `path` for [`swf::read`](super::swf::read) or
+/// [`gwf::read`](super::gwf::read): a regular file larger than
+/// [`MAX_TRACE_BYTES`] is refused by its size, before any
+/// reading.
+pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() && meta.len() > MAX_TRACE_BYTES {
+        return Err(crate::input::too_large(MAX_TRACE_BYTES));
+    }
+    Ok(file)
+}
+
+/// The fix for a line that is no line of a trace: the file is something else.
+const NOT_A_TRACE: &str = "a workload trace (SWF, GWF) is a text file of job lines, each at most \
+                           a few hundred bytes; check the path";
+
+/// Reads a trace from `reader` a line at a time, at most `cap` bytes: lines starting with
+/// `comment` are comments, every other non-blank line goes, split at white space and with its
+/// 1-based number, to `job`. Memory holds one line and the jobs kept: a line longer than
+/// [`MAX_LINE`], a line that is not UTF-8, a read error, more than `cap` bytes or jobs that
+/// do not fit in memory end the reading with an error; malformed job lines are collected, at
+/// most [`MAX_ERRORS`] (reading stops at the last).
+pub(crate) fn read_from<J>(
+    reader: impl Read,
+    cap: u64,
     comment: char,
     mut job: impl FnMut(&[&str], usize) -> Parsed<J>,
-) -> Result<TraceFile<J>, Vec<LineError>> {
-    let mut header = Vec::new();
-    let mut jobs = Vec::new();
+) -> Reading<J> {
+    // One byte past the cap tells a trace at the cap from a larger one.
+    let capped = LineCapped::new(reader.take(cap.saturating_add(1)), MAX_LINE);
+    let mut lines = std::io::BufReader::with_capacity(1 << 16, capped);
+    let mut header: Vec<(String, String)> = Vec::new();
+    let mut jobs: Vec<J> = Vec::new();
     let mut errors = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
+    let (mut content, mut job_like) = (false, false);
+    let mut buf = Vec::new();
+    let (mut line, mut total) = (0, 0u64);
+    let stop = |line, message: String, fix: &str| {
+        ReadError::Stop(LineError {
+            line,
+            message,
+            fix: fix.to_string(),
+        })
+    };
+    let ended = loop {
+        buf.clear();
+        let n = match lines.read_until(b'\n', &mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => n,
+            Err(e) => {
+                break Err(match line_too_long(&e) {
+                    Some(long) => stop(
+                        long.line as usize,
+                        format!("longer than {} bytes: not a line of a trace", long.max),
+                        NOT_A_TRACE,
+                    ),
+                    None => ReadError::Io(e),
+                })
+            }
+        };
+        line += 1;
+        total += n as u64;
+        if total > cap {
+            break Err(ReadError::Io(crate::input::too_large(cap)));
+        }
+        let Ok(raw) = std::str::from_utf8(&buf) else {
+            break Err(stop(
+                line,
+                "not UTF-8 text: neither an SWF nor a GWF trace".into(),
+                NOT_A_TRACE,
+            ));
+        };
         let l = raw.trim();
         if l.is_empty() {
             continue;
         }
+        if !l.starts_with(';') && !l.starts_with('#') {
+            content = true;
+            job_like = job_like || is_job_like(l);
+        }
+        // Held buffers grow fallibly (doubling): their size comes from the input.
+        let full = |held: usize| {
+            stop(
+                line,
+                OutOfMemory { jobs: held + 1 }.to_string(),
+                OutOfMemory::FIX,
+            )
+        };
         if let Some(c) = l.strip_prefix(comment) {
             // `Key: value`, the key one word (prose with a colon is not a header).
             if let Some((k, v)) = c.split_once(':') {
                 let k = k.trim();
                 if !k.is_empty() && !k.contains(char::is_whitespace) {
+                    if header.try_reserve(1).is_err() {
+                        break Err(full(jobs.len()));
+                    }
                     header.push((k.to_string(), v.trim().to_string()));
                 }
             }
@@ -77,21 +228,48 @@ pub(crate) fn read<J>(
         }
         let fields: Vec<&str> = l.split_whitespace().collect();
         match job(&fields, line) {
-            Ok(Some(j)) => jobs.push(j),
+            Ok(Some(j)) => {
+                if jobs.try_reserve(1).is_err() {
+                    break Err(full(jobs.len()));
+                }
+                jobs.push(j);
+            }
             Ok(None) => {}
             Err((message, fix)) => {
                 errors.push(LineError { line, message, fix });
                 if errors.len() >= MAX_ERRORS {
-                    break;
+                    break Ok(());
                 }
             }
         }
+    };
+    let trace = match ended {
+        Err(e) => Err(e),
+        Ok(()) if errors.is_empty() => Ok(TraceFile { header, jobs }),
+        Ok(()) => Err(ReadError::Malformed(errors)),
+    };
+    Reading {
+        trace,
+        looks_like_trace: !content || job_like,
     }
-    if errors.is_empty() {
-        Ok(TraceFile { header, jobs })
-    } else {
-        Err(errors)
-    }
+}
+
+/// Reads `text` (in memory) as [`read_from`] does, every error a line.
+pub(crate) fn read<J>(
+    text: &str,
+    comment: char,
+    job: impl FnMut(&[&str], usize) -> Parsed<J>,
+) -> Result<TraceFile<J>, Vec<LineError>> {
+    read_from(text.as_bytes(), u64::MAX, comment, job)
+        .trace
+        .map_err(ReadError::into_lines)
+}
+
+/// Whether `line` (trimmed, not blank, not a comment) is a job line by its shape: at least
+/// 10 whitespace-separated fields, the first a number.
+fn is_job_like(line: &str) -> bool {
+    let mut fields = line.split_whitespace();
+    fields.next().is_some_and(|f| f.parse::<f64>().is_ok()) && fields.nth(8).is_some()
 }
 
 /// Whether `text` could be a workload trace at all (SWF or GWF): some line, not blank and not
@@ -104,11 +282,7 @@ pub fn looks_like_trace(text: &str) -> bool {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with(';') && !l.starts_with('#'))
         .peekable();
-    lines.peek().is_none()
-        || lines.any(|l| {
-            let fields: Vec<&str> = l.split_whitespace().collect();
-            fields.len() >= 10 && fields[0].parse::<f64>().is_ok()
-        })
+    lines.peek().is_none() || lines.any(is_job_like)
 }
 
 #[cfg(test)]
@@ -126,5 +300,157 @@ mod looks_like_tests {
         assert!(!looks_like_trace("[emulation]\nseed = 7\n"));
         assert!(!looks_like_trace("a,b,c\n1,2,3\n"));
         assert!(looks_like_trace("; only a header\n"), "an empty trace");
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+    use crate::workload::{gwf, swf};
+
+    /// A reader giving at most `n` bytes per read, so that lines straddle reads.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// The reading as it was before traces were streamed: the whole text in memory, split
+    /// with `str::lines`, each line as [`read_from`] takes it.
+    fn whole<J>(
+        text: &str,
+        comment: char,
+        mut job: impl FnMut(&[&str], usize) -> Parsed<J>,
+    ) -> Result<TraceFile<J>, Vec<LineError>> {
+        let mut trace = TraceFile::default();
+        let mut errors = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let l = raw.trim();
+            if l.is_empty() {
+                continue;
+            }
+            if let Some(c) = l.strip_prefix(comment) {
+                if let Some((k, v)) = c.split_once(':') {
+                    let k = k.trim();
+                    if !k.is_empty() && !k.contains(char::is_whitespace) {
+                        trace.header.push((k.to_string(), v.trim().to_string()));
+                    }
+                }
+                continue;
+            }
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            match job(&fields, i + 1) {
+                Ok(Some(j)) => trace.jobs.push(j),
+                Ok(None) => {}
+                Err((message, fix)) => {
+                    errors.push(LineError {
+                        line: i + 1,
+                        message,
+                        fix,
+                    });
+                    if errors.len() >= MAX_ERRORS {
+                        break;
+                    }
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(trace)
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn shipped(name: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("topologies/traces")
+            .join(name);
+        std::fs::read_to_string(path).expect("a shipped trace")
+    }
+
+    #[test]
+    fn a_streamed_trace_gives_the_jobs_the_whole_text_gave() {
+        for name in ["sdsc-blue-standin.swf", "synthetic-64.swf"] {
+            let text = shipped(name);
+            // CRLF line ends and lines cut across reads change nothing.
+            let crlf = text.replace('\n', "\r\n");
+            for (bytes, n) in [(text.as_bytes(), 1 << 16), (crlf.as_bytes(), 7)] {
+                let read = swf::read(Trickle(bytes, n));
+                assert!(read.looks_like_trace, "{name}");
+                let trace = read.trace.expect("a valid trace");
+                assert_eq!(Ok(&trace), whole(&text, ';', swf::job).as_ref(), "{name}");
+                assert!(trace.jobs.len() >= 60, "{name}: {}", trace.jobs.len());
+                let jobs = swf::to_jobs(&trace, 64, usize::MAX, 1).expect("fits");
+                let before = swf::to_jobs(&swf::parse(&text).expect("valid"), 64, usize::MAX, 1);
+                assert_eq!(Ok(jobs), before, "{name}");
+            }
+        }
+        let text = shipped("synthetic-grid.gwf");
+        let trace = gwf::read(Trickle(text.as_bytes(), 5)).trace.expect("valid");
+        assert_eq!(Ok(trace), whole(&text, '#', gwf::job));
+        // Malformed lines: the same errors, at the same lines, up to the same cap.
+        let mut bad = shipped("synthetic-64.swf");
+        bad += "1 2 3\n\n1 x 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n";
+        bad += &"oops\n".repeat(30);
+        let Err(ReadError::Malformed(errors)) = swf::read(Trickle(bad.as_bytes(), 3)).trace else {
+            panic!("malformed lines");
+        };
+        assert_eq!(errors.len(), MAX_ERRORS);
+        assert_eq!(Err(errors), whole(&bad, ';', swf::job));
+    }
+
+    #[test]
+    fn a_line_past_the_cap_is_refused_at_its_number_having_read_no_more() {
+        let job = "1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n";
+        let mut text = format!("; Version: 2.2\n{job}").into_bytes();
+        text.extend(std::iter::repeat_n(b'7', MAX_LINE + 1));
+        text.extend_from_slice(format!("\n{job}").as_bytes());
+        let Err(ReadError::Stop(e)) = swf::read(&text[..]).trace else {
+            panic!("refused");
+        };
+        assert_eq!(e.line, 3);
+        assert_eq!(
+            e.to_string(),
+            format!("line 3: longer than {MAX_LINE} bytes: not a line of a trace")
+        );
+        assert!(e.fix.contains("check the path"), "{}", e.fix);
+        // A line of exactly the cap is read.
+        let at_cap = [&b"; "[..], &vec![b'x'; MAX_LINE - 2], b"\n", job.as_bytes()].concat();
+        assert_eq!(swf::read(&at_cap[..]).trace.expect("fits").jobs.len(), 1);
+        // An endless input with no line end (`/dev/zero`): refused at line 1 after the cap
+        // and a read ahead, not read to the end of memory.
+        let mut zeros = std::io::repeat(0).take(1 << 40);
+        let Err(ReadError::Stop(e)) = gwf::read(&mut zeros).trace else {
+            panic!("refused");
+        };
+        assert_eq!(e.line, 1);
+        assert!((1 << 40) - zeros.limit() <= (MAX_LINE + (1 << 17)) as u64);
+        // Bytes that are no text: refused at their line, naming what a trace is.
+        let binary = [job.as_bytes(), &[0xff, 0xfe, b'\n']].concat();
+        let read = swf::read(&binary[..]);
+        let Err(ReadError::Stop(e)) = read.trace else {
+            panic!("refused");
+        };
+        assert_eq!(
+            e.to_string(),
+            "line 2: not UTF-8 text: neither an SWF nor a GWF trace"
+        );
+    }
+
+    #[test]
+    fn more_bytes_than_the_cap_are_refused_however_they_come() {
+        let job = "1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n";
+        let text = job.repeat(10);
+        let read = |cap| read_from(text.as_bytes(), cap, ';', swf::job).trace;
+        assert_eq!(read(text.len() as u64).expect("at the cap").jobs.len(), 10);
+        let Err(ReadError::Io(e)) = read(text.len() as u64 - 1) else {
+            panic!("past the cap");
+        };
+        assert!(e.to_string().starts_with("larger than"), "{e}");
     }
 }
