@@ -108,7 +108,7 @@ pub fn parse(text: &str) -> Result<SwfTrace, Vec<SwfError>> {
 /// at most [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES): memory holds the jobs, not
 /// the file (see [`tracefile`]).
 pub fn read(reader: impl std::io::Read) -> Reading<SwfJob> {
-    tracefile::read_from(reader, crate::input::MAX_TRACE_BYTES, ';', job)
+    tracefile::read_from(reader, tracefile::Limits::TRACE, ';', job)
 }
 
 impl SwfJob {

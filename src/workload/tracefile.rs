@@ -7,7 +7,8 @@
 //! bytes) and the jobs kept, never the file, so a trace of gigabytes costs the memory of its
 //! parsed jobs (64 bytes each in SWF) and a file with no line end (`/dev/zero`) is refused at
 //! its first line after reading [`MAX_LINE`] bytes. At most
-//! [`MAX_TRACE_BYTES`] are read; the jobs are kept in
+//! [`MAX_TRACE_BYTES`] are read, at most [`MAX_JOBS`] jobs and [`MAX_HEADER`] header entries
+//! kept; the jobs are kept in
 //! buffers reserved fallibly, so a trace whose jobs do not fit in memory is an error naming
 //! the line reached, not an abort.
 
@@ -24,6 +25,16 @@ pub const MAX_ERRORS: usize = 20;
 /// 200 bytes in SWF and a few hundred in GWF (text fields), a header comment a line of prose:
 /// a longer line is a file that is no trace (a binary file, `/dev/zero`).
 pub const MAX_LINE: usize = 1 << 20;
+
+/// The most jobs a trace may hold. The largest archive traces hold a few million (the Grid
+/// Workloads Archive's Grid'5000, about a million; MetaCentrum's, 5.7 million); with at most
+/// [`MAX_TRACE_BYTES`] of short lines a trace could hold 100 million, several gigabytes once
+/// parsed, so this caps memory at about 1.3 GB of SWF jobs.
+pub const MAX_JOBS: usize = 20_000_000;
+
+/// The most `Key: value` header comments kept. Real headers have a few dozen; each is held as
+/// two strings, so an endless header would cost many times its bytes.
+pub const MAX_HEADER: usize = 10_000;
 
 /// A parsed trace file.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,7 +116,7 @@ pub struct Reading<J> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfMemory {
     /// How many jobs were to be held.
-    pub jobs: usize,
+    pub(crate) jobs: usize,
 }
 
 impl OutOfMemory {
@@ -137,23 +148,44 @@ pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// What a trace read may hold before it is refused.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Bytes read.
+    pub(crate) bytes: u64,
+    /// Jobs kept.
+    pub(crate) jobs: usize,
+    /// `Key: value` header comments kept.
+    pub(crate) header: usize,
+}
+
+impl Limits {
+    /// A trace file's: [`MAX_TRACE_BYTES`], [`MAX_JOBS`], [`MAX_HEADER`].
+    pub(crate) const TRACE: Limits = Limits {
+        bytes: MAX_TRACE_BYTES,
+        jobs: MAX_JOBS,
+        header: MAX_HEADER,
+    };
+}
+
 /// The fix for a line that is no line of a trace: the file is something else.
 const NOT_A_TRACE: &str = "a workload trace (SWF, GWF) is a text file of job lines, each at most \
                            a few hundred bytes; check the path";
 
-/// Reads a trace from `reader` a line at a time, at most `cap` bytes: lines starting with
+/// Reads a trace from `reader` a line at a time, within `limits`: lines starting with
 /// `comment` are comments, every other non-blank line goes, split at white space and with its
 /// 1-based number, to `job`. Memory holds one line and the jobs kept: a line longer than
-/// [`MAX_LINE`], a line that is not UTF-8, a read error, more than `cap` bytes or jobs that
-/// do not fit in memory end the reading with an error; malformed job lines are collected, at
+/// [`MAX_LINE`], a line that is not UTF-8, a read error, more bytes, jobs or header entries
+/// than `limits` allow, or jobs that do not fit in memory end the reading with an error; malformed job lines are collected, at
 /// most [`MAX_ERRORS`] (reading stops at the last).
 pub(crate) fn read_from<J>(
     reader: impl Read,
-    cap: u64,
+    limits: Limits,
     comment: char,
     mut job: impl FnMut(&[&str], usize) -> Parsed<J>,
 ) -> Reading<J> {
     // One byte past the cap tells a trace at the cap from a larger one.
+    let cap = limits.bytes;
     let capped = LineCapped::new(reader.take(cap.saturating_add(1)), MAX_LINE);
     let mut lines = std::io::BufReader::with_capacity(1 << 16, capped);
     let mut header: Vec<(String, String)> = Vec::new();
@@ -218,6 +250,14 @@ pub(crate) fn read_from<J>(
             if let Some((k, v)) = c.split_once(':') {
                 let k = k.trim();
                 if !k.is_empty() && !k.contains(char::is_whitespace) {
+                    if header.len() == limits.header {
+                        break Err(stop(
+                            line,
+                            format!("more than {} `Key: value` header comments", limits.header),
+                            "a trace's header has a few dozen; cut the file to its header and \
+                             job lines",
+                        ));
+                    }
                     if header.try_reserve(1).is_err() {
                         break Err(full(jobs.len()));
                     }
@@ -229,6 +269,13 @@ pub(crate) fn read_from<J>(
         let fields: Vec<&str> = l.split_whitespace().collect();
         match job(&fields, line) {
             Ok(Some(j)) => {
+                if jobs.len() == limits.jobs {
+                    break Err(stop(
+                        line,
+                        format!("more than {} jobs", limits.jobs),
+                        "replay a part of the trace (cut it with `head -n` or by time)",
+                    ));
+                }
                 if jobs.try_reserve(1).is_err() {
                     break Err(full(jobs.len()));
                 }
@@ -260,7 +307,11 @@ pub(crate) fn read<J>(
     comment: char,
     job: impl FnMut(&[&str], usize) -> Parsed<J>,
 ) -> Result<TraceFile<J>, Vec<LineError>> {
-    read_from(text.as_bytes(), u64::MAX, comment, job)
+    let limits = Limits {
+        bytes: u64::MAX,
+        ..Limits::TRACE
+    };
+    read_from(text.as_bytes(), limits, comment, job)
         .trace
         .map_err(ReadError::into_lines)
 }
@@ -446,11 +497,47 @@ mod stream_tests {
     fn more_bytes_than_the_cap_are_refused_however_they_come() {
         let job = "1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n";
         let text = job.repeat(10);
-        let read = |cap| read_from(text.as_bytes(), cap, ';', swf::job).trace;
+        let read = |bytes| {
+            let limits = Limits {
+                bytes,
+                ..Limits::TRACE
+            };
+            read_from(text.as_bytes(), limits, ';', swf::job).trace
+        };
         assert_eq!(read(text.len() as u64).expect("at the cap").jobs.len(), 10);
         let Err(ReadError::Io(e)) = read(text.len() as u64 - 1) else {
             panic!("past the cap");
         };
         assert!(e.to_string().starts_with("larger than"), "{e}");
+    }
+
+    #[test]
+    fn more_jobs_or_header_comments_than_the_limits_are_refused_at_their_line() {
+        let job = "1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n";
+        let text = format!("; A: 1\n; B: 2\n{}", job.repeat(3));
+        let read = |jobs, header| {
+            let limits = Limits {
+                jobs,
+                header,
+                ..Limits::TRACE
+            };
+            read_from(text.as_bytes(), limits, ';', swf::job).trace
+        };
+        let at_the_limits = read(3, 2).expect("three jobs and two header entries are allowed");
+        assert_eq!(
+            (at_the_limits.jobs.len(), at_the_limits.header.len()),
+            (3, 2)
+        );
+        let Err(ReadError::Stop(e)) = read(2, 2) else {
+            panic!("a third job is past the limit");
+        };
+        assert_eq!((e.line, e.message.as_str()), (5, "more than 2 jobs"));
+        let Err(ReadError::Stop(e)) = read(3, 1) else {
+            panic!("a second header entry is past the limit");
+        };
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (2, "more than 1 `Key: value` header comments")
+        );
     }
 }
