@@ -62,6 +62,16 @@ fn every_malformed_topology_is_reported_with_its_place_and_exit_code_2() {
             "{} made igemu panic:\n{err}",
             f.display()
         );
+        // A message shows user text escaped: a control character would restyle the
+        // terminal, an invisible one (zero-width, bidirectional, byte order mark) hide or
+        // reorder what the message says.
+        let raw = err.chars().find(|&c| {
+            (c.is_control() && c != '\n')
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+        });
+        if let Some(c) = raw {
+            failures.push(format!("{}: {c:?} shown raw in\n{err}", f.display()));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
