@@ -1507,6 +1507,35 @@ fn small_sweep(dir: &Path, end: &str) -> PathBuf {
     sweep
 }
 
+/// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
+/// end, so listed together they would be one point's runs counted as three points (audit).
+#[test]
+fn a_sweep_refuses_two_spellings_of_one_varied_value_naming_both() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let text = std::fs::read_to_string(&sweep).expect("sweep");
+    let text = text.replace(
+        "[vary]\n",
+        "[vary]\n\"emulation.end\" = [\"1h\", \"60m\", 3600, \"2h\"]\n",
+    );
+    let text = text.replace("\"emulation.end\" = \"1h\"\n", "");
+    std::fs::write(&sweep, text).expect("written");
+    let out = tmp_str(&dir, "o");
+    let o = refused(
+        &["sweep", s(&sweep), "--out", &out, "--quiet"],
+        "values 1h and 60m of `emulation.end` are one value (the duration 3600 s)",
+    );
+    assert!(
+        stderr(&o).contains("values 1h and 3600 of `emulation.end` are one value"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !Path::new(&out).exists(),
+        "nothing is made for a refused sweep"
+    );
+}
+
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("json")
