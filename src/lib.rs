@@ -239,17 +239,40 @@ pub type OutputKind = (&'static str, fn(&[u8]) -> bool);
 /// `/dev/null`, a FIFO or a socket: the rename would put a plain file in its place); one of
 /// the command's own `inputs` (followed through links); or an existing file that is not an
 /// earlier output of the same kind (`kind` names it, `is_kind` tells it by its first bytes).
-/// An empty file holds nothing to lose. A path that does not exist is fine.
+/// An empty file holds nothing to lose. A path that does not exist is fine when its folder
+/// does: one that does not is refused too (naming the folder to create), before any work, so
+/// that a run does not end failing to write its temporary file there, leaving its other
+/// outputs behind.
 pub fn check_output_file(
     option: &str,
     path: &Path,
     inputs: &[PathBuf],
     (kind, is_kind): OutputKind,
 ) -> Result<(), Error> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
     let refuse = |why: String| Err(Error::Usage(format!("{option} {}: {why}", path.display())));
+    let Ok(meta) = std::fs::metadata(path) else {
+        // `x.json` is in the working directory, whose path is "".
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        return match std::fs::metadata(folder) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => refuse(format!(
+                "{} is a file, not a folder; give a path in a folder",
+                folder.display()
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => refuse(format!(
+                "the folder {0} does not exist; create it first (mkdir -p {0}), or give a path \
+                 in an existing folder",
+                folder.display()
+            )),
+            Err(e) => refuse(format!(
+                "cannot reach the folder {} ({e}); give a path in a folder you can write to",
+                folder.display()
+            )),
+        };
+    };
     if meta.is_dir() {
         return refuse("that is a directory; give the path of a file".into());
     }

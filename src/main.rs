@@ -1030,10 +1030,12 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
     })
 }
 
-/// Refuses a record path the run would lose or that would destroy something else: one of the
-/// run's own outputs in `out` (written over the record), or an existing file that is not a
-/// record (an old record is replaced, as a run replaces its own outputs).
-fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
+/// Refuses a record path the run would lose or that would destroy something else
+/// ([`igemu::check_output_file`], which also refuses a missing folder — but not the `--out`
+/// folder `out`, which the run makes: `--record D/run.rec --out D`), one of the run's own
+/// outputs in `out` (written over the record), or an existing file that is not a record (an
+/// old record is replaced, as a run replaces its own outputs).
+fn check_record_path(record: &Path, out: &Path, inputs: &[PathBuf]) -> Result<(), Error> {
     igemu::record_file_name(record)?;
     // Where a directory really is: through links and `..` where it exists; else its
     // absolute path with `.` and `..` taken out as written.
@@ -1054,6 +1056,9 @@ fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
         })
     };
     let parent = record.parent().unwrap_or(Path::new(""));
+    if !(out.symlink_metadata().is_err() && absolute(parent) == absolute(out)) {
+        igemu::check_output_file("--record", record, inputs, ("a record", |_| true))?;
+    }
     let name = record.file_name().map(|n| n.to_string_lossy().into_owned());
     let output = name
         .as_deref()
@@ -1364,8 +1369,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     )?;
     if let Some(record) = &args.record {
         let inputs: Vec<PathBuf> = args.topology.iter().cloned().collect();
-        igemu::check_output_file("--record", record, &inputs, ("a record", |_| true))?;
-        check_record_path(record, &args.out)?;
+        check_record_path(record, &args.out, &inputs)?;
     }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let out = args.out;

@@ -2703,6 +2703,74 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
     }
 }
 
+/// A single-file output in a folder that does not exist is refused before any work, exit 2,
+/// naming the path given and the folder to create, and nothing is made: before, `run --record
+/// nodir/x.rec` ran, left its `--out` folder, and failed (exit 1) naming its hidden temporary
+/// file. The `--out` folder a run makes may hold the record (`--record D/run.rec --out D`).
+#[test]
+fn single_file_outputs_in_a_missing_folder_are_refused_before_any_work() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| tmp_str(&tmp, name);
+    let run = igemu(&["run", "--out", &at("run"), "--trace", "--quiet"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let trace = at("run/trace.jsonl");
+    let missing = at("nodir/x.out");
+    let fix = format!(
+        "{missing}: the folder {} does not exist; create it first",
+        at("nodir")
+    );
+    refused(
+        &["run", "--record", &missing, "--out", &at("o"), "--quiet"],
+        &format!("--record {fix}"),
+    );
+    assert!(!Path::new(&at("o")).exists(), "the run made its --out");
+    for flag in ["--chrome", "--mermaid"] {
+        refused(&["trace", &trace, flag, &missing], &format!("{flag} {fix}"));
+    }
+    refused(
+        &["trace", &trace, "--negotiations", "--out", &missing],
+        &format!("--out {fix}"),
+    );
+    refused(
+        &["report", &at("run"), "--out", &missing],
+        &format!("--out {fix}"),
+    );
+    refused(
+        &[
+            "workload",
+            "export",
+            "topologies/quickstart.toml",
+            "--workload",
+            "alpha-dve",
+            "--out",
+            &missing,
+        ],
+        &format!("--out {fix}"),
+    );
+    // A file where the folder should be.
+    refused(
+        &[
+            "report",
+            &at("run"),
+            "--out",
+            &at("run/summary.json/r.html"),
+        ],
+        "is a file, not a folder",
+    );
+    assert!(!Path::new(&at("nodir")).exists());
+    assert!(!Path::new(&at("run/report.html")).exists());
+    let made = igemu(&[
+        "run",
+        "--record",
+        &at("new/run.rec"),
+        "--out",
+        &at("new"),
+        "--quiet",
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(Path::new(&at("new/run.rec")).is_file());
+}
+
 /// Each period and the end are valid alone, but together they can make a run whose timers
 /// alone would take years: validation refuses the combination, naming the periods and the
 /// end, and a short run with the same fast timers is accepted and ends.
