@@ -234,8 +234,6 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
     })
 }
 
-/// The most seeds one `stress` takes (each is a run per fault setting).
-const MAX_STRESS_SEEDS: u64 = 100_000;
 /// The most schedules `stress --interleavings` explores per seed.
 const MAX_STRESS_INTERLEAVINGS: u64 = 10_000;
 /// The most runs one stress test makes (fault settings × seeds × schedules).
@@ -1707,21 +1705,8 @@ fn stress(
             )));
         }
     }
-    if seeds == 0 {
-        return Err(Error::Usage("--seeds must be at least 1".into()));
-    }
-    if seeds > MAX_STRESS_SEEDS {
-        return Err(Error::Usage(format!(
-            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; split the seeds over several stress tests with --first-seed: --first-seed {first_seed} --seeds {MAX_STRESS_SEEDS}, then --first-seed {} --seeds {MAX_STRESS_SEEDS}, and so on",
-            first_seed.saturating_add(MAX_STRESS_SEEDS)
-        )));
-    }
-    let Some(last_seed) = first_seed.checked_add(seeds - 1) else {
-        return Err(Error::Usage(format!(
-            "--first-seed {first_seed} --seeds {seeds} goes past the largest seed, {}; give a lower --first-seed or fewer --seeds",
-            u64::MAX
-        )));
-    };
+    let seeds =
+        igemu::stress::seed_range(first_seed, seeds).map_err(|e| Error::Usage(e.message))?;
     if interleavings > MAX_STRESS_INTERLEAVINGS {
         return Err(Error::Usage(format!(
             "--interleavings {interleavings} is more than {MAX_STRESS_INTERLEAVINGS}; run several stress tests with more seeds instead"
@@ -1732,7 +1717,7 @@ fn stress(
     } else {
         (1..=interleavings).collect()
     };
-    let seeds: Vec<u64> = (first_seed..=last_seed).collect();
+    let seeds: Vec<u64> = seeds.collect();
     let plan = igemu::stress::StressPlan {
         pace,
         settings: &chosen,

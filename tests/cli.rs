@@ -2937,6 +2937,24 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
         "{}",
         stderr(&o)
     );
+    // Near the largest seed the advice is a range that is accepted: it advised
+    // `--first-seed 18446744073709551615 --seeds 100000`, itself refused.
+    let o = refused(
+        &[
+            "stress",
+            "topologies/peering-small.toml",
+            "--seeds",
+            "100001",
+            "--first-seed",
+            "18446744073709551000",
+        ],
+        "there are 616 seeds. Give --first-seed 18446744073709551000 --seeds 616",
+    );
+    assert!(
+        !stderr(&o).contains("--first-seed 18446744073709551615 --seeds 100000"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `sweep merge` refuses what would read as a whole sweep and is not one: a split with a
