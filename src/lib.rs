@@ -430,6 +430,30 @@ impl Provenance {
             overrides: sets.to_vec(),
         }
     }
+
+    /// Whether `self` and `other` are runs of the same inputs, so that one's outputs may
+    /// replace the other's without `--overwrite`: the same topology — the embedded one, or a
+    /// file with the same contents (its hash), however its path is spelled
+    /// (`./topologies/x.toml`, `topologies/x.toml`) — and the same overrides in the same
+    /// order, each compared as the setting it makes (its key and its value as a run reads them:
+    /// `lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). igemu's version is not compared: the
+    /// same command run again after an upgrade is the same run, as a sweep's record has it.
+    pub fn same_run(&self, other: &Provenance) -> bool {
+        let topology = match (&self.topology_path, &other.topology_path) {
+            (None, None) => true,
+            (Some(_), Some(_)) => {
+                self.topology_hash.is_some() && self.topology_hash == other.topology_hash
+            }
+            _ => false,
+        };
+        let canonical = |p: &Provenance| -> Vec<String> {
+            p.overrides
+                .iter()
+                .map(|s| input::node::canonical_override(s))
+                .collect()
+        };
+        topology && canonical(self) == canonical(other)
+    }
 }
 
 /// FNV-1a 64 of a file's bytes, as 16 hex digits (`None` if it cannot be read): enough to
@@ -1443,7 +1467,56 @@ fn open_replay(path: &Path) -> Result<(time::record::OrderScript, bool), Error> 
 
 #[cfg(test)]
 mod tests {
-    use super::{csv_field, write_int, write_uint};
+    use super::{csv_field, write_int, write_uint, Provenance};
+
+    #[test]
+    fn the_same_run_is_the_same_contents_and_settings_however_spelled() {
+        let p = |path: Option<&str>, hash: Option<&str>, sets: &[&str]| Provenance {
+            igemu: "0".into(),
+            topology_path: path.map(String::from),
+            topology_hash: hash.map(String::from),
+            overrides: sets.iter().map(|s| s.to_string()).collect(),
+        };
+        let base = p(
+            Some("t/a.toml"),
+            Some("01"),
+            &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+        );
+        let mut newer = p(
+            Some("./t/a.toml"),
+            Some("01"),
+            &["lrms . cp_alpha = 1e-1", "igg.dispatch=\"rr\""],
+        );
+        newer.igemu = "1".into();
+        assert!(base.same_run(&newer));
+        for other in [
+            p(
+                Some("t/a.toml"),
+                Some("02"),
+                &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+            ),
+            p(
+                Some("t/a.toml"),
+                None,
+                &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+            ),
+            p(None, None, &["lrms.cp_alpha=0.1", "igg.dispatch=rr"]),
+            p(
+                Some("t/a.toml"),
+                Some("01"),
+                &["lrms.cp_alpha=0.2", "igg.dispatch=rr"],
+            ),
+            p(
+                Some("t/a.toml"),
+                Some("01"),
+                &["igg.dispatch=rr", "lrms.cp_alpha=0.1"],
+            ),
+            p(Some("t/a.toml"), Some("01"), &["lrms.cp_alpha=0.1"]),
+        ] {
+            assert!(!base.same_run(&other), "{other:?}");
+        }
+        assert!(p(None, None, &[]).same_run(&p(None, None, &[])));
+    }
 
     /// A link at every name the next temporary files could take is skipped, never written
     /// through: the file the links point to stays as it was, and the file is written whole.

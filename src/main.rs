@@ -1245,10 +1245,11 @@ fn prepare_sweep_out(
 }
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's, or a sweep's,
-/// unless `overwrite`; the outputs of the same run — same topology file, contents and
-/// overrides, as `provenance` says — may be replaced. Nothing is removed before the new
-/// outputs are whole ([`igemu::RunResult::write_outputs`] replaces them, and a sweep's files
-/// go after that), only temporary files a run that was stopped left behind.
+/// unless `overwrite`; the outputs of the same run — the same topology contents and
+/// overrides, as [`igemu::Provenance::same_run`] compares them — may be replaced. Nothing is
+/// removed before the new outputs are whole ([`igemu::RunResult::write_outputs`] replaces
+/// them, and a sweep's files go after that), only temporary files a run that was stopped
+/// left behind.
 fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
     create_dir(out)?;
     refuse_stress_results(out)?;
@@ -1276,8 +1277,10 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
         igemu::input::read_capped(&out.join("summary.json"), igemu::input::MAX_JSON_BYTES)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .zip(serde_json::to_value(provenance).ok())
-            .is_some_and(|(old, new)| old["provenance"] == new);
+            .and_then(|old| {
+                serde_json::from_value::<igemu::Provenance>(old["provenance"].clone()).ok()
+            })
+            .is_some_and(|old| old.same_run(provenance));
     if !overwrite && !same_run {
         return Err(Error::Usage(format!(
             "{} holds another run's outputs ({}); pass --overwrite to replace them, or choose another --out",

@@ -292,6 +292,42 @@ fn a_runs_summary_says_what_was_run_and_under_which_policies() {
     assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
 }
 
+/// The same run is known by what it runs, not by how the command spells it: the topology's
+/// contents (a path with `./`, or through a link, is the same file) and each override's key
+/// and value (`lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). Before, both were refused as
+/// another run's outputs (audit). A changed file or another value still is; a run's outputs
+/// still record the path and the overrides as given.
+#[test]
+fn the_same_run_spelled_another_way_replaces_its_outputs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = tmp_str(&dir, "pv");
+    let topology = tmp_str(&dir, "t.toml");
+    std::fs::copy(common::path("topologies/quickstart.toml"), &topology).expect("copy");
+    let dotted = format!("{}/./t.toml", dir.path().display());
+    let run = |file: &str, set: &str| igemu(&["run", file, "--set", set, "--out", &out, "--quiet"]);
+    for (file, set) in [
+        (topology.as_str(), "lrms.cp_alpha=0.1"),
+        (dotted.as_str(), "lrms.cp_alpha=0.1"),
+        (topology.as_str(), " lrms . cp_alpha = 0.1"),
+        (topology.as_str(), "lrms.cp_alpha=1e-1"),
+    ] {
+        let o = run(file, set);
+        assert!(o.status.success(), "{file} {set}: {}", stderr(&o));
+        let summary = json(&dir.path().join("pv/summary.json"));
+        assert_eq!(summary["provenance"]["topology_path"], file);
+        assert_eq!(summary["provenance"]["overrides"][0], set);
+    }
+    let another = "holds another run's outputs";
+    let o = run(&topology, "lrms.cp_alpha=0.2");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&topology).expect("topology");
+    std::fs::write(&topology, text + "\n# changed\n").expect("written");
+    let o = run(&topology, "lrms.cp_alpha=0.1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
+}
+
 /// A run's outputs replace the previous run's as a set: when writing them fails part-way
 /// (here the summary's temporary file cannot be created), the old requests.csv, trace and
 /// summary are still there, whole, and no temporary file is left; the next run replaces them

@@ -251,6 +251,21 @@ pub(crate) fn override_value(raw: &str, index: usize, diags: &Diags) -> Node {
     }
 }
 
+/// An override (`key=value`, as `--set` takes it) spelled one way: the key as
+/// [`canonical_key`] spells it and the value as [`override_value`] reads it, written back as
+/// TOML ([`Node::toml_text`]). Two overrides that set the same key to the same value —
+/// `lrms.cp_alpha = 0.1` and `lrms.cp_alpha=0.1`, `igg.dispatch=rr` and `igg.dispatch="rr"`,
+/// `x=1_000` and `x=1000` — give the same text; text that is no override is kept as it is.
+pub(crate) fn canonical_override(assignment: &str) -> String {
+    let Some((path, raw)) = assignment.split_once('=') else {
+        return assignment.to_string();
+    };
+    let value = override_value(raw, 0, &Diags::default());
+    // A date-time has no text of its own here (igemu has no use for one): kept as written.
+    let text = value.toml_text().unwrap_or_else(|| raw.trim().to_string());
+    format!("{}={text}", canonical_key(path))
+}
+
 /// The dotted segments of an override's key as [`apply_set`] follows them: each trimmed.
 fn key_segments(path: &str) -> Vec<&str> {
     path.trim().split('.').map(str::trim).collect()
