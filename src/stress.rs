@@ -11,6 +11,54 @@ use crate::progress::{Progress, Style};
 use crate::topology::{self, Overrides, Topology};
 use crate::{run, Broken, RunOptions};
 
+/// What a stress test ran, as `stress.json` records it (`inputs`): a stress test into a
+/// folder holding the results of the [same](StressInputs::same_test) one replaces them, and
+/// refuses another's without `--overwrite`, as a run does.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct StressInputs {
+    /// The topology file, its hash and the `--set` overrides (as a run records them).
+    pub provenance: crate::Provenance,
+    /// `--first-seed`.
+    pub first_seed: u64,
+    /// `--seeds`.
+    pub seeds: u64,
+    /// The fault settings run, in order.
+    pub faults: Vec<String>,
+    /// `--interleavings`.
+    pub interleavings: u64,
+    /// `virtual` or `realtime`.
+    pub mode: String,
+    /// Realtime: emulated seconds per wall second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    /// Realtime: threads per run.
+    pub threads: usize,
+    /// The deliberately broken variant run (`none` for the protocols as they are).
+    pub broken: String,
+}
+
+impl StressInputs {
+    /// Whether `self` and `other` are the same stress test: the same run of the topology
+    /// ([`crate::Provenance::same_run`]: its contents and overrides, however spelled) over
+    /// the same seeds, fault settings, schedules, pace and protocol variant.
+    pub fn same_test(&self, other: &StressInputs) -> bool {
+        self.provenance.same_run(&other.provenance)
+            && (
+                self.first_seed,
+                self.seeds,
+                &self.faults,
+                self.interleavings,
+            ) == (
+                other.first_seed,
+                other.seeds,
+                &other.faults,
+                other.interleavings,
+            )
+            && (&self.mode, self.speedup, self.threads, &self.broken)
+                == (&other.mode, other.speedup, other.threads, &other.broken)
+    }
+}
+
 /// The most seeds one stress test takes (each is a run per fault setting).
 pub const MAX_SEEDS: u64 = 100_000;
 
@@ -460,10 +508,11 @@ pub fn to_csv(topology: &Path, runs: &[StressRun]) -> Result<Vec<u8>, csv::Error
     w.into_inner().map_err(|e| e.into_error().into())
 }
 
-/// The runs as `stress.json`: the topology, the count of runs and of bad ones, and per run its
-/// fault preset, seed, overrides, violations (count and first examples) or error, the fault
-/// counts, requests ended of all, and the command reproducing it.
-pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
+/// The runs as `stress.json`: the topology, what the stress test ran (`inputs`), the count of
+/// runs and of bad ones, and per run its fault preset, seed, overrides, violations (count and
+/// first examples) or error, the fault counts, requests ended of all, and the command
+/// reproducing it.
+pub fn to_json(topology: &Path, inputs: &StressInputs, runs: &[StressRun]) -> serde_json::Value {
     let bad = runs
         .iter()
         .filter(|r| !matches!(r.outcome, Ok((0, _))))
@@ -492,6 +541,7 @@ pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "topology": topology.display().to_string(),
+        "inputs": inputs,
         "runs": runs.len(),
         "bad_runs": bad,
         "results": rows,

@@ -3253,7 +3253,8 @@ fn merge_reads_a_run_file_given_as_a_pipe() {
 }
 
 /// A folder holds one run, one sweep or one stress test: stress refuses a run's or a
-/// sweep's folder, and run and sweep refuse a stress test's, leaving each as it was.
+/// sweep's folder, and run and sweep refuse a stress test's, leaving each as it was, unless
+/// --overwrite.
 #[test]
 fn stress_results_and_runs_or_sweeps_do_not_mix_in_one_folder() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -3294,6 +3295,92 @@ fn stress_results_and_runs_or_sweeps_do_not_mix_in_one_folder() {
     }
     assert_eq!(std::fs::read(at("st/stress.csv")).expect("kept"), before);
     assert!(!Path::new(&at("st/summary.json")).exists());
+    // --overwrite replaces them, as it replaces a run's.
+    let o = igemu(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        &at("st"),
+        "--quiet",
+        "--overwrite",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!Path::new(&at("st/stress.csv")).exists());
+    assert!(!Path::new(&at("st/stress.json")).exists());
+    assert!(Path::new(&at("st/points.csv")).exists());
+}
+
+/// A stress test keeps to the rule of runs and sweeps: into a folder holding another stress
+/// test's results (other inputs, or none recorded) it is refused unless --overwrite — before,
+/// it replaced them silently (audit) — while the same stress test, however its topology's
+/// path is spelled, replaces its own. --overwrite also lets a run and a stress test replace
+/// each other's outputs, each removed once the new ones are whole.
+#[test]
+fn stress_replaces_another_stress_tests_results_only_with_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let st = tmp_str(&dir, "st");
+    let stress = |topology: &str, seeds: &str, more: &[&str]| {
+        let args = [
+            "stress", topology, "--seeds", seeds, "--faults", "none", "--quiet", "--out", &st,
+        ];
+        igemu(&[&args[..], more].concat())
+    };
+    let rows = || {
+        std::fs::read_to_string(dir.path().join("st/stress.csv"))
+            .expect("stress.csv")
+            .lines()
+            .count()
+            - 1
+    };
+    let o = stress("topologies/quickstart.toml", "1", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let inputs = &json(&dir.path().join("st/stress.json"))["inputs"];
+    assert_eq!(inputs["seeds"], 1);
+    assert_eq!(inputs["faults"][0], "none");
+    assert_eq!(
+        inputs["provenance"]["topology_path"],
+        "topologies/quickstart.toml"
+    );
+    let o = stress("./topologies/quickstart.toml", "1", &[]);
+    assert!(o.status.success(), "the same stress test: {}", stderr(&o));
+    let before = std::fs::read(dir.path().join("st/stress.csv")).expect("stress.csv");
+    let o = stress("topologies/quickstart.toml", "2", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds another stress test's results (stress.json: made from other inputs); pass --overwrite"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("st/stress.csv")).expect("kept"),
+        before
+    );
+    // Results an older igemu wrote say nothing of their inputs: another stress test's.
+    let record = dir.path().join("st/stress.json");
+    let mut old = json(&record);
+    old.as_object_mut().expect("object").remove("inputs");
+    std::fs::write(&record, old.to_string()).expect("written");
+    let o = stress("topologies/quickstart.toml", "1", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stress.json without the inputs that made it"),
+        "{}",
+        stderr(&o)
+    );
+    let o = stress("topologies/quickstart.toml", "2", &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(rows(), 2);
+    assert_eq!(json(&record)["inputs"]["seeds"], 2);
+    // A run over the stress test's folder, and back.
+    let o = igemu(&["run", "--out", &st, "--quiet", "--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!record.exists() && !dir.path().join("st/stress.csv").exists());
+    let o = stress("topologies/quickstart.toml", "1", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = stress("topologies/quickstart.toml", "1", &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!dir.path().join("st/summary.json").exists());
+    assert_eq!(rows(), 1);
 }
 
 /// `sweep merge --out` keeps to the rule of `sweep --out`: beside its shards, or over an
