@@ -76,6 +76,55 @@ fn every_malformed_topology_is_reported_with_its_place_and_exit_code_2() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The README's commands, run in order, never meet each other's outputs: each output folder
+/// (`--out` of run, replay, sweep and stress; `./out` when a run gives none) belongs to one
+/// command, or a run into a folder of another's would be refused (exit 2, "holds another run's
+/// outputs"), as `--record ... --out out/live` and a later `--serve ... --out out/live` of
+/// another topology were.
+#[test]
+fn the_readme_commands_give_each_its_own_output_folder() {
+    let readme = std::fs::read_to_string(common::path("README.md")).expect("README.md");
+    let mut owner: std::collections::BTreeMap<String, String> = Default::default();
+    let mut clashes = Vec::new();
+    let mut seen = 0;
+    for line in readme.lines() {
+        let Some(command) = line.trim().strip_prefix("cargo run --release -- ") else {
+            continue;
+        };
+        // A comment after the command is no part of it.
+        let command = command.split(" # ").next().unwrap_or(command).trim();
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let folder = match words.first() {
+            Some(&"run" | &"replay" | &"sweep" | &"stress") => {
+                match words.iter().position(|w| *w == "--out") {
+                    Some(i) => words
+                        .get(i + 1)
+                        .map(|w| w.trim_end_matches('/').to_string()),
+                    None if words[0] == "run" => Some("out".to_string()),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        let Some(folder) = folder else { continue };
+        seen += 1;
+        match owner.get(&folder) {
+            Some(first) if first != command => {
+                clashes.push(format!("{folder}: `{first}` and `{command}`"));
+            }
+            Some(_) => {}
+            None => {
+                owner.insert(folder, command.to_string());
+            }
+        }
+    }
+    assert!(
+        seen >= 15,
+        "only {seen} README commands with an output folder"
+    );
+    assert!(clashes.is_empty(), "{}", clashes.join("\n"));
+}
+
 #[test]
 fn every_shipped_topology_validates() {
     for f in files_in("topologies") {
