@@ -239,17 +239,40 @@ pub type OutputKind = (&'static str, fn(&[u8]) -> bool);
 /// `/dev/null`, a FIFO or a socket: the rename would put a plain file in its place); one of
 /// the command's own `inputs` (followed through links); or an existing file that is not an
 /// earlier output of the same kind (`kind` names it, `is_kind` tells it by its first bytes).
-/// An empty file holds nothing to lose. A path that does not exist is fine.
+/// An empty file holds nothing to lose. A path that does not exist is fine when its folder
+/// does: one that does not is refused too (naming the folder to create), before any work, so
+/// that a run does not end failing to write its temporary file there, leaving its other
+/// outputs behind.
 pub fn check_output_file(
     option: &str,
     path: &Path,
     inputs: &[PathBuf],
     (kind, is_kind): OutputKind,
 ) -> Result<(), Error> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
     let refuse = |why: String| Err(Error::Usage(format!("{option} {}: {why}", path.display())));
+    let Ok(meta) = std::fs::metadata(path) else {
+        // `x.json` is in the working directory, whose path is "".
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        return match std::fs::metadata(folder) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => refuse(format!(
+                "{} is a file, not a folder; give a path in a folder",
+                folder.display()
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => refuse(format!(
+                "the folder {0} does not exist; create it first (mkdir -p {0}), or give a path \
+                 in an existing folder",
+                folder.display()
+            )),
+            Err(e) => refuse(format!(
+                "cannot reach the folder {} ({e}); give a path in a folder you can write to",
+                folder.display()
+            )),
+        };
+    };
     if meta.is_dir() {
         return refuse("that is a directory; give the path of a file".into());
     }
@@ -406,6 +429,30 @@ impl Provenance {
             topology_hash: hash,
             overrides: sets.to_vec(),
         }
+    }
+
+    /// Whether `self` and `other` are runs of the same inputs, so that one's outputs may
+    /// replace the other's without `--overwrite`: the same topology — the embedded one, or a
+    /// file with the same contents (its hash), however its path is spelled
+    /// (`./topologies/x.toml`, `topologies/x.toml`) — and the same overrides in the same
+    /// order, each compared as the setting it makes (its key and its value as a run reads them:
+    /// `lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). igemu's version is not compared: the
+    /// same command run again after an upgrade is the same run, as a sweep's record has it.
+    pub fn same_run(&self, other: &Provenance) -> bool {
+        let topology = match (&self.topology_path, &other.topology_path) {
+            (None, None) => true,
+            (Some(_), Some(_)) => {
+                self.topology_hash.is_some() && self.topology_hash == other.topology_hash
+            }
+            _ => false,
+        };
+        let canonical = |p: &Provenance| -> Vec<String> {
+            p.overrides
+                .iter()
+                .map(|s| input::node::canonical_override(s))
+                .collect()
+        };
+        topology && canonical(self) == canonical(other)
     }
 }
 
@@ -1420,7 +1467,56 @@ fn open_replay(path: &Path) -> Result<(time::record::OrderScript, bool), Error> 
 
 #[cfg(test)]
 mod tests {
-    use super::{csv_field, write_int, write_uint};
+    use super::{csv_field, write_int, write_uint, Provenance};
+
+    #[test]
+    fn the_same_run_is_the_same_contents_and_settings_however_spelled() {
+        let p = |path: Option<&str>, hash: Option<&str>, sets: &[&str]| Provenance {
+            igemu: "0".into(),
+            topology_path: path.map(String::from),
+            topology_hash: hash.map(String::from),
+            overrides: sets.iter().map(|s| s.to_string()).collect(),
+        };
+        let base = p(
+            Some("t/a.toml"),
+            Some("01"),
+            &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+        );
+        let mut newer = p(
+            Some("./t/a.toml"),
+            Some("01"),
+            &["lrms . cp_alpha = 1e-1", "igg.dispatch=\"rr\""],
+        );
+        newer.igemu = "1".into();
+        assert!(base.same_run(&newer));
+        for other in [
+            p(
+                Some("t/a.toml"),
+                Some("02"),
+                &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+            ),
+            p(
+                Some("t/a.toml"),
+                None,
+                &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+            ),
+            p(None, None, &["lrms.cp_alpha=0.1", "igg.dispatch=rr"]),
+            p(
+                Some("t/a.toml"),
+                Some("01"),
+                &["lrms.cp_alpha=0.2", "igg.dispatch=rr"],
+            ),
+            p(
+                Some("t/a.toml"),
+                Some("01"),
+                &["igg.dispatch=rr", "lrms.cp_alpha=0.1"],
+            ),
+            p(Some("t/a.toml"), Some("01"), &["lrms.cp_alpha=0.1"]),
+        ] {
+            assert!(!base.same_run(&other), "{other:?}");
+        }
+        assert!(p(None, None, &[]).same_run(&p(None, None, &[])));
+    }
 
     /// A link at every name the next temporary files could take is skipped, never written
     /// through: the file the links point to stays as it was, and the file is written whole.

@@ -148,6 +148,11 @@ enum Command {
         /// written whole or not at all).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Replace what --out holds of another stress test (other inputs, as its stress.json
+        /// says), a run or a sweep (without it, such a directory is refused, so two never
+        /// mix; the same stress test's results are replaced).
+        #[arg(long)]
+        overwrite: bool,
         /// Show no progress (shown on stderr when the runs take over two seconds).
         #[arg(long)]
         quiet: bool,
@@ -234,8 +239,6 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
     })
 }
 
-/// The most seeds one `stress` takes (each is a run per fault setting).
-const MAX_STRESS_SEEDS: u64 = 100_000;
 /// The most schedules `stress --interleavings` explores per seed.
 const MAX_STRESS_INTERLEAVINGS: u64 = 10_000;
 /// The most runs one stress test makes (fault settings × seeds × schedules).
@@ -448,12 +451,15 @@ fn merge(out: &Path, files: &[PathBuf], overwrite: bool) -> Result<(), Error> {
             prepare_sweep_out(out, record, &keep, overwrite)?
         }
         None => {
-            refuse_stress_results(out)?;
+            let stress = stress_results_in(out, overwrite)?;
             let run = run_files(out);
             match (run.is_empty(), overwrite) {
                 (true, _) => {}
                 (false, false) => return Err(holds_a_run(out, &run)),
                 (false, true) => remove_outputs(out, &run)?,
+            }
+            if !stress.is_empty() {
+                remove_outputs(out, &stress)?;
             }
         }
     }
@@ -1064,10 +1070,12 @@ fn replay(args: ReplayArgs) -> Result<(), Error> {
     })
 }
 
-/// Refuses a record path the run would lose or that would destroy something else: one of the
-/// run's own outputs in `out` (written over the record), or an existing file that is not a
-/// record (an old record is replaced, as a run replaces its own outputs).
-fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
+/// Refuses a record path the run would lose or that would destroy something else
+/// ([`igemu::check_output_file`], which also refuses a missing folder — but not the `--out`
+/// folder `out`, which the run makes: `--record D/run.rec --out D`), one of the run's own
+/// outputs in `out` (written over the record), or an existing file that is not a record (an
+/// old record is replaced, as a run replaces its own outputs).
+fn check_record_path(record: &Path, out: &Path, inputs: &[PathBuf]) -> Result<(), Error> {
     igemu::record_file_name(record)?;
     // Where a directory really is: through links and `..` where it exists; else its
     // absolute path with `.` and `..` taken out as written.
@@ -1088,6 +1096,9 @@ fn check_record_path(record: &Path, out: &Path) -> Result<(), Error> {
         })
     };
     let parent = record.parent().unwrap_or(Path::new(""));
+    if !(out.symlink_metadata().is_err() && absolute(parent) == absolute(out)) {
+        igemu::check_output_file("--record", record, inputs, ("a record", |_| true))?;
+    }
     let name = record.file_name().map(|n| n.to_string_lossy().into_owned());
     let output = name
         .as_deref()
@@ -1160,22 +1171,96 @@ fn holds_a_run(out: &Path, run: &[&str]) -> Error {
     ))
 }
 
-/// Refuses a folder holding a stress test's results (`stress.csv`, `stress.json`) for a run's
-/// or a sweep's outputs: a folder holds one of them.
-fn refuse_stress_results(dir: &Path) -> Result<(), Error> {
-    let found: Vec<&str> = ["stress.csv", "stress.json"]
+/// A stress test's results in `dir`, `stress.json` first: removed in this order, a folder
+/// without it holds no whole stress test.
+fn stress_files(dir: &Path) -> Vec<&'static str> {
+    ["stress.json", "stress.csv"]
         .into_iter()
         .filter(|f| dir.join(f).exists())
-        .collect();
-    if found.is_empty() {
-        return Ok(());
+        .collect()
+}
+
+/// Refuses a folder holding a stress test's results for a run's or a sweep's outputs unless
+/// `overwrite` (a folder holds one run, sweep or stress test); says which files to remove
+/// once the new outputs are whole.
+fn stress_results_in(dir: &Path, overwrite: bool) -> Result<Vec<&'static str>, Error> {
+    let found = stress_files(dir);
+    if found.is_empty() || overwrite {
+        return Ok(found);
     }
     Err(Error::Usage(format!(
         "{} holds a stress test's results ({}), and a folder holds one run, sweep or stress \
-         test; choose another --out",
+         test; pass --overwrite to replace them, or choose another --out",
         dir.display(),
         found.join(", ")
     )))
+}
+
+/// What a stress test replaces in its `--out` folder once its results are whole.
+#[derive(Default)]
+struct Replaced {
+    /// A run's or a sweep's files (`--overwrite`), records first.
+    others: Vec<String>,
+    /// Whether `stress.json` is another stress test's (`--overwrite`), removed before the
+    /// new results are written.
+    their_record: bool,
+}
+
+/// Makes `dir` ready for the results of the stress test `inputs` describes: the results of
+/// the same stress test there are replaced; another's — a `stress.json` of other inputs, or
+/// results with none saying what made them — and a run's or a sweep's outputs are refused
+/// unless `overwrite`, as `run` and `sweep` refuse each other's. Nothing is removed yet.
+fn prepare_stress_out(
+    dir: &Path,
+    inputs: &igemu::stress::StressInputs,
+    overwrite: bool,
+) -> Result<Replaced, Error> {
+    create_dir(dir)?;
+    let others: Vec<String> = (sweep_files(dir).into_iter())
+        .chain(run_files(dir).into_iter().map(str::to_string))
+        .collect();
+    let found = stress_files(dir);
+    let record = dir.join("stress.json");
+    // Why the results there are another stress test's, if they are.
+    let theirs = if found.is_empty() {
+        None
+    } else if !found.contains(&"stress.json") {
+        Some("stress.csv without the stress.json saying what made it".to_string())
+    } else {
+        // Capped: a stress.json that is no stress test's (a link to /dev/zero) is another's.
+        let old = igemu::input::read_capped(&record, igemu::input::MAX_JSON_BYTES)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| {
+                serde_json::from_value::<igemu::stress::StressInputs>(v["inputs"].clone()).ok()
+            });
+        match old {
+            Some(old) if old.same_test(inputs) => None,
+            Some(_) => Some("stress.json: made from other inputs".to_string()),
+            None => Some("stress.json without the inputs that made it".to_string()),
+        }
+    };
+    if !overwrite {
+        if !others.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} holds a run's or a sweep's outputs ({}), and a folder holds one run, sweep \
+                 or stress test; pass --overwrite to replace them, or choose another --out",
+                dir.display(),
+                others.join(", ")
+            )));
+        }
+        if let Some(why) = theirs {
+            return Err(Error::Usage(format!(
+                "{} holds another stress test's results ({why}); pass --overwrite to replace \
+                 them, or choose another --out",
+                dir.display()
+            )));
+        }
+    }
+    Ok(Replaced {
+        others,
+        their_record: theirs.is_some() && found.contains(&"stress.json"),
+    })
 }
 
 /// Removes `names` from `dir`, in order, then `report.html` (drawn from what they held).
@@ -1218,7 +1303,7 @@ fn prepare_sweep_out(
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         }
     };
-    refuse_stress_results(out)?;
+    let stress = stress_results_in(out, overwrite)?;
     let files = sweep_files(out);
     // Records of other inputs (or unreadable), with why.
     let mut differing: BTreeMap<String, String> = BTreeMap::new();
@@ -1267,6 +1352,9 @@ fn prepare_sweep_out(
     if !run.is_empty() {
         remove_outputs(out, &run)?;
     }
+    if !stress.is_empty() {
+        remove_outputs(out, &stress)?;
+    }
     if !theirs.is_empty() {
         // Records first (`sweep_files` lists them first): a folder without one holds no
         // whole sweep.
@@ -1276,13 +1364,14 @@ fn prepare_sweep_out(
 }
 
 /// Makes `out` ready for a run's outputs: refuses one holding another run's, or a sweep's,
-/// unless `overwrite`; the outputs of the same run — same topology file, contents and
-/// overrides, as `provenance` says — may be replaced. Nothing is removed before the new
-/// outputs are whole ([`igemu::RunResult::write_outputs`] replaces them, and a sweep's files
-/// go after that), only temporary files a run that was stopped left behind.
+/// unless `overwrite`; the outputs of the same run — the same topology contents and
+/// overrides, as [`igemu::Provenance::same_run`] compares them — may be replaced. Nothing is
+/// removed before the new outputs are whole ([`igemu::RunResult::write_outputs`] replaces
+/// them, and a sweep's files go after that), only temporary files a run that was stopped
+/// left behind.
 fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
     create_dir(out)?;
-    refuse_stress_results(out)?;
+    stress_results_in(out, overwrite)?;
     for name in igemu::RUN_OUTPUTS {
         let _ = std::fs::remove_file(igemu::staged(out, name));
     }
@@ -1307,8 +1396,10 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
         igemu::input::read_capped(&out.join("summary.json"), igemu::input::MAX_JSON_BYTES)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .zip(serde_json::to_value(provenance).ok())
-            .is_some_and(|(old, new)| old["provenance"] == new);
+            .and_then(|old| {
+                serde_json::from_value::<igemu::Provenance>(old["provenance"].clone()).ok()
+            })
+            .is_some_and(|old| old.same_run(provenance));
     if !overwrite && !same_run {
         return Err(Error::Usage(format!(
             "{} holds another run's outputs ({}); pass --overwrite to replace them, or choose another --out",
@@ -1398,8 +1489,7 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     )?;
     if let Some(record) = &args.record {
         let inputs: Vec<PathBuf> = args.topology.iter().cloned().collect();
-        igemu::check_output_file("--record", record, &inputs, ("a record", |_| true))?;
-        check_record_path(record, &args.out)?;
+        check_record_path(record, &args.out, &inputs)?;
     }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let out = args.out;
@@ -1438,10 +1528,13 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     }
     let result = result?;
     result.write_outputs(&out)?;
-    let sweep = sweep_files(&out);
-    if args.overwrite && !sweep.is_empty() {
-        // The run is whole: a sweep's files, which --overwrite replaces, go (records first).
-        remove_outputs(&out, &sweep)?;
+    let theirs: Vec<String> = (sweep_files(&out).into_iter())
+        .chain(stress_files(&out).into_iter().map(str::to_string))
+        .collect();
+    if args.overwrite && !theirs.is_empty() {
+        // The run is whole: a sweep's files or a stress test's, which --overwrite replaces,
+        // go (records first).
+        remove_outputs(&out, &theirs)?;
     }
     say!("{}", result.human_summary());
     say!("  outputs in {}/", out.display());
@@ -1530,13 +1623,14 @@ fn dispatch(command: Command) -> Result<(), Error> {
             threads,
             sets,
             out,
+            overwrite,
             quiet,
             broken_protocol,
         } => stress(
             &path,
             ((first_seed, seeds), &faults, interleavings, jobs, &sets),
             (mode, speedup, threads),
-            out.as_deref(),
+            out.as_deref().map(|o| (o, overwrite)),
             quiet,
             broken(broken_protocol),
         ),
@@ -1641,7 +1735,7 @@ fn stress(
     path: &Path,
     ((first_seed, seeds), faults, interleavings, jobs, sets): StressRuns<'_>,
     (mode, speedup, threads): (Mode, Option<f64>, u16),
-    out: Option<&Path>,
+    out: Option<(&Path, bool)>,
     quiet: bool,
     broken: igemu::Broken,
 ) -> Result<(), Error> {
@@ -1737,21 +1831,9 @@ fn stress(
             )));
         }
     }
-    if seeds == 0 {
-        return Err(Error::Usage("--seeds must be at least 1".into()));
-    }
-    if seeds > MAX_STRESS_SEEDS {
-        return Err(Error::Usage(format!(
-            "--seeds {seeds} is more than {MAX_STRESS_SEEDS}; split the seeds over several stress tests with --first-seed: --first-seed {first_seed} --seeds {MAX_STRESS_SEEDS}, then --first-seed {} --seeds {MAX_STRESS_SEEDS}, and so on",
-            first_seed.saturating_add(MAX_STRESS_SEEDS)
-        )));
-    }
-    let Some(last_seed) = first_seed.checked_add(seeds - 1) else {
-        return Err(Error::Usage(format!(
-            "--first-seed {first_seed} --seeds {seeds} goes past the largest seed, {}; give a lower --first-seed or fewer --seeds",
-            u64::MAX
-        )));
-    };
+    let count = seeds;
+    let seeds =
+        igemu::stress::seed_range(first_seed, seeds).map_err(|e| Error::Usage(e.message))?;
     if interleavings > MAX_STRESS_INTERLEAVINGS {
         return Err(Error::Usage(format!(
             "--interleavings {interleavings} is more than {MAX_STRESS_INTERLEAVINGS}; run several stress tests with more seeds instead"
@@ -1762,7 +1844,7 @@ fn stress(
     } else {
         (1..=interleavings).collect()
     };
-    let seeds: Vec<u64> = (first_seed..=last_seed).collect();
+    let seeds: Vec<u64> = seeds.collect();
     let plan = igemu::stress::StressPlan {
         pace,
         settings: &chosen,
@@ -1778,30 +1860,46 @@ fn stress(
             schedules.len()
         )));
     }
-    if let Some(dir) = out {
-        // Before the runs, so that a bad directory wastes none. A folder holds one run, one
-        // sweep or one stress test's results.
-        create_dir(dir)?;
-        let others: Vec<String> = (run_files(dir).into_iter().map(str::to_string))
-            .chain(sweep_files(dir))
-            .collect();
-        if !others.is_empty() {
-            return Err(Error::Usage(format!(
-                "{} holds a run's or a sweep's outputs ({}), and a folder holds one run, sweep \
-                 or stress test; choose another --out",
-                dir.display(),
-                others.join(", ")
-            )));
-        }
-    }
+    let inputs = igemu::stress::StressInputs {
+        provenance: igemu::Provenance::of(Some(path), sets),
+        first_seed,
+        seeds: count,
+        faults: chosen.iter().map(|p| p.name.clone()).collect(),
+        interleavings,
+        mode: match pace {
+            igemu::stress::Pace::Virtual => "virtual".into(),
+            igemu::stress::Pace::Realtime { .. } => "realtime".into(),
+        },
+        speedup: match pace {
+            igemu::stress::Pace::Virtual => None,
+            igemu::stress::Pace::Realtime { speedup, .. } => Some(speedup),
+        },
+        threads,
+        broken: broken.name().into(),
+    };
+    // Before the runs, so that a bad directory wastes none.
+    let replaced = match out {
+        Some((dir, overwrite)) => prepare_stress_out(dir, &inputs, overwrite)?,
+        None => Replaced::default(),
+    };
     let style = Style::detect(quiet);
     let runs = igemu::stress::stress(path, sets, &plan, jobs, broken, style);
     print!("{}", igemu::stress::report(path, &runs));
-    if let Some(dir) = out {
+    if let Some((dir, _)) = out {
+        if replaced.their_record {
+            // Another stress test's record goes first: a stress.csv never stands beside a
+            // stress.json saying other inputs made it.
+            remove_outputs(dir, &["stress.json"])?;
+        }
         let csv = igemu::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;
         write_atomically(&dir.join("stress.csv"), &csv)?;
-        let json = igemu::stress::to_json(path, &runs).to_string() + "\n";
+        let json = igemu::stress::to_json(path, &inputs, &runs).to_string() + "\n";
         write_atomically(&dir.join("stress.json"), json.as_bytes())?;
+        if !replaced.others.is_empty() {
+            // The results are whole: a run's or a sweep's files, which --overwrite replaces,
+            // go (records first).
+            remove_outputs(dir, &replaced.others)?;
+        }
         say!("results in {}/stress.csv and stress.json", dir.display());
     }
     if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {

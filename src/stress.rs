@@ -11,6 +11,142 @@ use crate::progress::{Progress, Style};
 use crate::topology::{self, Overrides, Topology};
 use crate::{run, Broken, RunOptions};
 
+/// What a stress test ran, as `stress.json` records it (`inputs`): a stress test into a
+/// folder holding the results of the [same](StressInputs::same_test) one replaces them, and
+/// refuses another's without `--overwrite`, as a run does.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct StressInputs {
+    /// The topology file, its hash and the `--set` overrides (as a run records them).
+    pub provenance: crate::Provenance,
+    /// `--first-seed`.
+    pub first_seed: u64,
+    /// `--seeds`.
+    pub seeds: u64,
+    /// The fault settings run, in order.
+    pub faults: Vec<String>,
+    /// `--interleavings`.
+    pub interleavings: u64,
+    /// `virtual` or `realtime`.
+    pub mode: String,
+    /// Realtime: emulated seconds per wall second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    /// Realtime: threads per run.
+    pub threads: usize,
+    /// The deliberately broken variant run (`none` for the protocols as they are).
+    pub broken: String,
+}
+
+impl StressInputs {
+    /// Whether `self` and `other` are the same stress test: the same run of the topology
+    /// ([`crate::Provenance::same_run`]: its contents and overrides, however spelled) over
+    /// the same seeds, fault settings, schedules, pace and protocol variant.
+    pub fn same_test(&self, other: &StressInputs) -> bool {
+        self.provenance.same_run(&other.provenance)
+            && (
+                self.first_seed,
+                self.seeds,
+                &self.faults,
+                self.interleavings,
+            ) == (
+                other.first_seed,
+                other.seeds,
+                &other.faults,
+                other.interleavings,
+            )
+            && (&self.mode, self.speedup, self.threads, &self.broken)
+                == (&other.mode, other.speedup, other.threads, &other.broken)
+    }
+}
+
+/// The most seeds one stress test takes (each is a run per fault setting).
+pub const MAX_SEEDS: u64 = 100_000;
+
+/// Why `--first-seed S --seeds N` is refused, with the stress tests to run instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeedRangeError {
+    /// The whole message, advice included.
+    pub message: String,
+    /// The advice as `(--first-seed, --seeds)` pairs, each a range [`seed_range`] accepts.
+    pub advice: Vec<(u64, u64)>,
+}
+
+impl std::fmt::Display for SeedRangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The seeds of `--first-seed first --seeds count`: `first` to `first + count − 1`, at least
+/// one and at most [`MAX_SEEDS`], none past `u64::MAX`. A refusal advises only ranges that are
+/// themselves accepted (it advised `--first-seed 18446744073709551615 --seeds 100000` once):
+/// the range cut at the largest seed, the same count ending there, or the range split in
+/// stress tests of [`MAX_SEEDS`].
+pub fn seed_range(first: u64, count: u64) -> Result<std::ops::RangeInclusive<u64>, SeedRangeError> {
+    // The first stress tests of at most MAX_SEEDS that cover `total` seeds from `start`.
+    let split = |start: u64, total: u64| -> Vec<(u64, u64)> {
+        let head = (start, total.min(MAX_SEEDS));
+        let mut parts = vec![head];
+        if total > MAX_SEEDS {
+            // start + MAX_SEEDS ≤ start + total − 1, which the caller checked fits.
+            parts.push((start + MAX_SEEDS, (total - MAX_SEEDS).min(MAX_SEEDS)));
+        }
+        parts
+    };
+    let commands = |parts: &[(u64, u64)], total: u64| {
+        let each: Vec<String> = parts
+            .iter()
+            .map(|(s, n)| format!("--first-seed {s} --seeds {n}"))
+            .collect();
+        let more = if total > 2 * MAX_SEEDS {
+            ", and so on"
+        } else {
+            ""
+        };
+        format!("{}{more}", each.join(", then "))
+    };
+    if count == 0 {
+        return Err(SeedRangeError {
+            message: format!("--seeds must be at least 1 (e.g. --first-seed {first} --seeds 1)"),
+            advice: vec![(first, 1)],
+        });
+    }
+    let Some(last) = first.checked_add(count - 1) else {
+        // count − 1 > u64::MAX − first, so first ≥ 1 and `room` fits.
+        let room = u64::MAX - first + 1;
+        let mut advice = split(first, room);
+        let cut = commands(&advice, room);
+        let there = if room == 1 {
+            "is 1 seed".to_string()
+        } else {
+            format!("are {room} seeds")
+        };
+        let mut message = format!(
+            "--first-seed {first} --seeds {count} goes past the largest seed, {}: from {first} \
+             there {there}. Give {cut}",
+            u64::MAX
+        );
+        if count <= MAX_SEEDS {
+            let end = u64::MAX - (count - 1);
+            message += &format!(" (up to the largest), or --first-seed {end} --seeds {count} (the last {count} seeds)");
+            advice.push((end, count));
+        }
+        return Err(SeedRangeError { message, advice });
+    };
+    if count > MAX_SEEDS {
+        let advice = split(first, count);
+        return Err(SeedRangeError {
+            message: format!(
+                "--seeds {count} is more than {MAX_SEEDS}; split the seeds over several stress \
+                 tests with --first-seed: {}",
+                commands(&advice, count)
+            ),
+            advice,
+        });
+    }
+    Ok(first..=last)
+}
+
 /// A named set of fault overrides.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultSetting {
@@ -372,10 +508,11 @@ pub fn to_csv(topology: &Path, runs: &[StressRun]) -> Result<Vec<u8>, csv::Error
     w.into_inner().map_err(|e| e.into_error().into())
 }
 
-/// The runs as `stress.json`: the topology, the count of runs and of bad ones, and per run its
-/// fault preset, seed, overrides, violations (count and first examples) or error, the fault
-/// counts, requests ended of all, and the command reproducing it.
-pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
+/// The runs as `stress.json`: the topology, what the stress test ran (`inputs`), the count of
+/// runs and of bad ones, and per run its fault preset, seed, overrides, violations (count and
+/// first examples) or error, the fault counts, requests ended of all, and the command
+/// reproducing it.
+pub fn to_json(topology: &Path, inputs: &StressInputs, runs: &[StressRun]) -> serde_json::Value {
     let bad = runs
         .iter()
         .filter(|r| !matches!(r.outcome, Ok((0, _))))
@@ -404,8 +541,84 @@ pub fn to_json(topology: &Path, runs: &[StressRun]) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "topology": topology.display().to_string(),
+        "inputs": inputs,
         "runs": runs.len(),
         "bad_runs": bad,
         "results": rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every refusal advises only ranges that are accepted, near 0, near `u64::MAX` and
+    /// around [`MAX_SEEDS`]; an accepted range is the seeds asked for.
+    #[test]
+    fn seed_range_advice_is_always_accepted() {
+        let m = MAX_SEEDS;
+        let counts = [
+            0,
+            1,
+            2,
+            m - 1,
+            m,
+            m + 1,
+            2 * m,
+            2 * m + 1,
+            3 * m,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let firsts = [
+            0,
+            1,
+            2,
+            m,
+            u64::MAX - 3 * m,
+            u64::MAX - 2 * m,
+            u64::MAX - m - 1,
+            u64::MAX - m,
+            u64::MAX - m + 1,
+            18_446_744_073_709_551_000,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for first in firsts {
+            for count in counts {
+                match seed_range(first, count) {
+                    Ok(r) => {
+                        assert_eq!(*r.start(), first);
+                        assert_eq!(r.end() - r.start(), count - 1);
+                        assert!(count <= m);
+                    }
+                    Err(e) => {
+                        assert!(!e.advice.is_empty(), "{first} {count}: {e}");
+                        for &(s, n) in &e.advice {
+                            assert!(
+                                seed_range(s, n).is_ok(),
+                                "{first} {count}: advised {s} {n}: {e}"
+                            );
+                            assert!(
+                                e.message.contains(&format!("--first-seed {s} --seeds {n}")),
+                                "{e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_range_past_the_largest_seed_is_cut_there() {
+        let e = seed_range(18_446_744_073_709_551_000, 100_001).expect_err("past u64::MAX");
+        assert_eq!(e.advice, vec![(18_446_744_073_709_551_000, 616)]);
+        assert!(e.message.contains("there are 616 seeds"), "{e}");
+        let e = seed_range(u64::MAX, 2).expect_err("past u64::MAX");
+        assert_eq!(e.advice, vec![(u64::MAX, 1), (u64::MAX - 1, 2)]);
+        let e = seed_range(1, 250_000).expect_err("too many");
+        assert_eq!(e.advice, vec![(1, 100_000), (100_001, 100_000)]);
+        assert!(e.message.ends_with("and so on"), "{e}");
+    }
 }

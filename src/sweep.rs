@@ -455,22 +455,159 @@ fn read_vary(t: &Table<'_>) -> Vec<(String, Vec<String>)> {
     vary
 }
 
-/// Refuses a value of `key` listed twice (as runs.csv shows it, so `"0.1"` and `0.1` are one
-/// value), at the second one's place (`loc(i)` of the i-th): its runs would be the same runs,
-/// counted as independent samples of one point.
+/// Refuses a value of `key` listed twice, at the second one's place (`loc(i)` of the i-th):
+/// its runs would be the same runs, counted as independent samples of one point. Values are
+/// compared as a run reads them ([`ValueIdentity`]), so `"0.1"` and `0.1`, `1e3` and
+/// `1000`, and `"1h"`, `"60m"` and `3600` (as a duration) are each one value; the message
+/// names both spellings.
 fn check_values<'l>(t: &Table<'_>, key: &str, values: &[String], loc: impl Fn(usize) -> &'l Loc) {
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = SeenValues::default();
     for (i, v) in values.iter().enumerate() {
-        let shown = v.trim_matches('"');
-        if !seen.insert(shown) {
-            t.diags.error(
-                loc(i),
-                format!("value {shown} is listed twice for `{key}`"),
-                Some(
-                    "list each value once: its runs would be the same runs, counted as independent samples"
-                        .into(),
-                ),
-            );
+        let Some((j, same)) = seen.insert(i, v) else {
+            continue;
+        };
+        let shown = |v: &str| v.trim_matches('"').to_string();
+        let (first, second) = (shown(&values[j]), shown(v));
+        let message = if first == second {
+            format!("value {second} is listed twice for `{key}`")
+        } else {
+            format!("values {first} and {second} of `{key}` are one value ({same})")
+        };
+        t.diags.error(
+            loc(i),
+            message,
+            Some(
+                "list each value once: its runs would be the same runs, counted as independent samples"
+                    .into(),
+            ),
+        );
+    }
+}
+
+/// What a varied value is to a run: a number (`0.1`, `"0.1"`, `1e3`), a duration written
+/// with a unit or as a clock time (`"1h"`, `"01:00:00"`), or other TOML (a name, a list, a
+/// table), as [`crate::input::node::override_value`] reads its `--set` text.
+#[derive(Debug, PartialEq)]
+enum ValueIdentity {
+    /// A number: an integer, or a float's bits (integral floats are integers, `-0.0` is 0).
+    Number(NumberKey, Option<u64>),
+    /// A duration with a unit, µs.
+    Duration(u64),
+    /// Anything else, as TOML text.
+    Text(String),
+}
+
+/// A number as one key: `1000`, `1e3` and `1000.0` are one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum NumberKey {
+    Int(i64),
+    Float(u64),
+}
+
+impl ValueIdentity {
+    /// The identity of a value written as `--set` text. A number also carries the duration
+    /// (µs) a duration key reads it as (seconds), so that `3600` meets `"1h"`.
+    fn of(text: &str) -> ValueIdentity {
+        use crate::input::node::override_value;
+        let node = override_value(text, 0, &Diags::default());
+        let number = match &node.kind {
+            NodeKind::Int(i) => Some(NumberKey::Int(*i)),
+            NodeKind::Float(f) => Some(float_key(*f)),
+            // As runs.csv shows it: `"0.1"` is `0.1`.
+            NodeKind::Str(s) => s
+                .trim()
+                .parse::<i64>()
+                .map(NumberKey::Int)
+                .or_else(|_| s.trim().parse::<f64>().map(float_key))
+                .ok(),
+            _ => None,
+        };
+        if let Some(n) = number {
+            let secs = match n {
+                NumberKey::Int(i) => i as f64,
+                NumberKey::Float(bits) => f64::from_bits(bits),
+            };
+            let micros = (secs >= 0.0)
+                .then(|| crate::time::EmuDuration::checked_from_secs_f64(secs))
+                .flatten()
+                .map(crate::time::EmuDuration::as_micros);
+            return ValueIdentity::Number(n, micros);
+        }
+        match &node.kind {
+            NodeKind::Str(s) => match crate::time::parse_duration(s) {
+                Ok(d) => ValueIdentity::Duration(d.as_micros()),
+                Err(_) => ValueIdentity::Text(node.toml_text().unwrap_or_default()),
+            },
+            _ => ValueIdentity::Text(node.toml_text().unwrap_or_else(|| text.to_string())),
+        }
+    }
+}
+
+/// An f64 as a [`NumberKey`]: an integral value an i64 holds exactly is that integer.
+fn float_key(f: f64) -> NumberKey {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) {
+        NumberKey::Int(f as i64)
+    } else {
+        NumberKey::Float(f.to_bits())
+    }
+}
+
+/// The values of one key seen so far, by identity. Two numbers are one value when they are
+/// equal; a duration with a unit is one value with another of the same length, or with a
+/// number of as many seconds (a duration key reads `3600` as `"1h"`) — but two numbers are
+/// never one value for being the same microsecond (`0.1` and `0.1000001` differ as numbers).
+#[derive(Default)]
+struct SeenValues {
+    numbers: std::collections::HashMap<NumberKey, usize>,
+    /// Numbers by the duration they read as.
+    number_durations: std::collections::HashMap<u64, usize>,
+    durations: std::collections::HashMap<u64, usize>,
+    texts: std::collections::HashMap<String, usize>,
+}
+
+impl SeenValues {
+    /// Records the `i`-th value, written `text`; if it is one already seen, returns the
+    /// index of that one and what they both are (for the message).
+    fn insert(&mut self, i: usize, text: &str) -> Option<(usize, String)> {
+        let secs = |micros: u64| {
+            let d = crate::time::EmuDuration::from_micros(micros);
+            format!("{} s", d.as_secs_f64())
+        };
+        match ValueIdentity::of(text) {
+            ValueIdentity::Number(n, micros) => {
+                if let Some(&j) = self.numbers.get(&n) {
+                    let shown = match n {
+                        NumberKey::Int(i) => i.to_string(),
+                        NumberKey::Float(bits) => format!("{:?}", f64::from_bits(bits)),
+                    };
+                    return Some((j, format!("the number {shown}")));
+                }
+                if let Some(&j) = micros.and_then(|m| self.durations.get(&m)) {
+                    let m = micros.unwrap_or_default();
+                    return Some((j, format!("the duration {}", secs(m))));
+                }
+                self.numbers.insert(n, i);
+                if let Some(m) = micros {
+                    self.number_durations.entry(m).or_insert(i);
+                }
+                None
+            }
+            ValueIdentity::Duration(m) => {
+                let first = [self.durations.get(&m), self.number_durations.get(&m)];
+                if let Some(&j) = first.into_iter().flatten().min() {
+                    return Some((j, format!("the duration {}", secs(m))));
+                }
+                self.durations.insert(m, i);
+                None
+            }
+            ValueIdentity::Text(t) => {
+                if let Some(&j) = self.texts.get(&t) {
+                    return Some((j, format!("the value {t}")));
+                }
+                self.texts.insert(t, i);
+                None
+            }
         }
     }
 }
@@ -1274,6 +1411,56 @@ mod tests {
         assert!((t975(40) - 2.0211).abs() < 1e-4);
         assert!(t975(0).is_nan());
         assert!(mean_ci(&[5.0]).1.is_nan());
+    }
+
+    /// The problems `parse_text` reports for a sweep file varying `key` over `values` (TOML).
+    fn vary_problems(key: &str, values: &str) -> Option<String> {
+        let text = format!("topology = \"t.toml\"\nseeds = 1\n[vary]\n\"{key}\" = {values}\n");
+        parse_text(&text, Path::new("s.toml"))
+            .err()
+            .map(|r| r.to_string())
+    }
+
+    #[test]
+    fn two_spellings_of_one_value_are_one_value_listed_twice() {
+        for (values, first, second, what) in [
+            (r#"["1h", "60m"]"#, "1h", "60m", "the duration 3600 s"),
+            (r#"["1h", 3600]"#, "1h", "3600", "the duration 3600 s"),
+            (
+                r#"[3600, "01:00:00"]"#,
+                "3600",
+                "01:00:00",
+                "the duration 3600 s",
+            ),
+            (
+                r#"["90s", "1m30s", 5]"#,
+                "90s",
+                "1m30s",
+                "the duration 90 s",
+            ),
+            ("[1000, 1e3]", "1000", "1000.0", "the number 1000"),
+            ("[0.5, 5e-1]", "0.5", "0.5", ""),
+        ] {
+            let m = vary_problems("emulation.end", values).expect(values);
+            let expect = if first == second {
+                format!("value {first} is listed twice for `emulation.end`")
+            } else {
+                format!("values {first} and {second} of `emulation.end` are one value ({what})")
+            };
+            assert!(m.contains(&expect), "{values}: {m}");
+            assert_eq!(m.matches("error:").count(), 1, "{values}: {m}");
+        }
+        // Distinct values stay distinct: numbers a microsecond apart, names that are no
+        // durations, and lists of other values.
+        for values in [
+            "[0.1, 0.1000001]",
+            r#"["rr", "bcf", "pap-rtdp"]"#,
+            r#"["1h", "61m", 3601, 3602.5]"#,
+            r#"[["1m", "5m"], ["1m", "6m"]]"#,
+            "[1, 2, 3]",
+        ] {
+            assert_eq!(vary_problems("emulation.end", values), None, "{values}");
+        }
     }
 
     #[test]

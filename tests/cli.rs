@@ -62,8 +62,67 @@ fn every_malformed_topology_is_reported_with_its_place_and_exit_code_2() {
             "{} made igemu panic:\n{err}",
             f.display()
         );
+        // A message shows user text escaped: a control character would restyle the
+        // terminal, an invisible one (zero-width, bidirectional, byte order mark) hide or
+        // reorder what the message says.
+        let raw = err.chars().find(|&c| {
+            (c.is_control() && c != '\n')
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+        });
+        if let Some(c) = raw {
+            failures.push(format!("{}: {c:?} shown raw in\n{err}", f.display()));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The README's commands, run in order, never meet each other's outputs: each output folder
+/// (`--out` of run, replay, sweep and stress; `./out` when a run gives none) belongs to one
+/// command, or a run into a folder of another's would be refused (exit 2, "holds another run's
+/// outputs"), as `--record ... --out out/live` and a later `--serve ... --out out/live` of
+/// another topology were.
+#[test]
+fn the_readme_commands_give_each_its_own_output_folder() {
+    let readme = std::fs::read_to_string(common::path("README.md")).expect("README.md");
+    let mut owner: std::collections::BTreeMap<String, String> = Default::default();
+    let mut clashes = Vec::new();
+    let mut seen = 0;
+    for line in readme.lines() {
+        let Some(command) = line.trim().strip_prefix("cargo run --release -- ") else {
+            continue;
+        };
+        // A comment after the command is no part of it.
+        let command = command.split(" # ").next().unwrap_or(command).trim();
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let folder = match words.first() {
+            Some(&"run" | &"replay" | &"sweep" | &"stress") => {
+                match words.iter().position(|w| *w == "--out") {
+                    Some(i) => words
+                        .get(i + 1)
+                        .map(|w| w.trim_end_matches('/').to_string()),
+                    None if words[0] == "run" => Some("out".to_string()),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        let Some(folder) = folder else { continue };
+        seen += 1;
+        match owner.get(&folder) {
+            Some(first) if first != command => {
+                clashes.push(format!("{folder}: `{first}` and `{command}`"));
+            }
+            Some(_) => {}
+            None => {
+                owner.insert(folder, command.to_string());
+            }
+        }
+    }
+    assert!(
+        seen >= 15,
+        "only {seen} README commands with an output folder"
+    );
+    assert!(clashes.is_empty(), "{}", clashes.join("\n"));
 }
 
 #[test]
@@ -280,6 +339,42 @@ fn a_runs_summary_says_what_was_run_and_under_which_policies() {
     let text = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary");
     let s2: serde_json::Value = serde_json::from_str(&text).expect("json");
     assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
+}
+
+/// The same run is known by what it runs, not by how the command spells it: the topology's
+/// contents (a path with `./`, or through a link, is the same file) and each override's key
+/// and value (`lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). Before, both were refused as
+/// another run's outputs (audit). A changed file or another value still is; a run's outputs
+/// still record the path and the overrides as given.
+#[test]
+fn the_same_run_spelled_another_way_replaces_its_outputs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = tmp_str(&dir, "pv");
+    let topology = tmp_str(&dir, "t.toml");
+    std::fs::copy(common::path("topologies/quickstart.toml"), &topology).expect("copy");
+    let dotted = format!("{}/./t.toml", dir.path().display());
+    let run = |file: &str, set: &str| igemu(&["run", file, "--set", set, "--out", &out, "--quiet"]);
+    for (file, set) in [
+        (topology.as_str(), "lrms.cp_alpha=0.1"),
+        (dotted.as_str(), "lrms.cp_alpha=0.1"),
+        (topology.as_str(), " lrms . cp_alpha = 0.1"),
+        (topology.as_str(), "lrms.cp_alpha=1e-1"),
+    ] {
+        let o = run(file, set);
+        assert!(o.status.success(), "{file} {set}: {}", stderr(&o));
+        let summary = json(&dir.path().join("pv/summary.json"));
+        assert_eq!(summary["provenance"]["topology_path"], file);
+        assert_eq!(summary["provenance"]["overrides"][0], set);
+    }
+    let another = "holds another run's outputs";
+    let o = run(&topology, "lrms.cp_alpha=0.2");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&topology).expect("topology");
+    std::fs::write(&topology, text + "\n# changed\n").expect("written");
+    let o = run(&topology, "lrms.cp_alpha=0.1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
 }
 
 /// A run's outputs replace the previous run's as a set: when writing them fails part-way
@@ -1589,6 +1684,35 @@ fn small_sweep(dir: &Path, end: &str) -> PathBuf {
     sweep
 }
 
+/// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
+/// end, so listed together they would be one point's runs counted as three points (audit).
+#[test]
+fn a_sweep_refuses_two_spellings_of_one_varied_value_naming_both() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let text = std::fs::read_to_string(&sweep).expect("sweep");
+    let text = text.replace(
+        "[vary]\n",
+        "[vary]\n\"emulation.end\" = [\"1h\", \"60m\", 3600, \"2h\"]\n",
+    );
+    let text = text.replace("\"emulation.end\" = \"1h\"\n", "");
+    std::fs::write(&sweep, text).expect("written");
+    let out = tmp_str(&dir, "o");
+    let o = refused(
+        &["sweep", s(&sweep), "--out", &out, "--quiet"],
+        "values 1h and 60m of `emulation.end` are one value (the duration 3600 s)",
+    );
+    assert!(
+        stderr(&o).contains("values 1h and 3600 of `emulation.end` are one value"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !Path::new(&out).exists(),
+        "nothing is made for a refused sweep"
+    );
+}
+
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("json")
@@ -2799,6 +2923,74 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
     }
 }
 
+/// A single-file output in a folder that does not exist is refused before any work, exit 2,
+/// naming the path given and the folder to create, and nothing is made: before, `run --record
+/// nodir/x.rec` ran, left its `--out` folder, and failed (exit 1) naming its hidden temporary
+/// file. The `--out` folder a run makes may hold the record (`--record D/run.rec --out D`).
+#[test]
+fn single_file_outputs_in_a_missing_folder_are_refused_before_any_work() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| tmp_str(&tmp, name);
+    let run = igemu(&["run", "--out", &at("run"), "--trace", "--quiet"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let trace = at("run/trace.jsonl");
+    let missing = at("nodir/x.out");
+    let fix = format!(
+        "{missing}: the folder {} does not exist; create it first",
+        at("nodir")
+    );
+    refused(
+        &["run", "--record", &missing, "--out", &at("o"), "--quiet"],
+        &format!("--record {fix}"),
+    );
+    assert!(!Path::new(&at("o")).exists(), "the run made its --out");
+    for flag in ["--chrome", "--mermaid"] {
+        refused(&["trace", &trace, flag, &missing], &format!("{flag} {fix}"));
+    }
+    refused(
+        &["trace", &trace, "--negotiations", "--out", &missing],
+        &format!("--out {fix}"),
+    );
+    refused(
+        &["report", &at("run"), "--out", &missing],
+        &format!("--out {fix}"),
+    );
+    refused(
+        &[
+            "workload",
+            "export",
+            "topologies/quickstart.toml",
+            "--workload",
+            "alpha-dve",
+            "--out",
+            &missing,
+        ],
+        &format!("--out {fix}"),
+    );
+    // A file where the folder should be.
+    refused(
+        &[
+            "report",
+            &at("run"),
+            "--out",
+            &at("run/summary.json/r.html"),
+        ],
+        "is a file, not a folder",
+    );
+    assert!(!Path::new(&at("nodir")).exists());
+    assert!(!Path::new(&at("run/report.html")).exists());
+    let made = igemu(&[
+        "run",
+        "--record",
+        &at("new/run.rec"),
+        "--out",
+        &at("new"),
+        "--quiet",
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(Path::new(&at("new/run.rec")).is_file());
+}
+
 /// Each period and the end are valid alone, but together they can make a run whose timers
 /// alone would take years: validation refuses the combination, naming the periods and the
 /// end, and a short run with the same fast timers is accepted and ends.
@@ -2962,6 +3154,24 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("goes past the largest seed"),
+        "{}",
+        stderr(&o)
+    );
+    // Near the largest seed the advice is a range that is accepted: it advised
+    // `--first-seed 18446744073709551615 --seeds 100000`, itself refused.
+    let o = refused(
+        &[
+            "stress",
+            "topologies/peering-small.toml",
+            "--seeds",
+            "100001",
+            "--first-seed",
+            "18446744073709551000",
+        ],
+        "there are 616 seeds. Give --first-seed 18446744073709551000 --seeds 616",
+    );
+    assert!(
+        !stderr(&o).contains("--first-seed 18446744073709551615 --seeds 100000"),
         "{}",
         stderr(&o)
     );
@@ -3227,7 +3437,8 @@ fn merge_reads_a_run_file_given_as_a_pipe() {
 }
 
 /// A folder holds one run, one sweep or one stress test: stress refuses a run's or a
-/// sweep's folder, and run and sweep refuse a stress test's, leaving each as it was.
+/// sweep's folder, and run and sweep refuse a stress test's, leaving each as it was, unless
+/// --overwrite.
 #[test]
 fn stress_results_and_runs_or_sweeps_do_not_mix_in_one_folder() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -3268,6 +3479,92 @@ fn stress_results_and_runs_or_sweeps_do_not_mix_in_one_folder() {
     }
     assert_eq!(std::fs::read(at("st/stress.csv")).expect("kept"), before);
     assert!(!Path::new(&at("st/summary.json")).exists());
+    // --overwrite replaces them, as it replaces a run's.
+    let o = igemu(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        &at("st"),
+        "--quiet",
+        "--overwrite",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!Path::new(&at("st/stress.csv")).exists());
+    assert!(!Path::new(&at("st/stress.json")).exists());
+    assert!(Path::new(&at("st/points.csv")).exists());
+}
+
+/// A stress test keeps to the rule of runs and sweeps: into a folder holding another stress
+/// test's results (other inputs, or none recorded) it is refused unless --overwrite — before,
+/// it replaced them silently (audit) — while the same stress test, however its topology's
+/// path is spelled, replaces its own. --overwrite also lets a run and a stress test replace
+/// each other's outputs, each removed once the new ones are whole.
+#[test]
+fn stress_replaces_another_stress_tests_results_only_with_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let st = tmp_str(&dir, "st");
+    let stress = |topology: &str, seeds: &str, more: &[&str]| {
+        let args = [
+            "stress", topology, "--seeds", seeds, "--faults", "none", "--quiet", "--out", &st,
+        ];
+        igemu(&[&args[..], more].concat())
+    };
+    let rows = || {
+        std::fs::read_to_string(dir.path().join("st/stress.csv"))
+            .expect("stress.csv")
+            .lines()
+            .count()
+            - 1
+    };
+    let o = stress("topologies/quickstart.toml", "1", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let inputs = &json(&dir.path().join("st/stress.json"))["inputs"];
+    assert_eq!(inputs["seeds"], 1);
+    assert_eq!(inputs["faults"][0], "none");
+    assert_eq!(
+        inputs["provenance"]["topology_path"],
+        "topologies/quickstart.toml"
+    );
+    let o = stress("./topologies/quickstart.toml", "1", &[]);
+    assert!(o.status.success(), "the same stress test: {}", stderr(&o));
+    let before = std::fs::read(dir.path().join("st/stress.csv")).expect("stress.csv");
+    let o = stress("topologies/quickstart.toml", "2", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds another stress test's results (stress.json: made from other inputs); pass --overwrite"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("st/stress.csv")).expect("kept"),
+        before
+    );
+    // Results an older igemu wrote say nothing of their inputs: another stress test's.
+    let record = dir.path().join("st/stress.json");
+    let mut old = json(&record);
+    old.as_object_mut().expect("object").remove("inputs");
+    std::fs::write(&record, old.to_string()).expect("written");
+    let o = stress("topologies/quickstart.toml", "1", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stress.json without the inputs that made it"),
+        "{}",
+        stderr(&o)
+    );
+    let o = stress("topologies/quickstart.toml", "2", &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(rows(), 2);
+    assert_eq!(json(&record)["inputs"]["seeds"], 2);
+    // A run over the stress test's folder, and back.
+    let o = igemu(&["run", "--out", &st, "--quiet", "--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!record.exists() && !dir.path().join("st/stress.csv").exists());
+    let o = stress("topologies/quickstart.toml", "1", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = stress("topologies/quickstart.toml", "1", &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!dir.path().join("st/summary.json").exists());
+    assert_eq!(rows(), 1);
 }
 
 /// `sweep merge --out` keeps to the rule of `sweep --out`: beside its shards, or over an

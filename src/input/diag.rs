@@ -1,6 +1,7 @@
 //! Diagnostics for bad input: every problem in a file is collected, each with its place
 //! (`file:line:col`, or the `--set` it came from), a message, and a hint for the fix.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
@@ -160,7 +161,7 @@ impl Report {
             }
             Loc::Set(i) => format!(
                 "--set {}",
-                self.sets.get(*i).map(String::as_str).unwrap_or("?")
+                shown(self.sets.get(*i).map(String::as_str).unwrap_or("?"))
             ),
             Loc::Profile { name, start } => {
                 match self.profiles.iter().find(|(n, _, _)| n == name) {
@@ -206,6 +207,39 @@ impl fmt::Display for Report {
             if n == 1 { "" } else { "s" }
         )
     }
+}
+
+/// Code points that are letters to Unicode (`char::is_alphabetic`) yet show as nothing: the
+/// Hangul fillers. Every other default-ignorable code point (zero-width space, bidirectional
+/// controls, byte order mark, ...) is no letter, digit or ASCII character.
+const BLANK_LETTERS: [char; 4] = ['\u{115F}', '\u{1160}', '\u{3164}', '\u{FFA0}'];
+
+/// Whether a message may show `c` as it is: a space, visible ASCII, or a letter or digit of
+/// any script that shows as something.
+pub(crate) fn shows_as_itself(c: char) -> bool {
+    c == ' ' || c.is_ascii_graphic() || (c.is_alphanumeric() && !BLANK_LETTERS.contains(&c))
+}
+
+/// User text (a name, an override) as a message may show it: every character that does not
+/// [show as itself](shows_as_itself) written `\u{…}` (ASCII control characters as Rust writes
+/// them, `\t`, `\n`), so that an invisible or look-alike character is seen in the message and
+/// none reaches the terminal raw (a right-to-left override would reorder the rest of the line,
+/// an escape sequence would restyle it).
+pub(crate) fn shown(text: &str) -> Cow<'_, str> {
+    if text.chars().all(shows_as_itself) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if shows_as_itself(c) {
+            out.push(c);
+        } else if c.is_ascii() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Levenshtein distance between two short strings.

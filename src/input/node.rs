@@ -214,18 +214,7 @@ pub(crate) fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: 
         );
         return;
     }
-    let raw = raw.trim();
-    // An integer beyond TOML's 64 signed bits is no TOML value: a bare string too (so
-    // `--set emulation.seed=18446744073709551615` gives the seed as digits, as a seed above
-    // 2^63 − 1 is written in a file).
-    let huge = |v: &DeValue<'_>| matches!(v, DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err());
-    let value = match DeValue::parse(raw) {
-        Ok(v) if !huge(v.get_ref()) => convert(&v, Origin::Set(index), diags),
-        _ => Node {
-            kind: NodeKind::Str(raw.to_string()),
-            loc: loc.clone(),
-        },
-    };
+    let value = override_value(raw, index, diags);
     let mut cur = root;
     for (depth, seg) in segments.iter().enumerate() {
         match step(cur, seg, &loc) {
@@ -242,6 +231,39 @@ pub(crate) fn apply_set(root: &mut Node, index: usize, assignment: &str, diags: 
         }
     }
     *cur = value;
+}
+
+/// The value of the `index`-th override, written `raw`, as [`apply_set`] places it: a TOML
+/// value when it parses as one (`3`, `true`, `"x"`, `[1, 2]`), otherwise the bare text
+/// (trimmed) as a string.
+pub(crate) fn override_value(raw: &str, index: usize, diags: &Diags) -> Node {
+    let raw = raw.trim();
+    // An integer beyond TOML's 64 signed bits is no TOML value: a bare string too (so
+    // `--set emulation.seed=18446744073709551615` gives the seed as digits, as a seed above
+    // 2^63 − 1 is written in a file).
+    let huge = |v: &DeValue<'_>| matches!(v, DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err());
+    match DeValue::parse(raw) {
+        Ok(v) if !huge(v.get_ref()) => convert(&v, Origin::Set(index), diags),
+        _ => Node {
+            kind: NodeKind::Str(raw.to_string()),
+            loc: Loc::Set(index),
+        },
+    }
+}
+
+/// An override (`key=value`, as `--set` takes it) spelled one way: the key as
+/// [`canonical_key`] spells it and the value as [`override_value`] reads it, written back as
+/// TOML ([`Node::toml_text`]). Two overrides that set the same key to the same value —
+/// `lrms.cp_alpha = 0.1` and `lrms.cp_alpha=0.1`, `igg.dispatch=rr` and `igg.dispatch="rr"`,
+/// `x=1_000` and `x=1000` — give the same text; text that is no override is kept as it is.
+pub(crate) fn canonical_override(assignment: &str) -> String {
+    let Some((path, raw)) = assignment.split_once('=') else {
+        return assignment.to_string();
+    };
+    let value = override_value(raw, 0, &Diags::default());
+    // A date-time has no text of its own here (igemu has no use for one): kept as written.
+    let text = value.toml_text().unwrap_or_else(|| raw.trim().to_string());
+    format!("{}={text}", canonical_key(path))
 }
 
 /// The dotted segments of an override's key as [`apply_set`] follows them: each trimmed.
@@ -291,14 +313,7 @@ pub(crate) fn override_sets_key(assignment: &str, target: &str) -> bool {
     let Some((path, raw)) = assignment.split_once('=') else {
         return false;
     };
-    let value = match DeValue::parse(raw.trim()) {
-        Ok(v) => convert(&v, Origin::Set(0), &Diags::default()),
-        Err(_) => Node {
-            kind: NodeKind::Str(raw.trim().to_string()),
-            loc: Loc::Set(0),
-        },
-    };
-    sets_key(path, &value, target)
+    sets_key(path, &override_value(raw, 0, &Diags::default()), target)
 }
 
 /// Why an override's path cannot go on.

@@ -4,6 +4,7 @@
 
 mod build;
 mod generated;
+mod names;
 pub(crate) mod profile;
 mod requests;
 mod workloads;
@@ -16,6 +17,7 @@ use crate::input::node::{self, apply_set, parse_document, Node, Origin as NodeOr
 use crate::input::table::Table;
 pub use build::{Federation, Hosts, Request, Users};
 use diag::{suggest, Diags, Loc, Report};
+pub(crate) use names::{check_name, shown};
 pub use profile::{LrmsProfile, Timings};
 
 use crate::igg::dispatch::{ClusterModel, CV_EXTERNAL, CV_LOCAL};
@@ -1380,11 +1382,12 @@ impl GridNames<'_> {
         match self.grids.iter().position(|g| g.name == name) {
             Some(i) => Some(GridId(i as u16)),
             None => {
-                let names: Vec<&str> = self.grids.iter().map(|g| g.name.as_str()).collect();
+                let names: Vec<_> = self.grids.iter().map(|g| shown(&g.name)).collect();
+                let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
                 self.diags.error(
                     loc,
-                    format!("{role} names unknown grid `{name}`"),
-                    Some(suggest(name, &names)),
+                    format!("{role} names unknown grid `{}`", shown(name)),
+                    Some(suggest(&shown(name), &names)),
                 );
                 None
             }
@@ -1425,13 +1428,13 @@ fn read_grids(
                 if grids.iter().any(|x| x.name == s) {
                     diags.error(
                         loc,
-                        format!("grid `{s}` is defined twice"),
+                        format!("grid `{}` is defined twice", shown(s)),
                         Some("grid names must be unique".into()),
                     );
                 }
                 s.to_string()
             });
-        let what = format!("grid `{}`", gname.as_deref().unwrap_or("?"));
+        let what = format!("grid `{}`", gname.as_deref().map_or("?".into(), shown));
         let igg_own = g
             .table("igg")
             .map(|t| read_igg_table(&t))
@@ -1506,13 +1509,16 @@ fn read_cluster(
             if siblings.iter().any(|x| x.name == s) {
                 diags.error(
                     loc,
-                    format!("cluster `{s}` is defined twice in {what}"),
+                    format!("cluster `{}` is defined twice in {what}", shown(s)),
                     Some("cluster names must be unique within a grid".into()),
                 );
             }
             s.to_string()
         });
-    let cwhat = format!("cluster `{}` of {what}", cname.as_deref().unwrap_or("?"));
+    let cwhat = format!(
+        "cluster `{}` of {what}",
+        cname.as_deref().map_or("?".into(), shown)
+    );
     let hosts = read_hosts(&c, &cwhat, &mut cx.hosts);
     let own_table = c.table("lrms");
     let own = own_table
@@ -1734,28 +1740,4 @@ fn stream_stats<'a>(reqs: impl Iterator<Item = &'a LeaseRequest>, span_s: f64) -
         return (0.0, 0.0, 0.0);
     }
     (n / span_s.max(1.0), vms / n, dur / n)
-}
-
-/// Refuses a name the outputs and flags could not tell apart from its neighbours: actor names
-/// join names with `/` and `:` (`lrms:GRID/CLUSTER`, `vm:REQUEST/N`), `--trace-actors`
-/// separates patterns with `,` and ends prefixes with `*`, and reports split keys at `/`.
-pub(crate) fn check_name(diags: &Diags, loc: &Loc, name: &str, what: &str) {
-    let bad = name
-        .chars()
-        .find(|&c| matches!(c, '/' | ':' | ',' | '*') || c.is_whitespace() || c.is_control());
-    let problem = match bad {
-        _ if name.is_empty() => "is empty".to_string(),
-        Some(c) if c.is_whitespace() || c.is_control() => format!("holds the character {c:?}"),
-        Some(c) => format!("holds `{c}`"),
-        None => return,
-    };
-    diags.error(
-        loc,
-        format!("{what} `{name}` {problem}"),
-        Some(
-            "names are joined with `/` and `:` in actor names and outputs, and listed with `,`: \
-             use letters, digits, `-`, `_` or `.`"
-                .into(),
-        ),
-    );
 }

@@ -45,7 +45,10 @@ pub(super) fn read_request(
     let what = scope.what;
     let r = Table::of(rnode, format!("request #{} of {what}", ri + 1), diags)?;
     let label = read_label(&r, ri, scope.workload);
-    let rwhat = format!("request `{}` of {what}", label.as_deref().unwrap_or("?"));
+    let rwhat = format!(
+        "request `{}` of {what}",
+        label.as_deref().map_or("?".into(), super::shown)
+    );
     let size = read_size(&r, &rwhat);
     let lease_type = read_lease_type(&r, scope.origin, &rwhat);
     let (start, deadline) = read_times(&r, scope.origin, lease_type, &size, &rwhat);

@@ -70,6 +70,7 @@ fn check_unique_ids(out: &Workloads, diags: &crate::input::diag::Diags) {
     };
     let describe = |i: usize| {
         let (start, name, _) = source(i);
+        let name = super::shown(name);
         match written(i) {
             Some(_) => format!("request #{} of workload `{name}` (its `id`)", i - start + 1),
             None => format!(
@@ -84,7 +85,7 @@ fn check_unique_ids(out: &Workloads, diags: &crate::input::diag::Diags) {
             at,
             format!(
                 "request id `{}` is used twice: by {} and by {}",
-                out.labels[i],
+                super::shown(&out.labels[i]),
                 describe(j),
                 describe(i)
             ),
@@ -112,10 +113,14 @@ fn read_workload(
     if let Some((name, loc)) = written {
         super::check_name(diags, loc, name, "workload name");
         if out.workloads.iter().any(|x| x.name == wname) {
-            diags.error(loc, format!("workload `{wname}` is defined twice"), None);
+            diags.error(
+                loc,
+                format!("workload `{}` is defined twice", super::shown(&wname)),
+                None,
+            );
         }
     }
-    let what = format!("workload `{wname}`");
+    let what = format!("workload `{}`", super::shown(&wname));
     let origin = read_origin(&w);
     let grid = w
         .req_str("grid", "the grid whose users submit these requests")
@@ -239,18 +244,20 @@ fn workload_cluster(
                 .copied()
                 .find(|c| clusters[usize::from(c.0)].name == cname);
             if found.is_none() {
-                let names: Vec<&str> = g
+                let names: Vec<_> = g
                     .clusters
                     .iter()
-                    .map(|c| clusters[usize::from(c.0)].name.as_str())
+                    .map(|c| super::shown(&clusters[usize::from(c.0)].name))
                     .collect();
+                let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
                 diags.error(
                     loc,
                     format!(
-                        "{what} names unknown cluster `{cname}` in grid `{}`",
-                        g.name
+                        "{what} names unknown cluster `{}` in grid `{}`",
+                        super::shown(cname),
+                        super::shown(&g.name)
                     ),
-                    Some(suggest(cname, &names)),
+                    Some(suggest(&super::shown(cname), &names)),
                 );
             }
             found
