@@ -433,16 +433,19 @@ impl Provenance {
 
     /// Whether `self` and `other` are runs of the same inputs, so that one's outputs may
     /// replace the other's without `--overwrite`: the same topology — the embedded one, or a
-    /// file with the same contents (its hash), however its path is spelled
-    /// (`./topologies/x.toml`, `topologies/x.toml`) — and the same overrides in the same
+    /// file with the same contents (its hash) in the same folder, however its path is spelled
+    /// (`./topologies/x.toml`, `topologies/x.toml`; the folder counts because the paths a
+    /// topology names, its traces and profiles, are read from there) — and the same overrides in the same
     /// order, each compared as the setting it makes (its key and its value as a run reads them:
     /// `lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). igemu's version is not compared: the
     /// same command run again after an upgrade is the same run, as a sweep's record has it.
     pub fn same_run(&self, other: &Provenance) -> bool {
         let topology = match (&self.topology_path, &other.topology_path) {
             (None, None) => true,
-            (Some(_), Some(_)) => {
-                self.topology_hash.is_some() && self.topology_hash == other.topology_hash
+            (Some(a), Some(b)) => {
+                self.topology_hash.is_some()
+                    && self.topology_hash == other.topology_hash
+                    && same_folder(Path::new(a), Path::new(b))
             }
             _ => false,
         };
@@ -453,6 +456,28 @@ impl Provenance {
                 .collect()
         };
         topology && canonical(self) == canonical(other)
+    }
+}
+
+/// Whether files `a` and `b` lie in one folder: their folders resolved (links, `.`, `..`),
+/// or, where one no longer resolves, spelled the same.
+fn same_folder(a: &Path, b: &Path) -> bool {
+    let folder = |p: &Path| {
+        let parent = p.parent().filter(|f| !f.as_os_str().is_empty());
+        std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
+    };
+    match (folder(a), folder(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            fn spelled(p: &Path) -> Vec<std::path::Component<'_>> {
+                let parent = p.parent().unwrap_or(Path::new(""));
+                let parts = parent.components();
+                parts
+                    .filter(|c| *c != std::path::Component::CurDir)
+                    .collect()
+            }
+            spelled(a) == spelled(b)
+        }
     }
 }
 
@@ -1512,6 +1537,12 @@ mod tests {
                 &["igg.dispatch=rr", "lrms.cp_alpha=0.1"],
             ),
             p(Some("t/a.toml"), Some("01"), &["lrms.cp_alpha=0.1"]),
+            // The same contents in another folder read their traces from there.
+            p(
+                Some("u/a.toml"),
+                Some("01"),
+                &["lrms.cp_alpha=0.1", "igg.dispatch=rr"],
+            ),
         ] {
             assert!(!base.same_run(&other), "{other:?}");
         }

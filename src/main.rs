@@ -1096,7 +1096,14 @@ fn check_record_path(record: &Path, out: &Path, inputs: &[PathBuf]) -> Result<()
         })
     };
     let parent = record.parent().unwrap_or(Path::new(""));
-    if !(out.symlink_metadata().is_err() && absolute(parent) == absolute(out)) {
+    // The run makes a missing --out, so a record in it needs no folder yet; only if the path
+    // reaches it without `..` (`out/sub/../x.rec` needs `out/sub`, which nothing makes).
+    let through_parent = parent
+        .components()
+        .any(|c| c == std::path::Component::ParentDir);
+    let in_new_out =
+        out.symlink_metadata().is_err() && !through_parent && absolute(parent) == absolute(out);
+    if !in_new_out {
         igemu::check_output_file("--record", record, inputs, ("a record", |_| true))?;
     }
     let name = record.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -2214,7 +2221,14 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
                 // --why reads backwards from the end, seeking: a pipe cannot seek (it said
                 // "line 0: Illegal seek") and a device reads as empty (`/dev/zero` had "no
                 // message 0"), so only a regular file is read.
-                if std::fs::metadata(&file).is_ok_and(|m| !m.is_file()) {
+                let meta = std::fs::metadata(&file);
+                if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                    return Err(Error::Usage(format!(
+                        "{}: that is a folder; give its trace.jsonl",
+                        file.display()
+                    )));
+                }
+                if meta.is_ok_and(|m| !m.is_file()) {
                     return Err(Error::Usage(format!(
                         "{}: --why reads the trace backwards from its end, so it needs a regular file, not a pipe or a device; save the trace to a file first (--request, --negotiation and --negotiations read a pipe)",
                         file.display()

@@ -370,6 +370,14 @@ fn the_same_run_spelled_another_way_replaces_its_outputs() {
     let o = run(&topology, "lrms.cp_alpha=0.2");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains(another), "{}", stderr(&o));
+    // The same contents in another folder are another run: a topology's traces and
+    // profiles are read from its own folder.
+    std::fs::create_dir(dir.path().join("elsewhere")).expect("folder");
+    let elsewhere = tmp_str(&dir, "elsewhere/t.toml");
+    std::fs::copy(&topology, &elsewhere).expect("copy");
+    let o = run(&elsewhere, "lrms.cp_alpha=0.1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
     let text = std::fs::read_to_string(&topology).expect("topology");
     std::fs::write(&topology, text + "\n# changed\n").expect("written");
     let o = run(&topology, "lrms.cp_alpha=0.1");
@@ -665,6 +673,11 @@ fn trace_errors_are_prefixed_and_why_refuses_a_pipe_or_device_saying_why() {
         &format!("igemu: {missing}: cannot read the file"),
     );
     let regular = "so it needs a regular file, not a pipe or a device";
+    let folder = tmp.path().to_str().expect("utf-8");
+    starts(
+        &["trace", folder, "--why", "0"],
+        &format!("igemu: {folder}: that is a folder; give its trace.jsonl"),
+    );
     if Path::new("/dev/zero").exists() {
         let long = format!(
             "igemu: /dev/zero:1: longer than {} bytes",
@@ -2979,6 +2992,20 @@ fn single_file_outputs_in_a_missing_folder_are_refused_before_any_work() {
     );
     assert!(!Path::new(&at("nodir")).exists());
     assert!(!Path::new(&at("run/report.html")).exists());
+    // A record in the --out the run makes needs no folder yet, but not through `..`: that
+    // path needs a folder inside it, which nothing makes.
+    refused(
+        &[
+            "run",
+            "--record",
+            &at("o2/sub/../x.rec"),
+            "--out",
+            &at("o2"),
+            "--quiet",
+        ],
+        "does not exist; create it first",
+    );
+    assert!(!Path::new(&at("o2")).exists(), "the run made its --out");
     let made = igemu(&[
         "run",
         "--record",

@@ -16,8 +16,10 @@ use crate::input::diag::{shows_as_itself, Diags, Loc};
 /// `~`, `(`, `)`, `[` and `]` mean something to a shell: none of them is needed.)
 pub(crate) const NAME_PUNCTUATION: [char; 5] = ['-', '_', '.', '+', '@'];
 
-/// Whether a name may hold `c`: a letter or digit (in any script) that shows as something, or
-/// one of [`NAME_PUNCTUATION`].
+/// Whether a name may hold `c`: a letter or digit (Unicode's alphabetic and numeric
+/// characters) that shows as something, or one of [`NAME_PUNCTUATION`]. Combining marks are
+/// not letters: `e` + U+0301 looks like `é` but is another name, so it is refused (which also
+/// refuses scripts that need marks, such as a Devanagari virama).
 pub(crate) fn name_char(c: char) -> bool {
     (c.is_alphanumeric() && shows_as_itself(c)) || NAME_PUNCTUATION.contains(&c)
 }
@@ -53,7 +55,8 @@ pub(crate) fn check_name(diags: &Diags, loc: &Loc, name: &str, what: &str) -> bo
         format!("{what} `{}` {problem}", shown(name)),
         Some(format!(
             "names are joined with `/` and `:` in actor names and outputs, and listed with `,`: \
-             use letters, digits and {} (but not `.` or `..` alone)",
+             use letters, digits and {} (but not `.` or `..` alone; an accented letter \
+             precomposed, not a letter and a combining mark)",
             allowed.join(" ")
         )),
     );

@@ -31,7 +31,8 @@
 //! RunTime, or ReqTime if missing. Jobs with no positive size or no positive duration cannot
 //! be leases and are skipped (and counted).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use super::swf::{self, Summary, SwfJob};
 use super::tracefile::{self, LineError, OutOfMemory, Parsed, Reading, TraceFile};
@@ -76,8 +77,9 @@ pub struct GwfJob {
     /// The fields GWF shares with SWF (1 to 11) that igemu keeps, and the line number.
     /// JobID and Status are −1 where the trace writes something other than a number.
     pub swf: SwfJob,
-    /// Field 17, OrigSiteID: the site the job was submitted at; `None` if missing (−1).
-    pub orig_site: Option<String>,
+    /// Field 17, OrigSiteID: the site the job was submitted at; `None` if missing (−1). One
+    /// string per site, shared by its jobs ([`Sites`]).
+    pub orig_site: Option<Arc<str>>,
 }
 
 /// A parsed trace.
@@ -125,7 +127,7 @@ fn tolerant(text: &str) -> i64 {
 }
 
 /// One job line.
-pub(crate) fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
+pub(crate) fn job(sites: &mut Sites, fields: &[&str], line: usize) -> Parsed<GwfJob> {
     // A line of column titles, as some exports start with, is not a job.
     if fields
         .first()
@@ -164,6 +166,10 @@ pub(crate) fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
         super::swf::check_secs(v, n)?;
     }
     let site = fields[16];
+    let orig_site = match site {
+        "-1" => None,
+        _ => Some(sites.intern(site)?),
+    };
     Ok(Some(GwfJob {
         swf: SwfJob {
             line,
@@ -175,20 +181,61 @@ pub(crate) fn job(fields: &[&str], line: usize) -> Parsed<GwfJob> {
             req_time,
             status: tolerant(fields[10]),
         },
-        orig_site: (site != "-1").then(|| site.to_string()),
+        orig_site,
     }))
+}
+
+/// The most distinct OrigSiteIDs a trace may name: real traces name a few dozen sites.
+pub const MAX_SITES: usize = 10_000;
+
+/// The longest OrigSiteID, bytes: real ones are short names or numbers.
+pub const MAX_SITE_LEN: usize = 256;
+
+/// The sites a trace names, each held once and shared by its jobs, so that a job costs no
+/// allocation of its own and an endless trace of one site costs its jobs only.
+#[derive(Default)]
+pub(crate) struct Sites(HashSet<Arc<str>>);
+
+impl Sites {
+    /// The shared string of `site`, or why it cannot be held.
+    fn intern(&mut self, site: &str) -> Result<Arc<str>, (String, String)> {
+        if let Some(known) = self.0.get(site) {
+            return Ok(Arc::clone(known));
+        }
+        if site.len() > MAX_SITE_LEN {
+            return Err((
+                format!("field 17 (OrigSiteID) is longer than {MAX_SITE_LEN} bytes"),
+                "write the site as a short name or number".to_string(),
+            ));
+        }
+        if self.0.len() == MAX_SITES {
+            return Err((
+                format!("more than {MAX_SITES} sites (field 17, OrigSiteID)"),
+                "a Grid trace names a few dozen sites; check the trace, or write -1 where the \
+                 site is unknown"
+                    .to_string(),
+            ));
+        }
+        let shared: Arc<str> = Arc::from(site);
+        self.0.insert(Arc::clone(&shared));
+        Ok(shared)
+    }
 }
 
 /// Parses a whole trace in memory; returns every malformed line (at most 20) if any.
 pub fn parse(text: &str) -> Result<GwfTrace, Vec<GwfError>> {
-    tracefile::read(text, '#', job)
+    let mut sites = Sites::default();
+    tracefile::read(text, '#', |f, l| job(&mut sites, f, l))
 }
 
 /// Reads a trace from `reader` (a file opened with [`tracefile::open`]) one line at a time,
 /// at most [`MAX_TRACE_BYTES`](crate::input::MAX_TRACE_BYTES): memory holds the jobs, not
 /// the file (see [`tracefile`]).
 pub fn read(reader: impl std::io::Read) -> Reading<GwfJob> {
-    tracefile::read_from(reader, tracefile::Limits::TRACE, '#', job)
+    let mut sites = Sites::default();
+    tracefile::read_from(reader, tracefile::Limits::TRACE, '#', |f, l| {
+        job(&mut sites, f, l)
+    })
 }
 
 impl GwfTrace {
@@ -377,6 +424,34 @@ J4 1136070174.5 1 50.5 1 -1 -1 1 60 -1 done U1 G1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 
         assert_eq!(
             parse(&many).expect_err("all bad").len(),
             tracefile::MAX_ERRORS
+        );
+    }
+
+    #[test]
+    fn sites_are_held_once_and_bounded_in_number_and_length() {
+        let line = |site: &str| {
+            format!("1 10 0 60 1 -1 -1 1 60 -1 1 -1 -1 -1 -1 -1 {site} -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1\n")
+        };
+        let t = parse(&[line("a"), line("b"), line("a")].concat()).expect("three jobs");
+        let site = |i: usize| t.jobs[i].orig_site.clone().expect("a site");
+        assert!(Arc::ptr_eq(&site(0), &site(2)), "one string per site");
+        assert!(!Arc::ptr_eq(&site(0), &site(1)));
+        let long = "s".repeat(MAX_SITE_LEN + 1);
+        let e = parse(&[line("a"), line(&long)].concat()).expect_err("a long site");
+        assert_eq!(e[0].line, 2);
+        assert!(
+            e[0].message.contains("longer than 256 bytes"),
+            "{}",
+            e[0].message
+        );
+        assert!(parse(&line(&long[1..])).is_ok(), "a site at the limit");
+        let many: String = (0..=MAX_SITES).map(|i| line(&format!("s{i}"))).collect();
+        let e = parse(&many).expect_err("one site too many");
+        assert_eq!(e[0].line, MAX_SITES + 1);
+        assert!(
+            e[0].message.starts_with("more than 10000 sites"),
+            "{}",
+            e[0].message
         );
     }
 }

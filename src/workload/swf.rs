@@ -169,7 +169,9 @@ pub fn leases<'a>(
     let jobs = jobs.into_iter();
     let mut skipped = 0;
     let mut out: Vec<Job> = Vec::new();
-    let bound = jobs.size_hint().1.unwrap_or(0).min(max_jobs);
+    // The jobs there are sure to be (a site's jobs are a filter: none sure), not as many as
+    // there could be, which reserved a whole trace for one site.
+    let bound = jobs.size_hint().0.min(max_jobs);
     out.try_reserve_exact(bound)
         .map_err(|_| OutOfMemory { jobs: bound })?;
     for j in jobs {
@@ -338,7 +340,7 @@ mod tests {
 
     #[test]
     fn jobs_that_cannot_be_held_are_an_error_not_an_abort() {
-        /// The jobs of a trace, claiming there could be any number of them.
+        /// The jobs of a trace, claiming there are any number of them.
         struct Unbounded<'a>(std::slice::Iter<'a, SwfJob>);
         impl<'a> Iterator for Unbounded<'a> {
             type Item = &'a SwfJob;
@@ -346,7 +348,7 @@ mod tests {
                 self.0.next()
             }
             fn size_hint(&self) -> (usize, Option<usize>) {
-                (0, Some(usize::MAX))
+                (usize::MAX, Some(usize::MAX))
             }
         }
         let t = parse(TRACE).expect("valid");

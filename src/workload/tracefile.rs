@@ -237,6 +237,14 @@ pub(crate) fn read_from<J>(
             content = true;
             job_like = job_like || is_job_like(l);
         }
+        if errors.len() >= MAX_ERRORS {
+            // Past the last error reported, the rest is read only to tell a trace with bad
+            // lines from a file that is no trace at all, as far as the first job line.
+            if job_like {
+                break Ok(());
+            }
+            continue;
+        }
         // Held buffers grow fallibly (doubling): their size comes from the input.
         let full = |held: usize| {
             stop(
@@ -259,7 +267,11 @@ pub(crate) fn read_from<J>(
                         ));
                     }
                     if header.try_reserve(1).is_err() {
-                        break Err(full(jobs.len()));
+                        break Err(stop(
+                            line,
+                            "its header comments do not fit in memory".into(),
+                            OutOfMemory::FIX,
+                        ));
                     }
                     header.push((k.to_string(), v.trim().to_string()));
                 }
@@ -284,7 +296,7 @@ pub(crate) fn read_from<J>(
             Ok(None) => {}
             Err((message, fix)) => {
                 errors.push(LineError { line, message, fix });
-                if errors.len() >= MAX_ERRORS {
+                if errors.len() >= MAX_ERRORS && job_like {
                     break Ok(());
                 }
             }
@@ -443,7 +455,9 @@ mod stream_tests {
         }
         let text = shipped("synthetic-grid.gwf");
         let trace = gwf::read(Trickle(text.as_bytes(), 5)).trace.expect("valid");
-        assert_eq!(Ok(trace), whole(&text, '#', gwf::job));
+        let mut sites = gwf::Sites::default();
+        let job = |f: &[&str], l| gwf::job(&mut sites, f, l);
+        assert_eq!(Ok(trace), whole(&text, '#', job));
         // Malformed lines: the same errors, at the same lines, up to the same cap.
         let mut bad = shipped("synthetic-64.swf");
         bad += "1 2 3\n\n1 x 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n";
@@ -539,5 +553,20 @@ mod stream_tests {
             (e.line, e.message.as_str()),
             (2, "more than 1 `Key: value` header comments")
         );
+    }
+
+    #[test]
+    fn a_trace_whose_first_lines_are_bad_still_looks_like_one() {
+        let job = "1 0 5 100 4 -1 -1 4 120 -1 1 1 1 1 1 1 -1 -1\n";
+        let text = format!("{}{}", "1 2 3\n".repeat(MAX_ERRORS + 5), job.repeat(3));
+        let reading = read_from(text.as_bytes(), Limits::TRACE, ';', swf::job);
+        assert!(reading.looks_like_trace, "a job line follows the bad lines");
+        let Err(ReadError::Malformed(errors)) = reading.trace else {
+            panic!("the bad lines are reported");
+        };
+        assert_eq!(errors.len(), MAX_ERRORS);
+        let not_a_trace = "1 2 3\n".repeat(MAX_ERRORS + 5);
+        let reading = read_from(not_a_trace.as_bytes(), Limits::TRACE, ';', swf::job);
+        assert!(!reading.looks_like_trace, "no line is a job line");
     }
 }
