@@ -46,6 +46,11 @@ pub(crate) fn check_name(diags: &Diags, loc: &Loc, name: &str, what: &str) -> bo
         None if name == "." || name == ".." => {
             format!("is `{name}` alone, which reads as a folder of a path")
         }
+        // A leading `-` reads as a flag (`trace --request -x`), and a leading `+`, `-` or `@`
+        // as a formula when a spreadsheet opens the CSV outputs the name is a cell of.
+        None if name.starts_with(['-', '+', '@']) => {
+            format!("begins with `{}`", &name[..1])
+        }
         None => return true,
         Some(c) => format!("holds {}", shown_char(c)),
     };
@@ -55,8 +60,9 @@ pub(crate) fn check_name(diags: &Diags, loc: &Loc, name: &str, what: &str) -> bo
         format!("{what} `{}` {problem}", shown(name)),
         Some(format!(
             "names are joined with `/` and `:` in actor names and outputs, and listed with `,`: \
-             use letters, digits and {} (but not `.` or `..` alone; an accented letter \
-             precomposed, not a letter and a combining mark)",
+             use letters, digits and {} (not first `-`, `+` or `@`, which read as a flag or a \
+             spreadsheet formula; not `.` or `..` alone; an accented letter precomposed, not a \
+             letter and a combining mark)",
             allowed.join(" ")
         )),
     );
@@ -123,8 +129,14 @@ mod tests {
     }
 
     #[test]
-    fn empty_and_dot_names_are_refused() {
+    fn empty_dot_and_flag_like_names_are_refused() {
         assert_eq!(refusal("").as_deref(), Some("grid name `` is empty"));
+        for (name, c) in [("-x", '-'), ("+1", '+'), ("@home", '@')] {
+            assert_eq!(
+                refusal(name),
+                Some(format!("grid name `{name}` begins with `{c}`"))
+            );
+        }
         for name in [".", ".."] {
             assert_eq!(
                 refusal(name),
