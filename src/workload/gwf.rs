@@ -78,7 +78,7 @@ pub struct GwfJob {
     /// JobID and Status are −1 where the trace writes something other than a number.
     pub swf: SwfJob,
     /// Field 17, OrigSiteID: the site the job was submitted at; `None` if missing (−1). One
-    /// string per site, shared by its jobs ([`Sites`]).
+    /// string per site, shared by its jobs.
     pub orig_site: Option<Arc<str>>,
 }
 
