@@ -433,9 +433,10 @@ impl Provenance {
 
     /// Whether `self` and `other` are runs of the same inputs, so that one's outputs may
     /// replace the other's without `--overwrite`: the same topology — the embedded one, or a
-    /// file with the same contents (its hash) in the same folder, however its path is spelled
-    /// (`./topologies/x.toml`, `topologies/x.toml`; the folder counts because the paths a
-    /// topology names, its traces and profiles, are read from there) — and the same overrides in the same
+    /// file with the same contents (its hash) at the same path as written, `.` aside
+    /// (`./topologies/x.toml` is `topologies/x.toml`; the path counts because the paths a
+    /// topology names, its traces and profiles, are read from its folder, and a path written
+    /// otherwise may be another folder's copy) — and the same overrides in the same
     /// order, each compared as the setting it makes (its key and its value as a run reads them:
     /// `lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). igemu's version is not compared: the
     /// same command run again after an upgrade is the same run, as a sweep's record has it.
@@ -445,7 +446,7 @@ impl Provenance {
             (Some(a), Some(b)) => {
                 self.topology_hash.is_some()
                     && self.topology_hash == other.topology_hash
-                    && same_folder(Path::new(a), Path::new(b))
+                    && same_spelling(Path::new(a), Path::new(b))
             }
             _ => false,
         };
@@ -459,26 +460,17 @@ impl Provenance {
     }
 }
 
-/// Whether files `a` and `b` lie in one folder: their folders resolved (links, `.`, `..`),
-/// or, where one no longer resolves, spelled the same.
-fn same_folder(a: &Path, b: &Path) -> bool {
-    let folder = |p: &Path| {
-        let parent = p.parent().filter(|f| !f.as_os_str().is_empty());
-        std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
+/// Whether paths `a` and `b`, as a run recorded them, are spelled alike once `.` components
+/// are dropped (`./t/x.toml` is `t/x.toml`). Nothing is resolved: a recorded relative path
+/// was relative to the folder that run was started in, which is not known here.
+fn same_spelling(a: &Path, b: &Path) -> bool {
+    let parts = |p: &Path| -> Vec<std::ffi::OsString> {
+        p.components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .map(|c| c.as_os_str().to_os_string())
+            .collect()
     };
-    match (folder(a), folder(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => {
-            fn spelled(p: &Path) -> Vec<std::path::Component<'_>> {
-                let parent = p.parent().unwrap_or(Path::new(""));
-                let parts = parent.components();
-                parts
-                    .filter(|c| *c != std::path::Component::CurDir)
-                    .collect()
-            }
-            spelled(a) == spelled(b)
-        }
-    }
+    parts(a) == parts(b)
 }
 
 /// FNV-1a 64 of a file's bytes, as 16 hex digits (`None` if it cannot be read): enough to

@@ -513,10 +513,13 @@ impl ValueIdentity {
         let number = match &node.kind {
             NodeKind::Int(i) => Some(NumberKey::Int(*i)),
             NodeKind::Float(f) => Some(float_key(*f)),
-            // A string that reads as a number is a name to a string key (a GWF site `01` is
-            // not site `1`), and a number key refuses strings: it is compared as written
-            // (where runs.csv shows `"0.1"` as `0.1`, it meets the number written so).
-            NodeKind::Str(s) if is_number(s) => return ValueIdentity::Text(s.trim().to_string()),
+            // As runs.csv shows it: `"0.1"` is `0.1`.
+            NodeKind::Str(s) => s
+                .trim()
+                .parse::<i64>()
+                .map(NumberKey::Int)
+                .or_else(|_| s.trim().parse::<f64>().map(float_key))
+                .ok(),
             _ => None,
         };
         if let Some(n) = number {
@@ -538,12 +541,6 @@ impl ValueIdentity {
             _ => ValueIdentity::Text(node.toml_text().unwrap_or_else(|| text.to_string())),
         }
     }
-}
-
-/// Whether `s` reads as a plain number (no unit, no clock time).
-fn is_number(s: &str) -> bool {
-    let s = s.trim();
-    s.parse::<i64>().is_ok() || s.parse::<f64>().is_ok()
 }
 
 /// An f64 as a [`NumberKey`]: an integral value an i64 holds exactly is that integer.
@@ -579,11 +576,6 @@ impl SeenValues {
         };
         match ValueIdentity::of(text) {
             ValueIdentity::Number(n, micros) => {
-                // A string written as this number is shown as it in runs.csv.
-                let written = text.trim().to_string();
-                if let Some(&j) = self.texts.get(&written) {
-                    return Some((j, format!("the value {written}")));
-                }
                 if let Some(&j) = self.numbers.get(&n) {
                     let shown = match n {
                         NumberKey::Int(i) => i.to_string(),
@@ -596,7 +588,6 @@ impl SeenValues {
                     return Some((j, format!("the duration {}", secs(m))));
                 }
                 self.numbers.insert(n, i);
-                self.texts.entry(written).or_insert(i);
                 if let Some(m) = micros {
                     self.number_durations.entry(m).or_insert(i);
                 }
@@ -1449,9 +1440,8 @@ mod tests {
             ),
             ("[1000, 1e3]", "1000", "1000.0", "the number 1000"),
             ("[0.5, 5e-1]", "0.5", "0.5", ""),
-            // As runs.csv shows them.
-            (r#"[0.5, "0.5"]"#, "0.5", "0.5", ""),
-            (r#"["7", 7]"#, "7", "7", ""),
+            // A duration key reads a plain number in a string as seconds.
+            (r#"["3600", "1h"]"#, "3600", "1h", "the duration 3600 s"),
         ] {
             let m = vary_problems("emulation.end", values).expect(values);
             let expect = if first == second {
@@ -1470,8 +1460,6 @@ mod tests {
             r#"["1h", "61m", 3601, 3602.5]"#,
             r#"[["1m", "5m"], ["1m", "6m"]]"#,
             "[1, 2, 3]",
-            // Strings that read as numbers are names to a string key (GWF sites).
-            r#"["1", "01", "1.0", "1e0"]"#,
         ] {
             assert_eq!(vary_problems("emulation.end", values), None, "{values}");
         }

@@ -17,9 +17,10 @@ use crate::input::diag::{shows_as_itself, Diags, Loc};
 pub(crate) const NAME_PUNCTUATION: [char; 5] = ['-', '_', '.', '+', '@'];
 
 /// Whether a name may hold `c`: a letter or digit (Unicode's alphabetic and numeric
-/// characters) that shows as something, or one of [`NAME_PUNCTUATION`]. Combining marks are
-/// not letters: `e` + U+0301 looks like `é` but is another name, so it is refused (which also
-/// refuses scripts that need marks, such as a Devanagari virama).
+/// characters) that shows as something, or one of [`NAME_PUNCTUATION`]. Most combining marks
+/// are not letters: `e` + U+0301 looks like `é` but is another name, so it is refused (which
+/// also refuses scripts that need such marks, such as a Devanagari virama); the few Unicode
+/// counts as alphabetic (vowel signs, U+0345) pass.
 pub(crate) fn name_char(c: char) -> bool {
     (c.is_alphanumeric() && shows_as_itself(c)) || NAME_PUNCTUATION.contains(&c)
 }

@@ -18,7 +18,11 @@ use std::path::Path;
 
 use crate::input::{line_too_long, LineCapped, MAX_TRACE_BYTES};
 
-/// At most this many malformed lines are reported; reading stops there.
+/// Past the last malformed line reported ([`MAX_ERRORS`]), the reading only looks for a job
+/// line, for at most this many lines, to tell a trace with bad lines from other text.
+pub const MAX_SCAN: usize = 10_000;
+
+/// At most this many malformed lines are reported; reading stops there (see [`MAX_SCAN`]).
 pub const MAX_ERRORS: usize = 20;
 
 /// The longest line of a trace read, in bytes (line end not counted). A job line is under
@@ -81,8 +85,8 @@ pub enum ReadError {
     /// A line that ends the reading, with its fix: longer than [`MAX_LINE`], not UTF-8 text,
     /// or reached when the jobs before it fill memory.
     Stop(LineError),
-    /// Malformed job lines, each with its fix (at most [`MAX_ERRORS`]; reading stopped at the
-    /// last).
+    /// Malformed job lines, each with its fix (at most [`MAX_ERRORS`]; past the last, lines
+    /// were only looked at for a job line).
     Malformed(Vec<LineError>),
 }
 
@@ -177,7 +181,8 @@ const NOT_A_TRACE: &str = "a workload trace (SWF, GWF) is a text file of job lin
 /// 1-based number, to `job`. Memory holds one line and the jobs kept: a line longer than
 /// [`MAX_LINE`], a line that is not UTF-8, a read error, more bytes, jobs or header entries
 /// than `limits` allow, or jobs that do not fit in memory end the reading with an error; malformed job lines are collected, at
-/// most [`MAX_ERRORS`] (reading stops at the last).
+/// most [`MAX_ERRORS`] (past the last, lines are only looked at, [`MAX_SCAN`] at most, for
+/// a job line).
 pub(crate) fn read_from<J>(
     reader: impl Read,
     limits: Limits,
@@ -201,11 +206,19 @@ pub(crate) fn read_from<J>(
             fix: fix.to_string(),
         })
     };
+    // Lines read past the last error reported (see below).
+    let mut scanned = 0usize;
     let ended = loop {
         buf.clear();
-        let n = match lines.read_until(b'\n', &mut buf) {
+        let read = lines.read_until(b'\n', &mut buf);
+        // Past the last error reported, a line that ends the reading ends the scan instead:
+        // the errors already found are the answer.
+        let scanning = errors.len() >= MAX_ERRORS;
+        let n = match read {
             Ok(0) => break Ok(()),
+            Ok(_) if scanning && std::str::from_utf8(&buf).is_err() => break Ok(()),
             Ok(n) => n,
+            Err(_) if scanning => break Ok(()),
             Err(e) => {
                 break Err(match line_too_long(&e) {
                     Some(long) => stop(
@@ -220,6 +233,9 @@ pub(crate) fn read_from<J>(
         line += 1;
         total += n as u64;
         if total > cap {
+            if scanning {
+                break Ok(());
+            }
             break Err(ReadError::Io(crate::input::too_large(cap)));
         }
         let Ok(raw) = std::str::from_utf8(&buf) else {
@@ -237,10 +253,12 @@ pub(crate) fn read_from<J>(
             content = true;
             job_like = job_like || is_job_like(l);
         }
-        if errors.len() >= MAX_ERRORS {
-            // Past the last error reported, the rest is read only to tell a trace with bad
-            // lines from a file that is no trace at all, as far as the first job line.
-            if job_like {
+        if scanning {
+            // Past the last error reported, lines are read only to tell a trace with bad
+            // lines from a file that is no trace at all: as far as the first job line, for at
+            // most MAX_SCAN lines (a file that is no trace is not read to its end).
+            scanned += 1;
+            if job_like || scanned >= MAX_SCAN {
                 break Ok(());
             }
             continue;
@@ -568,5 +586,26 @@ mod stream_tests {
         let not_a_trace = "1 2 3\n".repeat(MAX_ERRORS + 5);
         let reading = read_from(not_a_trace.as_bytes(), Limits::TRACE, ';', swf::job);
         assert!(!reading.looks_like_trace, "no line is a job line");
+        // Text that is no trace is looked at for MAX_SCAN lines past the errors, not to its
+        // end: a job line after them is not seen.
+        let long = format!("{}{job}", "1 2 3\n".repeat(MAX_ERRORS + MAX_SCAN + 1));
+        let reading = read_from(long.as_bytes(), Limits::TRACE, ';', swf::job);
+        assert!(
+            !reading.looks_like_trace,
+            "the scan stops after MAX_SCAN lines"
+        );
+        // A line that would end the reading ends the scan, and the errors are the answer.
+        let tail = format!(
+            "{}\u{0}\u{0}\n{}\n",
+            "1 2 3\n".repeat(MAX_ERRORS + 1),
+            "x".repeat(MAX_LINE + 1)
+        );
+        let mut bytes = tail.into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe\n");
+        let reading = read_from(bytes.as_slice(), Limits::TRACE, ';', swf::job);
+        let Err(ReadError::Malformed(errors)) = reading.trace else {
+            panic!("the errors found are the answer");
+        };
+        assert_eq!(errors.len(), MAX_ERRORS);
     }
 }
