@@ -1529,7 +1529,7 @@ mod tests {
                 &["igg.dispatch=rr", "lrms.cp_alpha=0.1"],
             ),
             p(Some("t/a.toml"), Some("01"), &["lrms.cp_alpha=0.1"]),
-            // The same contents in another folder read their traces from there.
+            // Another path: perhaps another folder's copy, whose traces differ.
             p(
                 Some("u/a.toml"),
                 Some("01"),

@@ -1867,20 +1867,18 @@ fn stress(
             schedules.len()
         )));
     }
+    let (mode_name, speedup) = match pace {
+        igemu::stress::Pace::Virtual => ("virtual", None),
+        igemu::stress::Pace::Realtime { speedup, .. } => ("realtime", Some(speedup)),
+    };
     let inputs = igemu::stress::StressInputs {
         provenance: igemu::Provenance::of(Some(path), sets),
         first_seed,
         seeds: count,
         faults: chosen.iter().map(|p| p.name.clone()).collect(),
         interleavings,
-        mode: match pace {
-            igemu::stress::Pace::Virtual => "virtual".into(),
-            igemu::stress::Pace::Realtime { .. } => "realtime".into(),
-        },
-        speedup: match pace {
-            igemu::stress::Pace::Virtual => None,
-            igemu::stress::Pace::Realtime { speedup, .. } => Some(speedup),
-        },
+        mode: mode_name.into(),
+        speedup,
         threads,
         broken: broken.name().into(),
     };
@@ -2165,8 +2163,9 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             igemu::check_output_file(option, path, &inputs, kind)?;
         }
     }
-    // `igemu: file:line: problem`, as every error of the CLI is prefixed; line 0 is the
-    // file as a whole (it could not be read), so no line is named.
+    // `igemu: file:line: problem`, prefixed as the CLI's plain errors are (a file's
+    // diagnostics, `file:line: error:`, are not); line 0 is the file as a whole (it could not
+    // be read), so no line is named.
     let bad = |e: render::ReadError| {
         let place = match e.line {
             0 => file.display().to_string(),
