@@ -135,18 +135,11 @@ impl HostSlots {
         &slots[..slots.partition_point(|s| s.start < t)]
     }
 
-    fn insert(&mut self, slot: Slot) {
-        match self.find(&key_of(&slot)) {
-            Ok(i) => {
-                self.slots.as_mut_slice()[i] = slot;
-                self.refresh_max_end(i);
-            }
-            Err(i) => {
-                self.slots.insert(i, slot);
-                self.max_end.insert(i, EmuTime::ZERO);
-                self.refresh_max_end(i);
-            }
-        }
+    /// Puts `slot` at index `i`, where its key sorts among the others (none equal to it).
+    fn insert_at(&mut self, i: usize, slot: Slot) {
+        self.slots.insert(i, slot);
+        self.max_end.insert(i, EmuTime::ZERO);
+        self.refresh_max_end(i);
     }
 
     fn remove(&mut self, key: &SlotKey) -> Option<Slot> {
@@ -600,14 +593,24 @@ impl Availability {
     /// ([`Availability::count`]), which the caller does (a slot it replaces is uncounted
     /// here).
     fn insert_uncounted(&mut self, h: usize, slot: Slot) {
-        // A slot taken again under the same key replaces the old one as a removal would (its
-        // use uncounted, its capacity given back), not silently.
-        self.remove_key(h, key_of(&slot));
+        let key = key_of(&slot);
+        // One search finds both an old slot under the same key and where the new one goes
+        // (a placement inserts a slot per VM: the search is most of the cost).
+        let at = match self.slots[h].find(&key) {
+            Ok(i) => {
+                // A slot taken again under the same key replaces the old one as a removal
+                // would (its use uncounted, its capacity given back), not silently; the new
+                // one then goes where the old one was.
+                self.remove_key(h, key);
+                i
+            }
+            Err(i) => i,
+        };
         self.owned
             .entry(slot.lease)
             .or_default()
             .insert((slot.start, h as u16, slot.vm));
-        self.slots[h].insert(slot);
+        self.slots[h].insert_at(at, slot);
     }
 
     /// Removes host `h`'s slot `key`, keeping the indexes right; the host's spans found too
