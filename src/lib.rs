@@ -1264,7 +1264,10 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             faults,
         ));
         if options.intervals {
-            emu.metrics.borrow_mut().record_spans();
+            // A span per VM instance as a rule (preempted ones have more).
+            let vms = topo.requests.iter().map(|r| r.vms as usize);
+            let expected = vms.fold(0usize, usize::saturating_add);
+            emu.metrics.borrow_mut().record_spans(expected);
         }
         if let (Some(feed), ClockMode::Realtime { speedup }) = (&options.live, mode) {
             emu.tracer.keep_recent(serve::RECENT_MESSAGES);

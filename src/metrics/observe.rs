@@ -526,9 +526,14 @@ impl Metrics {
         &self.clusters
     }
 
-    /// Records VM state spans from now on (for `intervals.csv`).
-    pub fn record_spans(&mut self) {
-        self.spans.get_or_insert_with(Vec::new);
+    /// Records VM state spans from now on (for `intervals.csv`), with room for `expected`
+    /// of them made at once (up to a million; more, and growing is rare next to the run):
+    /// a vector grown by doubling copies what it holds and touches fresh memory each time.
+    pub fn record_spans(&mut self, expected: usize) {
+        const RESERVED_AT_MOST: usize = 1 << 20;
+        let spans = self.spans.get_or_insert_with(Vec::new);
+        // Only room: a failure to make it leaves growing as it would have.
+        let _ = spans.try_reserve_exact(expected.min(RESERVED_AT_MOST));
     }
 
     /// Whether VM state spans are recorded.
