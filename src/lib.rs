@@ -417,6 +417,10 @@ pub struct Provenance {
     pub topology_hash: Option<String>,
     /// Every `--set`, in order.
     pub overrides: Vec<String>,
+    /// The last `emulation.speedup` override is the one `--speedup auto` chose (measured
+    /// anew by each run, so not compared: the same command run again is the same run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub speedup_auto: bool,
 }
 
 impl Provenance {
@@ -428,6 +432,7 @@ impl Provenance {
             topology_path: path.map(|p| p.display().to_string()),
             topology_hash: hash,
             overrides: sets.to_vec(),
+            speedup_auto: false,
         }
     }
 
@@ -451,10 +456,14 @@ impl Provenance {
             _ => false,
         };
         let canonical = |p: &Provenance| -> Vec<String> {
-            p.overrides
-                .iter()
+            let mut sets: Vec<String> = (p.overrides.iter())
                 .map(|s| input::node::canonical_override(s))
-                .collect()
+                .collect();
+            let chosen = |s: &String| s.starts_with("emulation.speedup=");
+            if let Some(i) = sets.iter().rposition(chosen).filter(|_| p.speedup_auto) {
+                sets[i] = "emulation.speedup=auto".into();
+            }
+            sets
         };
         topology && canonical(self) == canonical(other)
     }
@@ -1496,6 +1505,7 @@ mod tests {
             topology_path: path.map(String::from),
             topology_hash: hash.map(String::from),
             overrides: sets.iter().map(|s| s.to_string()).collect(),
+            speedup_auto: false,
         };
         let base = p(
             Some("t/a.toml"),
@@ -1542,6 +1552,23 @@ mod tests {
             assert!(!base.same_run(&other), "{other:?}");
         }
         assert!(p(None, None, &[]).same_run(&p(None, None, &[])));
+        // `--speedup auto` measures its speed-up anew each time: two runs of the command are
+        // one run, but not a run with that speed-up given, nor one that also sets another.
+        let auto = |sets: &[&str]| Provenance {
+            speedup_auto: true,
+            ..p(None, None, sets)
+        };
+        let chose = |x: &str| {
+            [
+                "emulation.mode=\"realtime\"".to_string(),
+                format!("emulation.speedup={x}"),
+            ]
+        };
+        let [mode, a] = chose("2044.0");
+        let [_, b] = chose("1871.0");
+        assert!(auto(&[&mode, &a]).same_run(&auto(&[&mode, &b])));
+        assert!(!auto(&[&mode, &a]).same_run(&p(None, None, &[&mode, &a])));
+        assert!(!auto(&[&mode, &a]).same_run(&auto(&[&mode, "lrms.cp_alpha=0.1", &b])));
     }
 
     /// A link at every name the next temporary files could take is skipped, never written

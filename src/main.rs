@@ -1498,7 +1498,10 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         let inputs: Vec<PathBuf> = args.topology.iter().cloned().collect();
         check_record_path(record, &args.out, &inputs)?;
     }
-    let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
+    let provenance = igemu::Provenance {
+        speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
+        ..igemu::Provenance::of(args.topology.as_deref(), &sets)
+    };
     let out = args.out;
     prepare_out(&out, args.overwrite, &provenance)?;
     let server = match &args.serve {
