@@ -222,7 +222,9 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
 }
 
 /// Makes the output directory `dir` (of a run, sweep, merge or stress test): refused if it
-/// is a file, or holds something that is not a file where igemu keeps one of its outputs.
+/// is a file, a link to nothing, a folder igemu cannot write files in (known now, not after
+/// a run of hours), or holds something that is not a file where igemu keeps one of its
+/// outputs.
 fn create_dir(dir: &Path) -> Result<(), Error> {
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(Error::Usage(format!(
@@ -230,7 +232,29 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
             dir.display()
         )));
     }
+    if std::fs::metadata(dir).is_err() && std::fs::symlink_metadata(dir).is_ok() {
+        let target = std::fs::read_link(dir).unwrap_or_default();
+        return Err(Error::Usage(format!(
+            "--out {}: that is a link to {}, which does not exist; create the folder it points to, remove the link, or choose another --out",
+            dir.display(),
+            target.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(Error::output(dir))?;
+    // A file of igemu's own, created and removed at once: the outputs are written as files
+    // beside each other in `dir`, so a folder that takes none is refused before the work.
+    match igemu::create_temp_beside(&dir.join("probe")) {
+        Ok((probe, file)) => {
+            drop(file);
+            let _ = std::fs::remove_file(probe);
+        }
+        Err(e) => {
+            return Err(Error::Usage(format!(
+                "--out {}: igemu cannot create files there ({e}); give a folder you may write in",
+                dir.display()
+            )))
+        }
+    }
     igemu::check_regular_files(dir, |name| {
         igemu::RUN_OUTPUTS.contains(&name)
             || SWEEP_OUTPUTS.contains(&name)

@@ -439,6 +439,49 @@ fn a_failed_write_leaves_the_previous_run_whole() {
     assert_eq!(left, 0);
 }
 
+/// An --out that is a link to nothing, or a folder where no file can be made, is refused
+/// before the run (exit 2, naming the folder and the fix), not after it (exit 1, naming a
+/// hidden temporary file, with the run's work lost).
+#[cfg(unix)]
+#[test]
+fn an_out_folder_that_cannot_take_files_is_refused_before_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).expect("symlink");
+    refused(
+        &["run", "--out", link.to_str().expect("utf-8")],
+        "which does not exist; create the folder it points to",
+    );
+    let stress = [
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "1",
+        "--faults",
+        "none",
+        "--quiet",
+        "--out",
+    ];
+    refused(
+        &[&stress[..], &[link.to_str().expect("utf-8")]].concat(),
+        "which does not exist",
+    );
+    let closed = dir.path().join("closed");
+    std::fs::create_dir(&closed).expect("folder");
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    // A superuser writes anywhere: nothing to refuse then.
+    if std::fs::write(closed.join("x"), "").is_err() {
+        let out = closed.to_str().expect("utf-8");
+        refused(&["run", "--out", out], "igemu cannot create files there");
+        refused(
+            &[&stress[..], &[out]].concat(),
+            "igemu cannot create files there",
+        );
+    }
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
 fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
     dir.path().join(name).to_str().expect("utf-8").to_string()
 }
