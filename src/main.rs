@@ -1400,8 +1400,13 @@ fn prepare_sweep_out(
 /// removed before the new outputs are whole ([`igemu::RunResult::write_outputs`] replaces
 /// them, and a sweep's files go after that), only temporary files a run that was stopped
 /// left behind.
-fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
+fn prepare_out(
+    out: &Path,
+    overwrite: bool,
+    provenance: &igemu::Provenance,
+) -> Result<Option<std::fs::File>, Error> {
     create_dir(out)?;
+    let held = hold_out(out)?;
     stress_results_in(out, overwrite)?;
     for name in igemu::RUN_OUTPUTS {
         let _ = std::fs::remove_file(igemu::staged(out, name));
@@ -1420,7 +1425,7 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
         .filter(|f| out.join(f).exists())
         .collect();
     if present.is_empty() {
-        return Ok(());
+        return Ok(held);
     }
     // Capped: a summary.json that is no run's (a link to /dev/zero) is just another's.
     let same_run =
@@ -1438,7 +1443,36 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
             present.join(", ")
         )));
     }
-    Ok(())
+    Ok(held)
+}
+
+/// Holds the run directory `out` for this run alone until the returned lock is dropped (at
+/// the process's end at the latest, however it ends): a run stages its outputs at fixed
+/// names in `out` (`.requests.csv.tmp`, ...) and removes a killed run's first, so two runs
+/// into one folder at once removed and renamed each other's files — both said their outputs
+/// were written, and the folder held no trace, or files of both. The second is refused.
+/// `None` where the file system takes no locks (the run goes on as before).
+fn hold_out(out: &Path) -> Result<Option<std::fs::File>, Error> {
+    #[cfg(unix)]
+    {
+        // A directory opens read-only on Unix, and flock(2) locks it like a file.
+        let Ok(dir) = std::fs::File::open(out) else {
+            return Ok(None);
+        };
+        match dir.try_lock() {
+            Ok(()) => Ok(Some(dir)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Usage(format!(
+                "--out {}: another igemu run is writing its outputs there now; wait for it to end, or choose another --out",
+                out.display()
+            ))),
+            Err(std::fs::TryLockError::Error(_)) => Ok(None),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = out;
+        Ok(None)
+    }
 }
 
 /// The trace filter `run`'s flags ask for (checked before anything runs).
@@ -1524,7 +1558,8 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
     }
     let provenance = igemu::Provenance::of(args.topology.as_deref(), &sets);
     let out = args.out;
-    prepare_out(&out, args.overwrite, &provenance)?;
+    // Held until the outputs (and the report) are in place.
+    let _held = prepare_out(&out, args.overwrite, &provenance)?;
     let server = match &args.serve {
         Some(addr) => {
             let server = igemu::serve::LiveServer::start(addr).map_err(|e| {

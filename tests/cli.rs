@@ -439,6 +439,34 @@ fn a_failed_write_leaves_the_previous_run_whole() {
     assert_eq!(left, 0);
 }
 
+/// Two runs into one folder at once: the second is refused (exit 2) while the first holds
+/// the folder, rather than removing and renaming the first's staged files (both said their
+/// outputs were written, and the folder held no trace or files of both). The folder is
+/// held here as a run holds it.
+#[cfg(unix)]
+#[test]
+fn a_run_into_a_folder_another_run_is_writing_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let held = std::fs::File::open(dir.path()).expect("folder opened");
+    held.try_lock().expect("folder held");
+    let o = refused(
+        &["run", "--trace", "--out", out],
+        "another igemu run is writing its outputs there now",
+    );
+    assert!(!stderr(&o).contains("panicked"));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "written while held: {left:?}");
+    held.unlock().expect("released");
+    let ran = igemu(&["run", "--trace", "--out", out]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    assert!(dir.path().join("trace.jsonl").is_file());
+}
+
 /// An --out that is a link to nothing, or a folder where no file can be made, is refused
 /// before the run (exit 2, naming the folder and the fix), not after it (exit 1, naming a
 /// hidden temporary file, with the run's work lost).
