@@ -1022,6 +1022,15 @@ struct ReplayArgs {
 /// Replays a record: the run it names (topology file, overrides, broken variant), in
 /// virtual time, delivering in the recorded order.
 fn replay(args: ReplayArgs) -> Result<(), Error> {
+    // The record is read twice (its header says what to run, then the run reads its
+    // deliveries): a pipe's second reading began past the header, and was refused as "line 1
+    // is not an igemu record header" after the first had been shown.
+    if std::fs::metadata(&args.record).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "{}: igemu replay reads the record twice (its header, to know what to run, then its deliveries), so it needs a regular file, not a pipe or a device; save the record to a file first",
+            args.record.display()
+        )));
+    }
     let header = igemu::read_record_header(&args.record)?;
     let p = &header.provenance;
     let topology = p.topology_path.as_ref().map(PathBuf::from);
