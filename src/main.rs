@@ -2004,8 +2004,9 @@ struct TraceArgs {
     /// Write a Mermaid sequence diagram here.
     #[arg(long)]
     mermaid: Option<PathBuf>,
-    /// In the diagram, one lane per VM (default: one per lease's VMs).
-    #[arg(long)]
+    /// In the diagram, one lane per VM (default: one per lease's VMs). With --mermaid (alone
+    /// it changed nothing, silently).
+    #[arg(long, requires = "mermaid")]
     vm_lanes: bool,
     /// Write Chrome trace-event JSON here: a Gantt chart for ui.perfetto.dev (a process per
     /// Grid, a track per host, VM states as slices; docs/trace-format.md).

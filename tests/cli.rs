@@ -175,6 +175,10 @@ fn a_missing_file_and_bad_flags_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = igemu(&["run", "--speedup", "fast"]);
     assert_eq!(out.status.code(), Some(2));
+    // A flag that changes only the diagram, without one: it did nothing, silently.
+    let out = igemu(&["trace", "no/such/trace.jsonl", "--vm-lanes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--mermaid"), "{}", stderr(&out));
 }
 
 #[test]
