@@ -1739,6 +1739,38 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("finite seconds"), "{}", stderr(&o));
+    // And times past emulated time's end, or a span ending before it starts: no run's, and
+    // drawn as nothing (the chart's scale ran to 1e300 s) without a word.
+    for (row, says) in [
+        ("5,1e300", "finite seconds from 0 to"),
+        ("5,1", "ends (end_s 1) before it starts (start_s 5)"),
+    ] {
+        std::fs::write(
+            dir.path().join("intervals.csv"),
+            format!("request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,0,cancellable,running,{row}\n"),
+        )
+        .expect("written");
+        let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("intervals.csv:2"), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    // And a summary whose end is no run's (the page said "from 0 s to 1157...0 d").
+    std::fs::write(
+        dir.path().join("summary.json"),
+        "{\"topology\": \"t\", \"emulated_end_s\": 1e300}",
+    )
+    .expect("written");
+    std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("summary.json: error: `emulated_end_s` is 1e300"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(dir.path().join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+    std::fs::write(dir.path().join("intervals.csv"), "").expect("written");
     // So are amounts that are not numbers (they would draw as nothing, or break the SVG).
     std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
     std::fs::write(

@@ -167,14 +167,28 @@ fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Error> 
     Ok(rows)
 }
 
-/// A time or count read from a file: it must be finite and not negative.
+/// The latest time a run's outputs can hold: emulated time is a 64-bit count of
+/// microseconds. A later one (`1e300`) is no run's, and drew every chart as one dot at 0.
+const LAST_SECS: f64 = u64::MAX as f64 / 1e6;
+
+/// A number as a message shows it: huge ones in exponent form (`1e300`, not 301 digits).
+fn shown(value: f64) -> String {
+    if value.abs() >= 1e15 {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// A time read from a file: finite, not negative, and within emulated time.
 fn check_time(path: &Path, line: usize, what: &str, value: f64) -> Result<(), Error> {
-    if value.is_finite() && value >= 0.0 {
+    if value.is_finite() && (0.0..=LAST_SECS).contains(&value) {
         Ok(())
     } else {
         Err(Error::Input(format!(
-            "{}:{line}: error: `{what}` is {value}; times are finite seconds ≥ 0",
-            path.display()
+            "{}:{line}: error: `{what}` is {}; times are finite seconds from 0 to {LAST_SECS:.4e} (emulated time's end)",
+            path.display(),
+            shown(value)
         )))
     }
 }
@@ -362,6 +376,13 @@ fn run_report(dir: &Path, window: Option<Window>) -> Result<String, Error> {
     };
     requests_section(&mut body, &requests);
     let end = summary["emulated_end_s"].as_f64().unwrap_or(0.0);
+    if summary.get("emulated_end_s").is_some() && !(0.0..=LAST_SECS).contains(&end) {
+        return Err(Error::Input(format!(
+            "{}: error: `emulated_end_s` is {}; times are finite seconds from 0 to {LAST_SECS:.4e} (emulated time's end)",
+            summary_path.display(),
+            shown(end)
+        )));
+    }
     hosts_section(&mut body, dir, &summary, &requests, end, window)?;
     utilisation_section(&mut body, dir, end, window)?;
     peering_section(&mut body, dir, &summary, &requests)?;
@@ -627,6 +648,15 @@ fn hosts_section(
     for (i, r) in rows.iter().enumerate() {
         check_time(&path, i + 2, "start_s", r.start_s)?;
         check_time(&path, i + 2, "end_s", r.end_s)?;
+        if r.end_s < r.start_s {
+            return Err(Error::Input(format!(
+                "{}:{}: error: the span ends (end_s {}) before it starts (start_s {}); not a span igemu writes\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
+                path.display(),
+                i + 2,
+                r.end_s,
+                r.start_s
+            )));
+        }
         end = end.max(r.end_s);
     }
     let scale = Window::scale(window, end);
