@@ -1234,7 +1234,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         None => (None, None),
     };
     let mut order_script = match &options.replay {
-        Some(path) => Some(open_replay(path)?),
+        Some(path) => Some(open_replay(path, &topo)?),
         None => None,
     };
     let wall = time::Stopwatch::start();
@@ -1478,8 +1478,20 @@ const MAX_RECORD_HEADER: u64 = 1 << 20;
 
 /// Opens a record for a replay: the script of its deliveries (after the header) and whether
 /// the recorded run held them and chose their order.
-fn open_replay(path: &Path) -> Result<(time::record::OrderScript, bool), Error> {
+fn open_replay(path: &Path, topo: &Topology) -> Result<(time::record::OrderScript, bool), Error> {
     let header = read_record_header(path)?;
+    // The header is not in the end line's hash: the seed it says was run must be the run it
+    // names (its topology and overrides), or the replay shows one seed and runs another.
+    // (Its `interleaving` only says whether the order was chosen: the order itself comes
+    // from the deliveries, whatever schedule the overrides name.)
+    if header.seed != topo.emulation.seed {
+        return Err(Error::Input(format!(
+            "igemu: {}: line 1 says seed {}, but the run it names (its topology and overrides) has seed {}: the header was edited, and the record is damaged; record the run again with `igemu run --record FILE`",
+            path.display(),
+            header.seed,
+            topo.emulation.seed
+        )));
+    }
     let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
     let mut reader = std::io::BufReader::new(file);
     let mut skip = String::new();

@@ -222,7 +222,9 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
 }
 
 /// Makes the output directory `dir` (of a run, sweep, merge or stress test): refused if it
-/// is a file, or holds something that is not a file where igemu keeps one of its outputs.
+/// is a file, a link to nothing, a folder igemu cannot write files in (known now, not after
+/// a run of hours), or holds something that is not a file where igemu keeps one of its
+/// outputs.
 fn create_dir(dir: &Path) -> Result<(), Error> {
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(Error::Usage(format!(
@@ -230,7 +232,29 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
             dir.display()
         )));
     }
+    if std::fs::metadata(dir).is_err() && std::fs::symlink_metadata(dir).is_ok() {
+        let target = std::fs::read_link(dir).unwrap_or_default();
+        return Err(Error::Usage(format!(
+            "--out {}: that is a link to {}, which does not exist; create the folder it points to, remove the link, or choose another --out",
+            dir.display(),
+            target.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(Error::output(dir))?;
+    // A file of igemu's own, created and removed at once: the outputs are written as files
+    // beside each other in `dir`, so a folder that takes none is refused before the work.
+    match igemu::create_temp_beside(&dir.join("probe")) {
+        Ok((probe, file)) => {
+            drop(file);
+            let _ = std::fs::remove_file(probe);
+        }
+        Err(e) => {
+            return Err(Error::Usage(format!(
+                "--out {}: igemu cannot create files there ({e}); give a folder you may write in",
+                dir.display()
+            )))
+        }
+    }
     igemu::check_regular_files(dir, |name| {
         igemu::RUN_OUTPUTS.contains(&name)
             || SWEEP_OUTPUTS.contains(&name)
@@ -998,6 +1022,15 @@ struct ReplayArgs {
 /// Replays a record: the run it names (topology file, overrides, broken variant), in
 /// virtual time, delivering in the recorded order.
 fn replay(args: ReplayArgs) -> Result<(), Error> {
+    // The record is read twice (its header says what to run, then the run reads its
+    // deliveries): a pipe's second reading began past the header, and was refused as "line 1
+    // is not an igemu record header" after the first had been shown.
+    if std::fs::metadata(&args.record).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "{}: igemu replay reads the record twice (its header, to know what to run, then its deliveries), so it needs a regular file, not a pipe or a device; save the record to a file first",
+            args.record.display()
+        )));
+    }
     let header = igemu::read_record_header(&args.record)?;
     let p = &header.provenance;
     let topology = p.topology_path.as_ref().map(PathBuf::from);
@@ -1376,8 +1409,13 @@ fn prepare_sweep_out(
 /// removed before the new outputs are whole ([`igemu::RunResult::write_outputs`] replaces
 /// them, and a sweep's files go after that), only temporary files a run that was stopped
 /// left behind.
-fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> Result<(), Error> {
+fn prepare_out(
+    out: &Path,
+    overwrite: bool,
+    provenance: &igemu::Provenance,
+) -> Result<Option<std::fs::File>, Error> {
     create_dir(out)?;
+    let held = hold_out(out)?;
     stress_results_in(out, overwrite)?;
     for name in igemu::RUN_OUTPUTS {
         let _ = std::fs::remove_file(igemu::staged(out, name));
@@ -1396,7 +1434,7 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
         .filter(|f| out.join(f).exists())
         .collect();
     if present.is_empty() {
-        return Ok(());
+        return Ok(held);
     }
     // Capped: a summary.json that is no run's (a link to /dev/zero) is just another's.
     let same_run =
@@ -1414,7 +1452,36 @@ fn prepare_out(out: &Path, overwrite: bool, provenance: &igemu::Provenance) -> R
             present.join(", ")
         )));
     }
-    Ok(())
+    Ok(held)
+}
+
+/// Holds the run directory `out` for this run alone until the returned lock is dropped (at
+/// the process's end at the latest, however it ends): a run stages its outputs at fixed
+/// names in `out` (`.requests.csv.tmp`, ...) and removes a killed run's first, so two runs
+/// into one folder at once removed and renamed each other's files — both said their outputs
+/// were written, and the folder held no trace, or files of both. The second is refused.
+/// `None` where the file system takes no locks (the run goes on as before).
+fn hold_out(out: &Path) -> Result<Option<std::fs::File>, Error> {
+    #[cfg(unix)]
+    {
+        // A directory opens read-only on Unix, and flock(2) locks it like a file.
+        let Ok(dir) = std::fs::File::open(out) else {
+            return Ok(None);
+        };
+        match dir.try_lock() {
+            Ok(()) => Ok(Some(dir)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Usage(format!(
+                "--out {}: another igemu run is writing its outputs there now; wait for it to end, or choose another --out",
+                out.display()
+            ))),
+            Err(std::fs::TryLockError::Error(_)) => Ok(None),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = out;
+        Ok(None)
+    }
 }
 
 /// The trace filter `run`'s flags ask for (checked before anything runs).
@@ -1503,7 +1570,8 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         ..igemu::Provenance::of(args.topology.as_deref(), &sets)
     };
     let out = args.out;
-    prepare_out(&out, args.overwrite, &provenance)?;
+    // Held until the outputs (and the report) are in place.
+    let _held = prepare_out(&out, args.overwrite, &provenance)?;
     let server = match &args.serve {
         Some(addr) => {
             let server = igemu::serve::LiveServer::start(addr).map_err(|e| {
@@ -1939,8 +2007,9 @@ struct TraceArgs {
     /// Write a Mermaid sequence diagram here.
     #[arg(long)]
     mermaid: Option<PathBuf>,
-    /// In the diagram, one lane per VM (default: one per lease's VMs).
-    #[arg(long)]
+    /// In the diagram, one lane per VM (default: one per lease's VMs). With --mermaid (alone
+    /// it changed nothing, silently).
+    #[arg(long, requires = "mermaid")]
     vm_lanes: bool,
     /// Write Chrome trace-event JSON here: a Gantt chart for ui.perfetto.dev (a process per
     /// Grid, a track per host, VM states as slices; docs/trace-format.md).

@@ -175,6 +175,10 @@ fn a_missing_file_and_bad_flags_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = igemu(&["run", "--speedup", "fast"]);
     assert_eq!(out.status.code(), Some(2));
+    // A flag that changes only the diagram, without one: it did nothing, silently.
+    let out = igemu(&["trace", "no/such/trace.jsonl", "--vm-lanes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--mermaid"), "{}", stderr(&out));
 }
 
 #[test]
@@ -437,6 +441,77 @@ fn a_failed_write_leaves_the_previous_run_whole() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
         .count();
     assert_eq!(left, 0);
+}
+
+/// Two runs into one folder at once: the second is refused (exit 2) while the first holds
+/// the folder, rather than removing and renaming the first's staged files (both said their
+/// outputs were written, and the folder held no trace or files of both). The folder is
+/// held here as a run holds it.
+#[cfg(unix)]
+#[test]
+fn a_run_into_a_folder_another_run_is_writing_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let held = std::fs::File::open(dir.path()).expect("folder opened");
+    held.try_lock().expect("folder held");
+    let o = refused(
+        &["run", "--trace", "--out", out],
+        "another igemu run is writing its outputs there now",
+    );
+    assert!(!stderr(&o).contains("panicked"));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "written while held: {left:?}");
+    held.unlock().expect("released");
+    let ran = igemu(&["run", "--trace", "--out", out]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    assert!(dir.path().join("trace.jsonl").is_file());
+}
+
+/// An --out that is a link to nothing, or a folder where no file can be made, is refused
+/// before the run (exit 2, naming the folder and the fix), not after it (exit 1, naming a
+/// hidden temporary file, with the run's work lost).
+#[cfg(unix)]
+#[test]
+fn an_out_folder_that_cannot_take_files_is_refused_before_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).expect("symlink");
+    refused(
+        &["run", "--out", link.to_str().expect("utf-8")],
+        "which does not exist; create the folder it points to",
+    );
+    let stress = [
+        "stress",
+        "topologies/peering-small.toml",
+        "--seeds",
+        "1",
+        "--faults",
+        "none",
+        "--quiet",
+        "--out",
+    ];
+    refused(
+        &[&stress[..], &[link.to_str().expect("utf-8")]].concat(),
+        "which does not exist",
+    );
+    let closed = dir.path().join("closed");
+    std::fs::create_dir(&closed).expect("folder");
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    // A superuser writes anywhere: nothing to refuse then.
+    if std::fs::write(closed.join("x"), "").is_err() {
+        let out = closed.to_str().expect("utf-8");
+        refused(&["run", "--out", out], "igemu cannot create files there");
+        refused(
+            &[&stress[..], &[out]].concat(),
+            "igemu cannot create files there",
+        );
+    }
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
@@ -1664,6 +1739,38 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("finite seconds"), "{}", stderr(&o));
+    // And times past emulated time's end, or a span ending before it starts: no run's, and
+    // drawn as nothing (the chart's scale ran to 1e300 s) without a word.
+    for (row, says) in [
+        ("5,1e300", "finite seconds from 0 to"),
+        ("5,1", "ends (end_s 1) before it starts (start_s 5)"),
+    ] {
+        std::fs::write(
+            dir.path().join("intervals.csv"),
+            format!("request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,0,cancellable,running,{row}\n"),
+        )
+        .expect("written");
+        let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("intervals.csv:2"), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    // And a summary whose end is no run's (the page said "from 0 s to 1157...0 d").
+    std::fs::write(
+        dir.path().join("summary.json"),
+        "{\"topology\": \"t\", \"emulated_end_s\": 1e300}",
+    )
+    .expect("written");
+    std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
+    let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("summary.json: error: `emulated_end_s` is 1e300"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(dir.path().join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+    std::fs::write(dir.path().join("intervals.csv"), "").expect("written");
     // So are amounts that are not numbers (they would draw as nothing, or break the SVG).
     std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
     std::fs::write(

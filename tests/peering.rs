@@ -889,6 +889,46 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     .iter()
     .any(|prefix| err.contains(&format!(" ({prefix}")));
     assert!(named, "{err}");
+    // A header edited to another seed: not in the end line's hash, yet not the run it names
+    // (the replay said "seed 4" and ran seed 3, exit 0).
+    {
+        let (from, to) = ("\"seed\":3,", "\"seed\":4,");
+        assert!(lines[0].contains(from), "{}", lines[0]);
+        let mut edited = lines.clone();
+        let header = lines[0].replace(from, to);
+        edited[0] = &header;
+        let file = dir.join("seed.rec");
+        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
+        let out = igemu(&[
+            "replay",
+            &s(&file),
+            "--out",
+            &s(&dir.join("seed")),
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("line 1 says seed 4, but the run it names"),
+            "{err}"
+        );
+        assert!(err.contains("has seed 3"), "{err}");
+    }
+    // A record given as a pipe: read twice, so refused as what it is, before anything runs.
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("pipe.rec");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let out = igemu(&["replay", &s(&fifo), "--out", &s(&dir.join("p")), "--quiet"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("save the record to a file first"), "{err}");
+        assert!(!dir.join("p").exists());
+    }
     // A header that is not one, and a topology changed since.
     std::fs::write(dir.join("junk.rec"), "not a record\n").expect("write");
     let junk = igemu(&["replay", &s(&dir.join("junk.rec")), "--quiet"]);

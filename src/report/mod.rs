@@ -22,7 +22,9 @@ use serde_json::Value;
 use crate::Error;
 use svg::{escape, number, HostSpan, LEASE_COLOURS, LEASE_TYPES};
 
-/// Host rows a Gantt chart draws at most: every host that held a VM, then idle ones.
+/// Host rows a Gantt chart draws at most: hosts that held a VM (the first by number), then
+/// idle ones. A row costs up to a bar per pixel column and lane, so a cluster of 60 000 busy
+/// hosts, every one drawn, made a page of 1.4 GB.
 const MAX_HOST_ROWS: usize = 2_000;
 
 /// Rows of a long table shown in full; the rest are counted.
@@ -167,14 +169,28 @@ fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Error> 
     Ok(rows)
 }
 
-/// A time or count read from a file: it must be finite and not negative.
+/// The latest time a run's outputs can hold: emulated time is a 64-bit count of
+/// microseconds. A later one (`1e300`) is no run's, and drew every chart as one dot at 0.
+const LAST_SECS: f64 = u64::MAX as f64 / 1e6;
+
+/// A number as a message shows it: huge ones in exponent form (`1e300`, not 301 digits).
+fn shown(value: f64) -> String {
+    if value.abs() >= 1e15 {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// A time read from a file: finite, not negative, and within emulated time.
 fn check_time(path: &Path, line: usize, what: &str, value: f64) -> Result<(), Error> {
-    if value.is_finite() && value >= 0.0 {
+    if value.is_finite() && (0.0..=LAST_SECS).contains(&value) {
         Ok(())
     } else {
         Err(Error::Input(format!(
-            "{}:{line}: error: `{what}` is {value}; times are finite seconds ≥ 0",
-            path.display()
+            "{}:{line}: error: `{what}` is {}; times are finite seconds from 0 to {LAST_SECS:.4e} (emulated time's end)",
+            path.display(),
+            shown(value)
         )))
     }
 }
@@ -362,6 +378,13 @@ fn run_report(dir: &Path, window: Option<Window>) -> Result<String, Error> {
     };
     requests_section(&mut body, &requests);
     let end = summary["emulated_end_s"].as_f64().unwrap_or(0.0);
+    if summary.get("emulated_end_s").is_some() && !(0.0..=LAST_SECS).contains(&end) {
+        return Err(Error::Input(format!(
+            "{}: error: `emulated_end_s` is {}; times are finite seconds from 0 to {LAST_SECS:.4e} (emulated time's end)",
+            summary_path.display(),
+            shown(end)
+        )));
+    }
     hosts_section(&mut body, dir, &summary, &requests, end, window)?;
     utilisation_section(&mut body, dir, end, window)?;
     peering_section(&mut body, dir, &summary, &requests)?;
@@ -627,6 +650,15 @@ fn hosts_section(
     for (i, r) in rows.iter().enumerate() {
         check_time(&path, i + 2, "start_s", r.start_s)?;
         check_time(&path, i + 2, "end_s", r.end_s)?;
+        if r.end_s < r.start_s {
+            return Err(Error::Input(format!(
+                "{}:{}: error: the span ends (end_s {}) before it starts (start_s {}); not a span igemu writes\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
+                path.display(),
+                i + 2,
+                r.end_s,
+                r.start_s
+            )));
+        }
         end = end.max(r.end_s);
     }
     let scale = Window::scale(window, end);
@@ -667,15 +699,23 @@ fn hosts_section(
     lease_key(body);
     for key in clusters {
         let spans_of = by_cluster.get(&key).map_or(&[][..], |v| &v[..]);
-        let (spans, marks, names, busy) = cluster_spans(spans_of, &cancelled);
-        // Idle hosts too, up to a bound on rows so that a huge cluster's page stays small.
+        let (mut spans, mut marks, names, busy) = cluster_spans(spans_of, &cancelled);
+        let (all_spans, all_marks) = (spans.len(), marks.len());
+        // Up to a bound on rows, so that a huge cluster's page stays small: the hosts that
+        // held a VM first, then idle ones.
         let count = host_counts.get(&key).copied().unwrap_or(0);
-        let held: BTreeSet<u32> = busy.iter().copied().collect();
+        let all_held: BTreeSet<u32> = busy.iter().copied().collect();
+        let held: BTreeSet<u32> = all_held.iter().copied().take(MAX_HOST_ROWS).collect();
+        let held_hidden = all_held.len() - held.len();
+        if held_hidden > 0 {
+            spans.retain(|s| held.contains(&s.host));
+            marks.retain(|m| held.contains(&m.host));
+        }
         let shown_idle: Vec<u32> = (0..count.min(u64::from(u32::MAX)) as u32)
-            .filter(|h| !held.contains(h))
+            .filter(|h| !all_held.contains(h))
             .take(MAX_HOST_ROWS.saturating_sub(held.len()))
             .collect();
-        let in_range = held.iter().filter(|h| u64::from(**h) < count).count();
+        let in_range = all_held.iter().filter(|h| u64::from(**h) < count).count();
         let hidden = count.saturating_sub((in_range + shown_idle.len()) as u64);
         let mut hosts: Vec<u32> = held.iter().copied().chain(shown_idle).collect();
         hosts.sort_unstable();
@@ -684,11 +724,18 @@ fn hosts_section(
             "<h3>{}/{} — {} hosts ({} held a VM), {} VM spans, {} preemptions</h3>",
             escape(&key.0),
             escape(&key.1),
-            count.max(hosts.len() as u64),
+            count.max(all_held.len() as u64),
             busy.len(),
-            spans.len(),
-            marks.len()
+            all_spans,
+            all_marks
         );
+        if held_hidden > 0 {
+            let _ = write!(
+                body,
+                "<p class=\"note\">Only the first {MAX_HOST_ROWS} hosts that held a VM are drawn (to host {}); {held_hidden} more held one and are not drawn.</p>",
+                held.last().copied().unwrap_or(0)
+            );
+        }
         if hidden > 0 {
             let _ = write!(
                 body,
@@ -1419,5 +1466,34 @@ mod tests {
         assert_eq!(names.len(), 4, "{names:?}");
         let at: Vec<(u32, f64)> = marks.iter().map(|m| (m.host, m.at)).collect();
         assert_eq!(at, vec![(0, 10.0), (2, 15.0)]);
+    }
+
+    /// A cluster with more busy hosts than a chart draws: the first MAX_HOST_ROWS are drawn
+    /// and the rest counted, so the page stays small (60 000 busy hosts made 1.4 GB).
+    #[test]
+    fn a_chart_draws_at_most_max_host_rows_busy_hosts_and_counts_the_rest() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let n = MAX_HOST_ROWS + 500;
+        std::fs::write(
+            dir.path().join("summary.json"),
+            format!("{{\"topology\": \"t\", \"emulated_end_s\": 100, \"clusters\": {{\"g/c\": {{\"hosts\": {n}}}}}}}"),
+        )
+        .expect("written");
+        let mut csv =
+            String::from("request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\n");
+        for h in 0..n {
+            let _ = writeln!(csv, "r{h},0,g,c,{h},cancellable,running,1,99");
+        }
+        std::fs::write(dir.path().join("intervals.csv"), csv).expect("written");
+        let page = render(dir.path(), &Options::default()).expect("renders");
+        assert!(
+            page.contains(&format!(
+                "Only the first {MAX_HOST_ROWS} hosts that held a VM are drawn (to host {}); 500 more held one",
+                MAX_HOST_ROWS - 1
+            )),
+            "no note"
+        );
+        assert!(page.contains(&format!("{n} hosts ({n} held a VM), {n} VM spans")));
+        assert!(page.contains(&format!("Gantt chart of gantt g/c: {MAX_HOST_ROWS} hosts")));
     }
 }
