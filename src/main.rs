@@ -640,7 +640,7 @@ enum WorkloadCommand {
         /// The workload's name.
         #[arg(long)]
         workload: String,
-        /// The SWF file to write.
+        /// The SWF file to write, or `-` for standard output.
         #[arg(long)]
         out: PathBuf,
         /// Overrides applied before generating (as for `run`).
@@ -655,11 +655,23 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
         h.starts_with(b"; Version: 2.2\n; Computer: igemu export of workload")
     });
     let topo = topology::load_file(path, &Overrides { sets })?;
+    // `-` is standard output (`--out - | gzip`), not a file of that name.
+    let to_stdout = out == Path::new("-");
     // The topology and every trace it replays are inputs: an earlier export replayed by a
     // workload is still an input, and must not be replaced by its own re-export.
     let mut inputs = vec![path.to_path_buf()];
     inputs.extend(topo.workloads.iter().filter_map(|w| w.trace_file.clone()));
-    igemu::check_output_file("--out", out, &inputs, export)?;
+    if !to_stdout {
+        // A FIFO or a device takes the trace through standard output (the check below
+        // would advise leaving --out out, which this command needs).
+        if std::fs::metadata(out).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            return Err(Error::Usage(format!(
+                "--out {0}: that is not a regular file (a device, FIFO or socket): igemu writes a file beside it and renames it into place, which would replace it. Give the path of a file, or write to it through standard output: --out - > {0}",
+                out.display()
+            )));
+        }
+        igemu::check_output_file("--out", out, &inputs, export)?;
+    }
     let Some(w) = topo.workloads.iter().find(|w| w.name == name) else {
         let names: Vec<&str> = topo.workloads.iter().map(|w| w.name.as_str()).collect();
         return Err(Error::Usage(format!(
@@ -698,6 +710,23 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
         ),
     ];
     let text = igemu::workload::swf::write(&jobs, &header);
+    if to_stdout {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        let written = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush());
+        match written {
+            // The reader went away (`| head`): the export ends quietly, as `trace` does.
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(Error::output("standard output")(e))
+            }
+            _ => {}
+        }
+        // The count on standard error: standard output is the trace.
+        tell!("{} jobs written to standard output", jobs.len());
+        return Ok(());
+    }
     write_atomically(out, text.as_bytes())?;
     say!("{} jobs written to {}", jobs.len(), out.display());
     Ok(())

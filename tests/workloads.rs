@@ -551,6 +551,50 @@ fn an_exported_workload_replays_as_the_same_jobs() {
         swf.to_str().expect("utf-8"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // `--out -` is standard output: the same bytes, its count on standard error, and no
+    // file named `-` (audit 3: there was one).
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .current_dir(dir.path())
+        .args(["workload", "export"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/paper001-testbed.toml"))
+        .args(["--workload", "sdsc", "--out", "-"])
+        .output()
+        .expect("igemu runs");
+    assert_eq!(piped.status.code(), Some(0), "{piped:?}");
+    let file = std::fs::read(&swf).expect("the export");
+    // The file's header names the topology as given: compare the jobs after it.
+    let jobs_of = |b: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(b)
+            .lines()
+            .filter(|l| !l.starts_with(';'))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(jobs_of(&piped.stdout), jobs_of(&file));
+    assert!(!jobs_of(&file).is_empty());
+    assert!(String::from_utf8_lossy(&piped.stderr).contains("jobs written to standard output"));
+    assert!(!dir.path().join("-").exists());
+    // A FIFO as --out is refused with the way to it through standard output (not "leave
+    // --out out": this command needs it).
+    #[cfg(unix)]
+    {
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let out = igemu(&[
+                "workload",
+                "export",
+                "topologies/paper001-testbed.toml",
+                "--workload",
+                "sdsc",
+                "--out",
+                fifo.to_str().expect("utf-8"),
+            ]);
+            assert_eq!(out.status.code(), Some(2), "{out:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("--out - >"), "{err}");
+        }
+    }
     let generated = load("topologies/paper001-testbed.toml", &[]);
     let path = format!("workload.0.swf.path=\"{}\"", swf.display());
     let replayed = load("topologies/paper001-trace.toml", &[&path]);
