@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -207,17 +208,123 @@ fn check_value(path: &Path, line: usize, what: &str, value: f64) -> Result<(), E
     }
 }
 
+/// A row of `intervals.csv` as read, borrowing the row's text (nothing allocated per row).
 #[derive(Deserialize)]
-struct IntervalRow {
-    request_id: String,
+struct IntervalRow<'a> {
+    request_id: &'a str,
     vm: u32,
-    grid: String,
-    cluster: String,
+    grid: &'a str,
+    cluster: &'a str,
     host: u32,
-    lease_type: String,
-    state: String,
+    lease_type: &'a str,
+    state: &'a str,
     start_s: f64,
     end_s: f64,
+}
+
+/// A row of `intervals.csv` as the report keeps it, its cluster aside: names shared (a
+/// lease's VMs share its id, and a run has a handful of states), so a row takes 64 bytes
+/// where its own strings took about 650.
+struct Span {
+    request: Rc<str>,
+    vm: u32,
+    host: u32,
+    /// Its lease type's index in [`LEASE_TYPES`].
+    lease: usize,
+    state: Rc<str>,
+    start_s: f64,
+    end_s: f64,
+}
+
+/// The most rows of `intervals.csv` the report reads: each is kept while the page is drawn
+/// (64 bytes), so this bounds its memory near 1.3 GB; a run's spans are about one per VM.
+const MAX_INTERVAL_ROWS: usize = 20_000_000;
+
+/// One copy of each text seen: a row's names as shared strings.
+#[derive(Default)]
+struct Interner(HashSet<Rc<str>>);
+
+impl Interner {
+    fn get(&mut self, text: &str) -> Rc<str> {
+        if let Some(known) = self.0.get(text) {
+            return Rc::clone(known);
+        }
+        let new: Rc<str> = Rc::from(text);
+        self.0.insert(Rc::clone(&new));
+        new
+    }
+}
+
+/// The spans of `intervals.csv` by cluster (grid, cluster), clusters in the order they first
+/// appear, each row checked (times within emulated time, no span ending before it starts);
+/// and the latest end.
+#[allow(clippy::type_complexity)]
+fn read_spans(path: &Path) -> Result<(Vec<((String, String), Vec<Span>)>, f64), Error> {
+    read_spans_up_to(path, MAX_INTERVAL_ROWS)
+}
+
+/// [`read_spans`] with at most `max_rows` rows.
+#[allow(clippy::type_complexity)]
+fn read_spans_up_to(
+    path: &Path,
+    max_rows: usize,
+) -> Result<(Vec<((String, String), Vec<Span>)>, f64), Error> {
+    let mut reader = open_csv(path)?;
+    let headers = reader.headers().map_err(|e| csv_error(path, &e))?.clone();
+    let bad = |e: &csv::Error| {
+        Error::Input(format!(
+            "{}\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
+            crate::input::csv_problem(path, e)
+        ))
+    };
+    let mut clusters: Vec<((String, String), Vec<Span>)> = Vec::new();
+    let mut index: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    let (mut names, mut end, mut rows) = (Interner::default(), 0.0f64, 0usize);
+    let mut record = csv::StringRecord::new();
+    while reader.read_record(&mut record).map_err(|e| bad(&e))? {
+        let line = record.position().map_or(rows + 2, |p| p.line() as usize);
+        rows += 1;
+        if rows > max_rows {
+            return Err(Error::Input(format!(
+                "{}:{line}: error: more than {max_rows} spans; the report keeps each while it draws, and stops here\n    hint: no igemu run writes this many (about one span per VM); check the path",
+                path.display()
+            )));
+        }
+        let r: IntervalRow = record.deserialize(Some(&headers)).map_err(|e| bad(&e))?;
+        check_time(path, line, "start_s", r.start_s)?;
+        check_time(path, line, "end_s", r.end_s)?;
+        if r.end_s < r.start_s {
+            return Err(Error::Input(format!(
+                "{}:{line}: error: the span ends (end_s {}) before it starts (start_s {}); not a span igemu writes\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
+                path.display(),
+                r.end_s,
+                r.start_s
+            )));
+        }
+        end = end.max(r.end_s);
+        let of_grid = match index.get_mut(r.grid) {
+            Some(of_grid) => of_grid,
+            None => index.entry(r.grid.to_string()).or_default(),
+        };
+        let c = match of_grid.get(r.cluster) {
+            Some(&c) => c,
+            None => {
+                clusters.push(((r.grid.to_string(), r.cluster.to_string()), Vec::new()));
+                of_grid.insert(r.cluster.to_string(), clusters.len() - 1);
+                clusters.len() - 1
+            }
+        };
+        clusters[c].1.push(Span {
+            request: names.get(r.request_id),
+            vm: r.vm,
+            host: r.host,
+            lease: lease_index(r.lease_type),
+            state: names.get(r.state),
+            start_s: r.start_s,
+            end_s: r.end_s,
+        });
+    }
+    Ok((clusters, end))
 }
 
 #[derive(Deserialize)]
@@ -645,23 +752,8 @@ fn hosts_section(
         body.push_str("<p class=\"note\">No intervals.csv in this directory (written by <code>igemu run</code>).</p>");
         return Ok(());
     }
-    let rows: Vec<IntervalRow> = read_csv(&path)?;
-    let mut end = end;
-    for (i, r) in rows.iter().enumerate() {
-        check_time(&path, i + 2, "start_s", r.start_s)?;
-        check_time(&path, i + 2, "end_s", r.end_s)?;
-        if r.end_s < r.start_s {
-            return Err(Error::Input(format!(
-                "{}:{}: error: the span ends (end_s {}) before it starts (start_s {}); not a span igemu writes\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
-                path.display(),
-                i + 2,
-                r.end_s,
-                r.start_s
-            )));
-        }
-        end = end.max(r.end_s);
-    }
-    let scale = Window::scale(window, end);
+    let (read, spans_end) = read_spans(&path)?;
+    let scale = Window::scale(window, end.max(spans_end));
     let cancelled: BTreeMap<&str, f64> = requests
         .iter()
         .filter(|r| r.state == "cancelled")
@@ -669,13 +761,10 @@ fn hosts_section(
         .collect();
     // Clusters in file order of first appearance.
     let mut clusters: Vec<(String, String)> = Vec::new();
-    let mut by_cluster: BTreeMap<(String, String), Vec<&IntervalRow>> = BTreeMap::new();
-    for r in &rows {
-        let key = (r.grid.clone(), r.cluster.clone());
-        if !by_cluster.contains_key(&key) {
-            clusters.push(key.clone());
-        }
-        by_cluster.entry(key).or_default().push(r);
+    let mut by_cluster: BTreeMap<(String, String), Vec<Span>> = BTreeMap::new();
+    for (key, spans) in read {
+        clusters.push(key.clone());
+        by_cluster.insert(key, spans);
     }
     // Every cluster's host count, from summary.json (igemu 0.1 runs before it was recorded
     // show only the hosts that held a VM).
@@ -699,18 +788,15 @@ fn hosts_section(
     lease_key(body);
     for key in clusters {
         let spans_of = by_cluster.get(&key).map_or(&[][..], |v| &v[..]);
-        let (mut spans, mut marks, names, busy) = cluster_spans(spans_of, &cancelled);
-        let (all_spans, all_marks) = (spans.len(), marks.len());
         // Up to a bound on rows, so that a huge cluster's page stays small: the hosts that
-        // held a VM first, then idle ones.
+        // held a VM first, then idle ones. Only the drawn hosts' spans are put together.
         let count = host_counts.get(&key).copied().unwrap_or(0);
-        let all_held: BTreeSet<u32> = busy.iter().copied().collect();
+        let all_held: BTreeSet<u32> = spans_of.iter().map(|s| s.host).collect();
         let held: BTreeSet<u32> = all_held.iter().copied().take(MAX_HOST_ROWS).collect();
         let held_hidden = all_held.len() - held.len();
-        if held_hidden > 0 {
-            spans.retain(|s| held.contains(&s.host));
-            marks.retain(|m| held.contains(&m.host));
-        }
+        let chart = cluster_spans(spans_of, &cancelled, |h| held.contains(&h));
+        let (spans, marks, names) = (chart.spans, chart.marks, chart.names);
+        let (all_spans, all_marks) = (chart.spans_in_all, chart.marks_in_all);
         let shown_idle: Vec<u32> = (0..count.min(u64::from(u32::MAX)) as u32)
             .filter(|h| !all_held.contains(h))
             .take(MAX_HOST_ROWS.saturating_sub(held.len()))
@@ -725,7 +811,7 @@ fn hosts_section(
             escape(&key.0),
             escape(&key.1),
             count.max(all_held.len() as u64),
-            busy.len(),
+            all_held.len(),
             all_spans,
             all_marks
         );
@@ -754,27 +840,47 @@ fn hosts_section(
     Ok(())
 }
 
+/// A cluster's Gantt input ([`cluster_spans`]): the drawn hosts' spans, marks and instance
+/// names, and how many spans and marks the whole cluster has.
+struct ClusterChart {
+    spans: Vec<HostSpan>,
+    marks: Vec<svg::Mark>,
+    names: Vec<String>,
+    spans_in_all: usize,
+    marks_in_all: usize,
+}
+
 /// A cluster's spans as Gantt input: VM instances (a lease's VM on one host, spans touching
 /// end to start), preemption marks (a running span followed at once by a preemption
-/// operation, or a cancelled lease's VM stopped when it ended), instance names and hosts.
+/// operation, or a cancelled lease's VM stopped when it ended) and instance names, for the
+/// hosts `drawn` takes; the spans and marks of all counted.
 fn cluster_spans(
-    rows: &[&IntervalRow],
+    rows: &[Span],
     cancelled: &BTreeMap<&str, f64>,
-) -> (Vec<HostSpan>, Vec<svg::Mark>, Vec<String>, Vec<u32>) {
-    let mut by_vm: BTreeMap<(&str, u32, u32), Vec<&IntervalRow>> = BTreeMap::new();
-    for r in rows {
-        by_vm
-            .entry((r.request_id.as_str(), r.vm, r.host))
-            .or_default()
-            .push(r);
-    }
-    let (mut spans, mut marks, mut names) = (Vec::new(), Vec::new(), Vec::new());
-    let mut hosts = BTreeSet::new();
-    for ((request, vm, host), mut list) in by_vm {
-        hosts.insert(host);
-        list.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
-        let mut previous: Option<&IntervalRow> = None;
-        for r in list {
+    drawn: impl Fn(u32) -> bool,
+) -> ClusterChart {
+    // Each VM's spans on each host, VMs in (request, VM, host) order, each one's by start (a
+    // stable sort keeps the file's order among equal starts): one sorted list, not a list
+    // per VM (a run has about one span per VM).
+    let mut sorted: Vec<&Span> = rows.iter().collect();
+    sorted.sort_by(|a, b| {
+        (&*a.request, a.vm, a.host)
+            .cmp(&(&*b.request, b.vm, b.host))
+            .then(a.start_s.total_cmp(&b.start_s))
+    });
+    let mut chart = ClusterChart {
+        spans: Vec::new(),
+        marks: Vec::new(),
+        names: Vec::new(),
+        spans_in_all: 0,
+        marks_in_all: 0,
+    };
+    for list in sorted.chunk_by(|a, b| (&a.request, a.vm, a.host) == (&b.request, b.vm, b.host)) {
+        let (request, vm, host) = (&*list[0].request, list[0].vm, list[0].host);
+        // An instance of a host not drawn is only counted.
+        let draw = drawn(host);
+        let mut previous: Option<&Span> = None;
+        for &r in list {
             let Some(drawn) = svg::Drawn::of(&r.state) else {
                 previous = Some(r);
                 continue;
@@ -782,50 +888,60 @@ fn cluster_spans(
             // A new instance when the VM left the host in between (suspended, say).
             let joined = previous
                 .is_some_and(|p| svg::Drawn::of(&p.state).is_some() && p.end_s >= r.start_s - 1e-6);
-            if !joined {
-                names.push(format!("{request} vm {vm}"));
+            if draw && !joined {
+                chart.names.push(format!("{request} vm {vm}"));
             }
-            let instance = names.len() - 1;
+            let instance = chart.names.len().wrapping_sub(1);
             if let Some(p) = previous.filter(|_| joined) {
-                if p.state == "running" && drawn == svg::Drawn::Operation {
-                    marks.push(svg::Mark {
+                if &*p.state == "running" && drawn == svg::Drawn::Operation {
+                    chart.marks_in_all += 1;
+                    if draw {
+                        chart.marks.push(svg::Mark {
+                            host,
+                            instance,
+                            at: r.start_s,
+                            text: format!(
+                                "{request} vm {vm} preempted at {} ({})",
+                                svg::duration(r.start_s),
+                                r.state
+                            ),
+                        });
+                    }
+                }
+            }
+            chart.spans_in_all += 1;
+            if draw {
+                chart.spans.push(HostSpan {
+                    host,
+                    instance,
+                    lease: r.lease,
+                    state: Rc::clone(&r.state),
+                    drawn,
+                    start: r.start_s,
+                    end: r.end_s,
+                });
+            }
+            previous = Some(r);
+        }
+        if let (Some(last), Some(at)) = (previous, cancelled.get(request)) {
+            // `last` is drawn (running), so its instance is the last one named.
+            if &*last.state == "running" && (last.end_s - at).abs() < 1e-6 {
+                chart.marks_in_all += 1;
+                if draw {
+                    chart.marks.push(svg::Mark {
                         host,
-                        instance,
-                        at: r.start_s,
+                        instance: chart.names.len() - 1,
+                        at: *at,
                         text: format!(
-                            "{request} vm {vm} preempted at {} ({})",
-                            svg::duration(r.start_s),
-                            r.state
+                            "{request} vm {vm} stopped (cancelled) at {}",
+                            svg::duration(*at)
                         ),
                     });
                 }
             }
-            spans.push(HostSpan {
-                host,
-                instance,
-                lease: lease_index(&r.lease_type),
-                state: r.state.clone(),
-                drawn,
-                start: r.start_s,
-                end: r.end_s,
-            });
-            previous = Some(r);
-        }
-        if let (Some(last), Some(at)) = (previous, cancelled.get(request)) {
-            if last.state == "running" && (last.end_s - at).abs() < 1e-6 && !names.is_empty() {
-                marks.push(svg::Mark {
-                    host,
-                    instance: names.len() - 1,
-                    at: *at,
-                    text: format!(
-                        "{request} vm {vm} stopped (cancelled) at {}",
-                        svg::duration(*at)
-                    ),
-                });
-            }
         }
     }
-    (spans, marks, names, hosts.into_iter().collect())
+    chart
 }
 
 /// A cluster's cores (%), memory (%) and queue length over time, as change points.
@@ -1429,14 +1545,12 @@ mod tests {
         assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
     }
 
-    fn row(request: &str, host: u32, state: &str, start: f64, end: f64) -> IntervalRow {
-        IntervalRow {
-            request_id: request.into(),
+    fn row(request: &str, host: u32, state: &str, start: f64, end: f64) -> Span {
+        Span {
+            request: request.into(),
             vm: 0,
-            grid: "g".into(),
-            cluster: "c".into(),
             host,
-            lease_type: "suspendable".into(),
+            lease: lease_index("suspendable"),
             state: state.into(),
             start_s: start,
             end_s: end,
@@ -1457,15 +1571,49 @@ mod tests {
             row("b", 2, "running", 1.0, 15.0),
             row("c", 3, "running", 0.0, 40.0),
         ];
-        let refs: Vec<&IntervalRow> = rows.iter().collect();
         let cancelled = BTreeMap::from([("b", 15.0)]);
-        let (spans, marks, names, hosts) = cluster_spans(&refs, &cancelled);
-        assert_eq!(hosts, vec![0, 1, 2, 3]);
+        let chart = cluster_spans(&rows, &cancelled, |_| true);
         // `suspended` holds no place on a host, so it is not drawn.
-        assert_eq!(spans.len(), 7);
-        assert_eq!(names.len(), 4, "{names:?}");
-        let at: Vec<(u32, f64)> = marks.iter().map(|m| (m.host, m.at)).collect();
+        assert_eq!(chart.spans.len(), 7);
+        assert_eq!((chart.spans_in_all, chart.marks_in_all), (7, 2));
+        assert_eq!(chart.names.len(), 4, "{:?}", chart.names);
+        let at: Vec<(u32, f64)> = chart.marks.iter().map(|m| (m.host, m.at)).collect();
         assert_eq!(at, vec![(0, 10.0), (2, 15.0)]);
+        // Hosts not drawn are counted, not put together: host 0 left out keeps host 2's
+        // mark and every count.
+        let chart = cluster_spans(&rows, &cancelled, |h| h != 0);
+        assert_eq!((chart.spans.len(), chart.spans_in_all), (5, 7));
+        assert_eq!((chart.marks.len(), chart.marks_in_all), (1, 2));
+        assert_eq!(chart.names.len(), 3, "{:?}", chart.names);
+        assert!(chart.spans.iter().all(|s| s.host != 0 && s.instance < 3));
+    }
+
+    /// Spans are read up to a bound (the report keeps each), the error at the first row past
+    /// it; names are shared between rows, and clusters kept in the order they appear.
+    #[test]
+    fn spans_are_read_up_to_a_bound_with_their_names_shared() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("intervals.csv");
+        let mut csv =
+            String::from("request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\n");
+        for (i, cluster) in ["b", "a", "b", "a", "b"].iter().enumerate() {
+            let _ = writeln!(csv, "r1,{i},g,{cluster},{i},cancellable,running,{i},99");
+        }
+        std::fs::write(&path, csv).expect("written");
+        let (clusters, end) = read_spans_up_to(&path, 5).expect("reads");
+        assert_eq!(end, 99.0);
+        let keys: Vec<&str> = clusters.iter().map(|((_, c), _)| c.as_str()).collect();
+        assert_eq!(keys, ["b", "a"]);
+        assert_eq!(clusters[0].1.len(), 3);
+        let (x, y) = (&clusters[0].1[0], &clusters[1].1[1]);
+        assert!(Rc::ptr_eq(&x.request, &y.request) && Rc::ptr_eq(&x.state, &y.state));
+        let Err(Error::Input(e)) = read_spans_up_to(&path, 3) else {
+            panic!("read past the bound");
+        };
+        assert!(
+            e.contains("intervals.csv:5: error: more than 3 spans"),
+            "{e}"
+        );
     }
 
     /// A cluster with more busy hosts than a chart draws: the first MAX_HOST_ROWS are drawn

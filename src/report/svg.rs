@@ -302,8 +302,8 @@ pub struct HostSpan {
     pub instance: usize,
     /// The lease type's index in [`LEASE_TYPES`].
     pub lease: usize,
-    /// The state's name as in `intervals.csv`.
-    pub state: String,
+    /// The state's name as in `intervals.csv` (shared: a chart holds a span per VM state).
+    pub state: std::rc::Rc<str>,
     /// How it is drawn.
     pub drawn: Drawn,
     /// Start, seconds.
