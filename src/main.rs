@@ -717,14 +717,12 @@ fn export(path: &Path, name: &str, out: &Path, sets: Vec<String>) -> Result<(), 
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush());
         match written {
+            // The count on standard error: standard output is the trace.
+            Ok(()) => tell!("{} jobs written to standard output", jobs.len()),
             // The reader went away (`| head`): the export ends quietly, as `trace` does.
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                return Err(Error::output("standard output")(e))
-            }
-            _ => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(e) => return Err(Error::output("standard output")(e)),
         }
-        // The count on standard error: standard output is the trace.
-        tell!("{} jobs written to standard output", jobs.len());
         return Ok(());
     }
     write_atomically(out, text.as_bytes())?;

@@ -282,8 +282,10 @@ fn read_spans_up_to(
     let (mut names, mut end, mut rows) = (Interner::default(), 0.0f64, 0usize);
     let mut record = csv::StringRecord::new();
     while reader.read_record(&mut record).map_err(|e| bad(&e))? {
-        let line = record.position().map_or(rows + 2, |p| p.line() as usize);
         rows += 1;
+        // The row's number after the header, as before (the reader's own line count runs a
+        // line short on CRLF files).
+        let line = rows + 1;
         if rows > max_rows {
             return Err(Error::Input(format!(
                 "{}:{line}: error: more than {max_rows} spans; the report keeps each while it draws, and stops here\n    hint: no igemu run writes this many (about one span per VM); check the path",
