@@ -7,6 +7,17 @@ use common::igemu;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// The smallest stress test: one seed of the small peering topology, no faults, quiet.
+const ONE_QUIET_STRESS: [&str; 7] = [
+    "stress",
+    "topologies/peering-small.toml",
+    "--seeds",
+    "1",
+    "--faults",
+    "none",
+    "--quiet",
+];
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -485,16 +496,7 @@ fn an_out_folder_that_cannot_take_files_is_refused_before_the_run() {
         &["run", "--out", link.to_str().expect("utf-8")],
         "which does not exist; create the folder it points to",
     );
-    let stress = [
-        "stress",
-        "topologies/peering-small.toml",
-        "--seeds",
-        "1",
-        "--faults",
-        "none",
-        "--quiet",
-        "--out",
-    ];
+    let stress = [&ONE_QUIET_STRESS[..], &["--out"]].concat();
     refused(
         &[&stress[..], &[link.to_str().expect("utf-8")]].concat(),
         "which does not exist",
@@ -1206,15 +1208,7 @@ fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
     let out = igemu(&quiet);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("run: emulated"), "{}", stderr(&out));
-    let out = igemu(&[
-        "stress",
-        "topologies/peering-small.toml",
-        "--seeds",
-        "1",
-        "--faults",
-        "none",
-        "--quiet",
-    ]);
+    let out = igemu(&ONE_QUIET_STRESS);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "stress --quiet shows no progress");
 }

@@ -541,15 +541,18 @@ fn the_best_effort_share_and_the_rate_factor_shape_a_generated_workload() {
 fn an_exported_workload_replays_as_the_same_jobs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let swf = dir.path().join("standin.swf");
-    let out = igemu(&[
-        "workload",
-        "export",
-        "topologies/paper001-testbed.toml",
-        "--workload",
-        "sdsc",
-        "--out",
-        swf.to_str().expect("utf-8"),
-    ]);
+    let export = |workload: &str, out: &Path| {
+        igemu(&[
+            "workload",
+            "export",
+            "topologies/paper001-testbed.toml",
+            "--workload",
+            workload,
+            "--out",
+            out.to_str().expect("utf-8"),
+        ])
+    };
+    let out = export("sdsc", &swf);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     // `--out -` is standard output: the same bytes, its count on standard error, and no
     // file named `-` (audit 3: there was one).
@@ -581,15 +584,7 @@ fn an_exported_workload_replays_as_the_same_jobs() {
         let fifo = dir.path().join("fifo");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|s| s.success()) {
-            let out = igemu(&[
-                "workload",
-                "export",
-                "topologies/paper001-testbed.toml",
-                "--workload",
-                "sdsc",
-                "--out",
-                fifo.to_str().expect("utf-8"),
-            ]);
+            let out = export("sdsc", &fifo);
             assert_eq!(out.status.code(), Some(2), "{out:?}");
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(err.contains("--out - >"), "{err}");
@@ -612,16 +607,7 @@ fn an_exported_workload_replays_as_the_same_jobs() {
         jobs(&generated)
     );
     // An unknown workload is bad input.
-    let out = igemu(&[
-        "workload",
-        "export",
-        "topologies/paper001-testbed.toml",
-        "--workload",
-        "nope",
-        "--out",
-        swf.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(export("nope", &swf).status.code(), Some(2));
 }
 
 #[test]

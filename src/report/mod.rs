@@ -152,6 +152,18 @@ fn csv_error(path: &Path, e: &csv::Error) -> Error {
     Error::Input(crate::input::csv_problem(path, e))
 }
 
+/// What a file that is no run's output can be mended by.
+const REGENERATE: &str =
+    "hint: the report reads the files `igemu run` writes; regenerate them with the same igemu";
+
+/// A row that does not parse as the report expects, as an input error at its place.
+fn malformed_row(path: &Path, e: &csv::Error) -> Error {
+    Error::Input(format!(
+        "{}\n    {REGENERATE}",
+        crate::input::csv_problem(path, e)
+    ))
+}
+
 /// Reads every row of a CSV file as `T`; a malformed row is an input error at its line.
 fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Error> {
     let mut reader = open_csv(path)?;
@@ -160,12 +172,7 @@ fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Error> 
     reader.headers().map_err(|e| csv_error(path, &e))?;
     let mut rows = Vec::new();
     for row in reader.deserialize() {
-        rows.push(row.map_err(|e| {
-            Error::Input(format!(
-                "{}\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
-                crate::input::csv_problem(path, &e)
-            ))
-        })?);
+        rows.push(row.map_err(|e| malformed_row(path, &e))?);
     }
     Ok(rows)
 }
@@ -224,7 +231,7 @@ struct IntervalRow<'a> {
 
 /// A row of `intervals.csv` as the report keeps it, its cluster aside: names shared (a
 /// lease's VMs share its id, and a run has a handful of states), so a row takes 64 bytes
-/// where its own strings took about 650.
+/// instead of five strings of its own.
 struct Span {
     request: Rc<str>,
     vm: u32,
@@ -237,7 +244,8 @@ struct Span {
 }
 
 /// The most rows of `intervals.csv` the report reads: each is kept while the page is drawn
-/// (64 bytes), so this bounds its memory near 1.3 GB; a run's spans are about one per VM.
+/// (about 165 bytes a row in all, measured: 10 M rows took 1.65 GB), so this bounds its
+/// memory near 3.3 GB; a run's spans are about one per VM.
 const MAX_INTERVAL_ROWS: usize = 20_000_000;
 
 /// One copy of each text seen: a row's names as shared strings.
@@ -271,17 +279,14 @@ fn read_spans_up_to(
 ) -> Result<(Vec<((String, String), Vec<Span>)>, f64), Error> {
     let mut reader = open_csv(path)?;
     let headers = reader.headers().map_err(|e| csv_error(path, &e))?.clone();
-    let bad = |e: &csv::Error| {
-        Error::Input(format!(
-            "{}\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
-            crate::input::csv_problem(path, e)
-        ))
-    };
     let mut clusters: Vec<((String, String), Vec<Span>)> = Vec::new();
     let mut index: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let (mut names, mut end, mut rows) = (Interner::default(), 0.0f64, 0usize);
     let mut record = csv::StringRecord::new();
-    while reader.read_record(&mut record).map_err(|e| bad(&e))? {
+    while reader
+        .read_record(&mut record)
+        .map_err(|e| malformed_row(path, &e))?
+    {
         rows += 1;
         // The row's number after the header, as before (the reader's own line count runs a
         // line short on CRLF files).
@@ -292,12 +297,13 @@ fn read_spans_up_to(
                 path.display()
             )));
         }
-        let r: IntervalRow = record.deserialize(Some(&headers)).map_err(|e| bad(&e))?;
+        let r: IntervalRow =
+            (record.deserialize(Some(&headers))).map_err(|e| malformed_row(path, &e))?;
         check_time(path, line, "start_s", r.start_s)?;
         check_time(path, line, "end_s", r.end_s)?;
         if r.end_s < r.start_s {
             return Err(Error::Input(format!(
-                "{}:{line}: error: the span ends (end_s {}) before it starts (start_s {}); not a span igemu writes\n    hint: the report reads the files `igemu run` writes; regenerate them with the same igemu",
+                "{}:{line}: error: the span ends (end_s {}) before it starts (start_s {}); not a span igemu writes\n    {REGENERATE}",
                 path.display(),
                 r.end_s,
                 r.start_s
@@ -761,21 +767,17 @@ fn hosts_section(
         .filter(|r| r.state == "cancelled")
         .filter_map(|r| Some((r.request_id.as_str(), r.end_s?)))
         .collect();
-    // Clusters in file order of first appearance.
-    let mut clusters: Vec<(String, String)> = Vec::new();
-    let mut by_cluster: BTreeMap<(String, String), Vec<Span>> = BTreeMap::new();
-    for (key, spans) in read {
-        clusters.push(key.clone());
-        by_cluster.insert(key, spans);
-    }
+    // Clusters in file order of first appearance, then those that held no VM.
+    let mut clusters = read;
+    let spanned: BTreeSet<(String, String)> = clusters.iter().map(|(k, _)| k.clone()).collect();
     // Every cluster's host count, from summary.json (igemu 0.1 runs before it was recorded
     // show only the hosts that held a VM).
     let mut host_counts: BTreeMap<(String, String), u64> = BTreeMap::new();
     for (name, figures) in summary["clusters"].as_object().into_iter().flatten() {
         if let (Some((g, c)), Some(n)) = (name.split_once('/'), figures["hosts"].as_u64()) {
             let key = (g.to_string(), c.to_string());
-            if !by_cluster.contains_key(&key) {
-                clusters.push(key.clone());
+            if !spanned.contains(&key) {
+                clusters.push((key.clone(), Vec::new()));
             }
             host_counts.insert(key, n);
         }
@@ -788,11 +790,11 @@ fn hosts_section(
         if window.is_some() { " (the window asked for)" } else { "" }
     );
     lease_key(body);
-    for key in clusters {
-        let spans_of = by_cluster.get(&key).map_or(&[][..], |v| &v[..]);
+    for (key, spans_of) in &clusters {
+        let spans_of = &spans_of[..];
         // Up to a bound on rows, so that a huge cluster's page stays small: the hosts that
         // held a VM first, then idle ones. Only the drawn hosts' spans are put together.
-        let count = host_counts.get(&key).copied().unwrap_or(0);
+        let count = host_counts.get(key).copied().unwrap_or(0);
         let all_held: BTreeSet<u32> = spans_of.iter().map(|s| s.host).collect();
         let held: BTreeSet<u32> = all_held.iter().copied().take(MAX_HOST_ROWS).collect();
         let held_hidden = all_held.len() - held.len();
