@@ -733,6 +733,45 @@ mod tests {
             }
         }
 
+        /// The searches agree with the definition on long publications made of runs of
+        /// steps (the free cores crossing a request's now and then, or at every step), after
+        /// bookings, from the store and from a view (laid out once asked enough) with a
+        /// bound.
+        #[test]
+        fn searches_over_long_publications_match_the_definition(
+            runs in proptest::collection::vec((1usize..40, 0u64..9), 0..30),
+            until in 0u64..1300,
+            bookings in proptest::collection::vec((0u64..1300, 0u64..5, 0u64..200), 0..4),
+            queries in proptest::collection::vec((0u64..1300, 0u64..10, 0u64..400, 0u64..1400), 1..8),
+        ) {
+            let free = runs.iter().flat_map(|&(n, f)| std::iter::repeat_n(f, n));
+            let mut store = SlotStore::default();
+            store.publish(0, Published {
+                free: free.enumerate().map(|(i, f)| (t(i as u64), f)).collect(),
+                until: t(until),
+                cores: 8,
+                price: 1.0,
+            });
+            for (start, cores, length) in bookings {
+                store.book(0, t(start), cores, EmuDuration::from_secs(length));
+            }
+            let p = store.clusters[&0].clone();
+            for (now, cores, length, before) in queries {
+                let length = EmuDuration::from_secs(length);
+                let want = earliest_by_definition(&p, t(now), cores, length);
+                proptest::prop_assert_eq!(store.earliest_on(0, t(now), cores, length), want);
+                let view = store.at(t(now));
+                for _ in 0..4 {
+                    // A window asks the load too: what lays a cluster out.
+                    let _ = view.grid_load(length);
+                    proptest::prop_assert_eq!(
+                        view.earliest_on_before(0, cores, length, t(before)),
+                        want.filter(|&s| s < t(before))
+                    );
+                }
+            }
+        }
+
         /// The one-pass searches agree with the definitions on random publications (steps
         /// on whole seconds, so the per-second sum is exact).
         #[test]
