@@ -85,6 +85,7 @@ macro_rules! named_enum {
 // one send path; it is not part of the library's API.
 #[doc(hidden)]
 pub mod actors;
+mod csvout;
 mod error;
 mod fasthash;
 pub mod fault;
@@ -114,6 +115,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use actors::Emu;
+use csvout::{csv_field, CsvOut};
 use metrics::{DecisionRecord, PaperMetrics, RequestCounts, RequestRecord};
 use time::{Clock, ClockMode, EmuTime, Lateness};
 use topology::Topology;
@@ -649,30 +651,45 @@ pub struct RunResult {
     pub replayed: Option<ReplayOutcome>,
 }
 
-#[derive(Serialize)]
-struct CsvRow<'a> {
-    request_id: &'a str,
-    grid: &'a str,
-    cluster: String,
-    origin: &'static str,
-    lease_type: &'static str,
-    vms: u32,
-    mem_mb: u32,
-    submit_s: String,
-    start_s: String,
-    end_s: String,
-    state: &'static str,
-    preemptions: u32,
-    overhead_s: String,
-    duration_s: String,
-    deadline_s: String,
-    served_by: &'a str,
-    hosts: String,
+/// `requests.csv`'s columns: one row per request.
+const REQUEST_COLUMNS: [&str; 20] = [
+    "request_id",
+    "grid",
+    "cluster",
+    "origin",
+    "lease_type",
+    "vms",
+    "mem_mb",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "state",
+    "preemptions",
+    "overhead_s",
+    "duration_s",
+    "deadline_s",
+    "served_by",
+    "hosts",
     // Added after the others, so readers that take columns by position keep working.
-    outcome: &'static str,
-    reason: &'static str,
-    displacements: u32,
-}
+    "outcome",
+    "reason",
+    "displacements",
+];
+
+/// `decisions.csv`'s columns: one row per preemption decision.
+const DECISION_COLUMNS: [&str; 11] = [
+    "at_s",
+    "cluster",
+    "local_request",
+    "requested_start_s",
+    "local_start_s",
+    "vacated_by_s",
+    "preempted",
+    "operations",
+    "cost_s",
+    "reschedule_s",
+    "exact",
+];
 
 /// `intervals.csv`'s columns: one row per span a VM spent in one state.
 const INTERVAL_COLUMNS: [&str; 9] = [
@@ -687,100 +704,119 @@ const INTERVAL_COLUMNS: [&str; 9] = [
     "end_s",
 ];
 
-/// `text` as the csv writer writes it as one of several fields of a record: quoted where it
-/// holds a comma, a quote or a line break.
-fn csv_field(text: &str) -> Vec<u8> {
-    // The bytes the csv writer quotes a field for (by default: no comment character).
-    let plain = !text
-        .bytes()
-        .any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
-    if plain {
-        // Also the empty text: alone in a record the writer would quote it, among others not.
-        return text.as_bytes().to_vec();
-    }
-    let mut w = csv::Writer::from_writer(Vec::new());
-    // Writing into memory cannot fail; the record's terminator is cut off below.
-    let written = w
-        .write_record([text])
-        .and_then(|()| w.flush().map_err(csv::Error::from));
-    let mut bytes = w.into_inner().unwrap_or_default();
-    if written.is_err() {
-        return text.as_bytes().to_vec();
-    }
-    bytes.pop();
-    bytes
-}
-
-/// Writes one csv row of fields already in csv form (names through [`csv_field`]).
-fn write_row(w: &mut impl std::io::Write, fields: &[&[u8]]) -> std::io::Result<()> {
-    for (n, field) in fields.iter().enumerate() {
-        if n > 0 {
-            w.write_all(b",")?;
-        }
-        w.write_all(field)?;
-    }
-    w.write_all(b"\n")
-}
-
-/// `n` in decimal, into `buf`, without allocating.
-fn write_int(n: i64, buf: &mut [u8; 32]) -> &[u8] {
-    let mut at = time::write_digits(n.unsigned_abs(), buf, 32);
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
-}
-
-/// `n` in decimal, into `buf`, without allocating.
-fn write_uint(n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let at = time::write_digits(n, buf, 20);
-    &buf[at..]
-}
-
-#[derive(Serialize)]
-struct DecisionRow<'a> {
-    at_s: String,
-    cluster: String,
-    local_request: &'a str,
-    requested_start_s: String,
-    local_start_s: String,
-    vacated_by_s: String,
-    preempted: String,
-    operations: String,
-    cost_s: String,
-    reschedule_s: String,
-    exact: bool,
-}
-
-impl DecisionRow<'_> {
-    const COLUMNS: [&'static str; 11] = [
-        "at_s",
-        "cluster",
-        "local_request",
-        "requested_start_s",
-        "local_start_s",
-        "vacated_by_s",
-        "preempted",
-        "operations",
-        "cost_s",
-        "reschedule_s",
-        "exact",
-    ];
-}
-
-fn secs(t: Option<EmuTime>) -> String {
-    t.map_or_else(String::new, |t| time::format_secs(t.as_micros()))
+/// Creates the csv file `path`; its errors name it.
+fn csv_file(path: &Path) -> Result<CsvOut<std::fs::File>, Error> {
+    let file = std::fs::File::create(path).map_err(Error::output(path))?;
+    Ok(CsvOut::new(file))
 }
 
 impl RunResult {
+    /// Writes `requests.csv`: one row per request, in id order.
+    // Called once a run: out of line so that a profile shows each file's cost.
+    #[inline(never)]
+    fn write_requests(&self, path: &Path) -> Result<(), Error> {
+        let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
+        let mut w = csv_file(path)?;
+        let topo = &self.topology;
+        // The hosts each request's VMs held last (from the spans, when recorded), by request.
+        let mut hosts: Vec<Option<(model::ClusterId, Vec<u16>)>> = vec![None; topo.requests.len()];
+        for s in self.intervals.iter().filter(|s| s.state.holds_host()) {
+            let e = hosts[s.lease.0 as usize].get_or_insert_with(|| (s.cluster, Vec::new()));
+            if e.0 != s.cluster {
+                *e = (s.cluster, Vec::new());
+            }
+            e.1.push(s.host);
+        }
+        for (_, list) in hosts.iter_mut().flatten() {
+            list.sort_unstable();
+            list.dedup();
+        }
+        // A csv writer serialising rows writes the header with the first row: none without.
+        if !topo.requests.is_empty() {
+            w.header(&REQUEST_COLUMNS).map_err(io)?;
+        }
+        let grid_name = |c: model::ClusterId| &topo.grids[usize::from(topo.cluster(c).grid.0)].name;
+        let mut list = Vec::new();
+        for (req, rec) in topo.requests.iter().zip(&self.records) {
+            w.text(topo.label(req.id));
+            w.text(&topo.grids[usize::from(req.grid.0)].name);
+            w.text(rec.cluster.map_or("", |c| &topo.cluster(c).name));
+            w.text(req.origin.as_str());
+            w.text(req.lease_type.as_str());
+            w.uint(u64::from(req.vms));
+            w.uint(u64::from(req.mem_mb));
+            w.secs(req.arrival.as_micros());
+            w.opt_secs(rec.start);
+            w.opt_secs(rec.end);
+            w.text(
+                rec.state
+                    .unwrap_or(model::RequestState::Unfinished)
+                    .as_str(),
+            );
+            w.uint(u64::from(rec.preemptions));
+            w.secs(rec.overhead.as_micros());
+            w.secs(req.duration.as_micros());
+            w.opt_secs(rec.deadline.or(req.deadline));
+            w.text(rec.cluster.map_or("", |c| grid_name(c)));
+            // Host numbers apart by spaces: digits and spaces need no quotes.
+            list.clear();
+            if let Some((_, held)) = &hosts[req.id.0 as usize] {
+                for (n, host) in held.iter().enumerate() {
+                    if n > 0 {
+                        list.push(b' ');
+                    }
+                    let mut buf = [0u8; 20];
+                    let at = time::write_digits(u64::from(*host), &mut buf, 20);
+                    list.extend_from_slice(&buf[at..]);
+                }
+            }
+            w.raw(&list);
+            w.text(metrics::Outcome::of(req, rec).as_str());
+            w.text(rec.reason.map_or("", model::RejectReason::as_str));
+            w.uint(u64::from(rec.displacements));
+            w.end_row().map_err(io)?;
+        }
+        w.finish().map_err(io)?;
+        Ok(())
+    }
+
+    /// Writes `decisions.csv`: one row per preemption decision, in the order made (the
+    /// header even when none was made, so the file always loads).
+    // Called once a run: out of line so that a profile shows each file's cost.
+    #[inline(never)]
+    fn write_decisions(&self, path: &Path) -> Result<(), Error> {
+        let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
+        let mut w = csv_file(path)?;
+        let topo = &self.topology;
+        w.header(&DECISION_COLUMNS).map_err(io)?;
+        for r in &self.decisions {
+            let d = &r.decision;
+            let preempted: Vec<&str> = d.set.iter().map(|(id, _)| topo.label(*id)).collect();
+            let operations: Vec<&str> = d.set.iter().map(|(_, op)| op.as_str()).collect();
+            w.secs(r.at.as_micros());
+            w.text(&topo.cluster(r.cluster).qualified_name(topo));
+            w.text(topo.label(d.local));
+            w.secs(d.window.0.as_micros());
+            w.secs(d.local_start.as_micros());
+            w.secs(d.vacated_by.as_micros());
+            w.text(&preempted.join(" "));
+            w.text(&operations.join(" "));
+            w.secs(d.cost.as_micros());
+            w.secs(d.reschedule.as_micros());
+            w.bool(d.exact);
+            w.end_row().map_err(io)?;
+        }
+        w.finish().map_err(io)?;
+        Ok(())
+    }
+
     /// Writes `utilization.csv`: per cluster, at every change point, what its hosts give VMs
     /// and the requests waiting for it.
+    // Called once a run: out of line so that a profile shows each file's cost.
+    #[inline(never)]
     fn write_utilization(&self, path: &Path) -> Result<(), Error> {
-        use std::io::Write;
         let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
-        let file = std::fs::File::create(path).map_err(io)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let mut w = csv_file(path)?;
         let topo = &self.topology;
         let mut header = vec![
             "time_s".to_string(),
@@ -795,9 +831,8 @@ impl RunResult {
             (model::LeaseType::ALL.iter()).map(|t| format!("vms_{}", t.as_str().replace('-', "_"))),
         );
         header.push("queued".into());
-        w.write_all(header.join(",").as_bytes())
-            .and_then(|()| w.write_all(b"\n"))
-            .map_err(io)?;
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        w.header(&header).map_err(io)?;
         // Per cluster, the bytes that stay the same on each of its rows.
         let fixed: Vec<[Vec<u8>; 4]> = (topo.clusters.iter())
             .map(|c| {
@@ -810,81 +845,63 @@ impl RunResult {
                 ]
             })
             .collect();
-        let mut time = [0u8; 32];
-        let mut used = [[0u8; 32]; 2];
-        let mut counts = [[0u8; 32]; 5];
         for r in metrics::usage(topo, &self.intervals, &self.records) {
             let [grid, cluster, cores_total, mem_total] = &fixed[usize::from(r.cluster.0)];
-            let [cores, mem] = &mut used;
-            let [a, b, c, d, queued] = &mut counts;
-            let [va, vb, vc, vd] = r.vms;
-            write_row(
-                &mut w,
-                &[
-                    time::write_secs_ascii(r.at.as_micros(), &mut time),
-                    grid,
-                    cluster,
-                    write_int(r.cores, cores),
-                    cores_total,
-                    write_int(r.mem_mb, mem),
-                    mem_total,
-                    write_int(va, a),
-                    write_int(vb, b),
-                    write_int(vc, c),
-                    write_int(vd, d),
-                    write_int(r.queued, queued),
-                ],
-            )
-            .map_err(io)?;
+            w.secs(r.at.as_micros());
+            w.raw(grid);
+            w.raw(cluster);
+            w.int(r.cores);
+            w.raw(cores_total);
+            w.int(r.mem_mb);
+            w.raw(mem_total);
+            for n in r.vms {
+                w.int(n);
+            }
+            w.int(r.queued);
+            w.end_row().map_err(io)?;
         }
-        w.flush().map_err(io)
+        w.finish().map_err(io)?;
+        Ok(())
     }
 
     /// Writes `intervals.csv`: one row per VM instance and state span, in the order the
     /// spans ended (sorted by start for a Gantt chart).
+    // Called once a run: out of line so that a profile shows each file's cost.
+    #[inline(never)]
     fn write_intervals(&self, path: &Path) -> Result<(), Error> {
-        use std::io::Write;
         let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
-        let file = std::fs::File::create(path).map_err(io)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let mut w = csv_file(path)?;
         let topo = &self.topology;
         // A run can have millions of spans: each row is put together from bytes prepared
         // once (names quoted by the csv writer itself, where they need it) and numbers
         // written without allocating; a csv writer's per-field pass was most of the cost.
-        let names: Vec<(Vec<u8>, Vec<u8>)> = (topo.clusters.iter())
+        // Per cluster `grid,cluster` (two fields, the comma between them included).
+        let names: Vec<Vec<u8>> = (topo.clusters.iter())
             .map(|c| {
-                let grid = &topo.grids[usize::from(c.grid.0)].name;
-                (csv_field(grid), csv_field(&c.name))
+                let mut both = csv_field(&topo.grids[usize::from(c.grid.0)].name);
+                both.push(b',');
+                both.extend_from_slice(&csv_field(&c.name));
+                both
             })
             .collect();
         let mut labels: Vec<Option<Vec<u8>>> = vec![None; topo.requests.len()];
-        w.write_all(INTERVAL_COLUMNS.join(",").as_bytes())
-            .and_then(|()| w.write_all(b"\n"))
-            .map_err(io)?;
-        let (mut vm, mut host) = ([0u8; 20], [0u8; 20]);
-        let (mut start, mut end) = ([0u8; 32], [0u8; 32]);
+        w.header(&INTERVAL_COLUMNS).map_err(io)?;
         for s in &self.intervals {
             let i = s.lease.0 as usize;
             let req = &topo.requests[i];
             let label = labels[i].get_or_insert_with(|| csv_field(topo.label(s.lease)));
-            let (grid, cluster) = &names[usize::from(s.cluster.0)];
-            write_row(
-                &mut w,
-                &[
-                    label.as_slice(),
-                    write_uint(u64::from(s.vm), &mut vm),
-                    grid,
-                    cluster,
-                    write_uint(u64::from(s.host), &mut host),
-                    req.lease_type.as_str().as_bytes(),
-                    s.state.as_str().as_bytes(),
-                    time::write_secs_ascii(s.start.as_micros(), &mut start),
-                    time::write_secs_ascii(s.end.as_micros(), &mut end),
-                ],
-            )
-            .map_err(io)?;
+            w.raw(label);
+            w.uint(u64::from(s.vm));
+            w.raw(&names[usize::from(s.cluster.0)]);
+            w.uint(u64::from(s.host));
+            w.raw(req.lease_type.as_str().as_bytes());
+            w.raw(s.state.as_str().as_bytes());
+            w.secs(s.start.as_micros());
+            w.secs(s.end.as_micros());
+            w.end_row().map_err(io)?;
         }
-        w.flush().map_err(io)
+        w.finish().map_err(io)?;
+        Ok(())
     }
 
     /// Writes `requests.csv`, `decisions.csv`, `intervals.csv` (when spans were recorded) and
@@ -907,97 +924,8 @@ impl RunResult {
     /// Writes every output under its temporary name ([`staged`]).
     fn write_staged(&self, dir: &Path) -> Result<(), Error> {
         let io = |path: &Path| Error::output(path.to_path_buf());
-        let csv_path = staged(dir, "requests.csv");
-        let mut w = csv::Writer::from_path(&csv_path).map_err(|e| io(&csv_path)(e.into()))?;
-        let topo = &self.topology;
-        // The hosts each request's VMs held last (from the spans, when recorded), by request.
-        let mut hosts: Vec<Option<(model::ClusterId, Vec<u16>)>> = vec![None; topo.requests.len()];
-        for s in self.intervals.iter().filter(|s| s.state.holds_host()) {
-            let e = hosts[s.lease.0 as usize].get_or_insert_with(|| (s.cluster, Vec::new()));
-            if e.0 != s.cluster {
-                *e = (s.cluster, Vec::new());
-            }
-            e.1.push(s.host);
-        }
-        for (_, list) in hosts.iter_mut().flatten() {
-            list.sort_unstable();
-            list.dedup();
-        }
-        for (req, rec) in topo.requests.iter().zip(&self.records) {
-            let row = CsvRow {
-                request_id: topo.label(req.id),
-                grid: &topo.grids[usize::from(req.grid.0)].name,
-                cluster: rec
-                    .cluster
-                    .map_or_else(String::new, |c| topo.cluster(c).name.clone()),
-                origin: req.origin.as_str(),
-                lease_type: req.lease_type.as_str(),
-                vms: req.vms,
-                mem_mb: req.mem_mb,
-                submit_s: secs(Some(req.arrival)),
-                start_s: secs(rec.start),
-                end_s: secs(rec.end),
-                state: rec
-                    .state
-                    .unwrap_or(model::RequestState::Unfinished)
-                    .as_str(),
-                preemptions: rec.preemptions,
-                overhead_s: time::format_secs(rec.overhead.as_micros()),
-                duration_s: time::format_secs(req.duration.as_micros()),
-                deadline_s: secs(rec.deadline.or(req.deadline)),
-                served_by: rec.cluster.map_or("", |c| {
-                    topo.grids[usize::from(topo.cluster(c).grid.0)]
-                        .name
-                        .as_str()
-                }),
-                hosts: hosts[req.id.0 as usize]
-                    .as_ref()
-                    .map_or_else(String::new, |(_, h)| {
-                        h.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
-                    }),
-                outcome: metrics::Outcome::of(req, rec).as_str(),
-                reason: rec.reason.map_or("", model::RejectReason::as_str),
-                displacements: rec.displacements,
-            };
-            w.serialize(row).map_err(|e| io(&csv_path)(e.into()))?;
-        }
-        w.flush().map_err(io(&csv_path))?;
-        let log_path = staged(dir, "decisions.csv");
-        let mut w = csv::WriterBuilder::new()
-            .has_headers(false)
-            .from_path(&log_path)
-            .map_err(|e| io(&log_path)(e.into()))?;
-        // The header even when no decision was made, so the file always loads.
-        w.write_record(DecisionRow::COLUMNS)
-            .map_err(|e| io(&log_path)(e.into()))?;
-        for r in &self.decisions {
-            let d = &r.decision;
-            let row = DecisionRow {
-                at_s: secs(Some(r.at)),
-                cluster: topo.cluster(r.cluster).qualified_name(topo),
-                local_request: topo.label(d.local),
-                requested_start_s: secs(Some(d.window.0)),
-                local_start_s: secs(Some(d.local_start)),
-                vacated_by_s: secs(Some(d.vacated_by)),
-                preempted: d
-                    .set
-                    .iter()
-                    .map(|(id, _)| topo.label(*id))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                operations: d
-                    .set
-                    .iter()
-                    .map(|(_, op)| op.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                cost_s: time::format_secs(d.cost.as_micros()),
-                reschedule_s: time::format_secs(d.reschedule.as_micros()),
-                exact: d.exact,
-            };
-            w.serialize(row).map_err(|e| io(&log_path)(e.into()))?;
-        }
-        w.flush().map_err(io(&log_path))?;
+        self.write_requests(&staged(dir, "requests.csv"))?;
+        self.write_decisions(&staged(dir, "decisions.csv"))?;
         if !self.intervals.is_empty() {
             self.write_intervals(&staged(dir, "intervals.csv"))?;
             self.write_utilization(&staged(dir, "utilization.csv"))?;
@@ -1508,7 +1436,7 @@ fn open_replay(path: &Path, topo: &Topology) -> Result<(time::record::OrderScrip
 
 #[cfg(test)]
 mod tests {
-    use super::{csv_field, write_int, write_uint, Provenance};
+    use super::Provenance;
 
     #[test]
     fn the_same_run_is_the_same_contents_and_settings_however_spelled() {
@@ -1607,36 +1535,5 @@ mod tests {
         assert_eq!(std::fs::read(&victim).expect("victim"), b"victim");
         assert_eq!(std::fs::read(&out).expect("out"), b"whole");
         assert!(!std::fs::symlink_metadata(&out).expect("out").is_symlink());
-    }
-
-    #[test]
-    fn fields_are_quoted_as_the_csv_writer_quotes_them_among_others() {
-        for text in [
-            "",
-            "site12",
-            "a,b",
-            "say \"hi\"",
-            "two\nlines",
-            "cr\r",
-            " spaced ",
-            "é,ü",
-        ] {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            w.write_record([text, "x"]).expect("writing to memory");
-            let expected = w.into_inner().expect("flushing to memory");
-            let mut ours = csv_field(text);
-            ours.extend_from_slice(b",x\n");
-            assert_eq!(ours, expected, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn integers_are_written_as_display_writes_them() {
-        for n in [0, 1, -1, 9, -10, 1234567, i64::MAX, i64::MIN] {
-            assert_eq!(write_int(n, &mut [0; 32]), n.to_string().as_bytes());
-        }
-        for n in [0, 7, 10, 65535, u64::from(u32::MAX), u64::MAX] {
-            assert_eq!(write_uint(n, &mut [0; 20]), n.to_string().as_bytes());
-        }
     }
 }

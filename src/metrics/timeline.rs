@@ -30,55 +30,117 @@ pub struct UsageRow {
 #[derive(Clone, Copy, Debug, Default)]
 struct Use(i64, i64, [i64; 4], i64);
 
+impl Use {
+    /// Adds `d` to this.
+    fn add(&mut self, d: &Use) {
+        self.0 += d.0;
+        self.1 += d.1;
+        for (a, x) in self.2.iter_mut().zip(d.2) {
+            *a += x;
+        }
+        self.3 += d.3;
+    }
+
+    /// The opposite change.
+    fn negated(&self) -> Use {
+        Use(-self.0, -self.1, self.2.map(|n| -n), -self.3)
+    }
+}
+
+/// A cluster and an instant: where a change happens.
+type Key = (ClusterId, EmuTime);
+
+/// The changes at each distinct key, summed: a map to the place of each key's sum.
+#[derive(Default)]
+struct Changes {
+    at: FastMap<Key, u32>,
+    sums: Vec<Use>,
+}
+
+impl Changes {
+    /// The sum of the changes at `key` so far.
+    fn at(&mut self, key: Key) -> &mut Use {
+        let next = self.sums.len() as u32;
+        let i = *self.at.entry(key).or_insert(next);
+        if i == next {
+            self.sums.push(Use::default());
+        }
+        &mut self.sums[i as usize]
+    }
+
+    /// Adds `d` at `key`, or to `pending`'s change when that is at `key` too (then written
+    /// here when a change at another key comes): changes one after another often share their
+    /// instant (leases that start together), and summing them first saves their lookups.
+    fn add(&mut self, pending: &mut Option<(Key, Use)>, key: Key, d: Use) {
+        match pending {
+            Some((k, sum)) if *k == key => sum.add(&d),
+            _ => {
+                if let Some((k, sum)) = pending.replace((key, d)) {
+                    self.at(k).add(&sum);
+                }
+            }
+        }
+    }
+}
+
 /// Per cluster, one row per change point, in time order (clusters in id order).
 pub fn usage(topo: &Topology, spans: &[VmSpan], records: &[RequestRecord]) -> Vec<UsageRow> {
     // Hashed, then sorted once: a run has many more span ends than distinct instants.
-    let mut deltas: FastMap<(ClusterId, EmuTime), Use> = FastMap::default();
+    let mut changes = Changes::default();
     let type_index = |t: LeaseType| LeaseType::ALL.iter().position(|x| *x == t).unwrap_or(0);
-    for s in spans.iter().filter(|s| s.state.holds_host()) {
+    // A lease's VMs' spans come one after another, most with the same cluster, start and
+    // end: each run of those is one change at its start and one at its end, for all its VMs.
+    let same = |a: &VmSpan, b: &VmSpan| {
+        (a.lease, a.cluster, a.start, a.end) == (b.lease, b.cluster, b.start, b.end)
+            && a.state.holds_host() == b.state.holds_host()
+    };
+    let (mut starts, mut ends) = (None, None);
+    for run in spans.chunk_by(same).filter(|run| run[0].state.holds_host()) {
+        let (s, n) = (&run[0], run.len() as i64);
         let req = &topo.requests[s.lease.0 as usize];
-        let (c, m) = (i64::from(req.cores_per_vm), i64::from(req.mem_mb));
-        let k = type_index(req.lease_type);
-        for (at, sign) in [(s.start, 1), (s.end, -1)] {
-            let d = deltas.entry((s.cluster, at)).or_default();
-            d.0 += sign * c;
-            d.1 += sign * m;
-            d.2[k] += sign;
-        }
+        let mut d = Use(
+            n * i64::from(req.cores_per_vm),
+            n * i64::from(req.mem_mb),
+            [0; 4],
+            0,
+        );
+        d.2[type_index(req.lease_type)] = n;
+        changes.add(&mut starts, (s.cluster, s.start), d);
+        changes.add(&mut ends, (s.cluster, s.end), d.negated());
+    }
+    for (k, sum) in [starts, ends].into_iter().flatten() {
+        changes.at(k).add(&sum);
     }
     for (req, rec) in topo.requests.iter().zip(records) {
         if let (Some(cluster), Some(start)) = (rec.cluster, rec.start) {
             if start > req.arrival {
-                deltas.entry((cluster, req.arrival)).or_default().3 += 1;
-                deltas.entry((cluster, start)).or_default().3 -= 1;
+                changes.at((cluster, req.arrival)).3 += 1;
+                changes.at((cluster, start)).3 -= 1;
             }
         }
     }
-    let mut deltas: Vec<((ClusterId, EmuTime), Use)> = deltas.into_iter().collect();
-    // Keys are distinct, so the unstable sort gives one order.
-    deltas.sort_unstable_by_key(|(key, _)| *key);
-    let mut rows = Vec::with_capacity(deltas.len());
-    let mut current: Option<(ClusterId, Use)> = None;
-    for ((cluster, at), d) in deltas {
-        let mut acc = match current {
-            Some((c, acc)) if c == cluster => acc,
-            _ => Use::default(),
-        };
-        acc.0 += d.0;
-        acc.1 += d.1;
-        for (a, x) in acc.2.iter_mut().zip(d.2) {
-            *a += x;
+    // Per cluster its instants, sorted: they are distinct, so the unstable sort gives one
+    // order, and comparing instants alone is cheaper than comparing (cluster, instant) keys.
+    let mut instants: Vec<Vec<(EmuTime, u32)>> = vec![Vec::new(); topo.clusters.len()];
+    for ((cluster, at), i) in changes.at {
+        instants[usize::from(cluster.0)].push((at, i));
+    }
+    let mut rows = Vec::with_capacity(changes.sums.len());
+    for (c, list) in instants.iter_mut().enumerate() {
+        list.sort_unstable_by_key(|&(at, _)| at);
+        let cluster = ClusterId(c as u16);
+        let mut acc = Use::default();
+        for &(at, i) in list.iter() {
+            acc.add(&changes.sums[i as usize]);
+            rows.push(UsageRow {
+                at,
+                cluster,
+                cores: acc.0,
+                mem_mb: acc.1,
+                vms: acc.2,
+                queued: acc.3,
+            });
         }
-        acc.3 += d.3;
-        current = Some((cluster, acc));
-        rows.push(UsageRow {
-            at,
-            cluster,
-            cores: acc.0,
-            mem_mb: acc.1,
-            vms: acc.2,
-            queued: acc.3,
-        });
     }
     rows
 }
@@ -152,5 +214,106 @@ mod tests {
             ]
         );
         assert!(rows.iter().all(|r| r.mem_mb == 512 * r.cores));
+    }
+
+    #[test]
+    fn rows_are_those_of_a_change_per_span_edge_summed_in_key_order() {
+        // Spans of 1- to 3-VM leases on two clusters, at instants that often coincide, some
+        // not on a host; compared with summing each span's own changes in an ordered map.
+        let topo = Federation::new("f")
+            .grid(
+                "g",
+                &[("c", Hosts::new(4, 4, 4096)), ("d", Hosts::new(4, 4, 4096))],
+            )
+            .workload((0..40).fold(Users::external("e", "g"), |users, n| {
+                users.request(Request::new(
+                    &format!("r{n}"),
+                    n % 5,
+                    1 + n as u32 % 3,
+                    256,
+                    100,
+                ))
+            }))
+            .build()
+            .expect("valid");
+        let mut seed = 7u64;
+        let mut next = |below: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % below
+        };
+        let mut spans = Vec::new();
+        for lease in 0..40u32 {
+            let cluster = topo.grids[0].clusters[next(2) as usize];
+            let start = next(8);
+            let end = start + 1 + next(4);
+            let state = [VmState::Running, VmState::Running, VmState::Suspended][next(3) as usize];
+            for vm in 0..=next(3) as u32 {
+                // Now and then a VM's span of its own, out of step with the others.
+                let (start, end) = if next(4) == 0 {
+                    (end, end + 2)
+                } else {
+                    (start, end)
+                };
+                spans.push(VmSpan {
+                    lease: RequestId(lease),
+                    vm,
+                    cluster,
+                    host: 0,
+                    state,
+                    start: t(start),
+                    end: t(end),
+                });
+            }
+        }
+        let records: Vec<RequestRecord> = (0..40)
+            .map(|n| RequestRecord {
+                cluster: Some(topo.grids[0].clusters[n % 2]),
+                start: Some(t(n as u64 % 7)),
+                ..RequestRecord::default()
+            })
+            .collect();
+        let mut changes = std::collections::BTreeMap::<Key, Use>::new();
+        for s in spans.iter().filter(|s| s.state.holds_host()) {
+            let req = &topo.requests[s.lease.0 as usize];
+            let k = LeaseType::ALL.iter().position(|x| *x == req.lease_type);
+            let mut d = Use(
+                i64::from(req.cores_per_vm),
+                i64::from(req.mem_mb),
+                [0; 4],
+                0,
+            );
+            d.2[k.unwrap_or(0)] = 1;
+            changes.entry((s.cluster, s.start)).or_default().add(&d);
+            changes
+                .entry((s.cluster, s.end))
+                .or_default()
+                .add(&d.negated());
+        }
+        for (req, rec) in topo.requests.iter().zip(&records) {
+            let (cluster, start) = (rec.cluster.expect("set"), rec.start.expect("set"));
+            if start > req.arrival {
+                changes.entry((cluster, req.arrival)).or_default().3 += 1;
+                changes.entry((cluster, start)).or_default().3 -= 1;
+            }
+        }
+        let mut expected = Vec::new();
+        let mut acc: Option<(ClusterId, Use)> = None;
+        for ((cluster, at), d) in changes {
+            let mut sum = acc
+                .filter(|(c, _)| *c == cluster)
+                .map_or_else(Use::default, |a| a.1);
+            sum.add(&d);
+            acc = Some((cluster, sum));
+            expected.push(UsageRow {
+                at,
+                cluster,
+                cores: sum.0,
+                mem_mb: sum.1,
+                vms: sum.2,
+                queued: sum.3,
+            });
+        }
+        assert!(expected.len() > 20, "{} rows", expected.len());
+        assert_eq!(usage(&topo, &spans, &records), expected);
     }
 }
