@@ -42,7 +42,9 @@ pub struct Lrms {
     /// (cores).
     forecast: Option<(Forecast, u64)>,
     core: Core,
-    vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
+    /// Each lease's VMs: their addresses, shared with the VMs themselves (for the steps they
+    /// plan).
+    vms: BTreeMap<RequestId, Vec<Rc<Peer<Vm>>>>,
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -156,6 +158,13 @@ impl Lrms {
             let id = self.emu.tracer.register_vm(lease, plan.vm);
             let host = Rc::clone(&self.hosts[usize::from(plan.host)]);
             let vm = VmRef { lease, vm: plan.vm };
+            // Started as `Actor::start` starts it, but with its address taken once, before:
+            // the VM shares it (an actix address clone allocates twice).
+            let vm_ctx = Context::<Vm>::new();
+            let peer = Rc::new(Peer {
+                id,
+                addr: vm_ctx.address(),
+            });
             let spec = VmSpec {
                 owner: Rc::clone(&owner),
                 host,
@@ -163,9 +172,10 @@ impl Lrms {
                 cores,
                 mem_mb,
                 place: (self.cluster, plan.host),
+                me: Rc::downgrade(&peer),
             };
-            let addr = Vm::new(Rc::clone(&self.emu), id, spec, plan.initial).start();
-            let peer = Peer { id, addr };
+            let actor = Vm::new(Rc::clone(&self.emu), id, spec, plan.initial);
+            actix::spawn(vm_ctx.into_future(actor));
             self.command(lease, plan, None, &peer);
             peers.push(peer);
         }
