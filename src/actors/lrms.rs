@@ -5,7 +5,7 @@
 //! suspended migratable leases to the IGG, and reporting overheads to the metrics.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 
@@ -45,6 +45,10 @@ pub struct Lrms {
     /// Each lease's VMs: their addresses, shared with the VMs themselves (for the steps they
     /// plan).
     vms: BTreeMap<RequestId, Vec<Rc<Peer<Vm>>>>,
+    /// Its own address as its VMs hold it, while any does: the next lease's VMs share it (an
+    /// actix address clone allocates twice). Weak: an actor that held its own address would
+    /// never stop for want of senders.
+    owner: Weak<Peer<Lrms>>,
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -106,15 +110,20 @@ impl Lrms {
             publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
+            owner: Weak::new(),
         }
     }
 
-    /// This LRMS's own address.
-    fn me(&self, ctx: &Context<Self>) -> Peer<Lrms> {
-        Peer {
-            id: self.id,
-            addr: ctx.address(),
-        }
+    /// This LRMS's own address for its VMs: the one its VMs hold, if any still does.
+    fn owner(&mut self, ctx: &Context<Self>) -> Rc<Peer<Lrms>> {
+        self.owner.upgrade().unwrap_or_else(|| {
+            let owner = Rc::new(Peer {
+                id: self.id,
+                addr: ctx.address(),
+            });
+            self.owner = Rc::downgrade(&owner);
+            owner
+        })
     }
 
     /// This LRMS's own address for its timed sends (see [`Own`]).
@@ -152,7 +161,7 @@ impl Lrms {
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
-        let owner = Rc::new(self.me(ctx));
+        let owner = self.owner(ctx);
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
             let id = self.emu.tracer.register_vm(lease, plan.vm);
