@@ -373,6 +373,7 @@ fn vm_memory(n: u32) -> f64 {
                 cores: 1,
                 mem_mb: 512,
                 place: (igemu::model::ClusterId(0), 0),
+                me: std::rc::Weak::new(),
             };
             let vm = Vm::new(Rc::clone(&emu), ActorId(i), spec, VmState::Pending);
             vms.push(vm.start());

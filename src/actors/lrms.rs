@@ -5,7 +5,7 @@
 //! suspended migratable leases to the IGG, and reporting overheads to the metrics.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 
@@ -42,7 +42,13 @@ pub struct Lrms {
     /// (cores).
     forecast: Option<(Forecast, u64)>,
     core: Core,
-    vms: BTreeMap<RequestId, Vec<Peer<Vm>>>,
+    /// Each lease's VMs: their addresses, shared with the VMs themselves (for the steps they
+    /// plan).
+    vms: BTreeMap<RequestId, Vec<Rc<Peer<Vm>>>>,
+    /// Its own address as its VMs hold it, while any does: the next lease's VMs share it (an
+    /// actix address clone allocates twice). Weak: an actor that held its own address would
+    /// never stop for want of senders.
+    owner: Weak<Peer<Lrms>>,
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -104,15 +110,20 @@ impl Lrms {
             publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
+            owner: Weak::new(),
         }
     }
 
-    /// This LRMS's own address.
-    fn me(&self, ctx: &Context<Self>) -> Peer<Lrms> {
-        Peer {
-            id: self.id,
-            addr: ctx.address(),
-        }
+    /// This LRMS's own address for its VMs: the one its VMs hold, if any still does.
+    fn owner(&mut self, ctx: &Context<Self>) -> Rc<Peer<Lrms>> {
+        self.owner.upgrade().unwrap_or_else(|| {
+            let owner = Rc::new(Peer {
+                id: self.id,
+                addr: ctx.address(),
+            });
+            self.owner = Rc::downgrade(&owner);
+            owner
+        })
     }
 
     /// This LRMS's own address for its timed sends (see [`Own`]).
@@ -150,12 +161,19 @@ impl Lrms {
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
-        let owner = Rc::new(self.me(ctx));
+        let owner = self.owner(ctx);
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
             let id = self.emu.tracer.register_vm(lease, plan.vm);
             let host = Rc::clone(&self.hosts[usize::from(plan.host)]);
             let vm = VmRef { lease, vm: plan.vm };
+            // Started as `Actor::start` starts it, but with its address taken once, before:
+            // the VM shares it (an actix address clone allocates twice).
+            let vm_ctx = Context::<Vm>::new();
+            let peer = Rc::new(Peer {
+                id,
+                addr: vm_ctx.address(),
+            });
             let spec = VmSpec {
                 owner: Rc::clone(&owner),
                 host,
@@ -163,9 +181,10 @@ impl Lrms {
                 cores,
                 mem_mb,
                 place: (self.cluster, plan.host),
+                me: Rc::downgrade(&peer),
             };
-            let addr = Vm::new(Rc::clone(&self.emu), id, spec, plan.initial).start();
-            let peer = Peer { id, addr };
+            let actor = Vm::new(Rc::clone(&self.emu), id, spec, plan.initial);
+            actix::spawn(vm_ctx.into_future(actor));
             self.command(lease, plan, None, &peer);
             peers.push(peer);
         }

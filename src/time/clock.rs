@@ -83,18 +83,32 @@ const REALTIME_BLOCKING_SPIN: std::time::Duration = std::time::Duration::from_mi
 /// The longest the clock sleeps the thread at once (it looks again after).
 const REALTIME_BLOCKING_NAP: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// A queued event: what to run, and the handle that can call it off (for cancellable events),
-/// read by the clock so that a cancelled event costs no call.
+/// A queued event: what to run, and what can call it off, read by the clock so that a
+/// cancelled event costs no call.
 struct Pending {
-    fire: Callback,
+    fire: Fire,
     /// Where the callback will read first (see [`Pending::fetch_ahead`]).
     near: Near,
-    cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
+    /// Which event of its group it is (0 for an event of its own).
+    member: u32,
     /// Scheduled for a later instant than the one it was scheduled at: a timer, whose
     /// lateness a realtime run measures (an event for the current instant is part of the
     /// work of that instant, not a timer that can be on time).
     timer: bool,
 }
+
+/// What a queued event runs.
+enum Fire {
+    /// A callback of its own, and the handle that can call it off (for cancellable events).
+    Once(Callback, Option<Rc<Cell<Option<EmuTime>>>>),
+    /// Event [`Pending::member`] of a group: the group holds what it needs and its cut-off,
+    /// in one allocation for all its events (see [`Group`]).
+    Member(Rc<Group<dyn Members>>),
+}
+
+// The queue's entries are this and their key (16 bytes): one cache line each. A group's
+// event must not make every event larger than a closure's.
+const _: () = assert!(std::mem::size_of::<Pending>() <= 48);
 
 /// Cache lines before an actor's fields that [`Pending::fetch_ahead`] asks for.
 const HOME_LINES_BEFORE: usize = 12;
@@ -119,12 +133,20 @@ impl Near {
 }
 
 impl Pending {
-    /// Asks for what firing this event will read first: its closure, and the receiver's
-    /// mailbox and state when known. With thousands of actors these are rarely in the cache,
-    /// and the clock asks for the next event's while the one before runs (see
+    /// Asks for what firing this event will read first: its closure or group, and the
+    /// receiver's mailbox and state when known. With thousands of actors these are rarely in
+    /// the cache, and the clock asks for the next event's while the one before runs (see
     /// docs/performance.md, "Timed deliveries, sixth pass").
     fn fetch_ahead(&self) {
-        prefetch(&*self.fire as *const dyn FnOnce() as *const u8);
+        match &self.fire {
+            Fire::Once(fire, _) => prefetch(&**fire as *const dyn FnOnce() as *const u8),
+            Fire::Member(group) => {
+                // Its cut-off first, then what its event reads (up to two lines).
+                let at = Rc::as_ptr(group) as *const u8;
+                prefetch(at);
+                prefetch(at.wrapping_add(std::mem::size_of_val(&**group) - 1));
+            }
+        }
         let Near { mailbox, home } = self.near;
         if mailbox != 0 {
             // The mailbox's state and its waker lie in its first two lines.
@@ -141,6 +163,26 @@ impl Pending {
                     .wrapping_sub(64 * HOME_LINES_BEFORE)
                     .wrapping_add(64 * line);
                 prefetch(at as *const u8);
+            }
+        }
+    }
+
+    /// Runs the event if it is not called off at `due`; returns whether it ran.
+    fn run(self, due: EmuTime) -> bool {
+        match self.fire {
+            Fire::Once(fire, cancelled) => {
+                let runs = cancelled.is_none_or(|c| fires(&c, due));
+                if runs {
+                    fire();
+                }
+                runs
+            }
+            Fire::Member(group) => {
+                let runs = fires(&group.cutoff, due);
+                if runs {
+                    group.events.fire(self.member);
+                }
+                runs
             }
         }
     }
@@ -301,8 +343,9 @@ pub struct Clock {
 }
 
 /// Calls off timed events scheduled with [`Clock::at_cancellable`] or [`Clock::at_with`]:
-/// one handle for a group (a VM's planned steps), which fire while they are due by its
-/// cut-off (`None`: none fire).
+/// one handle for one event or several, which fire while they are due by its cut-off
+/// (`None`: none fire). (Events that share more than their cut-off, such as a VM's planned
+/// steps, are a [`Group`].)
 #[derive(Clone, Debug)]
 pub struct TimerHandle(Rc<Cell<Option<EmuTime>>>);
 
@@ -326,6 +369,51 @@ impl TimerHandle {
 impl Default for TimerHandle {
     fn default() -> Self {
         TimerHandle::new()
+    }
+}
+
+/// What the events of a [`Group`] do: event `member` (as given to [`Clock::at_member`])
+/// runs `fire(member)`.
+pub trait Members {
+    /// Runs event `member` of the group.
+    fn fire(&self, member: u32);
+}
+
+/// Timed events scheduled together (a VM's planned steps), sharing one allocation: what they
+/// need to run (`events`, a [`Members`]) and one cut-off, as a [`TimerHandle`] has, which
+/// calls them off together or from an instant on. Where each event would box a closure of
+/// its own (and clone the handle), a group's event in the queue holds only the group and its
+/// number.
+pub struct Group<E: ?Sized> {
+    /// The latest due time that still fires (`None`: none fire).
+    cutoff: Cell<Option<EmuTime>>,
+    events: E,
+}
+
+impl<E> Group<E> {
+    /// A group whose events all fire until called off.
+    pub fn new(events: E) -> Group<E> {
+        Group {
+            cutoff: Cell::new(Some(EmuTime::NEVER)),
+            events,
+        }
+    }
+}
+
+impl<E: ?Sized> Group<E> {
+    /// The events will not fire (a no-op for those that have).
+    pub fn cancel(&self) {
+        self.cutoff.set(None);
+    }
+
+    /// The events due after `t` will not fire.
+    pub fn cancel_after(&self, t: EmuTime) {
+        self.cutoff.set(self.cutoff.get().min(Some(t)));
+    }
+
+    /// What the events do.
+    pub fn events(&self) -> &E {
+        &self.events
     }
 }
 
@@ -641,28 +729,22 @@ impl Clock {
     /// state, 0 when not known): the clock fetches them into the cache while the event before
     /// runs.
     pub fn at_near(&self, due: EmuTime, near: Near, fire: impl FnOnce() + 'static) {
-        self.push(due, Box::new(fire), None, near);
+        self.push(due, Fire::Once(Box::new(fire), None), 0, near);
     }
 
-    fn push(
-        &self,
-        due: EmuTime,
-        fire: Callback,
-        cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
-        near: Near,
-    ) {
+    /// Runs event `member` of `group` at emulated time `due`, unless the group has called it
+    /// off by then; with where it reads first as for [`Clock::at_near`]. Ordered with every
+    /// other event as [`Clock::at`] orders them.
+    pub fn at_member(&self, due: EmuTime, near: Near, group: Rc<Group<dyn Members>>, member: u32) {
+        self.push(due, Fire::Member(group), member, near);
+    }
+
+    fn push(&self, due: EmuTime, fire: Fire, member: u32, near: Near) {
         let timer = due > self.inner.logical_now.get();
-        self.push_event(due, fire, cancelled, timer, near);
+        self.push_event(due, fire, member, timer, near);
     }
 
-    fn push_event(
-        &self,
-        due: EmuTime,
-        fire: Callback,
-        cancelled: Option<Rc<Cell<Option<EmuTime>>>>,
-        timer: bool,
-        near: Near,
-    ) {
+    fn push_event(&self, due: EmuTime, fire: Fire, member: u32, timer: bool, near: Near) {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let mut heap = self.inner.heap.borrow_mut();
@@ -678,7 +760,7 @@ impl Clock {
             Pending {
                 fire,
                 near,
-                cancelled,
+                member,
                 timer,
             },
         );
@@ -706,7 +788,8 @@ impl Clock {
         fire: impl FnOnce() + 'static,
         handle: &TimerHandle,
     ) {
-        self.push(due, Box::new(fire), Some(Rc::clone(&handle.0)), near);
+        let fire = Fire::Once(Box::new(fire), Some(Rc::clone(&handle.0)));
+        self.push(due, fire, 0, near);
     }
 
     /// Where the next event to fire will read first (for tests of the callers' hints).
@@ -770,10 +853,10 @@ impl Clock {
             return;
         };
         for (due, run) in m.take() {
-            let fire: Callback = run;
+            let fire = Fire::Once(run, None);
             match due {
-                Some(due) => self.push_event(due, fire, None, true, Near::NONE),
-                None => self.push_event(self.now(), fire, None, false, Near::NONE),
+                Some(due) => self.push_event(due, fire, 0, true, Near::NONE),
+                None => self.push_event(self.now(), fire, 0, false, Near::NONE),
             }
         }
     }
@@ -872,10 +955,7 @@ impl Clock {
                 self.inner.lateness_us.borrow_mut().saturating_record(late);
             }
             self.inner.fired.set(self.inner.fired.get() + 1);
-            if (event.cancelled).is_none_or(|c| fires(&c, EmuTime::from_micros(due))) {
-                ran = true;
-                (event.fire)();
-            }
+            ran |= event.run(EmuTime::from_micros(due));
         }
         (ran, timers)
     }
@@ -1316,6 +1396,49 @@ mod tests {
             (ran.get(), clock.fired(), clock.now())
         });
         assert_eq!((ran, fired, now), (10, 2, EmuTime::from_secs(2)));
+    }
+
+    /// Events of a group: each notes its number and when it ran.
+    struct Noted(Rc<RefCell<Vec<(u32, u64)>>>, Clock);
+
+    impl Members for Noted {
+        fn fire(&self, member: u32) {
+            self.0.borrow_mut().push((member, self.1.now().as_micros()));
+        }
+    }
+
+    #[test]
+    fn a_groups_events_fire_in_order_with_the_others_until_called_off() {
+        let (ran, fired, held) = on_virtual_clock(true, |clock| async move {
+            let ran = Rc::new(RefCell::new(Vec::new()));
+            let s = EmuTime::from_secs;
+            let group = Rc::new(Group::new(Noted(Rc::clone(&ran), clock.clone())));
+            let other = Rc::new(Group::new(Noted(Rc::clone(&ran), clock.clone())));
+            let g: Rc<Group<dyn Members>> = group.clone();
+            let o: Rc<Group<dyn Members>> = other.clone();
+            clock.at_member(s(1), Near::NONE, Rc::clone(&g), 0);
+            clock.at_member(s(2), Near::NONE, Rc::clone(&g), 1);
+            // Between two of the group's events due at the same time: in the order scheduled.
+            let (r, c) = (Rc::clone(&ran), clock.clone());
+            clock.at(s(2), move || r.borrow_mut().push((99, c.now().as_micros())));
+            clock.at_member(s(2), Near::NONE, Rc::clone(&g), 2);
+            clock.at_member(s(3), Near::NONE, Rc::clone(&g), 3);
+            clock.at_member(s(4), Near::NONE, g, 4);
+            clock.at_member(s(1), Near::NONE, o, 7);
+            // The group's events after 3 s are off, and all of the other's.
+            group.cancel_after(s(5));
+            group.cancel_after(s(3));
+            other.cancel();
+            run_out(&clock).await;
+            let ran = ran.borrow().clone();
+            // The clock let go of both groups with their last events.
+            let held = Rc::strong_count(&group) + Rc::strong_count(&other);
+            (ran, clock.fired(), held)
+        });
+        let at = |m: u32, secs: u64| (m, secs * 1_000_000);
+        assert_eq!(ran, vec![at(0, 1), at(1, 2), at(99, 2), at(2, 2), at(3, 3)]);
+        assert_eq!(fired, 7, "called-off events count as fired");
+        assert_eq!(held, 2);
     }
 
     #[test]
