@@ -761,13 +761,17 @@ mod tests {
                 let want = earliest_by_definition(&p, t(now), cores, length);
                 proptest::prop_assert_eq!(store.earliest_on(0, t(now), cores, length), want);
                 let view = store.at(t(now));
+                // The bound given, and at the answer itself and just past it.
+                let bounds = [Some(t(before)), want, want.map(|w| w + EmuDuration::from_micros(1))];
                 for _ in 0..4 {
                     // A window asks the load too: what lays a cluster out.
                     let _ = view.grid_load(length);
-                    proptest::prop_assert_eq!(
-                        view.earliest_on_before(0, cores, length, t(before)),
-                        want.filter(|&s| s < t(before))
-                    );
+                    for before in bounds.into_iter().flatten() {
+                        proptest::prop_assert_eq!(
+                            view.earliest_on_before(0, cores, length, before),
+                            want.filter(|&s| s < before)
+                        );
+                    }
                 }
             }
         }
