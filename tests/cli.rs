@@ -3199,16 +3199,7 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
         " emulation . seed =99",
         "emulation={ seed = 99 }",
     ] {
-        let o = igemu(&[
-            "stress",
-            "topologies/peering-small.toml",
-            "--seeds",
-            "1",
-            "--faults",
-            "none",
-            "--set",
-            set,
-        ]);
+        let o = igemu(&[&ONE_QUIET_STRESS[..], &["--set", set]].concat());
         assert_eq!(o.status.code(), Some(2), "{set}: {}", stderr(&o));
         assert!(
             stderr(&o).contains("stress sets each run's seed itself")
