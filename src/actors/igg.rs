@@ -30,7 +30,8 @@ struct Office {
     emu: Rc<Emu>,
     id: ActorId,
     grid: GridId,
-    me: Peer<Igg>,
+    /// Its own address, for its timers (shared: an actix address clone allocates twice).
+    me: Rc<Peer<Igg>>,
     clusters: Vec<(ClusterId, Peer<Lrms>)>,
     dve: Option<Peer<Users>>,
     peers: RefCell<BTreeMap<GridId, Peer<Igg>>>,
@@ -64,7 +65,7 @@ impl Igg {
                 emu,
                 id: spec.me.id,
                 grid: spec.gateway.grid(),
-                me: spec.me,
+                me: Rc::new(spec.me),
                 clusters: spec.clusters,
                 dve: spec.dve,
                 peers: RefCell::new(BTreeMap::new()),
@@ -111,16 +112,16 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
             let id = office.id;
             let handle = match timer {
                 Timer::Tick => {
-                    emu.send_at(at, id, me.clone(), NegotiationTick);
+                    emu.send_at(at, id, Rc::clone(me), NegotiationTick);
                     return;
                 }
-                Timer::Offer(n) => emu.send_at_cancellable(at, id, me.clone(), OfferTimeout(n)),
+                Timer::Offer(n) => emu.send_at_cancellable(at, id, Rc::clone(me), OfferTimeout(n)),
                 Timer::Redirect(negotiation, lease) => {
                     let msg = RedirectTimeout { negotiation, lease };
-                    emu.send_at_cancellable(at, id, me.clone(), msg)
+                    emu.send_at_cancellable(at, id, Rc::clone(me), msg)
                 }
                 Timer::Report(lease) => {
-                    emu.send_at_cancellable(at, id, me.clone(), RemoteLeaseTimeout(lease))
+                    emu.send_at_cancellable(at, id, Rc::clone(me), RemoteLeaseTimeout(lease))
                 }
             };
             if let Some(old) = office.timers.borrow_mut().insert(timer, handle) {
@@ -339,13 +340,13 @@ impl Handler<SetPeers> for Igg {
             emu.send_at(
                 crash.at,
                 office.id,
-                me.clone(),
+                Rc::clone(me),
                 CrashOrRestart { crash: true },
             );
             emu.send_at(
                 crash.at + crash.down_for,
                 office.id,
-                me.clone(),
+                Rc::clone(me),
                 CrashOrRestart { crash: false },
             );
         }

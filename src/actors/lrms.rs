@@ -5,7 +5,7 @@
 //! suspended migratable leases to the IGG, and reporting overheads to the metrics.
 
 use std::collections::BTreeMap;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 
@@ -18,7 +18,7 @@ use super::messages::{
 use super::messages::{FreeSlots, PublishTick, Reallocate, SlotsRequest};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
-use super::{Emu, Own, Peer};
+use super::{Emu, Own, OwnCell, Peer};
 use crate::igg::slots::Published;
 use crate::lrms::provider::{Forecast, Partitions, FORECAST_WINDOW};
 use crate::lrms::{Action, Config, Core, VmPlan};
@@ -45,10 +45,9 @@ pub struct Lrms {
     /// Each lease's VMs: their addresses, shared with the VMs themselves (for the steps they
     /// plan).
     vms: BTreeMap<RequestId, Vec<Rc<Peer<Vm>>>>,
-    /// Its own address as its VMs hold it, while any does: the next lease's VMs share it (an
-    /// actix address clone allocates twice). Weak: an actor that held its own address would
-    /// never stop for want of senders.
-    owner: Weak<Peer<Lrms>>,
+    /// Its own address, for its timed sends and its VMs' reports (one, shared: an actix
+    /// address clone allocates twice).
+    me: OwnCell<Lrms>,
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -110,25 +109,13 @@ impl Lrms {
             publishing: spec.publishing,
             core,
             vms: BTreeMap::new(),
-            owner: Weak::new(),
+            me: OwnCell::default(),
         }
     }
 
-    /// This LRMS's own address for its VMs: the one its VMs hold, if any still does.
-    fn owner(&mut self, ctx: &Context<Self>) -> Rc<Peer<Lrms>> {
-        self.owner.upgrade().unwrap_or_else(|| {
-            let owner = Rc::new(Peer {
-                id: self.id,
-                addr: ctx.address(),
-            });
-            self.owner = Rc::downgrade(&owner);
-            owner
-        })
-    }
-
-    /// This LRMS's own address for its timed sends (see [`Own`]).
-    fn own(&self, ctx: &Context<Self>) -> Own<Lrms> {
-        Own::new(self, self.id, ctx.address())
+    /// This LRMS's own address, for its timed sends and its VMs (see [`Own`]).
+    fn own(&self, ctx: &Context<Self>) -> Rc<Own<Lrms>> {
+        self.me.get(self, self.id, ctx)
     }
 
     fn origin(&self, lease: RequestId) -> Origin {
@@ -161,7 +148,7 @@ impl Lrms {
     fn run_vms(&mut self, lease: RequestId, plans: Vec<VmPlan>, ctx: &mut Context<Self>) {
         let req = self.emu.request(lease);
         let (cores, mem_mb) = (req.cores_per_vm, req.mem_mb);
-        let owner = self.owner(ctx);
+        let owner = self.own(ctx);
         let mut peers = Vec::with_capacity(plans.len());
         for plan in plans {
             let id = self.emu.tracer.register_vm(lease, plan.vm);

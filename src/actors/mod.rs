@@ -249,6 +249,12 @@ impl<A: Actor> Own<A> {
             home: actor as *const A as usize,
         }
     }
+
+    /// `peer` as an actor's own address, where its state is not at hand (the clock then
+    /// fetches only its mailbox ahead).
+    pub fn of_peer(peer: Peer<A>) -> Own<A> {
+        Own { peer, home: 0 }
+    }
 }
 
 impl<A: Actor> Clone for Own<A> {
@@ -257,6 +263,35 @@ impl<A: Actor> Clone for Own<A> {
             peer: self.peer.clone(),
             home: self.home,
         }
+    }
+}
+
+/// Where an actor keeps one [`Own`] address for all its timed sends (and its VMs' reports),
+/// made the first time it is asked for (its state is in place by then): a clone of it only
+/// counts, where an actix address clone allocates twice and takes atomic counts. Kept by a
+/// long-lived actor with few timers pending (an LRMS), it stays in the cache; it also holds
+/// the mailbox open until the run is taken down, as its peers' addresses do anyway. (Where
+/// thousands of actors each have many timers pending, a fresh address inline in each event
+/// is faster: the shared one is one more cold read per delivery; docs/performance.md.)
+pub struct OwnCell<A: Actor>(std::cell::OnceCell<Rc<Own<A>>>);
+
+impl<A: Actor> Default for OwnCell<A> {
+    fn default() -> Self {
+        OwnCell(std::cell::OnceCell::new())
+    }
+}
+
+impl<A: Actor> OwnCell<A>
+where
+    A::Context: actix::AsyncContext<A>,
+{
+    /// `actor`'s own address, traced as `id` (made from `ctx` the first time).
+    pub fn get(&self, actor: &A, id: ActorId, ctx: &A::Context) -> Rc<Own<A>> {
+        use actix::AsyncContext;
+        let own = self
+            .0
+            .get_or_init(|| Rc::new(Own::new(actor, id, ctx.address())));
+        Rc::clone(own)
     }
 }
 
@@ -661,6 +696,40 @@ mod tests {
             let peer = Near { home: 0, ..want };
             assert_eq!(emu.clock().next_near(), Some(peer), "a plain address");
             emu.clock().discard_pending();
+        });
+    }
+
+    #[test]
+    fn an_actor_makes_its_own_address_once_and_its_timed_sends_share_it() {
+        actix::System::new().block_on(async {
+            let emu = Rc::new(Emu::new(
+                Clock::new(crate::time::ClockMode::Virtual),
+                crate::trace::Tracer::counting(Vec::new()),
+                Rc::from(Vec::new()),
+                crate::fault::Faults::new(Default::default(), 1),
+            ));
+            let id = emu.tracer().register("sink".to_string());
+            let sink = Sink {
+                emu: Rc::clone(&emu),
+            };
+            let ctx = actix::Context::<Sink>::new();
+            let cell = OwnCell::default();
+            let first = cell.get(&sink, id, &ctx);
+            let again = cell.get(&sink, id, &ctx);
+            assert!(Rc::ptr_eq(&first, &again), "made once, then shared");
+            emu.send_at(EmuTime::from_secs(1), id, again, Ping);
+            assert_eq!(
+                Rc::strong_count(&first),
+                3,
+                "the cell, this handle and the pending event hold one address"
+            );
+            let want = Near {
+                mailbox: mailbox_of(&actix::AsyncContext::address(&ctx)),
+                home: &sink as *const Sink as usize,
+            };
+            assert_eq!(emu.clock().next_near(), Some(want));
+            emu.clock().discard_pending();
+            assert_eq!(Rc::strong_count(&first), 2, "the event let go of it");
         });
     }
 

@@ -58,13 +58,14 @@ impl Actor for Users {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let me = Peer {
+        // One address shared by the arrivals (an actix address clone allocates twice).
+        let me = Rc::new(Peer {
             id: self.id,
             addr: ctx.address(),
-        };
+        });
         for &r in &self.requests {
             let due = self.emu.request(r).arrival;
-            self.emu.send_at(due, self.id, me.clone(), Arrive(r));
+            self.emu.send_at(due, self.id, Rc::clone(&me), Arrive(r));
         }
     }
 }

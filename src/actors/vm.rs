@@ -12,7 +12,7 @@ use actix::{Actor, ActorContext, AsyncContext, Context, Handler};
 use super::host::Host;
 use super::lrms::Lrms;
 use super::messages::{Occupy, Step, Vacate, VmCommand, VmRef, VmReport};
-use super::{Emu, Inbox, Peer};
+use super::{Emu, Inbox, Own, Peer};
 use crate::lrms::Steps;
 use crate::metrics::{Violation, VmSpan};
 use crate::model::ClusterId;
@@ -24,7 +24,7 @@ use crate::trace::ActorId;
 pub struct Vm {
     emu: Rc<Emu>,
     id: ActorId,
-    owner: Rc<Peer<Lrms>>,
+    owner: Rc<Own<Lrms>>,
     host: Rc<Peer<Host>>,
     vm: VmRef,
     cores: u32,
@@ -81,7 +81,7 @@ impl Members for Plan {
 /// Where a VM instance runs and what it holds there.
 pub struct VmSpec {
     /// The LRMS it reports to (one address shared by its VMs).
-    pub owner: Rc<Peer<Lrms>>,
+    pub owner: Rc<Own<Lrms>>,
     /// The host it occupies (one address shared by the VMs placed on it).
     pub host: Rc<Peer<Host>>,
     /// Which VM of which lease it is.
