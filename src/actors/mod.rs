@@ -659,19 +659,25 @@ mod tests {
         fn handle(&mut self, _: Ping, _: &mut actix::Context<Self>) {}
     }
 
+    /// An empty run in virtual time, and a sink's state (not started) traced as "sink".
+    fn sink() -> (Rc<Emu>, ActorId, Sink) {
+        let emu = Rc::new(Emu::new(
+            Clock::new(crate::time::ClockMode::Virtual),
+            crate::trace::Tracer::counting(Vec::new()),
+            Rc::from(Vec::new()),
+            crate::fault::Faults::new(Default::default(), 1),
+        ));
+        let id = emu.tracer().register("sink".to_string());
+        let sink = Sink {
+            emu: Rc::clone(&emu),
+        };
+        (emu, id, sink)
+    }
+
     #[test]
     fn an_actors_timed_sends_to_itself_tell_the_clock_its_mailbox_and_state() {
         actix::System::new().block_on(async {
-            let emu = Rc::new(Emu::new(
-                Clock::new(crate::time::ClockMode::Virtual),
-                crate::trace::Tracer::counting(Vec::new()),
-                Rc::from(Vec::new()),
-                crate::fault::Faults::new(Default::default(), 1),
-            ));
-            let id = emu.tracer().register("sink".to_string());
-            let sink = Sink {
-                emu: Rc::clone(&emu),
-            };
+            let (emu, id, sink) = sink();
             let addr = Sink {
                 emu: Rc::clone(&emu),
             }
@@ -702,16 +708,7 @@ mod tests {
     #[test]
     fn an_actor_makes_its_own_address_once_and_its_timed_sends_share_it() {
         actix::System::new().block_on(async {
-            let emu = Rc::new(Emu::new(
-                Clock::new(crate::time::ClockMode::Virtual),
-                crate::trace::Tracer::counting(Vec::new()),
-                Rc::from(Vec::new()),
-                crate::fault::Faults::new(Default::default(), 1),
-            ));
-            let id = emu.tracer().register("sink".to_string());
-            let sink = Sink {
-                emu: Rc::clone(&emu),
-            };
+            let (emu, id, sink) = sink();
             let ctx = actix::Context::<Sink>::new();
             let cell = OwnCell::default();
             let first = cell.get(&sink, id, &ctx);
