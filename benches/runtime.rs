@@ -233,7 +233,7 @@ impl Handler<Wake> for Sleeper {
         }
         // A fresh address to itself per timed send, inline in the pending event: with 10 k
         // actors each with many timers pending, one shared address (an LRMS's `OwnCell`) is
-        // one more cold read per delivery, and costs a tenth of the rate at 1 M pending.
+        // one more cold read per delivery, and costs 12-15 % of the rate at 1 M pending.
         let me = Own::new(self, self.id, ctx.address());
         let due = self.emu.now() + self.delay();
         self.emu.send_at(due, self.id, me, Wake);

@@ -266,13 +266,11 @@ impl<A: Actor> Clone for Own<A> {
     }
 }
 
-/// Where an actor keeps one [`Own`] address for all its timed sends (and its VMs' reports),
-/// made the first time it is asked for (its state is in place by then): a clone of it only
-/// counts, where an actix address clone allocates twice and takes atomic counts. Kept by a
-/// long-lived actor with few timers pending (an LRMS), it stays in the cache; it also holds
-/// the mailbox open until the run is taken down, as its peers' addresses do anyway. (Where
-/// thousands of actors each have many timers pending, a fresh address inline in each event
-/// is faster: the shared one is one more cold read per delivery; docs/performance.md.)
+/// Where an actor keeps one [`Own`] address to share among its timed sends, made the first
+/// time it is asked for (its state is in place by then): a clone only counts, where an actix
+/// address clone allocates twice. For a long-lived actor: it holds the mailbox open until the
+/// run is taken down. (With thousands of actors each with many timers pending, a fresh
+/// address per send is faster: the shared one is one more cold read per delivery.)
 pub struct OwnCell<A: Actor>(std::cell::OnceCell<Rc<Own<A>>>);
 
 impl<A: Actor> Default for OwnCell<A> {

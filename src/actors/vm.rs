@@ -35,8 +35,8 @@ pub struct Vm {
     /// Its cluster and host index (for `intervals.csv`).
     place: (ClusterId, u16),
     /// Its own address, as its LRMS holds it (for its plans' steps); when the LRMS has let
-    /// go of it, a plan makes one. Weak: an actor that held its own address would never
-    /// stop for want of senders.
+    /// go of it, a plan makes one. Weak, unlike an LRMS's own address: a VM must stop when
+    /// its LRMS lets go of it, and an actor that held its own address never would.
     me: Weak<Peer<Vm>>,
     /// Each plan whose steps may still be to come (weak: the clock holds a plan while its
     /// steps are pending, and lets go of it after the last).
