@@ -544,24 +544,46 @@ pub struct SpeedupChoice {
     pub predicted_p99_ms: f64,
     /// Wall seconds of the virtual run it was measured on.
     pub calibration_wall_s: f64,
+    /// How late this machine met the latest of the deadlines it was probed on, wall
+    /// milliseconds (see [`WAKE_PROBE`]).
+    pub wake_latest_ms: f64,
 }
 
+/// Deadlines the machine's wake-ups are probed on before `--speedup auto` chooses, and how
+/// far apart: 0.3 s in all, short beside the realtime run it paces. The latest of them (about
+/// their 99.5th percentile) is the model's wake: where the host stops the thread now and
+/// then (a virtual machine's vCPU), the stops come in bursts that 200 waits catch or miss
+/// (their p99 scattered from 2 µs to 2.9 ms between probes on 2026-11-26), so the choice
+/// leans slow.
+const WAKE_PROBE: (usize, std::time::Duration) = (200, std::time::Duration::from_micros(1_500));
+
 /// Chooses a realtime speed-up for `topo` (given in virtual mode): runs it in virtual time
-/// recording how long each instant's handling takes on this machine, then finds the highest
-/// speed-up at which the realtime clock's model ([`time::pacing`]) predicts a p99 timer
-/// lateness of at most [`AUTO_P99_LATENESS_MS`].
+/// recording how long each instant's handling takes on this machine, measures how late this
+/// machine meets a deadline the realtime clock waits for (the latest of [`WAKE_PROBE`]'s
+/// deadlines, at least [`time::pacing::WAKE_NS`]), then finds the highest speed-up at which the
+/// realtime clock's model ([`time::pacing`]) predicts a p99 timer lateness of at most
+/// [`AUTO_P99_LATENESS_MS`].
 pub fn choose_speedup(topo: Topology) -> Result<SpeedupChoice, Error> {
     let options = RunOptions {
         record_load: true,
         ..RunOptions::default()
     };
     let result = run(topo, &options)?;
+    let latest = time::wait_lateness_probe(WAKE_PROBE.0, WAKE_PROBE.1)
+        .into_iter()
+        .max()
+        .unwrap_or_default();
+    let wake_ns = u64::try_from(latest.as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(time::pacing::WAKE_NS);
     let range = (topology::MIN_SPEEDUP, topology::MAX_SPEEDUP);
-    let speedup = time::pacing::highest_sustainable(&result.load, AUTO_P99_LATENESS_MS, range);
+    let speedup =
+        time::pacing::highest_sustainable(&result.load, AUTO_P99_LATENESS_MS, range, wake_ns);
     Ok(SpeedupChoice {
         speedup,
-        predicted_p99_ms: time::pacing::predicted_p99_ms(&result.load, speedup),
+        predicted_p99_ms: time::pacing::predicted_p99_ms(&result.load, speedup, wake_ns),
         calibration_wall_s: result.summary.wall_s,
+        wake_latest_ms: latest.as_secs_f64() * 1e3,
     })
 }
 

@@ -1560,10 +1560,11 @@ fn run_one(args: RunArgs) -> Result<(), Error> {
         let calibration = load(args.topology.as_ref(), &Overrides { sets: calibration })?;
         let choice = igemu::choose_speedup(calibration)?;
         say!(
-            "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s)",
+            "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s and this machine's waits, the latest {:.3} ms late)",
             choice.speedup,
             choice.predicted_p99_ms / 1000.0,
-            choice.calibration_wall_s
+            choice.calibration_wall_s,
+            choice.wake_latest_ms
         );
         sets.pop(); // the placeholder
         sets.push(format!("emulation.speedup={:?}", choice.speedup));

@@ -1020,12 +1020,16 @@ fn speedup_in_virtual_mode_is_an_error() {
 #[test]
 fn speedup_auto_measures_a_virtual_run_and_runs_at_what_it_chose() {
     let tmp = tempfile::tempdir().expect("temp dir");
+    // Two emulated minutes: on a machine that wakes late (a virtual machine's vCPU: ms-long
+    // stops), auto chooses x100 or less, and the whole quickstart would take minutes.
     let out = igemu(&[
         "run",
         "--mode",
         "realtime",
         "--speedup",
         "auto",
+        "--set",
+        "emulation.end=120s",
         "--out",
         &tmp_str(&tmp, "o"),
     ]);

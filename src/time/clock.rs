@@ -76,9 +76,20 @@ const SETTLE_ROUNDS_MAX: u32 = 1 << 16;
 /// must let other tasks run meanwhile.
 const REALTIME_SPIN: std::time::Duration = std::time::Duration::from_micros(1500);
 
-/// How long before a realtime deadline the clock stops sleeping the thread and spins, when
-/// every actor is idle: the OS wakes a sleeping thread up to a few hundred microseconds late.
+/// The least time before a realtime deadline the clock stops sleeping the thread and spins,
+/// when every actor is idle: the OS wakes a sleeping thread up to a few hundred microseconds
+/// late. It spins longer where the OS has woken it later (see [`Oversleep`]).
 const REALTIME_BLOCKING_SPIN: std::time::Duration = std::time::Duration::from_micros(400);
+
+/// The longest an idle realtime clock spins before a deadline, however late the OS wakes it.
+const REALTIME_BLOCKING_SPIN_MAX: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Width of a bucket of [`Oversleep`], µs.
+const OVERSLEEP_BUCKET_US: u64 = 25;
+
+/// Buckets of [`Oversleep`]: up to the longest spin, the last one open-ended.
+const OVERSLEEP_BUCKETS: usize =
+    (REALTIME_BLOCKING_SPIN_MAX.as_micros() as u64 / OVERSLEEP_BUCKET_US) as usize + 1;
 
 /// The longest the clock sleeps the thread at once (it looks again after).
 const REALTIME_BLOCKING_NAP: std::time::Duration = std::time::Duration::from_millis(20);
@@ -302,8 +313,10 @@ struct ClockInner {
     /// When emulated time zero is on the wall, if set before the driver starts (the shards
     /// of a `--threads` run share one origin).
     start_at: Cell<Option<std::time::Instant>>,
-    /// How long before a deadline an idle realtime clock stops sleeping and spins.
-    spin: Cell<std::time::Duration>,
+    /// How late the OS has woken an idle realtime clock from its naps, which sets how long
+    /// before a deadline it stops sleeping and spins; `None`: it never spins (see
+    /// [`Clock::sleep_without_spinning`]).
+    oversleep: RefCell<Option<Oversleep>>,
 }
 
 /// A callback a realtime clock makes every `every` of wall time, with emulated now and
@@ -482,7 +495,7 @@ impl Clock {
                 tick: RefCell::new(None),
                 mailbox: std::cell::OnceCell::new(),
                 start_at: Cell::new(None),
-                spin: Cell::new(REALTIME_BLOCKING_SPIN),
+                oversleep: RefCell::new(Some(Oversleep::default())),
             }),
         }
     }
@@ -844,7 +857,7 @@ impl Clock {
     /// stretch: for threads that share fewer cores than they are, where a spinning thread
     /// takes the core another needs (and the OS then deschedules one for a whole slice).
     pub fn sleep_without_spinning(&self) {
-        self.inner.spin.set(std::time::Duration::ZERO);
+        *self.inner.oversleep.borrow_mut() = None;
     }
 
     /// Takes what other threads posted into the queue of events.
@@ -1096,7 +1109,8 @@ impl Clock {
                         // and spin the last stretch.
                         // A post from another thread wakes it (and is taken next round).
                         let woken = wait_blocking(
-                            (deadline.into_std(), self.inner.spin.get()),
+                            deadline.into_std(),
+                            &self.inner.oversleep,
                             || self.wall_tick(speedup),
                             || self.has_posts(),
                         );
@@ -1153,14 +1167,20 @@ fn lane_text(lane: Lane) -> String {
 }
 
 /// Blocks the thread until `deadline`: parks it in naps of at most
-/// [`REALTIME_BLOCKING_NAP`] until `spin` before it, then spins.
-/// `between_naps` runs after each nap; `woken` (a post from another thread, which also
-/// unparks the thread) ends the wait early: returns whether it did.
+/// [`REALTIME_BLOCKING_NAP`] until the spin margin `oversleep` sets before it (none when it is
+/// `None`), then spins; each nap's lateness is recorded there. `between_naps` runs after each
+/// nap; `woken` (a post from another thread, which also unparks the thread) ends the wait
+/// early: returns whether it did.
 fn wait_blocking(
-    (deadline, spin): (std::time::Instant, std::time::Duration),
+    deadline: std::time::Instant,
+    oversleep: &RefCell<Option<Oversleep>>,
     mut between_naps: impl FnMut(),
     woken: impl Fn() -> bool,
 ) -> bool {
+    let spin = oversleep
+        .borrow()
+        .as_ref()
+        .map_or(std::time::Duration::ZERO, Oversleep::margin);
     loop {
         if woken() {
             return true;
@@ -1170,11 +1190,101 @@ fn wait_blocking(
             return false;
         };
         if left > spin {
-            std::thread::park_timeout((left - spin).min(REALTIME_BLOCKING_NAP));
+            let nap = (left - spin).min(REALTIME_BLOCKING_NAP);
+            std::thread::park_timeout(nap);
+            // An unpark (a post) ends a nap early: only a nap that ran its course says how
+            // late the OS wakes the thread.
+            if !woken() {
+                if let Some(o) = oversleep.borrow_mut().as_mut() {
+                    o.record(now.elapsed().saturating_sub(nap));
+                }
+            }
             between_naps();
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// How late this thread meets deadlines when it waits for them as an idle realtime clock does
+/// (naps, then a spin whose margin it learns as it goes): `waits` deadlines `gap` apart, each
+/// one's lateness past it. `--speedup auto` reads this machine's wake-ups from it.
+pub fn wait_lateness_probe(waits: usize, gap: std::time::Duration) -> Vec<std::time::Duration> {
+    let oversleep = RefCell::new(Some(Oversleep::default()));
+    (0..waits)
+        .map(|_| {
+            let deadline = std::time::Instant::now() + gap;
+            wait_blocking(deadline, &oversleep, || {}, || false);
+            std::time::Instant::now().saturating_duration_since(deadline)
+        })
+        .collect()
+}
+
+/// How late the OS has woken the thread from its naps, in buckets of
+/// [`OVERSLEEP_BUCKET_US`]: an idle realtime clock spins for the last stretch before a
+/// deadline instead of sleeping, and how long a stretch depends on the machine. On a
+/// bare-metal Linux the OS wakes a sleeping thread 0.1-0.2 ms late; on a virtual machine whose
+/// idle vCPU the host must wake, 0.5-0.8 ms at p99 and 2-3 ms at p99.9 (measured, 2026-11-26),
+/// so a fixed margin either misses deadlines there or burns a core here. The margin is the
+/// 99.9th percentile seen so far and one bucket, at least [`REALTIME_BLOCKING_SPIN`] and at
+/// most [`REALTIME_BLOCKING_SPIN_MAX`].
+#[derive(Debug, Clone)]
+pub(crate) struct Oversleep {
+    counts: [u32; OVERSLEEP_BUCKETS],
+    total: u32,
+    /// The margin as of the last recount.
+    margin: std::time::Duration,
+}
+
+impl Default for Oversleep {
+    fn default() -> Self {
+        Oversleep {
+            counts: [0; OVERSLEEP_BUCKETS],
+            total: 0,
+            margin: REALTIME_BLOCKING_SPIN,
+        }
+    }
+}
+
+impl Oversleep {
+    /// Samples after which the counts are halved: the margin follows the machine as it is
+    /// now, not as it was an hour ago.
+    const AGE_AT: u32 = 1 << 16;
+
+    /// Records one nap that ended `late` after it was asked to.
+    pub(crate) fn record(&mut self, late: std::time::Duration) {
+        let bucket = (late.as_micros() / u128::from(OVERSLEEP_BUCKET_US)) as usize;
+        self.counts[bucket.min(OVERSLEEP_BUCKETS - 1)] += 1;
+        self.total += 1;
+        if self.total >= Self::AGE_AT {
+            self.counts.iter_mut().for_each(|c| *c /= 2);
+            self.total = self.counts.iter().sum();
+        }
+        self.margin = self.recount();
+    }
+
+    /// How long before a deadline to stop sleeping and spin.
+    pub(crate) fn margin(&self) -> std::time::Duration {
+        self.margin
+    }
+
+    fn recount(&self) -> std::time::Duration {
+        // The bucket holding the 99.9th percentile: the first whose count, with those
+        // before it, leaves at most 0.1 % of the samples above it.
+        let above_allowed = self.total / 1000;
+        let mut above = self.total;
+        let mut bucket = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            above -= c;
+            if above <= above_allowed {
+                bucket = i;
+                break;
+            }
+        }
+        // Its upper edge, and one bucket more.
+        let us = (bucket as u64 + 2) * OVERSLEEP_BUCKET_US;
+        std::time::Duration::from_micros(us)
+            .clamp(REALTIME_BLOCKING_SPIN, REALTIME_BLOCKING_SPIN_MAX)
     }
 }
 
@@ -1209,6 +1319,73 @@ fn prefetch(p: *const u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn us(n: u64) -> std::time::Duration {
+        std::time::Duration::from_micros(n)
+    }
+
+    #[test]
+    fn the_spin_margin_covers_how_late_naps_end_within_its_bounds() {
+        let mut o = Oversleep::default();
+        assert_eq!(o.margin(), REALTIME_BLOCKING_SPIN, "nothing seen yet");
+        // Prompt wake-ups keep the least margin.
+        (0..5_000).for_each(|_| o.record(us(90)));
+        assert_eq!(o.margin(), REALTIME_BLOCKING_SPIN);
+        // 0.5 % of naps 2 ms late: the 99.9th percentile is among them.
+        (0..25).for_each(|_| o.record(us(2_000)));
+        assert!(
+            (us(2_025)..=us(2_050)).contains(&o.margin()),
+            "{:?}",
+            o.margin()
+        );
+        // Later than the longest spin: the longest spin.
+        (0..100).for_each(|_| o.record(us(40_000)));
+        assert_eq!(o.margin(), REALTIME_BLOCKING_SPIN_MAX);
+    }
+
+    #[test]
+    fn the_spin_margin_forgets_a_machine_that_was_slower_long_ago() {
+        let mut o = Oversleep::default();
+        (0..1_000).for_each(|_| o.record(us(3_000)));
+        assert!(o.margin() >= us(3_000));
+        // Each halving of the counts halves the old samples: after enough prompt naps they
+        // are under 0.1 %.
+        (0..Oversleep::AGE_AT * 4).for_each(|_| o.record(us(10)));
+        assert_eq!(o.margin(), REALTIME_BLOCKING_SPIN);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_spin_margin_is_the_sorted_samples_999th_permille_to_within_its_buckets(
+            samples in proptest::collection::vec(0u64..8_000, 1..3_000),
+        ) {
+            let mut o = Oversleep::default();
+            samples.iter().for_each(|&s| o.record(us(s)));
+            // Reference: sort, and take the least value with at most 0.1 % of the samples
+            // above it (integer thousandths, as a count).
+            let mut sorted = samples.clone();
+            sorted.sort_unstable();
+            let allowed = sorted.len() / 1000;
+            let p999 = sorted[sorted.len() - 1 - allowed];
+            let lo = us(p999).clamp(REALTIME_BLOCKING_SPIN, REALTIME_BLOCKING_SPIN_MAX);
+            let hi = us(p999 + 2 * OVERSLEEP_BUCKET_US)
+                .clamp(REALTIME_BLOCKING_SPIN, REALTIME_BLOCKING_SPIN_MAX);
+            proptest::prop_assert!(
+                (lo..=hi).contains(&o.margin()),
+                "margin {:?}, p99.9 {} us", o.margin(), p999
+            );
+        }
+    }
+
+    #[test]
+    fn a_probed_wait_never_ends_before_its_deadline() {
+        let (waits, gap) = (20, us(300));
+        let start = std::time::Instant::now();
+        let late = wait_lateness_probe(waits, gap);
+        assert_eq!(late.len(), waits);
+        // Each wait starts when the one before ended, so together they take at least this.
+        assert!(start.elapsed() >= gap * waits as u32);
+    }
 
     /// Runs `test` on a fresh virtual clock (promising counted work when `counted`) in a
     /// paused current-thread runtime, and returns what it returns.

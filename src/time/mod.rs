@@ -12,8 +12,8 @@ pub mod remote;
 mod text;
 
 pub use clock::{
-    Clock, ClockMode, Group, InstantLoad, Lateness, Members, Near, OrderOutcome, Stopwatch,
-    TimerHandle, Work,
+    wait_lateness_probe, Clock, ClockMode, Group, InstantLoad, Lateness, Members, Near,
+    OrderOutcome, Stopwatch, TimerHandle, Work,
 };
 pub use interleave::Lane;
 pub(crate) use text::write_digits;
