@@ -555,7 +555,7 @@ pub struct SpeedupChoice {
 /// then (a virtual machine's vCPU), the stops come in bursts that 200 waits catch or miss
 /// (their p99 scattered from 2 µs to 2.9 ms between probes on 2026-11-26), so the choice
 /// leans slow.
-const WAKE_PROBE: (usize, std::time::Duration) = (200, std::time::Duration::from_micros(1_500));
+pub const WAKE_PROBE: (usize, std::time::Duration) = (200, std::time::Duration::from_micros(1_500));
 
 /// Chooses a realtime speed-up for `topo` (given in virtual mode): runs it in virtual time
 /// recording how long each instant's handling takes on this machine, measures how late this
