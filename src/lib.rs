@@ -553,8 +553,8 @@ pub struct SpeedupChoice {
 /// far apart: 0.3 s in all, short beside the realtime run it paces. The latest of them (about
 /// their 99.5th percentile) is the model's wake: where the host stops the thread now and
 /// then (a virtual machine's vCPU), the stops come in bursts that 200 waits catch or miss
-/// (their p99 scattered from 2 µs to 2.9 ms between probes on 2026-11-26), so the choice
-/// leans slow.
+/// (on 2026-11-26 their p99 scattered from 6 µs to 0.6 ms between probes, and choosing by it
+/// was too fast in 4 runs of 5), so the choice leans slow.
 pub const WAKE_PROBE: (usize, std::time::Duration) = (200, std::time::Duration::from_micros(1_500));
 
 /// Chooses a realtime speed-up for `topo` (given in virtual mode): runs it in virtual time

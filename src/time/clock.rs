@@ -1233,7 +1233,8 @@ pub fn wait_lateness_probe(waits: usize, gap: std::time::Duration) -> Vec<std::t
 pub(crate) struct Oversleep {
     counts: [u32; OVERSLEEP_BUCKETS],
     total: u32,
-    /// The margin as of the last recount.
+    /// The margin as of the last sample (kept, not recounted: a spinning wait reads it on
+    /// every turn of its loop).
     margin: std::time::Duration,
 }
 

@@ -22,7 +22,8 @@ pub const COLD_FACTOR: f64 = 3.0;
 /// of 2026-11-23), but the clock sleeps only to 0.4 ms or more before the deadline and spins
 /// the rest, so what is left is the spin's own step: timers of paper 000 at ×3600 were 0.7 µs
 /// late at the median. A machine whose running thread the host stops now and then (a virtual
-/// machine's vCPU: the latest of 200 waits 0.5-3.4 ms late on 2026-11-26) is later:
+/// machine's vCPU: the latest of 200 waits 0.007-3.8 ms late on 2026-11-26, 0.5 ms or more in
+/// 9 probes of 10) is later:
 /// `--speedup auto` measures it ([`super::wait_lateness_probe`]) and passes the larger.
 pub const WAKE_NS: u64 = 5_000;
 
