@@ -76,6 +76,7 @@ fn contention(n: usize, need: u32, rng: &mut StdRng) -> Contention {
             op,
             lease_type: LeaseType::BestEffortSuspendable,
             vms,
+            mem_mb: 1024,
             preempted_vms: if running { vms } else { 0 },
             cost: if running {
                 EmuDuration::from_secs_f64(f64::from(vms) * 287.1)

@@ -13,16 +13,12 @@ use igemu::{run, RunOptions, Summary};
 
 fn load(file: &str, sets: &[String]) -> Topology {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let overrides = Overrides {
-        sets: sets.to_vec(),
-    };
+    let overrides = Overrides::sets(sets.to_vec());
     topology::load_file(&path, &overrides).unwrap_or_else(|r| panic!("{r}"))
 }
 
 fn quickstart(sets: &[String]) -> Topology {
-    let overrides = Overrides {
-        sets: sets.to_vec(),
-    };
+    let overrides = Overrides::sets(sets.to_vec());
     topology::load_str(
         topology::QUICKSTART,
         "quickstart",

@@ -35,13 +35,18 @@ pub enum Error {
     /// The work ran but did not succeed (invariant violations, failed runs of a sweep).
     #[error("igemu: {0}")]
     Failed(String),
+    /// A plug-in policy could not be started or gave an answer that cannot be carried out
+    /// (and the topology names no fallback): the text names the policy, the decision and
+    /// what was wrong. The user's policy is the input to fix.
+    #[error("igemu: {0}")]
+    Policy(String),
 }
 
 impl Error {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Topology(_) | Error::Input(_) | Error::Usage(_) => 2,
+            Error::Topology(_) | Error::Input(_) | Error::Usage(_) | Error::Policy(_) => 2,
             Error::Output { .. } | Error::Trace(_) | Error::Runtime(_) | Error::Failed(_) => 1,
         }
     }

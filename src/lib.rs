@@ -50,7 +50,7 @@
 macro_rules! named_enum {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name {
             $($(#[$vdoc])* $variant),+
         }
@@ -85,6 +85,7 @@ macro_rules! named_enum {
 // one send path; it is not part of the library's API.
 #[doc(hidden)]
 pub mod actors;
+pub mod cli;
 mod csvout;
 mod error;
 mod fasthash;
@@ -96,6 +97,7 @@ pub mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
+pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod serve;
@@ -1007,11 +1009,12 @@ impl RunResult {
 }
 
 /// Builds the actor graph for `topo` and runs it to its end; returns the end time.
-async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> EmuTime {
-    let driver = actix::spawn(emu.clock.clone().drive());
+async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> Result<EmuTime, Error> {
     let (done_tx, done_rx) = oneshot::channel();
-    let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken);
-    tokio::select! {
+    let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken).map_err(Error::Policy)?;
+    let driver = actix::spawn(emu.clock.clone().drive());
+    let stop = emu.plugins.stopped();
+    let end = tokio::select! {
         // Invariant: the director holds the sender until it fires; if it were dropped the
         // run is over anyway, so "now" is the end.
         end = done_rx => end.unwrap_or_else(|_| emu.now()),
@@ -1021,6 +1024,15 @@ async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> EmuTime {
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             _ => emu.now(),
         },
+        // A plug-in failed and no fallback may decide: the run stops here.
+        () = stop.notified() => {
+            emu.clock.halt();
+            emu.now()
+        }
+    };
+    match emu.plugins.failure() {
+        Some(f) => Err(Error::Policy(f.to_string())),
+        None => Ok(end),
     }
 }
 
@@ -1127,10 +1139,28 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
     );
     for g in &topo.grids {
         let provider = g.igg.provider.map_or("none", |x| x.as_str());
-        p.insert(
-            format!("grid:{}", g.name),
-            format!("dispatch {}, provider {provider}", g.igg.dispatch.as_str()),
+        let mut text = format!(
+            "dispatch {}, provider {provider}",
+            policy::describe(&g.igg.dispatch, None)
         );
+        // The negotiation policies are named where a Grid does not use igemu's own.
+        for (point, chosen, shipped) in [
+            (
+                "answer",
+                &g.igg.answer,
+                igg::negotiation::AnswerName::MarginalCost.as_str(),
+            ),
+            (
+                "offer",
+                &g.igg.offer,
+                igg::negotiation::OfferName::CheapestContract.as_str(),
+            ),
+        ] {
+            if chosen.name != shipped || chosen.fallback.is_some() {
+                text += &format!(", {point} {}", policy::describe(chosen, None));
+            }
+        }
+        p.insert(format!("grid:{}", g.name), text);
     }
     for c in &topo.clusters {
         let l = &c.lrms;
@@ -1139,14 +1169,28 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
             lrms::Backfilling::Conservative => "conservative".to_string(),
             lrms::Backfilling::Easy { pivots } => format!("easy ({pivots} pivots)"),
         };
-        // The policies' own names, lower case (their Debug forms carry their parameters).
-        let lower = |d: String| d.to_lowercase();
+        let shipped = |point| {
+            policy::registry::described(
+                point,
+                &l.preemption.name,
+                l.cp_alpha,
+                (l.pacp, l.queue_limit),
+            )
+        };
         p.insert(
             format!("cluster:{}", c.qualified_name(topo)),
             format!(
                 "scheduler {scheduler}, preemption {}, admission {}, locals {}",
-                lower(format!("{:?}", l.preemption)),
-                lower(format!("{:?}", l.admission)),
+                policy::describe(&l.preemption, shipped(policy::Point::Preemption)),
+                policy::describe(
+                    &l.admission,
+                    policy::registry::described(
+                        policy::Point::Admission,
+                        &l.admission.name,
+                        l.cp_alpha,
+                        (l.pacp, l.queue_limit)
+                    )
+                ),
                 l.locals.as_str()
             ),
         );
@@ -1244,6 +1288,19 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         let end = emulate(Rc::clone(&emu), &topo, options.broken).await;
         (end, emu)
     });
+    // The run's processes end with it, whatever its outcome.
+    emu.plugins.finish();
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => {
+            emu.clock.discard_pending();
+            // A trace staged for this run is not a whole one: never left behind.
+            if let (Some(dir), true) = (&options.trace_dir, options.stage_trace) {
+                let _ = std::fs::remove_file(staged(dir, "trace.jsonl"));
+            }
+            return Err(e);
+        }
+    };
     let wall_s = wall.elapsed_secs();
     if let (Some(feed), ClockMode::Realtime { speedup }) = (&options.live, mode) {
         serve::publish_frame(feed, (&emu, &topo), (end, end, speedup), true);

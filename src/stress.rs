@@ -252,6 +252,8 @@ pub struct StressPlan<'a> {
     /// Orders of same-time deliveries: 0 is FIFO, k > 0 the k-th perturbed schedule
     /// (`emulation.interleaving = k`; see [`crate::time::interleave`]).
     pub schedules: &'a [u64],
+    /// The policies the runs may name.
+    pub registry: &'a crate::policy::Registry,
 }
 
 impl StressPlan<'_> {
@@ -332,7 +334,11 @@ pub fn stress(
                 let Some((fault, seed, schedule, sets)) = next else {
                     break;
                 };
-                let loaded = topology::load_file(topology, &Overrides { sets: sets.clone() });
+                let overrides = Overrides {
+                    sets: sets.clone(),
+                    registry: plan.registry.clone(),
+                };
+                let loaded = topology::load_file(topology, &overrides);
                 let (outcome, ended, faults) =
                     match loaded.map_err(|r| r.to_string()).and_then(|t| {
                         run(

@@ -41,6 +41,8 @@ pub struct Sweep {
     pub set: Vec<(String, String)>,
     /// Keys to vary and their values (as TOML text for `--set`).
     pub vary: Vec<(String, Vec<String>)>,
+    /// The policies its runs may name.
+    pub registry: crate::policy::Registry,
 }
 
 /// One run of a sweep.
@@ -56,6 +58,11 @@ pub struct RunSpec {
 
 /// Reads a sweep file; every problem is reported at once, at its `file:line:col`.
 pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
+    parse_with(path, &crate::policy::Registry::builtin())
+}
+
+/// [`parse`], with the policies its runs may name.
+pub fn parse_with(path: &Path, registry: &crate::policy::Registry) -> Result<Sweep, Box<Report>> {
     let shown = path.display().to_string();
     let text = crate::input::read_capped(path, crate::input::MAX_TOML_BYTES).map_err(|e| {
         Box::new(Report::unreadable(
@@ -64,13 +71,22 @@ pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
             "check the sweep file's path",
         ))
     })?;
-    parse_text(&text, path)
+    parse_text_with(&text, path, registry)
 }
 
 /// Reads sweep text as if from the file at `path` (which resolves its topology).
 pub fn parse_text(text: &str, path: &Path) -> Result<Sweep, Box<Report>> {
+    parse_text_with(text, path, &crate::policy::Registry::builtin())
+}
+
+/// [`parse_text`], with the policies its runs may name.
+pub fn parse_text_with(
+    text: &str,
+    path: &Path,
+    registry: &crate::policy::Registry,
+) -> Result<Sweep, Box<Report>> {
     let diags = Diags::default();
-    match parse_str(text, path, &diags) {
+    match parse_str(text, path, &diags, registry) {
         Some(s) if diags.is_empty() => Ok(s),
         _ => Err(Box::new(Report::of_file(
             &path.display().to_string(),
@@ -80,7 +96,12 @@ pub fn parse_text(text: &str, path: &Path) -> Result<Sweep, Box<Report>> {
     }
 }
 
-fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
+fn parse_str(
+    text: &str,
+    path: &Path,
+    diags: &Diags,
+    registry: &crate::policy::Registry,
+) -> Option<Sweep> {
     let root = parse_document(text, Origin::File, diags)?;
     let t = Table::of(&root, "the sweep file", diags)?;
     let topology = t.req_str("topology", "name the topology: topology = \"../file.toml\"");
@@ -115,6 +136,7 @@ fn parse_str(text: &str, path: &Path, diags: &Diags) -> Option<Sweep> {
         metrics: metrics.iter().map(|(m, _)| m.clone()).collect(),
         set,
         vary,
+        registry: registry.clone(),
     };
     check_metrics(&sweep, &metrics, diags);
     Some(sweep)
@@ -178,7 +200,8 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
         return;
     };
     let sets = sweep.overrides(&first);
-    let Ok(topo) = topology::load_file(&sweep.topology, &Overrides { sets }) else {
+    let registry = sweep.registry.clone();
+    let Ok(topo) = topology::load_file(&sweep.topology, &Overrides { sets, registry }) else {
         return;
     };
     let names = metric_names(&topo);
@@ -931,7 +954,8 @@ pub fn execute(
                 let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
                 let Some(spec) = next else { break };
                 let sets = sweep.overrides(&spec);
-                let outcome = topology::load_file(&sweep.topology, &Overrides { sets })
+                let registry = sweep.registry.clone();
+                let outcome = topology::load_file(&sweep.topology, &Overrides { sets, registry })
                     .map_err(|r| r.to_string())
                     .and_then(|t| run(t, &RunOptions::default()).map_err(|e| e.to_string()))
                     .and_then(|r| serde_json::to_value(&r.summary).map_err(|e| e.to_string()))
@@ -1585,6 +1609,7 @@ mod tests {
                 ),
                 ("x.y".into(), vec!["1.0".into(), "2.0".into(), "3.0".into()]),
             ],
+            registry: crate::policy::Registry::builtin(),
         };
         let runs = s.runs();
         assert_eq!(runs.len(), 12);

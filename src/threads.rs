@@ -310,7 +310,8 @@ fn run_shard(
         emu.join(i, Arc::clone(&federation));
         let mailbox = emu.clock.mailbox();
         let (done_tx, done_rx) = oneshot::channel();
-        let graph = Graph::build_part(&emu, topo, grids, done_tx, options.broken);
+        let graph =
+            Graph::build_part(&emu, topo, grids, done_tx, options.broken).map_err(Error::Policy)?;
         let door = Door {
             mailbox,
             director: graph.director.clone(),
@@ -334,6 +335,7 @@ fn run_shard(
         graph.introduce(topo, &all_iggs);
         emu.clock.start_at(origin);
         let driver = actix::spawn(emu.clock.clone().drive());
+        let stop = emu.plugins.stopped();
         let end = tokio::select! {
             // Invariant: the director holds the sender until it fires.
             end = done_rx => end.unwrap_or_else(|_| emu.now()),
@@ -341,8 +343,17 @@ fn run_shard(
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 _ => emu.now(),
             },
+            // A plug-in failed: this shard ends, and the others with it.
+            () = stop.notified() => {
+                federation.end_all();
+                emu.now()
+            }
         };
         emu.clock.discard_pending();
+        emu.plugins.finish();
+        if let Some(f) = emu.plugins.failure() {
+            return Err(Error::Policy(f.to_string()));
+        }
         let lateness = emu.clock.lateness_histogram();
         let observed = Observed::of(&emu);
         Ok(ShardResult {

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use igemu::lrms::AdmissionPolicy;
 use igemu::lrms::OverheadModel;
-use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Speed};
+use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Policies, Speed};
 use igemu::lrms::{PreemptionPolicy, SEARCH_BUDGET};
 use igemu::model::{ClusterId, GridId, LeaseRequest, LeaseType, Origin, RequestId, VmState};
 use igemu::time::{EmuDuration, EmuTime};
@@ -664,14 +664,12 @@ impl Replay {
             .collect();
         let cfg = Config {
             backfilling: Backfilling::Conservative,
-            preemption: policy_of(policy),
             overhead: OverheadModel {
                 shutdown: EmuDuration::from_secs(bed.shutdown_s),
                 ..OverheadModel::gluster_testbed()
             },
             boot: EmuDuration::ZERO,
             seed: 1,
-            admission: AdmissionPolicy::Cacp,
             can_migrate: false,
             enforce_memory: true,
             search_budget: SEARCH_BUDGET,
@@ -697,7 +695,11 @@ impl Replay {
             .collect();
         reqs.sort_by_key(|r| (r.arrival, r.id));
         let mut replay = Replay {
-            core: Core::new(&hosts, cfg),
+            core: Core::new(
+                &hosts,
+                cfg,
+                Policies::builtin(policy_of(policy), AdmissionPolicy::Cacp),
+            ),
             reqs,
             now: EmuTime::ZERO,
         };

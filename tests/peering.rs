@@ -151,6 +151,7 @@ fn the_invariant_checker_catches_a_broken_protocol_and_passes_the_real_one() {
     let lossy = presets_named(&topo, &["lossy"]);
     let seeds = [1, 2, 3, 4];
     let plan = StressPlan {
+        registry: &igemu::policy::Registry::builtin(),
         pace: Pace::Virtual,
         settings: &lossy,
         seeds: &seeds,
@@ -549,9 +550,7 @@ fn fate_of_a_big_request(dir: &std::path::Path, extra: &str, sets: &[&str]) -> [
         ),
     )
     .expect("written");
-    let sets = igemu::topology::Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-    };
+    let sets = igemu::topology::Overrides::sets(sets.iter().map(|s| s.to_string()).collect());
     let topo = igemu::topology::load_file(&file, &sets).expect("loads");
     let r = run(topo, &RunOptions::default()).expect("runs");
     assert_eq!(
@@ -628,6 +627,7 @@ fn the_sound_protocol_keeps_every_invariant_under_explored_interleavings() {
     let topo = small(&[]);
     let settings = presets_named(&topo, &["none", "chaos"]);
     let plan = StressPlan {
+        registry: &igemu::policy::Registry::builtin(),
         pace: Pace::Virtual,
         settings: &settings,
         seeds: &[1, 2, 3],
@@ -657,6 +657,7 @@ fn an_order_dependent_flaw_is_caught_by_explored_interleavings_and_never_by_faul
     let seeds = [1, 2, 3, 4];
     let caught = |schedules: &[u64]| {
         let plan = StressPlan {
+            registry: &igemu::policy::Registry::builtin(),
             pace: Pace::Virtual,
             settings: &settings,
             seeds: &seeds,
@@ -963,6 +964,7 @@ fn grids_on_threads_keep_every_invariant_and_the_broken_protocol_is_still_caught
     let topo = small(&window);
     let settings = presets_named(&topo, &["none", "lossy", "late", "partition", "crash"]);
     let plan = StressPlan {
+        registry: &igemu::policy::Registry::builtin(),
         pace: Pace::Realtime {
             speedup: 20_000.0,
             threads: 3,
@@ -1128,6 +1130,7 @@ fn a_refusal_of_an_earlier_redirection_arriving_late_never_brings_a_request_home
     assert_eq!(late.len(), 1);
     let seeds: Vec<u64> = (1..=8).collect();
     let plan = StressPlan {
+        registry: &igemu::policy::Registry::builtin(),
         pace: Pace::Virtual,
         settings: &late,
         seeds: &seeds,

@@ -17,12 +17,19 @@ use super::lrms::{Lrms, LrmsSpec, Publishing};
 use super::messages::SetPeers;
 use super::users::{Target, Users};
 use super::{Emu, Peer};
-use crate::igg::gateway::{Gateway, GatewaySettings};
+use crate::igg::dispatch::{DispatchSetup, RoundRobin};
+use crate::igg::gateway::{Gateway, GatewayPolicies, GatewaySettings};
+use crate::igg::negotiation::{CheapestContract, MarginalCost};
 use crate::igg::peering::CostModel;
-use crate::igg::Dispatcher;
+use crate::lrms::admission::Cacp;
+use crate::lrms::preemption::Nop;
 use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
+use crate::lrms::Policies;
 use crate::model::{ClusterId, GridId, Origin, RequestId};
+use crate::policy::build::Builder;
+use crate::policy::external::Names;
+use crate::policy::{LrmsSetup, PeeringSetup};
 use crate::time::{stream_seed, EmuTime};
 use crate::topology::{PublicationMode, Topology, Workload};
 
@@ -36,6 +43,8 @@ pub struct Graph {
     pub lrms: Vec<(ClusterId, Peer<Lrms>)>,
     /// Each cluster's hosts.
     pub hosts: Vec<(ClusterId, Vec<Peer<Host>>)>,
+    /// The first policy that could not be built, if any (the run does not start).
+    failed: Option<String>,
 }
 
 /// Test-only: a deliberately broken variant of the protocols, for checking that the invariant
@@ -76,17 +85,18 @@ impl Broken {
 
 impl Graph {
     /// Starts the actors of `topo` on the current actix system; `done` learns when the run
-    /// ends. `broken` chooses a deliberately broken variant (tests only).
+    /// ends. `broken` chooses a deliberately broken variant (tests only). Fails if a policy
+    /// cannot be built (an external process that does not start).
     pub fn build(
         emu: &Rc<Emu>,
         topo: &Topology,
         done: oneshot::Sender<EmuTime>,
         broken: Broken,
-    ) -> Graph {
+    ) -> Result<Graph, String> {
         let all: Vec<GridId> = (0..topo.grids.len()).map(|g| GridId(g as u16)).collect();
-        let graph = Graph::build_part(emu, topo, &all, done, broken);
+        let graph = Graph::build_part(emu, topo, &all, done, broken)?;
         graph.introduce(topo, &graph.iggs);
-        graph
+        Ok(graph)
     }
 
     /// Starts the actors of Grids `grids` of `topo` (a shard of a run on several threads)
@@ -98,7 +108,8 @@ impl Graph {
         grids: &[GridId],
         done: oneshot::Sender<EmuTime>,
         broken: Broken,
-    ) -> Graph {
+    ) -> Result<Graph, String> {
+        crate::policy::build::start_processes(topo, &emu.plugins)?;
         let dir_id = emu.tracer.register("director".into());
         let counted = requests_where(topo, |w| grids.contains(&w.grid)).len();
         let director = Peer {
@@ -110,11 +121,37 @@ impl Graph {
             iggs: Vec::new(),
             lrms: Vec::new(),
             hosts: Vec::new(),
+            failed: None,
         };
         for &g in grids {
             graph.start_grid(emu, topo, g, broken);
         }
-        graph
+        match graph.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(graph),
+        }
+    }
+
+    /// Builds policies for `emu`'s run of `topo`.
+    fn builder<'a>(emu: &'a Rc<Emu>, topo: &'a Topology) -> Builder<'a> {
+        let witness: std::rc::Weak<dyn crate::policy::Witness> = Rc::downgrade(emu) as _;
+        Builder {
+            registry: &topo.registry,
+            plugins: &emu.plugins,
+            witness,
+            names: Names {
+                requests: topo.request_labels.clone().into(),
+                grids: topo.grids.iter().map(|g| g.name.clone()).collect(),
+            },
+        }
+    }
+
+    /// `built`, or `placeholder` with the failure kept (the run does not start).
+    fn keep<T>(&mut self, built: Result<T, String>, placeholder: impl FnOnce() -> T) -> T {
+        built.unwrap_or_else(|e| {
+            self.failed.get_or_insert(e);
+            placeholder()
+        })
     }
 
     /// Tells this graph's IGGs every IGG of the run, `iggs` (setup, not traced): each learns
@@ -161,11 +198,23 @@ impl Graph {
                 .iter()
                 .map(|&c| (c, topo.cluster(c).cores()))
                 .collect();
+            let setup = DispatchSetup {
+                grid: grid.name.clone(),
+                clusters: grid
+                    .clusters
+                    .iter()
+                    .map(|&c| topo.cluster(c).name.clone())
+                    .collect(),
+                models,
+                rate,
+                seed,
+            };
+            let policies = self.gateway_policies(emu, topo, (gid, igg_id), setup);
             let gateway = Gateway::new(
                 gid,
                 &sizes,
                 topo.cost_model(gid),
-                Dispatcher::new(grid.igg.dispatch, &models, rate, seed),
+                policies,
                 gateway_settings(topo, gid, broken == Broken::LateAck),
             );
             let spec = IggSpec {
@@ -237,6 +286,7 @@ impl Graph {
                     .zip(cluster.hosts.iter().cloned())
                     .collect(),
                 config: core_config(topo, cid, &emu.tracer.name(lrms_id)),
+                policies: self.lrms_policies(emu, topo, cid, lrms_id),
                 publishing: publishing(topo, cid),
             };
             Lrms::new(Rc::clone(emu), lrms_id, spec)
@@ -245,6 +295,60 @@ impl Graph {
         let lrms = Peer { id: lrms_id, addr };
         self.lrms.push((cid, lrms.clone()));
         lrms
+    }
+}
+
+impl Graph {
+    /// Grid `gid`'s gateway policies (dispatch over `setup`, answer, offer), deciding in
+    /// `by`.
+    fn gateway_policies(
+        &mut self,
+        emu: &Rc<Emu>,
+        topo: &Topology,
+        (gid, by): (GridId, crate::trace::ActorId),
+        setup: DispatchSetup,
+    ) -> GatewayPolicies {
+        let b = Graph::builder(emu, topo);
+        let igg = &topo.grids[usize::from(gid.0)].igg;
+        let peering = PeeringSetup {
+            grid: setup.grid.clone(),
+            seed: stream_seed(topo.emulation.seed, &format!("igg:{}:policies", setup.grid)),
+        };
+        let dispatch = b.dispatch(&igg.dispatch, &setup, by);
+        let answer = b.answer(&igg.answer, &peering, by);
+        let offer = b.offer(&igg.offer, &peering, by);
+        GatewayPolicies {
+            dispatch: self.keep(dispatch, || Box::new(RoundRobin::default())),
+            answer: self.keep(answer, || Box::new(MarginalCost)),
+            offer: self.keep(offer, || Box::new(CheapestContract)),
+        }
+    }
+
+    /// Cluster `cid`'s LRMS policies (preemption, admission), deciding in `by`.
+    fn lrms_policies(
+        &mut self,
+        emu: &Rc<Emu>,
+        topo: &Topology,
+        cid: ClusterId,
+        by: crate::trace::ActorId,
+    ) -> Policies {
+        let b = Graph::builder(emu, topo);
+        let cluster = topo.cluster(cid);
+        let l = &cluster.lrms;
+        let name = cluster.qualified_name(topo);
+        let setup = LrmsSetup {
+            seed: stream_seed(topo.emulation.seed, &format!("lrms:{name}:policies")),
+            cluster: name,
+            cp_alpha: l.cp_alpha,
+            pacp: l.pacp,
+            queue_limit: l.queue_limit,
+        };
+        let preemption = b.preemption(&l.preemption, &setup, by);
+        let admission = b.admission(&l.admission, &setup, by);
+        Policies {
+            preemption: self.keep(preemption, || Box::new(Nop)),
+            admission: self.keep(admission, || Box::new(Cacp)),
+        }
     }
 }
 
@@ -295,11 +399,9 @@ fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
     let grid = &topo.grids[usize::from(cluster.grid.0)];
     Config {
         backfilling: lrms.backfilling,
-        preemption: lrms.preemption,
         overhead: crate::lrms::overhead::OverheadModel::new(&lrms.profile.timings),
         boot: lrms.profile.timings.boot,
         seed: stream_seed(topo.emulation.seed, name),
-        admission: lrms.admission,
         can_migrate: grid.clusters.len() > 1,
         enforce_memory: lrms.enforce_memory,
         search_budget: lrms.search_budget,

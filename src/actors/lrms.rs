@@ -21,7 +21,7 @@ use super::vm::{Vm, VmSpec};
 use super::{Emu, Own, OwnCell, Peer};
 use crate::igg::slots::Published;
 use crate::lrms::provider::{Forecast, Partitions, FORECAST_WINDOW};
-use crate::lrms::{Action, Config, Core, VmPlan};
+use crate::lrms::{Action, Config, Core, Policies, VmPlan};
 use crate::metrics::Violation;
 use crate::model::{ClusterId, GridId, HostSpec, Origin, RequestId, RequestState};
 use crate::time::{EmuDuration, EmuTime};
@@ -78,8 +78,10 @@ pub struct LrmsSpec {
     pub users: Option<Peer<Users>>,
     /// Its hosts, and what each holds.
     pub hosts: Vec<(Peer<Host>, HostSpec)>,
-    /// The core's configuration (scheduling, preemption, admission, timings).
+    /// The core's configuration (scheduling, timings).
     pub config: Config,
+    /// The core's policies (preemption, admission).
+    pub policies: Policies,
     /// Whether and how it publishes free slots.
     pub publishing: Option<Publishing>,
 }
@@ -90,7 +92,7 @@ impl Lrms {
         let (hosts, host_specs): (Vec<Rc<Peer<Host>>>, Vec<HostSpec>) = (spec.hosts.into_iter())
             .map(|(peer, host)| (Rc::new(peer), host))
             .unzip();
-        let core = Core::new(&host_specs, spec.config);
+        let core = Core::new(&host_specs, spec.config, spec.policies);
         Lrms {
             emu,
             id,

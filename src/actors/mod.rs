@@ -136,6 +136,31 @@ pub struct Emu {
     /// The shard this context runs, in a run on several threads: its index and what the
     /// shards share.
     shard: std::cell::OnceCell<(usize, std::sync::Arc<shard::Federation>)>,
+    /// The run's plug-ins: external processes, decision counts, a failure that ends it.
+    pub(crate) plugins: crate::policy::Plugins,
+}
+
+/// Plug-ins report their decisions to the run through its context.
+impl crate::policy::Witness for Emu {
+    fn now(&self) -> EmuTime {
+        self.clock.now()
+    }
+
+    fn plugins(&self) -> &crate::policy::Plugins {
+        &self.plugins
+    }
+
+    fn tracing(&self) -> bool {
+        self.tracer.enabled()
+    }
+
+    fn note(&self, by: ActorId, note: &crate::policy::Note) {
+        self.tracer.decision(self.clock.now(), by, note);
+    }
+
+    fn label(&self, id: RequestId) -> String {
+        self.tracer.label(id).to_string()
+    }
 }
 
 /// An actor's address together with its trace name.
@@ -347,6 +372,7 @@ impl Emu {
             faults: RefCell::new(faults),
             tasks: Cell::new(0),
             shard: std::cell::OnceCell::new(),
+            plugins: crate::policy::Plugins::default(),
         }
     }
 

@@ -12,9 +12,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::negotiation::{
+    AnswerPolicy, CheapestContract, ContractView, CounterAsk, MarginalCost, OfferAsk, OfferPlan,
+    OfferPolicy, PlanAsk,
+};
 use super::peering::{
-    provider_answer, worth_offering, Answer, CostModel, NegotiationId, OfferState, PriceRange,
-    Ticket, TicketError, Tickets,
+    Answer, CostModel, NegotiationId, OfferState, PriceRange, Ticket, TicketError, Tickets,
 };
 pub(crate) use super::protocol::Item;
 use super::protocol::PeerMsg;
@@ -65,6 +68,8 @@ struct Queued {
     /// Every cluster of this Grid refused it: home cannot serve it at any cost.
     unservable: bool,
     tried: BTreeSet<GridId>,
+    /// The plan its current offer follows (set when it is offered).
+    plan: Option<OfferPlan>,
 }
 
 /// An offer a provider holds until its next evaluation (paper 004 §5.2).
@@ -140,9 +145,12 @@ pub(crate) struct Standing<'a> {
 }
 
 /// An IGG's peering state.
-#[derive(Clone, Debug)]
 pub(crate) struct Broker {
     me: GridId,
+    /// How it answers offers (provider side).
+    answer: Box<dyn AnswerPolicy>,
+    /// Whom it offers requests to (requester side).
+    offer: Box<dyn OfferPolicy>,
     next: u64,
     /// Contracts in ascending minimum price.
     contracts: Vec<Contract>,
@@ -193,6 +201,8 @@ impl Broker {
         });
         Broker {
             me,
+            answer: Box::new(MarginalCost),
+            offer: Box::new(CheapestContract),
             next: 0,
             contracts,
             queue: VecDeque::new(),
@@ -208,6 +218,17 @@ impl Broker {
             verdicts: BTreeMap::new(),
             taken: BTreeSet::new(),
         }
+    }
+
+    /// The broker with these negotiation policies (instead of the shipped ones).
+    pub(crate) fn with_policies(
+        mut self,
+        answer: Box<dyn AnswerPolicy>,
+        offer: Box<dyn OfferPolicy>,
+    ) -> Broker {
+        self.answer = answer;
+        self.offer = offer;
+        self
     }
 
     /// Whether this IGG has any contract as a requester.
@@ -238,6 +259,7 @@ impl Broker {
             home_cost: 0.0,
             unservable: false,
             tried: BTreeSet::new(),
+            plan: None,
         });
     }
 
@@ -249,6 +271,7 @@ impl Broker {
             home_cost: f64::INFINITY,
             unservable: true,
             tried: BTreeSet::new(),
+            plan: None,
         });
     }
 
@@ -276,10 +299,14 @@ impl Broker {
 
     /// A negotiation round (paper 004 §5.2): each queued request's home cost is evaluated
     /// now by `home_cost` — `None` when this Grid is not overloaded for it, and it is served
-    /// here — then the requests are offered under each contract in ascending price (one batch
-    /// per contract) where their unit cost exceeds the contract's minimum; the requests no
-    /// remaining contract is worth trying are served locally.
-    pub(crate) fn round(&mut self, mut home_cost: impl FnMut(&Item) -> Option<f64>) -> Vec<Out> {
+    /// here — then the offer policy plans each of the others: the first peer of its plan not
+    /// yet tried gets the offer. Offers go out one batch per contract (in ascending price) and
+    /// opening price; the requests no plan offers are served locally.
+    pub(crate) fn round(
+        &mut self,
+        now: EmuTime,
+        mut home_cost: impl FnMut(&Item) -> Option<f64>,
+    ) -> Vec<Out> {
         let mut out = Vec::new();
         let mut waiting = Vec::with_capacity(self.queue.len());
         for mut q in self.queue.drain(..) {
@@ -296,44 +323,80 @@ impl Broker {
                 None => out.push(Out::ServeLocally(q.item.req)),
             }
         }
+        for q in &mut waiting {
+            q.plan = self.plan_for(q, now);
+        }
         let contracts = self.contracts.clone();
         for c in &contracts {
-            let (offer, keep): (Vec<Queued>, Vec<Queued>) = waiting.into_iter().partition(|q| {
-                !q.tried.contains(&c.peer) && worth_offering(q.home_cost, q.item.units, c.range.min)
-            });
-            waiting = keep;
-            if offer.is_empty() {
-                continue;
+            // Each opening price asked of this contract, in queue order: one batch each.
+            while let Some(price) = waiting
+                .iter()
+                .find_map(|q| q.plan.filter(|p| p.peer == c.peer).map(|p| p.price))
+            {
+                let (offer, keep): (Vec<Queued>, Vec<Queued>) =
+                    waiting.into_iter().partition(|q| {
+                        matches!(q.plan, Some(p) if p.peer == c.peer && p.price.to_bits() == price.to_bits())
+                    });
+                waiting = keep;
+                self.send_offer(c, price, offer, &mut out);
             }
-            let negotiation = self.new_negotiation();
-            let items: Vec<Item> = offer.iter().map(|q| q.item.clone()).collect();
-            out.push(Out::Send {
-                peer: c.peer,
-                msg: PeerMsg::Offer {
-                    negotiation,
-                    items,
-                    price: c.range.min,
-                    max: c.range.max,
-                },
-            });
-            self.outcomes.offers += 1;
-            let entries = offer
-                .into_iter()
-                .map(|q| (q.item.req.id, (q, OfferState::Offered)))
-                .collect();
-            self.outbound.insert(
-                negotiation,
-                Outbound {
-                    peer: c.peer,
-                    items: entries,
-                    price: c.range.min,
-                    max: c.range.max,
-                    retries: 0,
-                },
-            );
         }
         out.extend(waiting.into_iter().map(|q| Out::ServeLocally(q.item.req)));
         out
+    }
+
+    /// The first step of the offer policy's plan for `q` that names a peer it has not tried
+    /// under a contract this Grid holds.
+    fn plan_for(&mut self, q: &Queued, now: EmuTime) -> Option<OfferPlan> {
+        let views: Vec<ContractView> = self
+            .contracts
+            .iter()
+            .map(|c| ContractView {
+                peer: c.peer,
+                min: c.range.min,
+                max: c.range.max,
+                tried: q.tried.contains(&c.peer),
+            })
+            .collect();
+        let plan = self.offer.plan(&PlanAsk {
+            now,
+            request: &q.item.req,
+            units: q.item.units,
+            home_cost: q.home_cost,
+            contracts: &views,
+        });
+        plan.into_iter()
+            .find(|p| !q.tried.contains(&p.peer) && views.iter().any(|v| v.peer == p.peer))
+    }
+
+    /// Offers `offer` to contract `c`'s provider at unit `price` (one negotiation).
+    fn send_offer(&mut self, c: &Contract, price: f64, offer: Vec<Queued>, out: &mut Vec<Out>) {
+        let negotiation = self.new_negotiation();
+        let items: Vec<Item> = offer.iter().map(|q| q.item.clone()).collect();
+        out.push(Out::Send {
+            peer: c.peer,
+            msg: PeerMsg::Offer {
+                negotiation,
+                items,
+                price,
+                max: c.range.max,
+            },
+        });
+        self.outcomes.offers += 1;
+        let entries = offer
+            .into_iter()
+            .map(|q| (q.item.req.id, (q, OfferState::Offered)))
+            .collect();
+        self.outbound.insert(
+            negotiation,
+            Outbound {
+                peer: c.peer,
+                items: entries,
+                price,
+                max: c.range.max,
+                retries: 0,
+            },
+        );
     }
 
     /// The provider receives an offer: held until the next evaluation. A duplicate of an
@@ -436,7 +499,20 @@ impl Broker {
             let (load, capacity) = (own.window)(&it.req);
             let l = (load + held / capacity.max(1.0)).min(1.0);
             let c = own.cost.marginal(it.units, l, capacity);
-            let a = provider_answer(c, it.units, price, max);
+            let a = self.answer.answer(&OfferAsk {
+                now,
+                from,
+                negotiation,
+                request: &it.req,
+                units: it.units,
+                price,
+                max,
+                load: l,
+                capacity,
+                held,
+                cost: c,
+                unit_cost: own.cost.unit_cost,
+            });
             if let Answer::Accept { price: p } | Answer::Counter { price: p } = a {
                 self.tickets.issue(Ticket {
                     negotiation,
@@ -476,7 +552,18 @@ impl Broker {
             let Some((q, state)) = items.remove(lease) else {
                 continue;
             };
-            let next = state.on_answer(*a, q.home_cost, q.item.units);
+            let offer = &mut self.offer;
+            let next = state.on_answer(*a, |counter| {
+                q.plan.is_some_and(|plan| {
+                    offer.takes_counter(&CounterAsk {
+                        request: &q.item.req,
+                        units: q.item.units,
+                        home_cost: q.home_cost,
+                        counter,
+                        plan,
+                    })
+                })
+            });
             match (a, next.redirects()) {
                 (Answer::Accept { .. }, _) => self.outcomes.accepted += 1,
                 (Answer::Counter { .. }, Some(_)) => self.outcomes.countered_taken += 1,
@@ -757,7 +844,7 @@ pub(crate) mod tests {
         b.enqueue(req(1), 100.0); // unit cost 2.0: worth offering to both
         b.enqueue(req(2), 100.0); // unit cost 1.2: only to the 1.0 contract
         b.enqueue(req(3), 100.0); // unit cost 0.5: to neither
-        let out = b.round(at(&[(1, 200.0), (2, 120.0), (3, 50.0)]));
+        let out = b.round(EmuTime::ZERO, at(&[(1, 200.0), (2, 120.0), (3, 50.0)]));
         assert!(
             matches!(&out[0], Out::Send { peer, msg: PeerMsg::Offer { items, price, .. } } if *peer == GridId(1) && items.len() == 3 - 1 && *price == 1.0)
         );
@@ -772,7 +859,7 @@ pub(crate) mod tests {
         let Out::Send {
             msg: PeerMsg::Offer { negotiation, .. },
             ..
-        } = b.round(at(&[(1, 200.0), (2, 120.0)]))[0].clone()
+        } = b.round(EmuTime::ZERO, at(&[(1, 200.0), (2, 120.0)]))[0].clone()
         else {
             panic!("an offer")
         };
@@ -796,7 +883,7 @@ pub(crate) mod tests {
             .is_empty());
         // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
         assert_eq!(
-            b.round(at(&[(1, 200.0), (2, 120.0)])),
+            b.round(EmuTime::ZERO, at(&[(1, 200.0), (2, 120.0)])),
             vec![Out::ServeLocally(req(2))]
         );
         let (outs, payment) = b.on_redirect_ack(negotiation, RequestId(1), true);
@@ -812,7 +899,7 @@ pub(crate) mod tests {
         let Out::Send {
             msg: PeerMsg::Offer { negotiation, .. },
             ..
-        } = b.round(at(&[(1, 120.0)]))[0].clone()
+        } = b.round(EmuTime::ZERO, at(&[(1, 120.0)]))[0].clone()
         else {
             panic!()
         };
@@ -822,7 +909,10 @@ pub(crate) mod tests {
             b.offer_timed_out(negotiation).is_empty(),
             "retries exhausted"
         );
-        assert_eq!(b.round(at(&[(1, 120.0)])), vec![Out::ServeLocally(req(1))]);
+        assert_eq!(
+            b.round(EmuTime::ZERO, at(&[(1, 120.0)])),
+            vec![Out::ServeLocally(req(1))]
+        );
     }
 
     #[test]
@@ -928,7 +1018,7 @@ pub(crate) mod tests {
         let Out::Send {
             peer,
             msg: PeerMsg::Offer { negotiation, .. },
-        } = b.round(at(&[(1, 200.0)]))[0].clone()
+        } = b.round(EmuTime::ZERO, at(&[(1, 200.0)]))[0].clone()
         else {
             panic!("an offer")
         };
@@ -979,7 +1069,7 @@ pub(crate) mod tests {
         let Out::Send {
             msg: PeerMsg::Offer { negotiation, .. },
             ..
-        } = b.round(at(&[(1, 200.0)]))[0].clone()
+        } = b.round(EmuTime::ZERO, at(&[(1, 200.0)]))[0].clone()
         else {
             panic!()
         };

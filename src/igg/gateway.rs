@@ -13,10 +13,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::broker::{Broker, Contract, Item, Offered, Out, Outcomes, Standing};
+use super::dispatch::{Dispatch, DispatchAsk};
+use super::negotiation::{AnswerPolicy, OfferPolicy};
 use super::peering::{CostModel, NegotiationId, PriceRange};
 use super::protocol::PeerMsg;
 use super::slots::{Published, SlotStore, SlotsAt};
-use super::{Dispatcher, Loads};
+use super::Loads;
 use crate::lrms::{Refusal, Relocation};
 use crate::model::{ClusterId, GridId, LeaseRequest, RejectReason, RequestId, RequestState};
 use crate::time::{EmuDuration, EmuTime};
@@ -256,12 +258,22 @@ pub enum Effect {
     Observe(Observation),
 }
 
+/// The policies a gateway decides with (its decision points).
+pub struct GatewayPolicies {
+    /// In which order to try the Grid's clusters for a request.
+    pub dispatch: Box<dyn Dispatch>,
+    /// How to answer a peer's offer (provider side).
+    pub answer: Box<dyn AnswerPolicy>,
+    /// Whom to offer a request to (requester side).
+    pub offer: Box<dyn OfferPolicy>,
+}
+
 /// A Grid's InterGrid Gateway, without the actor.
 pub struct Gateway {
     grid: GridId,
     settings: GatewaySettings,
     clusters: Vec<ClusterId>,
-    dispatcher: Dispatcher,
+    dispatch: Box<dyn Dispatch>,
     /// Cores this IGG's leases take on each cluster (for least-load).
     loads: Loads,
     /// Where each running lease is and its cores.
@@ -292,14 +304,15 @@ impl Gateway {
         grid: GridId,
         clusters: &[(ClusterId, u64)],
         cost: CostModel,
-        dispatcher: Dispatcher,
+        policies: GatewayPolicies,
         settings: GatewaySettings,
     ) -> Gateway {
-        let broker = Broker::new(grid, Vec::new(), settings.retries, settings.ticket_ttl);
+        let broker = Broker::new(grid, Vec::new(), settings.retries, settings.ticket_ttl)
+            .with_policies(policies.answer, policies.offer);
         Gateway {
             grid,
             clusters: clusters.iter().map(|c| c.0).collect(),
-            dispatcher,
+            dispatch: policies.dispatch,
             loads: Loads {
                 busy: vec![0; clusters.len()],
                 cores: clusters.iter().map(|c| c.1).collect(),
@@ -363,7 +376,7 @@ impl Gateway {
             } => self.lease_started(lease, cluster, cores, &mut out),
             Input::LeaseEnded { lease, state } => self.lease_ended(lease, state, now, &mut out),
             Input::Probed { req, offers } => {
-                let order = self.dispatcher.order(&req, &Loads::default(), &offers);
+                let order = self.order(&req, now, &Loads::default(), &offers);
                 out.push(self.place_in(req, order));
             }
             Input::Unplaced { req, refusal } => {
@@ -567,14 +580,14 @@ impl Gateway {
     /// Where to try a request (its own, or one redirected here).
     fn place(&mut self, req: LeaseRequest, now: EmuTime) -> Effect {
         let n = self.clusters.len();
-        let order = if !self.dispatcher.asks_for_offers() {
+        let order = if !self.dispatch.wants_starts() {
             // Least-load reads the clusters' published loads when all have published (they
             // count local work too), else the cores this IGG's own leases take.
             let loads = self
                 .slots
                 .loads(n, now, self.settings.horizon)
                 .unwrap_or_else(|| self.loads.clone());
-            self.dispatcher.order(&req, &loads, &[])
+            self.order(&req, now, &loads, &[])
         } else if !self.settings.on_request && (0..n).all(|j| self.slots.knows(j)) {
             // Earliest-start uses the published free slots when every cluster has published;
             // until then, or where clusters publish on request, it asks the LRMSs.
@@ -585,7 +598,7 @@ impl Gateway {
                         .map(|t| t.as_micros())
                 })
                 .collect();
-            let order = self.dispatcher.order(&req, &Loads::default(), &offers);
+            let order = self.order(&req, now, &Loads::default(), &offers);
             // The chosen slot is the gateway's now (paper 004 §5.3): later requests see it
             // taken until the cluster publishes again.
             if let Some(&j) = order.first() {
@@ -599,6 +612,23 @@ impl Gateway {
             return Effect::Probe(req);
         };
         self.place_in(req, order)
+    }
+
+    /// The dispatch policy's order for `req`.
+    fn order(
+        &mut self,
+        req: &LeaseRequest,
+        now: EmuTime,
+        loads: &Loads,
+        starts: &[Option<u64>],
+    ) -> Vec<usize> {
+        self.dispatch.order(&DispatchAsk {
+            now,
+            request: req,
+            clusters: self.clusters.len(),
+            loads,
+            starts,
+        })
     }
 
     /// Try the clusters in `order`: all of them, or only the first without `retry`.
@@ -691,7 +721,7 @@ impl Gateway {
             "IGG round"
         );
         let home = |it: &Item| homes.get(&it.req.id).copied().flatten();
-        let outs = self.broker.round(home);
+        let outs = self.broker.round(now, home);
         self.carry(outs, now, out);
     }
 
@@ -937,6 +967,22 @@ mod tests {
     }
 
     /// Grid `g` with one 4-core cluster (id `g`); Grid 0 holds a contract with Grid 1.
+    /// The shipped negotiation policies with dispatch `name` over one cluster of `model`.
+    fn policies(name: DispatchName, model: ClusterModel) -> GatewayPolicies {
+        let setup = crate::igg::DispatchSetup {
+            grid: "g".into(),
+            clusters: vec!["c".into()],
+            models: vec![model],
+            rate: 0.0,
+            seed: 1,
+        };
+        GatewayPolicies {
+            dispatch: crate::igg::dispatch::builtin(name, &setup),
+            answer: Box::new(crate::igg::negotiation::MarginalCost),
+            offer: Box::new(crate::igg::negotiation::CheapestContract),
+        }
+    }
+
     fn gateway(g: u16) -> Gateway {
         let model = model();
         let terms = Terms {
@@ -953,13 +999,12 @@ mod tests {
         } else {
             Vec::new()
         };
-        let dispatcher = Dispatcher::new(DispatchName::RoundRobin, &[model], 0.0, 1);
         let cost = CostModel::from_providers(&[(1.0, 4.0)]);
         let mut gw = Gateway::new(
             GridId(g),
             &[(ClusterId(g), 4)],
             cost,
-            dispatcher,
+            policies(DispatchName::RoundRobin, model),
             settings(contracts),
         );
         let providers = (0..2)
@@ -1117,7 +1162,7 @@ mod tests {
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
         // Earliest-start dispatch asks the clusters for each request rather than reading
         // slots that may be hours old.
-        gw.dispatcher = Dispatcher::new(DispatchName::EarliestStart, &[model()], 0.0, 1);
+        gw.dispatch = policies(DispatchName::EarliestStart, model()).dispatch;
         assert!(matches!(
             gw.place(req(2), EmuTime::from_secs(61)),
             Effect::Probe(r) if r.id == RequestId(2)

@@ -3,14 +3,17 @@
 //! negotiation state in `broker`, the messages in `protocol`) and published slots (`slots`).
 
 pub(crate) mod broker;
-pub(crate) mod dispatch;
+pub mod dispatch;
 pub(crate) mod gateway;
+pub mod negotiation;
 pub(crate) mod peering;
 pub(crate) mod protocol;
 pub(crate) mod slots;
 
 pub use broker::Outcomes;
-pub use dispatch::{pap_rates, ClusterModel, DispatchName, Dispatcher, Loads};
+pub use dispatch::{
+    pap_rates, ClusterModel, Dispatch, DispatchAsk, DispatchName, DispatchSetup, Loads,
+};
 pub use gateway::{DveNote, Effect, Gateway, GatewaySettings, Input, Observation, Timer};
 pub use peering::{Answer, Contract, ContractKind, CostModel, NegotiationId, PriceRange};
 pub use protocol::{Item, PeerMsg};

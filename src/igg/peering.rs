@@ -303,14 +303,13 @@ pub(crate) enum OfferState {
 }
 
 impl OfferState {
-    /// The requester's next state on the provider's `answer`, given its home cost. Answers
-    /// to a settled request (duplicates, late replies) change nothing.
-    pub(crate) fn on_answer(self, answer: Answer, home_cost: f64, units: f64) -> OfferState {
+    /// The requester's next state on the provider's `answer`; `takes` says whether it takes
+    /// a counter-offer at a unit price. Answers to a settled request (duplicates, late
+    /// replies) change nothing.
+    pub(crate) fn on_answer(self, answer: Answer, takes: impl FnOnce(f64) -> bool) -> OfferState {
         match (self, answer) {
             (OfferState::Offered, Answer::Accept { price }) => OfferState::Accepted(price),
-            (OfferState::Offered, Answer::Counter { price })
-                if requester_takes_counter(home_cost, units, price) =>
-            {
+            (OfferState::Offered, Answer::Counter { price }) if takes(price) => {
                 OfferState::CounterTaken(price)
             }
             (OfferState::Offered, Answer::Counter { .. } | Answer::Reject) => OfferState::Declined,
@@ -424,7 +423,9 @@ mod tests {
 
     #[test]
     fn step_3_1_requester_takes_a_cheaper_counter_offer() {
-        let s = OfferState::Offered.on_answer(Answer::Counter { price: 1.5 }, 180.0, 100.0);
+        let s = OfferState::Offered.on_answer(Answer::Counter { price: 1.5 }, |p| {
+            requester_takes_counter(180.0, 100.0, p)
+        });
         assert_eq!(s, OfferState::CounterTaken(1.5));
         assert_eq!(s.redirects(), Some(1.5));
     }
@@ -432,15 +433,20 @@ mod tests {
     #[test]
     fn step_3_2_requester_declines_a_dearer_counter_offer_and_rejections() {
         assert_eq!(
-            OfferState::Offered.on_answer(Answer::Counter { price: 1.5 }, 140.0, 100.0),
+            OfferState::Offered.on_answer(Answer::Counter { price: 1.5 }, |p| {
+                requester_takes_counter(140.0, 100.0, p)
+            }),
             OfferState::Declined
         );
         assert_eq!(
-            OfferState::Offered.on_answer(Answer::Reject, 140.0, 100.0),
+            OfferState::Offered
+                .on_answer(Answer::Reject, |p| requester_takes_counter(140.0, 100.0, p)),
             OfferState::Declined
         );
         assert_eq!(
-            OfferState::Offered.on_answer(Answer::Accept { price: 1.0 }, 140.0, 100.0),
+            OfferState::Offered.on_answer(Answer::Accept { price: 1.0 }, |p| {
+                requester_takes_counter(140.0, 100.0, p)
+            }),
             OfferState::Accepted(1.0)
         );
     }
@@ -448,9 +454,14 @@ mod tests {
     #[test]
     fn late_or_duplicate_answers_change_nothing() {
         let accepted = OfferState::Accepted(1.0);
-        assert_eq!(accepted.on_answer(Answer::Reject, 1.0, 1.0), accepted);
         assert_eq!(
-            OfferState::Declined.on_answer(Answer::Accept { price: 1.0 }, 1.0, 1.0),
+            accepted.on_answer(Answer::Reject, |p| requester_takes_counter(1.0, 1.0, p)),
+            accepted
+        );
+        assert_eq!(
+            OfferState::Declined.on_answer(Answer::Accept { price: 1.0 }, |p| {
+                requester_takes_counter(1.0, 1.0, p)
+            }),
             OfferState::Declined
         );
         assert_eq!(OfferState::Declined.redirects(), None);

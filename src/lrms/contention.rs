@@ -32,6 +32,8 @@ pub struct Candidate {
     pub lease_type: LeaseType,
     /// VMs in the lease (paper 003's v(L)).
     pub vms: u32,
+    /// Memory of each of its VMs, MB.
+    pub mem_mb: u32,
     /// Running VMs the operation would pause or stop (0 for a reservation or a lease waited
     /// for).
     pub preempted_vms: u32,
@@ -43,9 +45,25 @@ pub struct Candidate {
     pub arrival: EmuTime,
 }
 
+/// One host of a contention as a plug-in sees it: its capacity and what holds it during the
+/// window — fixed holds, and each candidate's (by its index).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostView {
+    /// The host's index in the cluster.
+    pub host: usize,
+    /// Its cores.
+    pub cores: u64,
+    /// Its memory, MB (`None` where memory is not enforced).
+    pub mem_mb: Option<u64>,
+    /// What no preemption can remove.
+    pub fixed: Vec<Hold>,
+    /// What each candidate holds: (candidate index, hold).
+    pub held: Vec<(usize, Hold)>,
+}
+
 /// Resources one lease holds on one host during part of the window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Hold {
+pub struct Hold {
     /// From (clipped to the window).
     pub start: EmuTime,
     /// Until (clipped to the window).
@@ -292,6 +310,39 @@ impl Contention {
     pub fn hopeless(&self) -> bool {
         let all: Vec<usize> = (0..self.candidates.len()).collect();
         !self.makes_room(&all)
+    }
+
+    /// How many more local VMs fit once candidate `i` alone is removed (what it frees on its
+    /// own; with additive room, its gain in any set).
+    pub fn frees_alone(&self, i: usize) -> u64 {
+        self.spans[i]
+            .iter()
+            .map(|&(h, bit)| {
+                let bit = bit as usize;
+                self.host_room(h, |b| b == bit) - self.host_room(h, |_| false)
+            })
+            .sum()
+    }
+
+    /// The hosts where something holds resources during the window, as a plug-in sees them
+    /// (to compute room itself), and the room of the hosts nothing holds.
+    pub fn host_views(&self) -> (Vec<HostView>, u64) {
+        let mut idle = 0;
+        let mut views = Vec::new();
+        for (h, hw) in self.hosts.iter().enumerate() {
+            if hw.fixed.is_empty() && hw.held.is_empty() {
+                idle += self.host_room(h, |_| false);
+                continue;
+            }
+            views.push(HostView {
+                host: h,
+                cores: hw.cores,
+                mem_mb: hw.mem,
+                fixed: hw.fixed.clone(),
+                held: hw.held.iter().map(|&(b, x)| (hw.members[b], x)).collect(),
+            });
+        }
+        (views, idle)
     }
 
     /// The hosts candidate `i` holds something on, with its bit in each host's mask.
@@ -687,6 +738,7 @@ pub(crate) mod tests {
             op: Operation::Suspend,
             lease_type: LeaseType::BestEffortSuspendable,
             vms,
+            mem_mb: 512,
             preempted_vms: vms,
             cost: EmuDuration::from_secs(u64::from(vms)),
             waiting: EmuDuration::ZERO,

@@ -3,21 +3,24 @@
 //! policies, the overhead model (the one cost function) and the shared storage timeline. No actors, no clocks: the LRMS actor feeds the [`scheduler::Core`]
 //! requests, times and VM reports and carries out the [`scheduler::Action`]s it returns.
 
-pub(crate) mod admission;
+pub mod admission;
 pub(crate) mod availability;
-pub(crate) mod contention;
+pub mod contention;
 pub(crate) mod overhead;
 pub(crate) mod policy;
+pub mod preemption;
 pub mod provider;
 pub(crate) mod scheduler;
 pub(crate) mod storage;
 
-pub use admission::{AdmissionPolicy, Monitor};
+pub use admission::{
+    AdmissionAsk, AdmissionControl, AdmissionPolicy, Measured, Monitor, QueueCounts, Verdict,
+};
 pub use availability::VmShape;
 pub use contention::{Candidate, Contention};
 pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
-    Action, Backfilling, Config, Core, Decision, LeaseView, LocalRequests, Refusal, Relocation,
-    Speed, Steps, VmPlan,
+    Action, Backfilling, Config, Core, Decision, LeaseView, LocalRequests, Policies, Refusal,
+    Relocation, Speed, Steps, VmPlan,
 };

@@ -1739,6 +1739,7 @@ mod tests {
             op,
             lease_type,
             vms,
+            mem_mb: 512,
             preempted_vms: if op.preempts_vms() { vms } else { 0 },
             cost: if op == Operation::Suspend {
                 EmuDuration::from_secs(cost)

@@ -39,11 +39,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::admission::{Admission, AdmissionPolicy, Monitor};
+use super::admission::{
+    AdmissionAsk, AdmissionControl, AdmissionPolicy, Monitor, QueueCounts, Verdict,
+};
 use super::availability::{Availability, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
-use super::policy::{self, PreemptionPolicy};
+use super::policy::PreemptionPolicy;
+use super::preemption::{self, Preemption};
 use super::storage::Storage;
 use crate::model::HostSpec;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
@@ -122,16 +125,12 @@ fn scale(d: EmuDuration, num: u64, den: u64) -> EmuDuration {
 pub struct Config {
     /// Scheduling of external leases.
     pub backfilling: Backfilling,
-    /// Which leases to preempt for a local request.
-    pub preemption: PreemptionPolicy,
     /// Operation times.
     pub overhead: OverheadModel,
     /// VM deployment and boot.
     pub boot: EmuDuration,
     /// Seed for the policy's random choices (MOML sampling).
     pub seed: u64,
-    /// Admission control of external requests (its limit is learnt online).
-    pub admission: AdmissionPolicy,
     /// Whether the Grid has another cluster a migratable lease could move to; if not,
     /// migratable leases are suspended and resumed here.
     pub can_migrate: bool,
@@ -152,6 +151,24 @@ pub struct Config {
     /// made stay. The local partition's share of the free slots is kept from the IGG by the
     /// actor's publication.
     pub partitions: bool,
+}
+
+/// The policies an LRMS core decides with (its decision points).
+pub struct Policies {
+    /// Which leases to preempt for a local request.
+    pub preemption: Box<dyn Preemption>,
+    /// Admission control of external requests.
+    pub admission: Box<dyn AdmissionControl>,
+}
+
+impl Policies {
+    /// Shipped policies, as named by these values.
+    pub fn builtin(preemption: PreemptionPolicy, admission: AdmissionPolicy) -> Policies {
+        Policies {
+            preemption: preemption::builtin(preemption),
+            admission: super::admission::builtin(admission),
+        }
+    }
 }
 
 /// The timed steps one VM instance must take.
@@ -383,9 +400,10 @@ struct Vacating {
 }
 
 /// The LRMS core of one cluster.
-#[derive(Clone)]
 pub struct Core {
     cfg: Config,
+    preemption: Box<dyn Preemption>,
+    admission: Box<dyn AdmissionControl>,
     monitor: Monitor,
     avail: Availability,
     storage: Storage,
@@ -456,6 +474,44 @@ pub struct LeaseView {
     pub suspended: bool,
 }
 
+/// A copy of a core for what-if scheduling (the debug check of [`Core::stays_put`]): it has
+/// the state but not the policies — a copy never decides, so it gets ones that never preempt
+/// and admit everything (a user's policy need not be clonable).
+impl Clone for Core {
+    fn clone(&self) -> Core {
+        Core {
+            cfg: self.cfg.clone(),
+            preemption: Box::new(preemption::Nop),
+            admission: Box::new(super::admission::Cacp),
+            monitor: self.monitor.clone(),
+            avail: self.avail.clone(),
+            storage: self.storage.clone(),
+            leases: self.leases.clone(),
+            next_order: self.next_order,
+            wakes: self.wakes.clone(),
+            starts: self.starts.clone(),
+            decisions: self.decisions,
+        }
+    }
+}
+
+/// A cluster's external leases, counted for its admission policy.
+struct ExternalQueue<'a>(&'a BTreeMap<RequestId, Lease>);
+
+impl QueueCounts for ExternalQueue<'_> {
+    fn external(&self) -> (usize, usize) {
+        let ext = self.0.values().filter(|l| !l.is_local());
+        let (mut waiting, mut held) = (0, 0);
+        for l in ext {
+            held += 1;
+            if l.phase == Phase::Waiting && !l.started_once {
+                waiting += 1;
+            }
+        }
+        (waiting, held)
+    }
+}
+
 /// Time intervals where capacity was freed, merged and sorted (compression's skip test).
 struct Freed(Vec<(EmuTime, EmuTime)>);
 
@@ -485,15 +541,17 @@ impl Freed {
 }
 
 impl Core {
-    /// A core for a cluster with these hosts.
-    pub fn new(hosts: &[HostSpec], cfg: Config) -> Core {
+    /// A core for a cluster with these hosts, deciding with `policies`.
+    pub fn new(hosts: &[HostSpec], cfg: Config, policies: Policies) -> Core {
         let mut avail = Availability::new(hosts, cfg.enforce_memory);
         if cfg.compress {
             avail.track_freed();
         }
         Core {
             avail,
-            monitor: Monitor::new(cfg.admission),
+            preemption: policies.preemption,
+            admission: policies.admission,
+            monitor: Monitor::new(),
             cfg,
             storage: Storage::default(),
             leases: BTreeMap::new(),
@@ -862,18 +920,6 @@ impl Core {
     }
 
     /// External leases waiting here (not started) and held here at all.
-    fn external_counts(&self) -> (usize, usize) {
-        let ext = self.leases.values().filter(|l| !l.is_local());
-        let (mut waiting, mut held) = (0, 0);
-        for l in ext {
-            held += 1;
-            if l.phase == Phase::Waiting && !l.started_once {
-                waiting += 1;
-            }
-        }
-        (waiting, held)
-    }
-
     /// The earliest start this cluster could give `req` now, booking nothing (for the IGG's
     /// earliest-start dispatch); `None` if it would refuse it.
     pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
@@ -952,23 +998,31 @@ impl Core {
     ) -> Result<Vec<Action>, Refusal> {
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.offered(now);
-        let limit = self.monitor.limit(now);
-        // Counted only under a limit (a walk over every lease).
-        let (waiting, held) = match limit {
-            Admission::Unlimited => (0, 0),
-            Admission::One | Admission::Queue(_) => self.external_counts(),
-        };
-        if limit == Admission::One && held >= 1 {
-            return Err(Refusal::QueueFull);
-        }
         let service = self.cluster_service(&req);
+        let verdict = self.admission.admit(&AdmissionAsk {
+            now,
+            request: &req,
+            service,
+            monitor: &self.monitor,
+            queue: &ExternalQueue(&self.leases),
+        });
+        let limit = match verdict {
+            Verdict::Refuse(why) => return Err(why),
+            Verdict::Admit => None,
+            Verdict::Limit(k) => Some(k),
+        };
+        // Counted only under a limit (a walk over every lease).
+        let waiting = match limit {
+            Some(_) => ExternalQueue(&self.leases).external().0,
+            None => 0,
+        };
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if !self.schedule_waiting(id, now, &mut out) {
             self.leases.remove(&id);
             return Err(Refusal::Deadline);
         }
-        if let Admission::Queue(k) = limit {
+        if let Some(k) = limit {
             // At most k external requests wait: one that starts at once does not wait.
             let starts_now = self.leases[&id]
                 .res
@@ -1468,6 +1522,7 @@ impl Core {
                 op,
                 lease_type: x.req.lease_type,
                 vms: x.req.vms,
+                mem_mb: x.req.mem_mb,
                 preempted_vms: if op.preempts_vms() { x.req.vms } else { 0 },
                 cost: m.operation_cost(op, x.req.vms, x.req.mem_mb),
                 waiting: waited,
@@ -1689,7 +1744,7 @@ impl Core {
         now: EmuTime,
         out: &mut Vec<Action>,
     ) -> Result<(), Refusal> {
-        if self.cfg.preemption == PreemptionPolicy::Nop {
+        if !self.preemption.preempts() {
             return Err(Refusal::NoRoom);
         }
         let length = {
@@ -1701,8 +1756,13 @@ impl Core {
         let mut end = start + length;
         for _ in 0..MAX_WINDOW_EXTENSIONS {
             let c = self.contention(id, start, end, now);
-            let choice = policy::choose(self.cfg.preemption, &c, seed, self.cfg.search_budget)
-                .ok_or(Refusal::NoRoom)?;
+            let ask = preemption::Ask {
+                now,
+                local: &self.leases[&id].req,
+                seed,
+                budget: self.cfg.search_budget,
+            };
+            let choice = self.preemption.choose(&c, &ask).ok_or(Refusal::NoRoom)?;
             let (vacating, done) = self.plan_vacating(&c, &choice.set, start, now);
             let set_ids: Vec<RequestId> =
                 choice.set.iter().map(|&i| c.candidates[i].lease).collect();
@@ -2115,17 +2175,15 @@ mod tests {
     use crate::lrms::availability::tests::hosts;
     use crate::model::{ClusterId, GridId};
 
-    pub(crate) fn config(backfilling: Backfilling, preemption: PreemptionPolicy) -> Config {
+    pub(crate) fn config(backfilling: Backfilling) -> Config {
         Config {
             backfilling,
-            preemption,
             overhead: OverheadModel::gluster_testbed(),
             boot: EmuDuration::ZERO,
             seed: 1,
-            admission: AdmissionPolicy::Cacp,
             can_migrate: false,
             enforce_memory: true,
-            search_budget: policy::SEARCH_BUDGET,
+            search_budget: super::super::policy::SEARCH_BUDGET,
             speed: Speed::default(),
             compress: false,
             locals: LocalRequests::Reserved,
@@ -2133,8 +2191,12 @@ mod tests {
         }
     }
 
+    fn with(preemption: PreemptionPolicy) -> Policies {
+        Policies::builtin(preemption, AdmissionPolicy::Cacp)
+    }
+
     fn core(n: usize, backfilling: Backfilling, preemption: PreemptionPolicy) -> Core {
-        Core::new(&hosts(n, 4, 4096), config(backfilling, preemption))
+        Core::new(&hosts(n, 4, 4096), config(backfilling), with(preemption))
     }
 
     fn req(id: u32, origin: Origin, arrival: u64, vms: u32, mem: u32, secs: u64) -> LeaseRequest {
@@ -2217,9 +2279,9 @@ mod tests {
         // configured but locals queued. A suspendable external lease takes 3 cores for 100 s;
         // a 4-VM local request arriving at t = 10 waits for it (nothing is preempted, nothing
         // is rejected); a later 1-core external lease still backfills the hole before it.
-        let mut cfg = config(Backfilling::Conservative, PreemptionPolicy::Mov);
+        let (mut cfg, policy) = (config(Backfilling::Conservative), PreemptionPolicy::Mov);
         cfg.locals = LocalRequests::Queued;
-        let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+        let mut c = Core::new(&hosts(1, 4, 4096), cfg, with(policy));
         c.submit_external(req(0, Origin::External, 0, 3, 100, 100), EmuTime::ZERO)
             .unwrap();
         let t10 = EmuTime::from_secs(10);
@@ -2259,10 +2321,13 @@ mod tests {
         // is its own partition's pivot and holds a reservation (after the external one);
         // without, it has none and waits for the queue to move.
         let reserved = |partitions: bool| {
-            let mut cfg = config(Backfilling::Easy { pivots: 1 }, PreemptionPolicy::Nop);
+            let (mut cfg, policy) = (
+                config(Backfilling::Easy { pivots: 1 }),
+                PreemptionPolicy::Nop,
+            );
             cfg.locals = LocalRequests::Queued;
             cfg.partitions = partitions;
-            let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+            let mut c = Core::new(&hosts(1, 4, 4096), cfg, with(policy));
             let t0 = EmuTime::ZERO;
             c.submit_external(req(0, Origin::External, 0, 4, 100, 100), t0)
                 .unwrap();
@@ -2450,9 +2515,9 @@ mod tests {
 
     #[test]
     fn a_queue_limit_counts_only_requests_that_wait() {
-        let mut cfg = config(Backfilling::Conservative, PreemptionPolicy::Nop);
-        cfg.admission = AdmissionPolicy::Fixed(0);
-        let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+        let (cfg, policy) = (config(Backfilling::Conservative), PreemptionPolicy::Nop);
+        let fixed = Policies::builtin(policy, AdmissionPolicy::Fixed(0));
+        let mut c = Core::new(&hosts(1, 4, 4096), cfg, fixed);
         let t0 = EmuTime::ZERO;
         // Starts at once: admitted even with no waiting allowed.
         assert!(c
@@ -2503,9 +2568,9 @@ mod tests {
         // reserved after it. At 100 s a local request takes 2 cores for 300 s by cancelling
         // the first: 2 cores are free from 100 s on.
         let reserved_start = |compress: bool| {
-            let mut cfg = config(Backfilling::Conservative, PreemptionPolicy::Mov);
+            let (mut cfg, policy) = (config(Backfilling::Conservative), PreemptionPolicy::Mov);
             cfg.compress = compress;
-            let mut c = Core::new(&hosts(1, 4, 4096), cfg);
+            let mut c = Core::new(&hosts(1, 4, 4096), cfg, with(policy));
             let mut victim = req(0, Origin::External, 0, 4, 400, 1000);
             victim.lease_type = LeaseType::BestEffortCancellable;
             c.submit_external(victim, EmuTime::ZERO).unwrap();

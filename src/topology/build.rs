@@ -32,6 +32,7 @@ use crate::input::Report;
 pub struct Federation {
     doc: Table,
     sets: Vec<String>,
+    registry: crate::policy::Registry,
 }
 
 /// A group of identical hosts.
@@ -169,7 +170,21 @@ impl Federation {
         Federation {
             doc,
             sets: Vec::new(),
+            registry: crate::policy::Registry::builtin(),
         }
+    }
+
+    /// The policies its names are looked up in (default: those igemu ships), e.g. a
+    /// registry with a policy of the program's own.
+    pub fn registry(mut self, registry: &crate::policy::Registry) -> Federation {
+        self.registry = registry.clone();
+        self
+    }
+
+    /// A topology-wide `[igg]` setting, e.g. `.igg("dispatch", "rr")`.
+    pub fn igg(mut self, key: &str, value: impl Into<Value>) -> Federation {
+        section(&mut self.doc, "igg").insert(key.into(), value.into());
+        self
     }
 
     /// The run's seed.
@@ -222,7 +237,10 @@ impl Federation {
             .unwrap_or("federation")
             .to_string();
         let text = self.doc.to_string();
-        let overrides = Overrides { sets: self.sets };
+        let overrides = Overrides {
+            sets: self.sets,
+            registry: self.registry,
+        };
         load_str(
             &text,
             &format!("<federation {name}>"),

@@ -5,6 +5,7 @@
 mod build;
 mod generated;
 mod names;
+mod policies;
 pub(crate) mod profile;
 mod requests;
 mod workloads;
@@ -18,10 +19,12 @@ use crate::input::table::Table;
 pub use build::{Federation, Hosts, Request, Users};
 use diag::{suggest, Diags, Loc, Report};
 pub(crate) use names::{check_name, shown};
+pub use policies::ExternalSettings;
 pub use profile::{LrmsProfile, Timings};
 
 use crate::igg::dispatch::{ClusterModel, CV_EXTERNAL, CV_LOCAL};
 use crate::model::{ClusterId, GridId, LeaseRequest, Origin, RequestId};
+use crate::policy::{Chosen, Registry};
 use crate::time::{ClockMode, EmuDuration, EmuTime};
 
 /// The topology run when `igemu run` gets no file (also shipped as `topologies/quickstart.toml`).
@@ -178,11 +181,17 @@ pub struct LrmsSettings {
     pub profile: LrmsProfile,
     /// How external leases are scheduled (with EASY's pivots).
     pub backfilling: crate::lrms::Backfilling,
-    /// Which leases a local request preempts (with CP's α).
-    pub preemption: crate::lrms::policy::PreemptionPolicy,
-    /// Admission control of external requests (with PACP's deadline model or the fixed
-    /// limit).
-    pub admission: crate::lrms::admission::AdmissionPolicy,
+    /// Which leases a local request preempts (`preemption`, `preemption_fallback`).
+    pub preemption: Chosen,
+    /// CP's weight α of the overhead score (`cp_alpha`).
+    pub cp_alpha: f64,
+    /// Admission control of external requests (`admission`, `admission_fallback`).
+    pub admission: Chosen,
+    /// PACP's deadline model: the share of low-urgency requests and the two mean deadline
+    /// ratios (`pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`).
+    pub pacp: (f64, f64, f64),
+    /// The fixed admission policy's queue limit (`queue_limit`).
+    pub queue_limit: usize,
     /// Whether VM memory limits placement (false: overcommitted, only cores count).
     pub enforce_memory: bool,
     /// Search steps one preemption decision may take when room is not additive.
@@ -287,8 +296,14 @@ impl Cluster {
 /// Settings of one IGG (`[igg]` defaults, then the Grid's own).
 #[derive(Clone, Debug, PartialEq)]
 pub struct IggSettings {
-    /// How external requests are placed on clusters.
-    pub dispatch: DispatchName,
+    /// How external requests are placed on clusters (`dispatch`, `dispatch_fallback`).
+    pub dispatch: Chosen,
+    /// Whether the dispatch policy reads the clusters' published slots (they then publish).
+    pub reads_slots: bool,
+    /// How the IGG answers peers' offers (`answer`, `answer_fallback`).
+    pub answer: Chosen,
+    /// Whom the IGG offers requests to when overloaded (`offer`, `offer_fallback`).
+    pub offer: Chosen,
     /// Whether a request refused by the chosen cluster is offered to the others.
     pub retry: bool,
     /// Paper 004's resource provider policy of the Grid's clusters, if one is chosen: it sets
@@ -678,6 +693,10 @@ pub struct Topology {
     pub requests: Vec<LeaseRequest>,
     /// The label of each request (its `id` in the file, or `<workload>-<n>`).
     pub request_labels: Vec<String>,
+    /// The policies it may name (those igemu ships, and a program's own).
+    pub registry: Registry,
+    /// How external policy processes are run (`[external]`).
+    pub external: ExternalSettings,
 }
 
 impl Topology {
@@ -696,11 +715,7 @@ impl Topology {
     /// dispatches by them.
     pub fn publishes_slots(&self, cid: ClusterId) -> bool {
         let grid = self.cluster(cid).grid;
-        let dispatch = self.grids[usize::from(grid.0)].igg.dispatch;
-        matches!(
-            dispatch,
-            DispatchName::LeastLoad | DispatchName::EarliestStart
-        ) || self.peers(grid)
+        self.grids[usize::from(grid.0)].igg.reads_slots || self.peers(grid)
     }
 
     /// At most how many periodic timer events a run fires by its end (or horizon): each
@@ -790,11 +805,24 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
     a
 }
 
-/// Options applied on top of the file: command-line overrides.
+/// Options applied on top of the file: command-line overrides, and the policies the
+/// program running igemu offers.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
     /// `--set dotted.key=value`, in order.
     pub sets: Vec<String>,
+    /// The policies names are looked up in (default: those igemu ships).
+    pub registry: Registry,
+}
+
+impl Overrides {
+    /// These `--set` overrides, with the shipped policies.
+    pub fn sets(sets: Vec<String>) -> Overrides {
+        Overrides {
+            sets,
+            ..Overrides::default()
+        }
+    }
 }
 
 /// Reads and validates a topology file.
@@ -846,7 +874,20 @@ pub fn load_str(
         for (i, s) in overrides.sets.iter().enumerate() {
             apply_set(&mut root, i, s, &diags);
         }
-        read_topology(&root, default_name, base_dir, &diags, &mut profiles_seen)
+        for problem in overrides.registry.problems() {
+            diags.error(
+                &Loc::Builtin,
+                format!("the program's policy registry: {problem}"),
+                Some("register the policy under another name".into()),
+            );
+        }
+        let registry = &overrides.registry;
+        read_topology(
+            &root,
+            (default_name, base_dir, registry),
+            &diags,
+            &mut profiles_seen,
+        )
     });
     match topo {
         Some(t) if diags.is_empty() => Ok(t),
@@ -898,9 +939,11 @@ struct LrmsOverrides<'a> {
     profile: Option<(&'a str, &'a Loc)>,
     scheduler: Option<SchedulerKind>,
     pivots: Option<u32>,
-    preemption: Option<PreemptionName>,
+    preemption: Option<String>,
+    preemption_fallback: Option<String>,
     cp_alpha: Option<f64>,
-    admission: Option<AdmissionName>,
+    admission: Option<String>,
+    admission_fallback: Option<String>,
     pacp_low_urgency: Option<f64>,
     pacp_low_ratio: Option<f64>,
     pacp_high_ratio: Option<f64>,
@@ -911,14 +954,17 @@ struct LrmsOverrides<'a> {
     locals: Option<crate::lrms::LocalRequests>,
 }
 
-fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
+fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> {
+    use crate::policy::Point;
     let o = LrmsOverrides {
         profile: t.str("profile"),
         scheduler: read_scheduler(t),
         pivots: t.positive("pivots", 1_000_000).map(|(v, _)| v as u32),
-        preemption: read_preemption(t),
+        preemption: policies::read_choice(t, "preemption", Point::Preemption, registry),
+        preemption_fallback: policies::read_fallback(t, "preemption", Point::Preemption, registry),
         cp_alpha: t.number_in("cp_alpha", 0.0, 1.0).map(|(v, _)| v),
-        admission: t.named::<AdmissionName>("admission").map(|(v, _)| v),
+        admission: policies::read_choice(t, "admission", Point::Admission, registry),
+        admission_fallback: policies::read_fallback(t, "admission", Point::Admission, registry),
         pacp_low_urgency: t.number_in("pacp_low_urgency", 0.0, 1.0).map(|(v, _)| v),
         pacp_low_ratio: t
             .positive_number("pacp_low_ratio", MAX_RATIO)
@@ -944,19 +990,58 @@ fn read_lrms_table<'a>(t: &Table<'a>) -> LrmsOverrides<'a> {
 
 #[derive(Clone, Default)]
 struct IggOverrides {
-    dispatch: Option<DispatchName>,
+    /// Per decision point (dispatch, answer, offer): the policy and its fallback.
+    choices: [(Option<String>, Option<String>); 3],
     retry: Option<bool>,
     provider: Option<ProviderPolicy>,
 }
 
-fn read_igg_table(t: &Table<'_>) -> IggOverrides {
+/// The IGG's decision points, in [`IggOverrides::choices`]' order.
+const IGG_POINTS: [crate::policy::Point; 3] = [
+    crate::policy::Point::Dispatch,
+    crate::policy::Point::Answer,
+    crate::policy::Point::Offer,
+];
+
+fn read_igg_table(t: &Table<'_>, registry: &Registry) -> IggOverrides {
+    let choice = |p: crate::policy::Point| {
+        (
+            policies::read_choice(t, p.as_str(), p, registry),
+            policies::read_fallback(t, p.as_str(), p, registry),
+        )
+    };
     let o = IggOverrides {
-        dispatch: t.named::<DispatchName>("dispatch").map(|(v, _)| v),
+        choices: IGG_POINTS.map(choice),
         retry: t.bool("retry").map(|(b, _)| b),
         provider: t.named::<ProviderPolicy>("provider").map(|(v, _)| v),
     };
     t.finish();
     o
+}
+
+/// A Grid's IGG settings: its own `[igg]` keys, else the topology's, else the defaults.
+fn merge_igg(own: IggOverrides, defaults: &IggOverrides, registry: &Registry) -> IggSettings {
+    let defaults_of = [
+        DispatchName::RoundRobin.as_str(),
+        crate::igg::negotiation::AnswerName::MarginalCost.as_str(),
+        crate::igg::negotiation::OfferName::CheapestContract.as_str(),
+    ];
+    let [dispatch, answer, offer] = [0, 1, 2].map(|i| {
+        let (name, fallback) = &own.choices[i];
+        let (dname, dfallback) = &defaults.choices[i];
+        Chosen {
+            name: (name.clone().or_else(|| dname.clone())).unwrap_or_else(|| defaults_of[i].into()),
+            fallback: fallback.clone().or_else(|| dfallback.clone()),
+        }
+    });
+    IggSettings {
+        reads_slots: registry.reads_slots(&dispatch.name),
+        dispatch,
+        answer,
+        offer,
+        retry: own.retry.or(defaults.retry).unwrap_or(true),
+        provider: own.provider.or(defaults.provider),
+    }
 }
 
 const DEFAULT_PROFILE: &str = "nfs-100mbps";
@@ -1123,6 +1208,8 @@ struct ReadCx<'a> {
     profile_sources: &'a mut Vec<(String, String, String)>,
     /// Hosts read so far, in every cluster.
     hosts: u64,
+    /// The policies names are looked up in.
+    registry: &'a Registry,
 }
 
 impl ReadCx<'_> {
@@ -1229,8 +1316,7 @@ fn read_hosts(t: &Table<'_>, what: &str, total: &mut u64) -> Vec<HostSpec> {
 
 fn read_topology(
     root: &Node,
-    default_name: &str,
-    base_dir: Option<&Path>,
+    (default_name, base_dir, registry): (&str, Option<&Path>, &Registry),
     diags: &Diags,
     profile_sources: &mut Vec<(String, String, String)>,
 ) -> Option<Topology> {
@@ -1241,6 +1327,7 @@ fn read_topology(
         profiles: Vec::new(),
         profile_sources,
         hosts: 0,
+        registry,
     };
     let name = top
         .str("name")
@@ -1249,13 +1336,14 @@ fn read_topology(
     let emulation = read_emulation(top.table("emulation"));
     let lrms_defaults = top
         .table("lrms")
-        .map(|t| read_lrms_table(&t))
+        .map(|t| read_lrms_table(&t, registry))
         .unwrap_or_default();
     let peering = read_peering(top.table("peering"));
     let igg_defaults = top
         .table("igg")
-        .map(|t| read_igg_table(&t))
+        .map(|t| read_igg_table(&t, registry))
         .unwrap_or_default();
+    let external = policies::read_external(top.table("external"));
     let (grids, clusters) = read_grids(&top, &lrms_defaults, &igg_defaults, &mut cx);
     if clusters.len() > usize::from(u16::MAX) || grids.len() > usize::from(u16::MAX) {
         top.diags.error(
@@ -1285,6 +1373,8 @@ fn read_topology(
         workloads: w.workloads,
         requests: w.requests,
         request_labels: w.labels,
+        registry: registry.clone(),
+        external,
     };
     check_scaled_durations(&topo, &top);
     // Only a topology read without problems is whole enough to count its timers (a cluster
@@ -1437,16 +1527,9 @@ fn read_grids(
         let what = format!("grid `{}`", gname.as_deref().map_or("?".into(), shown));
         let igg_own = g
             .table("igg")
-            .map(|t| read_igg_table(&t))
+            .map(|t| read_igg_table(&t, cx.registry))
             .unwrap_or_default();
-        let igg = IggSettings {
-            dispatch: igg_own
-                .dispatch
-                .or(igg_defaults.dispatch)
-                .unwrap_or(DispatchName::RoundRobin),
-            retry: igg_own.retry.or(igg_defaults.retry).unwrap_or(true),
-            provider: igg_own.provider.or(igg_defaults.provider),
-        };
+        let igg = merge_igg(igg_own, igg_defaults, cx.registry);
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
         let cluster_nodes = g.tables("cluster");
@@ -1523,7 +1606,7 @@ fn read_cluster(
     let own_table = c.table("lrms");
     let own = own_table
         .as_ref()
-        .map(|t| read_lrms_table(t))
+        .map(|t| read_lrms_table(t, cx.registry))
         .unwrap_or_default();
     if let (Some(p), Some(s), Some(t)) = (provider, own.scheduler, own_table.as_ref()) {
         let wanted = if p.easy() {
@@ -1587,17 +1670,40 @@ fn merge_lrms(
             own.$key.or(lrms_defaults.$key).unwrap_or($default)
         };
     }
+    // A name's value: the cluster's own, else the topology's, else the default.
+    let name = |own: &Option<String>, top: &Option<String>, default: &str| {
+        own.clone()
+            .or_else(|| top.clone())
+            .unwrap_or_else(|| default.to_string())
+    };
     let scheduler = pick!(scheduler, profile.scheduler);
-    let preemption = pick!(preemption, profile.preemption);
-    let pacp = (
-        pick!(pacp_low_urgency, 0.5),
-        pick!(pacp_low_ratio, 4.0),
-        pick!(pacp_high_ratio, 2.0),
-    );
+    let preemption = Chosen {
+        name: name(
+            &own.preemption,
+            &lrms_defaults.preemption,
+            profile.preemption.as_str(),
+        ),
+        fallback: (own.preemption_fallback.clone()).or(lrms_defaults.preemption_fallback.clone()),
+    };
+    let admission = Chosen {
+        name: name(
+            &own.admission,
+            &lrms_defaults.admission,
+            AdmissionName::Cacp.as_str(),
+        ),
+        fallback: (own.admission_fallback.clone()).or(lrms_defaults.admission_fallback.clone()),
+    };
     LrmsSettings {
         backfilling: scheduler.backfilling(pick!(pivots, profile.pivots)),
-        preemption: preemption.policy(pick!(cp_alpha, DEFAULT_CP_ALPHA)),
-        admission: pick!(admission, AdmissionName::Cacp).policy(pacp, pick!(queue_limit, 1)),
+        preemption,
+        cp_alpha: pick!(cp_alpha, DEFAULT_CP_ALPHA),
+        admission,
+        pacp: (
+            pick!(pacp_low_urgency, 0.5),
+            pick!(pacp_low_ratio, 4.0),
+            pick!(pacp_high_ratio, 2.0),
+        ),
+        queue_limit: pick!(queue_limit, 1),
         enforce_memory: pick!(enforce_memory, true),
         search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
         compress: pick!(compress, false),

@@ -72,6 +72,7 @@ pub const KINDS: &[&str] = &[
     "Crash",
     "Restart",
     "EndOfRun",
+    "Decision",
 ];
 
 /// Which messages a traced run writes to `trace.jsonl`: those that pass every part given
@@ -322,6 +323,9 @@ struct Line<'a> {
     verdict: Option<&'a str>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     items: Vec<ItemLine<'a>>,
+    /// A plug-in's decision (kind `Decision`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'a crate::policy::Note>,
 }
 
 /// An actor's name as registered: 16 bytes, as a run registers one per VM instance (with a
@@ -349,6 +353,8 @@ pub struct Tracer {
     sink: Option<RefCell<BufWriter<File>>>,
     failed: RefCell<Option<String>>,
     messages: Cell<u64>,
+    /// Records that are plug-ins' decisions, not messages (numbered among them).
+    decisions: Cell<u64>,
     names: RefCell<Vec<ActorName>>,
     labels: Vec<String>,
     /// The record being handled right now (every actor runs on one thread).
@@ -386,6 +392,7 @@ impl Tracer {
             sink: None,
             failed: RefCell::new(None),
             messages: Cell::new(0),
+            decisions: Cell::new(0),
             names: RefCell::new(Vec::new()),
             labels,
             current: Cell::new(None),
@@ -475,9 +482,52 @@ impl Tracer {
         self.sink.is_some()
     }
 
-    /// Messages recorded so far.
+    /// Messages recorded so far (plug-ins' decisions, numbered among them, left out).
     pub fn messages(&self) -> u64 {
-        self.messages.get()
+        self.messages.get() - self.decisions.get()
+    }
+
+    /// Records a plug-in's decision, made by actor `by` at `t` while the record under way is
+    /// handled: a record of kind `Decision` (numbered among the messages, not counted as
+    /// one), written when the run is traced and the filter keeps it.
+    pub fn decision(&self, t: EmuTime, by: ActorId, note: &crate::policy::Note) {
+        let seq = self.messages.get();
+        self.messages.set(seq + 1);
+        self.decisions.set(self.decisions.get() + 1);
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        if let Some(f) = &self.filter {
+            let kept = self
+                .actor_kept
+                .borrow()
+                .get(by.0 as usize)
+                .copied()
+                .unwrap_or(false);
+            if !(f.in_window(t) && f.keeps_kind("Decision") && kept) {
+                return;
+            }
+        }
+        let names = self.names.borrow();
+        let mut buf = [0u8; 32];
+        let line = Line {
+            seq,
+            t_us: t.as_micros(),
+            t: crate::time::write_secs(t.as_micros(), &mut buf),
+            from: names[by.0 as usize].text(),
+            to: names[by.0 as usize].text(),
+            kind: "Decision",
+            request: note.request.map(|r| self.labels[r.0 as usize].as_str()),
+            vm: None,
+            negotiation: None,
+            cause: self.current(),
+            price: None,
+            contract: None,
+            verdict: None,
+            items: Vec::new(),
+            decision: Some(note),
+        };
+        self.emit(sink, &line);
     }
 
     /// The record whose handling is under way, if any: the cause of what is sent now.
@@ -645,9 +695,15 @@ impl Tracer {
             contract,
             verdict: peer.verdict,
             items,
+            decision: None,
         };
+        self.emit(sink, &line);
+    }
+
+    /// Writes one record's line; the first write error is kept for [`Tracer::finish`].
+    fn emit(&self, sink: &RefCell<BufWriter<File>>, line: &Line<'_>) {
         let mut w = sink.borrow_mut();
-        let res = serde_json::to_writer(&mut *w, &line)
+        let res = serde_json::to_writer(&mut *w, line)
             .map_err(std::io::Error::from)
             .and_then(|_| w.write_all(b"\n"));
         if let Err(e) = res {

@@ -25,9 +25,7 @@ pub fn igemu(args: &[&str]) -> Output {
 }
 
 fn overrides(sets: &[&str]) -> Overrides {
-    Overrides {
-        sets: sets.iter().map(|s| s.to_string()).collect(),
-    }
+    Overrides::sets(sets.iter().map(|s| s.to_string()).collect())
 }
 
 /// The topology file at `file` (relative to the crate root) with `--set` overrides.

@@ -24,10 +24,32 @@
 //! (moldable) request: VM-seconds over the cluster's cores, as the paper's single-server
 //! assumption implies.
 
+//!
+//! A policy implements [`AdmissionControl`]: it sees the request as the cluster would run it,
+//! the cluster's external queue ([`QueueCounts`]) and what its [`Monitor`] has measured, and
+//! answers with a [`Verdict`]: admit, refuse (with the reason), or admit under a queue limit
+//! (admitted if it starts at once or fewer than `k` external requests wait — the form every
+//! policy of paper 002 takes). Each shipped policy is a type of its own in this folder.
+
+mod aacp;
+mod cacp;
+mod fixed;
+mod pacp;
+mod racp;
+
+pub use aacp::Aacp;
+pub use cacp::Cacp;
+pub use fixed::Fixed;
+pub use pacp::Pacp;
+pub use racp::Racp;
+
 use super::super::workload::math::ln_gamma;
+use super::scheduler::Refusal;
+use crate::model::LeaseRequest;
 use crate::time::{EmuDuration, EmuTime};
 
-/// The admission policy of an LRMS, as configured.
+/// The admission policy of an LRMS, as configured: which shipped policy, with its
+/// parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AdmissionPolicy {
     /// Admit everything.
@@ -47,6 +69,65 @@ pub enum AdmissionPolicy {
     },
     /// At most this many external leases waiting, always (a static baseline).
     Fixed(usize),
+}
+
+/// The shipped policy an [`AdmissionPolicy`] value names.
+pub fn builtin(policy: AdmissionPolicy) -> Box<dyn AdmissionControl> {
+    match policy {
+        AdmissionPolicy::Cacp => Box::new(Cacp),
+        AdmissionPolicy::Aacp => Box::new(Aacp),
+        AdmissionPolicy::Racp => Box::new(Racp::default()),
+        AdmissionPolicy::Pacp {
+            low_urgency,
+            low_ratio,
+            high_ratio,
+        } => Box::new(Pacp::new(low_urgency, low_ratio, high_ratio)),
+        AdmissionPolicy::Fixed(k) => Box::new(Fixed(k)),
+    }
+}
+
+/// The external requests a cluster holds, counted when a policy asks (a walk over every
+/// lease, so only policies that need them pay for it).
+pub trait QueueCounts {
+    /// (waiting and never started, held in any phase).
+    fn external(&self) -> (usize, usize);
+}
+
+/// What an admission decision is asked.
+#[derive(Clone, Copy)]
+pub struct AdmissionAsk<'a> {
+    /// When.
+    pub now: EmuTime,
+    /// The request as this cluster would run it (a moldable one spread over its VMs).
+    pub request: &'a LeaseRequest,
+    /// The time it would take the whole cluster (what the monitor learns service times in).
+    pub service: EmuDuration,
+    /// What the cluster has measured of its workload.
+    pub monitor: &'a Monitor,
+    /// The cluster's external queue.
+    pub queue: &'a dyn QueueCounts,
+}
+
+/// An admission policy's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Admit it (it is then scheduled, and refused only if it would miss its deadline).
+    Admit,
+    /// Refuse it, for this reason.
+    Refuse(Refusal),
+    /// Admit it if it starts at once or fewer than this many external requests wait.
+    Limit(usize),
+}
+
+/// An admission policy of an LRMS: whether an external request the IGG assigns may join
+/// the cluster's queue.
+pub trait AdmissionControl {
+    /// The policy's name as outputs show it.
+    fn name(&self) -> String;
+
+    /// The verdict on one request. Called once per request offered, after the monitor has
+    /// counted it as offered.
+    fn admit(&mut self, ask: &AdmissionAsk<'_>) -> Verdict;
 }
 
 /// Observations before a model-based limit applies (external and local requests each).
@@ -77,34 +158,35 @@ impl Stream {
     }
 }
 
-/// What an LRMS has learnt about its workload, and the queue limit it implies.
-#[derive(Clone, Debug)]
+/// What an LRMS has learnt about its workload online (paper 002: "by analysing the
+/// cluster's workload").
+#[derive(Clone, Debug, Default)]
 pub struct Monitor {
-    policy: AdmissionPolicy,
     first: Option<EmuTime>,
     offered: u64,
     admitted: Stream,
     local: Stream,
-    observed_at_limit: u64,
-    limit: Admission,
+}
+
+/// A cluster's workload as its monitor measured it (paper 002 Table I, without the deadline).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    /// Λ_j: arrival rate of external requests offered to the cluster, per second.
+    pub external_rate: f64,
+    /// ω: mean service time of an admitted external request without preemption, seconds.
+    pub external_service: f64,
+    /// λ_j: arrival rate of local requests, per second.
+    pub local_rate: f64,
+    /// 1/μ_l: mean service time of a local request, seconds.
+    pub local_service: f64,
+    /// θ_j: coefficient of variation of local service times.
+    pub local_cv: f64,
 }
 
 impl Monitor {
-    /// A monitor for `policy`, admitting everything until it has learnt enough.
-    pub fn new(policy: AdmissionPolicy) -> Monitor {
-        Monitor {
-            policy,
-            first: None,
-            offered: 0,
-            admitted: Stream::default(),
-            local: Stream::default(),
-            observed_at_limit: 0,
-            limit: match policy {
-                AdmissionPolicy::Aacp => Admission::One,
-                AdmissionPolicy::Fixed(k) => Admission::Queue(k),
-                _ => Admission::Unlimited,
-            },
-        }
+    /// A monitor that has seen nothing.
+    pub fn new() -> Monitor {
+        Monitor::default()
     }
 
     fn seen(&mut self, now: EmuTime) {
@@ -128,61 +210,59 @@ impl Monitor {
         self.local.add(service.as_secs_f64());
     }
 
-    /// The model of the cluster's queue as measured by `now`, once warmed up.
-    pub fn model(&self, now: EmuTime) -> Option<QueueModel> {
+    /// External requests offered and local requests seen so far.
+    pub fn observations(&self) -> u64 {
+        self.offered + self.local.n
+    }
+
+    /// External requests offered, local requests seen, external requests admitted.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (self.offered, self.local.n, self.admitted.n)
+    }
+
+    /// The workload as measured by `now`, once warmed up ([`WARM_UP`] external and local
+    /// requests, one admitted).
+    pub fn measured(&self, now: EmuTime) -> Option<Measured> {
         if self.offered < WARM_UP || self.local.n < WARM_UP || self.admitted.n == 0 {
             return None;
         }
         let elapsed = now.since(self.first?).as_secs_f64().max(1.0);
-        let omega = self.admitted.mean;
-        let deadline = match self.policy {
-            AdmissionPolicy::Pacp {
-                low_urgency,
-                low_ratio,
-                high_ratio,
-            } => expected_deadline(low_urgency, low_ratio, high_ratio, omega),
-            _ => 0.0,
-        };
-        Some(QueueModel {
+        Some(Measured {
             external_rate: self.offered as f64 / elapsed,
-            external_service: omega,
+            external_service: self.admitted.mean,
             local_rate: self.local.n as f64 / elapsed,
             local_service: self.local.mean,
             local_cv: self.local.cv(),
-            deadline,
         })
-    }
-
-    /// The admission limit now (recomputed when enough new requests have been seen).
-    pub fn limit(&mut self, now: EmuTime) -> Admission {
-        let observed = self.offered + self.local.n;
-        if matches!(
-            self.policy,
-            AdmissionPolicy::Racp | AdmissionPolicy::Pacp { .. }
-        ) && observed >= self.observed_at_limit + RECOMPUTE_EVERY
-        {
-            if let Some(m) = self.model(now) {
-                self.observed_at_limit = observed;
-                self.limit = match self.policy {
-                    AdmissionPolicy::Racp => Admission::Queue(racp_queue_length(&m)),
-                    _ => Admission::Queue(pacp_queue_length(&m)),
-                };
-                tracing::debug!(?m, limit = ?self.limit, "admission limit");
-            }
-        }
-        self.limit
     }
 }
 
-/// The admission policy of an LRMS, with its queue limit computed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Admission {
-    /// CACP: no limit.
-    Unlimited,
-    /// AACP: one external lease in the cluster at a time.
-    One,
-    /// RACP or PACP: at most this many external leases waiting.
-    Queue(usize),
+/// A queue limit learnt from the monitor, recomputed after every [`RECOMPUTE_EVERY`] new
+/// observations (what RACP and PACP share).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Learnt {
+    observed_at: u64,
+    limit: Option<usize>,
+}
+
+impl Learnt {
+    /// The limit now: recomputed by `compute` from the measured workload when enough new
+    /// requests have been seen; none (admit everything) until the monitor has warmed up.
+    pub(crate) fn limit(
+        &mut self,
+        ask: &AdmissionAsk<'_>,
+        compute: impl FnOnce(&Measured) -> usize,
+    ) -> Verdict {
+        let observed = ask.monitor.observations();
+        if observed >= self.observed_at + RECOMPUTE_EVERY {
+            if let Some(m) = ask.monitor.measured(ask.now) {
+                self.observed_at = observed;
+                self.limit = Some(compute(&m));
+                tracing::debug!(?m, limit = ?self.limit, "admission limit");
+            }
+        }
+        self.limit.map_or(Verdict::Admit, Verdict::Limit)
+    }
 }
 
 /// What the queueing model of one cluster needs (paper 002 Table I).
@@ -200,6 +280,20 @@ pub struct QueueModel {
     pub local_cv: f64,
     /// D: the expected deadline (eq. 13), seconds.
     pub deadline: f64,
+}
+
+impl QueueModel {
+    /// The model of a measured workload with expected deadline `deadline` (seconds).
+    pub fn of(m: &Measured, deadline: f64) -> QueueModel {
+        QueueModel {
+            external_rate: m.external_rate,
+            external_service: m.external_service,
+            local_rate: m.local_rate,
+            local_service: m.local_service,
+            local_cv: m.local_cv,
+            deadline,
+        }
+    }
 }
 
 /// Eq. 13: D = rate_l·u_l·ω + (1 − rate_l)·u_h·ω.
@@ -345,16 +439,45 @@ mod tests {
         assert!(loose < MAX_QUEUE);
     }
 
+    struct NoQueue;
+    impl QueueCounts for NoQueue {
+        fn external(&self) -> (usize, usize) {
+            (0, 0)
+        }
+    }
+
     #[test]
     fn the_monitor_learns_rates_and_service_times_online() {
-        let mut m = Monitor::new(AdmissionPolicy::Pacp {
-            low_urgency: 0.5,
-            low_ratio: 4.0,
-            high_ratio: 2.0,
-        });
+        let mut m = Monitor::new();
+        let mut pacp = Pacp::new(0.5, 4.0, 2.0);
         let t = EmuTime::from_secs;
+        let req = crate::model::LeaseRequest {
+            id: crate::model::RequestId(0),
+            origin: crate::model::Origin::External,
+            grid: crate::model::GridId(0),
+            cluster: None,
+            arrival: EmuTime::ZERO,
+            start: None,
+            vms: 1,
+            cores_per_vm: 1,
+            mem_mb: 1,
+            duration: EmuDuration::from_secs(30),
+            lease_type: crate::model::LeaseType::BestEffortCancellable,
+            deadline: None,
+            moldable: false,
+            deadline_ratio: None,
+        };
+        let mut verdict = |m: &Monitor, now| {
+            pacp.admit(&AdmissionAsk {
+                now,
+                request: &req,
+                service: EmuDuration::from_secs(30),
+                monitor: m,
+                queue: &NoQueue,
+            })
+        };
         // Before it has seen enough, everything is admitted.
-        assert_eq!(m.limit(t(0)), Admission::Unlimited);
+        assert_eq!(verdict(&m, t(0)), Verdict::Admit);
         // An external request every 20 s needing 30 s of the cluster (ρ_e > 1), a local one
         // every 100 s needing 20 s (alternately 10 and 30: CV 0.5).
         for k in 0..100u64 {
@@ -367,7 +490,8 @@ mod tests {
                 );
             }
         }
-        let q = m.model(t(2000)).expect("warmed up");
+        let measured = m.measured(t(2000)).expect("warmed up");
+        let q = QueueModel::of(&measured, expected_deadline(0.5, 4.0, 2.0, 30.0));
         assert!((q.external_rate - 0.05).abs() < 1e-9);
         assert!((q.external_service - 30.0).abs() < 1e-9);
         assert!((q.local_rate - 0.01).abs() < 1e-9);
@@ -376,7 +500,7 @@ mod tests {
         assert!((q.local_cv - (2000.0f64 / 19.0).sqrt() / 20.0).abs() < 1e-9);
         assert!((q.deadline - 90.0).abs() < 1e-9);
         // An overloaded queue gets a finite limit.
-        assert!(matches!(m.limit(t(2000)), Admission::Queue(k) if k < MAX_QUEUE));
+        assert!(matches!(verdict(&m, t(2000)), Verdict::Limit(k) if k < MAX_QUEUE));
     }
 
     #[test]

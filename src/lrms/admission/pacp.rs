@@ -1,0 +1,44 @@
+//! PACP (paper 002 Algorithm 1): the queue length K at which the M/G/1/K model of the
+//! cluster's external queue, with service stretched by preemptions, reaches the expected
+//! deadline of eq. 13.
+
+use super::{
+    expected_deadline, pacp_queue_length, AdmissionAsk, AdmissionControl, Learnt, QueueModel,
+    Verdict,
+};
+
+/// PACP with eq. 13's deadline model and its limit as learnt so far.
+#[derive(Clone, Copy, Debug)]
+pub struct Pacp {
+    low_urgency: f64,
+    low_ratio: f64,
+    high_ratio: f64,
+    learnt: Learnt,
+}
+
+impl Pacp {
+    /// PACP with rate_l (share of low-urgency requests), u_l and u_h (the mean deadline
+    /// ratios of low- and high-urgency requests).
+    pub fn new(low_urgency: f64, low_ratio: f64, high_ratio: f64) -> Pacp {
+        Pacp {
+            low_urgency,
+            low_ratio,
+            high_ratio,
+            learnt: Learnt::default(),
+        }
+    }
+}
+
+impl AdmissionControl for Pacp {
+    fn name(&self) -> String {
+        "pacp".into()
+    }
+
+    fn admit(&mut self, ask: &AdmissionAsk<'_>) -> Verdict {
+        let (rate_l, u_l, u_h) = (self.low_urgency, self.low_ratio, self.high_ratio);
+        self.learnt.limit(ask, |m| {
+            let deadline = expected_deadline(rate_l, u_l, u_h, m.external_service);
+            pacp_queue_length(&QueueModel::of(m, deadline))
+        })
+    }
+}

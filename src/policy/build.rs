@@ -1,0 +1,268 @@
+//! Building the policy of each decision point where it decides: a shipped policy straight
+//! from the registry; a plug-in (a user's registered policy, or an external process) wrapped
+//! in its guard with its fallback. External processes are started once per run, before the
+//! actors are built, each greeted with every decision point it will be asked.
+
+use std::collections::BTreeMap;
+use std::rc::{Rc, Weak};
+
+use serde_json::json;
+
+use super::external::{
+    ExternalAdmission, ExternalAnswer, ExternalDispatch, ExternalOffer, ExternalPreemption, Names,
+    Process, Proxy,
+};
+use super::guard::{
+    Fault, Guard, GuardedAdmission, GuardedAnswer, GuardedDispatch, GuardedOffer, GuardedPreemption,
+};
+use super::run::{Plugins, Site, Witness};
+use super::{Chosen, LrmsSetup, PeeringSetup, Point, Registry};
+use crate::igg::dispatch::{Dispatch, DispatchSetup};
+use crate::igg::negotiation::{AnswerPolicy, OfferPolicy};
+use crate::lrms::admission::AdmissionControl;
+use crate::lrms::preemption::Preemption;
+use crate::topology::Topology;
+use crate::trace::ActorId;
+
+/// Builds the policies of a run's sites.
+pub(crate) struct Builder<'a> {
+    /// Where names are looked up.
+    pub registry: &'a Registry,
+    /// The run's plug-in state (its processes, counts, failure).
+    pub plugins: &'a Plugins,
+    /// The run, for the guards.
+    pub witness: Weak<dyn Witness>,
+    /// How requests and Grids are named.
+    pub names: Names,
+}
+
+/// Every external command a topology names, with the decision points each is asked.
+fn external_commands(topo: &Topology) -> BTreeMap<String, Vec<Point>> {
+    let mut commands: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    let lrms = topo.clusters.iter().flat_map(|c| {
+        [
+            (Point::Preemption, &c.lrms.preemption),
+            (Point::Admission, &c.lrms.admission),
+        ]
+    });
+    let igg = topo.grids.iter().flat_map(|g| {
+        [
+            (Point::Dispatch, &g.igg.dispatch),
+            (Point::Answer, &g.igg.answer),
+            (Point::Offer, &g.igg.offer),
+        ]
+    });
+    for (point, chosen) in lrms.chain(igg) {
+        if chosen.is_external() {
+            let points = commands.entry(chosen.name.clone()).or_default();
+            if !points.contains(&point) {
+                points.push(point);
+            }
+        }
+    }
+    commands
+}
+
+/// Starts every external process `topo` names (a failure to start, or to answer the
+/// handshake, is the run's error).
+pub(crate) fn start_processes(topo: &Topology, plugins: &Plugins) -> Result<(), String> {
+    for (name, points) in external_commands(topo) {
+        if plugins.process(&name).is_some() {
+            continue;
+        }
+        let words = Chosen::named(&name)
+            .external()
+            .ok_or_else(|| format!("`{name}` is not a command"))?;
+        let command = name.trim_start_matches(super::EXTERNAL_PREFIX).trim();
+        let hello = json!({
+            "igemu": env!("CARGO_PKG_VERSION"),
+            "mode": match topo.emulation.mode {
+                crate::time::ClockMode::Virtual => "virtual",
+                crate::time::ClockMode::Realtime { .. } => "realtime",
+            },
+            "seed": topo.emulation.seed,
+            "topology": topo.name,
+        });
+        let p = Process::start(command, &words, &points, hello, topo.external.timeout)?;
+        plugins.keep(&name, Rc::new(p));
+    }
+    Ok(())
+}
+
+impl Builder<'_> {
+    /// The plug-in `chosen` names (a registered one by `make`, or its external process by
+    /// `external`) in its guard by `wrap`; or the shipped policy itself, unguarded.
+    #[allow(clippy::too_many_arguments)] // one per part of a site; grouped, they would be a struct used once
+    fn build<T: ?Sized>(
+        &self,
+        chosen: &Chosen,
+        (point, at, by): (Point, &str, ActorId),
+        make: impl Fn(&str) -> Option<Box<T>>,
+        external: impl FnOnce(Proxy) -> Box<T>,
+        wrap: impl FnOnce(Box<T>, Option<Box<T>>, Guard) -> Box<T>,
+    ) -> Result<Box<T>, String> {
+        let unknown =
+            |name: &str| format!("no {} policy is registered as `{name}`", point.as_str());
+        let fault = Fault::default();
+        let (inner, process) = if chosen.is_external() {
+            let process = self
+                .plugins
+                .process(&chosen.name)
+                .ok_or_else(|| format!("`{}` was not started", chosen.name))?;
+            let name = process.name().to_string();
+            let proxy = Proxy {
+                process,
+                at: at.to_string(),
+                names: self.names.clone(),
+                fault: fault.clone(),
+            };
+            (external(proxy), Some(name))
+        } else {
+            let inner = make(&chosen.name).ok_or_else(|| unknown(&chosen.name))?;
+            if self.registry.is_shipped(point, &chosen.name) == Some(true) {
+                return Ok(inner);
+            }
+            (inner, None)
+        };
+        let fallback = match &chosen.fallback {
+            Some(f) => Some(make(f).ok_or_else(|| unknown(f))?),
+            None => None,
+        };
+        let site = Site {
+            at: at.to_string(),
+            point,
+            policy: chosen.name.clone(),
+            fallback: chosen.fallback.clone(),
+        };
+        self.plugins.enlist(&site, process);
+        let guard = Guard {
+            site,
+            by,
+            witness: self.witness.clone(),
+            fault,
+            names: self.names.clone(),
+        };
+        Ok(wrap(inner, fallback, guard))
+    }
+
+    /// The preemption policy of cluster `setup.cluster`, deciding in actor `by`.
+    pub(crate) fn preemption(
+        &self,
+        chosen: &Chosen,
+        setup: &LrmsSetup,
+        by: ActorId,
+    ) -> Result<Box<dyn Preemption>, String> {
+        let at = format!("cluster:{}", setup.cluster);
+        self.build(
+            chosen,
+            (Point::Preemption, &at, by),
+            |n| self.registry.make_preemption(n, setup),
+            |proxy| Box::new(ExternalPreemption(proxy)),
+            |inner, fallback, guard| {
+                Box::new(GuardedPreemption {
+                    inner,
+                    fallback,
+                    guard,
+                })
+            },
+        )
+    }
+
+    /// The admission policy of cluster `setup.cluster`.
+    pub(crate) fn admission(
+        &self,
+        chosen: &Chosen,
+        setup: &LrmsSetup,
+        by: ActorId,
+    ) -> Result<Box<dyn AdmissionControl>, String> {
+        let at = format!("cluster:{}", setup.cluster);
+        self.build(
+            chosen,
+            (Point::Admission, &at, by),
+            |n| self.registry.make_admission(n, setup),
+            |proxy| Box::new(ExternalAdmission(proxy)),
+            |inner, fallback, guard| {
+                Box::new(GuardedAdmission {
+                    inner,
+                    fallback,
+                    guard,
+                })
+            },
+        )
+    }
+
+    /// The dispatch policy of Grid `setup.grid`.
+    pub(crate) fn dispatch(
+        &self,
+        chosen: &Chosen,
+        setup: &DispatchSetup,
+        by: ActorId,
+    ) -> Result<Box<dyn Dispatch>, String> {
+        let at = format!("grid:{}", setup.grid);
+        self.build(
+            chosen,
+            (Point::Dispatch, &at, by),
+            |n| self.registry.make_dispatch(n, setup),
+            |proxy| {
+                Box::new(ExternalDispatch {
+                    proxy,
+                    setup: setup.clone(),
+                })
+            },
+            |inner, fallback, guard| {
+                Box::new(GuardedDispatch {
+                    inner,
+                    fallback,
+                    guard,
+                    setup: setup.clone(),
+                })
+            },
+        )
+    }
+
+    /// The provider-side negotiation policy of Grid `setup.grid`.
+    pub(crate) fn answer(
+        &self,
+        chosen: &Chosen,
+        setup: &PeeringSetup,
+        by: ActorId,
+    ) -> Result<Box<dyn AnswerPolicy>, String> {
+        let at = format!("grid:{}", setup.grid);
+        self.build(
+            chosen,
+            (Point::Answer, &at, by),
+            |n| self.registry.make_answer(n, setup),
+            |proxy| Box::new(ExternalAnswer(proxy)),
+            |inner, fallback, guard| {
+                Box::new(GuardedAnswer {
+                    inner,
+                    fallback,
+                    guard,
+                })
+            },
+        )
+    }
+
+    /// The requester-side negotiation policy of Grid `setup.grid`.
+    pub(crate) fn offer(
+        &self,
+        chosen: &Chosen,
+        setup: &PeeringSetup,
+        by: ActorId,
+    ) -> Result<Box<dyn OfferPolicy>, String> {
+        let at = format!("grid:{}", setup.grid);
+        self.build(
+            chosen,
+            (Point::Offer, &at, by),
+            |n| self.registry.make_offer(n, setup),
+            |proxy| Box::new(ExternalOffer(proxy)),
+            |inner, fallback, guard| {
+                Box::new(GuardedOffer {
+                    inner,
+                    fallback,
+                    guard,
+                })
+            },
+        )
+    }
+}

@@ -1,0 +1,131 @@
+//! What makes a plug-in's answer possible, per decision point, pure: each check returns what
+//! is wrong, in words a user can act on. A guard ([`super::guard`]) runs them before an answer
+//! is carried out.
+
+use crate::igg::negotiation::{ContractView, OfferAsk, OfferPlan};
+use crate::igg::peering::Answer;
+use crate::lrms::contention::Contention;
+use crate::lrms::policy::Choice;
+
+/// A preemption set: each lease once, every one a candidate, and room made for the local
+/// request. `None` (preempt nothing) is always possible. Sorts the set.
+pub fn preemption(c: &Contention, choice: &mut Option<Choice>) -> Result<(), String> {
+    let Some(choice) = choice else {
+        return Ok(());
+    };
+    let n = c.candidates.len();
+    if let Some(&bad) = choice.set.iter().find(|&&i| i >= n) {
+        return Err(format!("lease index {bad} is not among the {n} candidates"));
+    }
+    choice.set.sort_unstable();
+    if let Some(w) = choice.set.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("names lease #{} twice", c.candidates[w[0]].lease.0));
+    }
+    let room = c.room(&choice.set);
+    if room < u64::from(c.need) {
+        return Err(format!(
+            "preempting {} lease(s) leaves room for {room} of the {} VMs the local request needs",
+            choice.set.len(),
+            c.need
+        ));
+    }
+    Ok(())
+}
+
+/// A dispatch order: indices of the Grid's `n` clusters, each at most once.
+pub fn dispatch(order: &[usize], n: usize) -> Result<(), String> {
+    if let Some(&bad) = order.iter().find(|&&j| j >= n) {
+        return Err(format!(
+            "cluster index {bad} is not one of the Grid's {n} clusters"
+        ));
+    }
+    let mut seen = vec![false; n];
+    for &j in order {
+        if std::mem::replace(&mut seen[j], true) {
+            return Err(format!("names cluster index {j} twice"));
+        }
+    }
+    Ok(())
+}
+
+/// A provider's answer: an accept at the price offered, a counter-offer at a price from 0 to
+/// the contract's maximum.
+pub fn answer(a: &Answer, ask: &OfferAsk<'_>) -> Result<(), String> {
+    match *a {
+        Answer::Accept { price } if price.to_bits() != ask.price.to_bits() => Err(format!(
+            "accepts at unit price {price}, not the {} offered",
+            ask.price
+        )),
+        Answer::Counter { price } if !(price.is_finite() && price >= 0.0) => Err(format!(
+            "counter-offers at unit price {price}: a price is a number of at least 0"
+        )),
+        Answer::Counter { price } if price > ask.max => Err(format!(
+            "counter-offers at unit price {price}, above the contract's maximum {}",
+            ask.max
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A requester's plan: each step a peer this Grid holds a contract with, at a price within
+/// that contract's range, with a limit of at least 0.
+pub fn offer(plan: &[OfferPlan], contracts: &[ContractView]) -> Result<(), String> {
+    for p in plan {
+        let Some(c) = contracts.iter().find(|c| c.peer == p.peer) else {
+            return Err(format!(
+                "offers to grid #{}, which holds no contract with this one",
+                p.peer.0
+            ));
+        };
+        if !(p.price.is_finite() && p.price >= c.min && p.price <= c.max) {
+            return Err(format!(
+                "offers at unit price {}, outside the contract's range [{}, {}]",
+                p.price, c.min, c.max
+            ));
+        }
+        if p.limit.is_nan() || p.limit < 0.0 {
+            return Err(format!(
+                "takes counter-offers up to {}: a limit is a number of at least 0",
+                p.limit
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::GridId;
+
+    #[test]
+    fn a_dispatch_order_names_known_clusters_once() {
+        assert!(dispatch(&[2, 0, 1], 3).is_ok());
+        assert!(dispatch(&[], 3).is_ok());
+        assert!(dispatch(&[3], 3)
+            .unwrap_err()
+            .contains("not one of the Grid's 3"));
+        assert!(dispatch(&[1, 1], 3).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn an_offer_plan_stays_within_its_contracts() {
+        let contracts = [ContractView {
+            peer: GridId(1),
+            min: 1.0,
+            max: 2.0,
+            tried: false,
+        }];
+        let step = |peer, price, limit| OfferPlan {
+            peer: GridId(peer),
+            price,
+            limit,
+        };
+        assert!(offer(&[step(1, 1.5, 3.0)], &contracts).is_ok());
+        assert!(offer(&[step(1, 2.0, f64::INFINITY)], &contracts).is_ok());
+        assert!(offer(&[step(2, 1.5, 3.0)], &contracts).is_err());
+        assert!(offer(&[step(1, 0.5, 3.0)], &contracts).is_err());
+        assert!(offer(&[step(1, f64::NAN, 3.0)], &contracts).is_err());
+        assert!(offer(&[step(1, 1.0, -1.0)], &contracts).is_err());
+    }
+}

@@ -1,0 +1,168 @@
+//! The decision points' traits implemented by asking an external process: each proxy turns
+//! its question into the protocol's JSON, asks, and turns the answer back. What goes wrong —
+//! the process failed, or its answer has the wrong shape — is put in the proxy's [`Fault`]
+//! for its guard, which decides what happens then (the fallback, or the end of the run).
+
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use super::protocol::{self as p, Names};
+use super::Process;
+use crate::igg::dispatch::{Dispatch, DispatchAsk, DispatchSetup};
+use crate::igg::negotiation::{AnswerPolicy, OfferAsk, OfferPlan, OfferPolicy, PlanAsk};
+use crate::igg::peering::Answer;
+use crate::lrms::admission::{AdmissionAsk, AdmissionControl, Verdict};
+use crate::lrms::contention::Contention;
+use crate::lrms::policy::Choice;
+use crate::lrms::preemption::{Ask, Preemption};
+use crate::lrms::Refusal;
+use crate::policy::guard::Fault;
+use crate::policy::Point;
+use crate::time::EmuTime;
+
+/// What every proxy holds: the process, where it decides, the names questions use, and
+/// where to report a failure.
+pub(crate) struct Proxy {
+    /// The process.
+    pub process: Rc<Process>,
+    /// Where it decides (`cluster:g/c`, `grid:g`).
+    pub at: String,
+    /// How requests and Grids are named.
+    pub names: Names,
+    /// Where a failure goes.
+    pub fault: Fault,
+}
+
+impl Proxy {
+    /// Asks `question` at `point`; on failure reports it and returns `None`.
+    fn ask<T>(
+        &self,
+        point: Point,
+        now: EmuTime,
+        question: Value,
+        read: impl FnOnce(&Value) -> Result<T, String>,
+    ) -> Option<T> {
+        let answered = self
+            .process
+            .ask(point, &self.at, now.as_micros(), question)
+            .and_then(|a| {
+                read(&a).map_err(|e| {
+                    format!(
+                        "the external policy `{}` answered wrongly: {e}",
+                        self.process.command()
+                    )
+                })
+            });
+        match answered {
+            Ok(t) => Some(t),
+            Err(why) => {
+                self.fault.report(why);
+                None
+            }
+        }
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{}{}",
+            crate::policy::EXTERNAL_PREFIX,
+            self.process.command()
+        )
+    }
+}
+
+/// An external preemption policy.
+pub(crate) struct ExternalPreemption(pub Proxy);
+
+impl Preemption for ExternalPreemption {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn choose(&mut self, c: &Contention, ask: &Ask<'_>) -> Option<Choice> {
+        let q = p::preemption_question(c, ask, &self.0.names, true);
+        self.0
+            .ask(Point::Preemption, ask.now, q, |a| {
+                p::preemption_answer(a, c, &self.0.names)
+            })
+            .flatten()
+    }
+}
+
+/// An external admission policy.
+pub(crate) struct ExternalAdmission(pub Proxy);
+
+impl AdmissionControl for ExternalAdmission {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn admit(&mut self, ask: &AdmissionAsk<'_>) -> Verdict {
+        let cluster = self.0.at.trim_start_matches("cluster:").to_string();
+        let q = p::admission_question(ask, &cluster, &self.0.names);
+        self.0
+            .ask(Point::Admission, ask.now, q, p::admission_answer)
+            .unwrap_or(Verdict::Refuse(Refusal::QueueFull))
+    }
+}
+
+/// An external dispatch policy.
+pub(crate) struct ExternalDispatch {
+    /// The process.
+    pub proxy: Proxy,
+    /// The Grid's clusters.
+    pub setup: DispatchSetup,
+}
+
+impl Dispatch for ExternalDispatch {
+    fn name(&self) -> String {
+        self.proxy.name()
+    }
+
+    fn order(&mut self, ask: &DispatchAsk<'_>) -> Vec<usize> {
+        let q = p::dispatch_question(ask, &self.setup, &self.proxy.names);
+        self.proxy
+            .ask(Point::Dispatch, ask.now, q, |a| {
+                p::dispatch_answer(a, &self.setup)
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// An external provider-side negotiation policy.
+pub(crate) struct ExternalAnswer(pub Proxy);
+
+impl AnswerPolicy for ExternalAnswer {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn answer(&mut self, ask: &OfferAsk<'_>) -> Answer {
+        let grid = self.0.at.trim_start_matches("grid:").to_string();
+        let q = p::answer_question(ask, &grid, &self.0.names);
+        self.0
+            .ask(Point::Answer, ask.now, q, |a| p::answer_answer(a, ask))
+            .unwrap_or(Answer::Reject)
+    }
+}
+
+/// An external requester-side negotiation policy (counter-offers are taken up to each
+/// step's limit, without asking).
+pub(crate) struct ExternalOffer(pub Proxy);
+
+impl OfferPolicy for ExternalOffer {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn plan(&mut self, ask: &PlanAsk<'_>) -> Vec<OfferPlan> {
+        let grid = self.0.at.trim_start_matches("grid:").to_string();
+        let q = p::offer_question(ask, &grid, &self.0.names);
+        self.0
+            .ask(Point::Offer, ask.now, q, |a| {
+                p::offer_answer(a, ask, &self.0.names)
+            })
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,329 @@
+//! Guards: every plug-in (a policy igemu does not ship, in Rust or an external process) is
+//! wrapped in the guard of its decision point, which implements the same trait. A guard asks
+//! the plug-in, checks the answer ([`super::checks`]), counts the decision, writes it to the
+//! trace, and when the answer cannot be carried out — or the process behind it failed — lets
+//! the topology's fallback decide (counted), or ends the run with an error naming the
+//! policy, the decision and what was wrong.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use serde_json::{json, Value};
+
+use super::checks;
+use super::external::protocol::{self as p, Names};
+use super::run::{Note, PolicyFailure, Site, Witness};
+use crate::igg::dispatch::{Dispatch, DispatchAsk, DispatchSetup};
+use crate::igg::negotiation::{
+    AnswerPolicy, CounterAsk, OfferAsk, OfferPlan, OfferPolicy, PlanAsk,
+};
+use crate::igg::peering::Answer;
+use crate::lrms::admission::{AdmissionAsk, AdmissionControl, Verdict};
+use crate::lrms::contention::Contention;
+use crate::lrms::policy::Choice;
+use crate::lrms::preemption::{Ask, Preemption};
+use crate::lrms::Refusal;
+use crate::model::RequestId;
+use crate::trace::ActorId;
+
+/// Where an external proxy reports why it could not answer (the process failed, or its
+/// answer had the wrong shape); a Rust plug-in's guard finds it empty.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Fault(Rc<RefCell<Option<String>>>);
+
+impl Fault {
+    /// Reports a failure (the first since the guard last looked stands).
+    pub(crate) fn report(&self, why: String) {
+        self.0.borrow_mut().get_or_insert(why);
+    }
+
+    fn take(&self) -> Option<String> {
+        self.0.borrow_mut().take()
+    }
+}
+
+/// What every guard holds.
+pub(crate) struct Guard {
+    /// Where it decides.
+    pub site: Site,
+    /// The deciding actor (trace records are its).
+    pub by: ActorId,
+    /// The run.
+    pub witness: Weak<dyn Witness>,
+    /// Where a proxy reports failures.
+    pub fault: Fault,
+    /// How requests and Grids are named in trace records.
+    pub names: Names,
+}
+
+impl Guard {
+    /// Settles one decision: `answer` is the plug-in's (checked), `fallback` decides when it
+    /// cannot (`None` without a fallback), `safe` is carried out while a failure ends the run.
+    fn settle<A>(
+        &self,
+        decision: (&str, Option<RequestId>),
+        question: impl FnOnce() -> Value,
+        answer: Result<A, String>,
+        fallback: impl FnOnce() -> Option<A>,
+        (safe, shown): (A, impl Fn(&A) -> Value),
+    ) -> A {
+        let Some(w) = self.witness.upgrade() else {
+            return answer.unwrap_or(safe);
+        };
+        let answer = match self.fault.take() {
+            Some(why) => Err(why),
+            None => answer,
+        };
+        let (chosen, fell_back) = match answer {
+            Ok(a) => (a, None),
+            Err(why) => match fallback() {
+                Some(a) => (a, Some(why)),
+                None => {
+                    w.plugins().fail(PolicyFailure {
+                        site: self.site.clone(),
+                        at: w.now(),
+                        decision: decision.0.to_string(),
+                        what: why,
+                    });
+                    w.plugins().count(&self.site, false);
+                    return safe;
+                }
+            },
+        };
+        w.plugins().count(&self.site, fell_back.is_some());
+        if w.tracing() {
+            let note = Note {
+                point: self.site.point.as_str(),
+                policy: self.site.policy.clone(),
+                request: decision.1,
+                question: question(),
+                answer: shown(&chosen),
+                fallback: fell_back,
+            };
+            w.note(self.by, &note);
+        }
+        chosen
+    }
+
+    fn request(&self, id: RequestId) -> String {
+        self.names
+            .requests
+            .get(id.0 as usize)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// A guarded preemption plug-in.
+pub(crate) struct GuardedPreemption {
+    /// The plug-in.
+    pub inner: Box<dyn Preemption>,
+    /// The topology's fallback, if any.
+    pub fallback: Option<Box<dyn Preemption>>,
+    /// Its guard.
+    pub guard: Guard,
+}
+
+impl Preemption for GuardedPreemption {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn choose(&mut self, c: &Contention, ask: &Ask<'_>) -> Option<Choice> {
+        // Nothing to decide: no set could make room, or nothing needs to go.
+        if c.hopeless() {
+            return None;
+        }
+        if c.makes_room(&[]) {
+            return Some(Choice {
+                set: Vec::new(),
+                exact: true,
+            });
+        }
+        let mut answer = self.inner.choose(c, ask);
+        let checked = checks::preemption(c, &mut answer).map(|()| answer);
+        let Self {
+            fallback, guard, ..
+        } = self;
+        let names = &guard.names;
+        let decision = format!(
+            "preemption for local request {}",
+            guard.request(ask.local.id)
+        );
+        guard.settle(
+            (&decision, Some(ask.local.id)),
+            || p::preemption_question(c, ask, names, false),
+            checked,
+            || fallback.as_mut().map(|f| f.choose(c, ask)),
+            (None, |a: &Option<Choice>| p::preemption_shown(a, c, names)),
+        )
+    }
+
+    fn preempts(&self) -> bool {
+        self.inner.preempts()
+    }
+}
+
+/// A guarded admission plug-in.
+pub(crate) struct GuardedAdmission {
+    /// The plug-in.
+    pub inner: Box<dyn AdmissionControl>,
+    /// The topology's fallback, if any.
+    pub fallback: Option<Box<dyn AdmissionControl>>,
+    /// Its guard.
+    pub guard: Guard,
+}
+
+impl AdmissionControl for GuardedAdmission {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn admit(&mut self, ask: &AdmissionAsk<'_>) -> Verdict {
+        let answer = Ok(self.inner.admit(ask));
+        let Self {
+            fallback, guard, ..
+        } = self;
+        let names = &guard.names;
+        let cluster = guard.site.at.trim_start_matches("cluster:").to_string();
+        let decision = format!("admission of request {}", guard.request(ask.request.id));
+        guard.settle(
+            (&decision, Some(ask.request.id)),
+            || p::admission_question(ask, &cluster, names),
+            answer,
+            || fallback.as_mut().map(|f| f.admit(ask)),
+            (Verdict::Refuse(Refusal::QueueFull), p::admission_shown),
+        )
+    }
+}
+
+/// A guarded dispatch plug-in.
+pub(crate) struct GuardedDispatch {
+    /// The plug-in.
+    pub inner: Box<dyn Dispatch>,
+    /// The topology's fallback, if any.
+    pub fallback: Option<Box<dyn Dispatch>>,
+    /// Its guard.
+    pub guard: Guard,
+    /// The Grid's clusters.
+    pub setup: DispatchSetup,
+}
+
+impl Dispatch for GuardedDispatch {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn order(&mut self, ask: &DispatchAsk<'_>) -> Vec<usize> {
+        let order = self.inner.order(ask);
+        let checked = checks::dispatch(&order, ask.clusters).map(|()| order);
+        let Self {
+            fallback,
+            guard,
+            setup,
+            ..
+        } = self;
+        let names = &guard.names;
+        let decision = format!("dispatch of request {}", guard.request(ask.request.id));
+        guard.settle(
+            (&decision, Some(ask.request.id)),
+            || p::dispatch_question(ask, setup, names),
+            checked,
+            || fallback.as_mut().map(|f| f.order(ask)),
+            (Vec::new(), |o: &Vec<usize>| p::dispatch_shown(o, setup)),
+        )
+    }
+
+    fn wants_starts(&self) -> bool {
+        self.inner.wants_starts()
+    }
+}
+
+/// A guarded provider-side negotiation plug-in.
+pub(crate) struct GuardedAnswer {
+    /// The plug-in.
+    pub inner: Box<dyn AnswerPolicy>,
+    /// The topology's fallback, if any.
+    pub fallback: Option<Box<dyn AnswerPolicy>>,
+    /// Its guard.
+    pub guard: Guard,
+}
+
+impl AnswerPolicy for GuardedAnswer {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn answer(&mut self, ask: &OfferAsk<'_>) -> Answer {
+        let a = self.inner.answer(ask);
+        let checked = checks::answer(&a, ask).map(|()| a);
+        let Self {
+            fallback, guard, ..
+        } = self;
+        let names = &guard.names;
+        let grid = guard.site.at.trim_start_matches("grid:").to_string();
+        let decision = format!(
+            "answer to an offer of request {}",
+            guard.request(ask.request.id)
+        );
+        guard.settle(
+            (&decision, Some(ask.request.id)),
+            || p::answer_question(ask, &grid, names),
+            checked,
+            || fallback.as_mut().map(|f| f.answer(ask)),
+            (Answer::Reject, p::answer_shown),
+        )
+    }
+}
+
+/// A guarded requester-side negotiation plug-in.
+pub(crate) struct GuardedOffer {
+    /// The plug-in.
+    pub inner: Box<dyn OfferPolicy>,
+    /// The topology's fallback, if any.
+    pub fallback: Option<Box<dyn OfferPolicy>>,
+    /// Its guard.
+    pub guard: Guard,
+}
+
+impl OfferPolicy for GuardedOffer {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn plan(&mut self, ask: &PlanAsk<'_>) -> Vec<OfferPlan> {
+        let plan = self.inner.plan(ask);
+        let checked = checks::offer(&plan, ask.contracts).map(|()| plan);
+        let Self {
+            fallback, guard, ..
+        } = self;
+        let names = &guard.names;
+        let grid = guard.site.at.trim_start_matches("grid:").to_string();
+        let decision = format!("offer of request {}", guard.request(ask.request.id));
+        guard.settle(
+            (&decision, Some(ask.request.id)),
+            || p::offer_question(ask, &grid, names),
+            checked,
+            || fallback.as_mut().map(|f| f.plan(ask)),
+            (Vec::new(), |pl: &Vec<OfferPlan>| p::offer_shown(pl, names)),
+        )
+    }
+
+    fn takes_counter(&mut self, ask: &CounterAsk<'_>) -> bool {
+        let take = self.inner.takes_counter(ask);
+        let Self {
+            fallback, guard, ..
+        } = self;
+        let decision = format!(
+            "counter-offer for request {}",
+            guard.request(ask.request.id)
+        );
+        guard.settle(
+            (&decision, Some(ask.request.id)),
+            || json!({"request": guard.request(ask.request.id), "counter": ask.counter}),
+            Ok(take),
+            || fallback.as_mut().map(|f| f.takes_counter(ask)),
+            (false, |t: &bool| json!({"take": t})),
+        )
+    }
+}
