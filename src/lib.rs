@@ -617,6 +617,11 @@ pub struct Summary {
     /// The policies in force: per Grid its dispatch and provider policy, per cluster its
     /// scheduler, preemption, admission and local requests' treatment, and the contracts.
     pub policies: BTreeMap<String, String>,
+    /// The plug-ins in force (policies igemu does not ship: a program's own, or external
+    /// processes), each with where it decides, its fallback, and how many decisions it was
+    /// asked and its fallback made; absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<policy::PluginRecord>,
     /// Emulated time at the end of the run, seconds.
     pub emulated_end_s: f64,
     /// Wall-clock duration of the run, seconds (not deterministic).
@@ -1048,6 +1053,8 @@ pub(crate) struct Observed {
     lateness: Option<Lateness>,
     /// What the fault injector did.
     faults: fault::FaultCounts,
+    /// The plug-ins in force, with their counts.
+    plugins: Vec<policy::PluginRecord>,
 }
 
 impl Observed {
@@ -1059,7 +1066,18 @@ impl Observed {
             timed_events: emu.clock.fired(),
             lateness: emu.clock.lateness(),
             faults: emu.faults.borrow().counts.clone(),
+            plugins: emu.plugins.records(),
         }
+    }
+
+    /// Adds what another shard of the run observed (but its metrics and lateness).
+    pub(crate) fn add_counts(&mut self, other: &Observed) {
+        self.messages += other.messages;
+        self.timed_events += other.timed_events;
+        self.faults.add(&other.faults);
+        self.plugins.extend(other.plugins.iter().cloned());
+        self.plugins
+            .sort_by(|a, b| (&a.at, &a.point).cmp(&(&b.at, &b.point)));
     }
 }
 
@@ -1082,6 +1100,7 @@ fn summarize(
         timed_events,
         lateness,
         faults: fault_counts,
+        plugins,
     } = observed;
     let metrics::Finished {
         spans,
@@ -1109,6 +1128,7 @@ fn summarize(
         replay: None,
         provenance: None,
         policies: policies(topo),
+        plugins,
         emulated_end_s: end.as_secs_f64(),
         wall_s,
         messages,

@@ -183,6 +183,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         speedup_sustainable: None,
         provenance: None,
         policies: Default::default(),
+        plugins: Vec::new(),
     };
     serde_json::to_value(&skeleton)
         .map(|v| numeric(&v).into_keys().collect())

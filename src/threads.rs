@@ -194,10 +194,8 @@ pub(crate) fn run(
         merged = Some(match merged {
             None => (r.end, r.observed, r.lateness),
             Some((end, mut all, hist)) => {
+                all.add_counts(&r.observed);
                 all.metrics.merge(r.observed.metrics);
-                all.messages += r.observed.messages;
-                all.timed_events += r.observed.timed_events;
-                all.faults.add(&r.observed.faults);
                 let hist = match (hist, r.lateness) {
                     (Some(mut a), Some(b)) => {
                         // Same bounds on every clock: adding cannot fail.

@@ -6,6 +6,7 @@ use crate::igg::negotiation::{ContractView, OfferAsk, OfferPlan};
 use crate::igg::peering::Answer;
 use crate::lrms::contention::Contention;
 use crate::lrms::policy::Choice;
+use crate::model::GridId;
 
 /// A preemption set: each lease once, every one a candidate, and room made for the local
 /// request. `None` (preempt nothing) is always possible. Sorts the set.
@@ -68,13 +69,17 @@ pub fn answer(a: &Answer, ask: &OfferAsk<'_>) -> Result<(), String> {
 }
 
 /// A requester's plan: each step a peer this Grid holds a contract with, at a price within
-/// that contract's range, with a limit of at least 0.
-pub fn offer(plan: &[OfferPlan], contracts: &[ContractView]) -> Result<(), String> {
+/// that contract's range, with a limit of at least 0. `grid` names a Grid in messages.
+pub fn offer(
+    plan: &[OfferPlan],
+    contracts: &[ContractView],
+    grid: &dyn Fn(GridId) -> String,
+) -> Result<(), String> {
     for p in plan {
         let Some(c) = contracts.iter().find(|c| c.peer == p.peer) else {
             return Err(format!(
-                "offers to grid #{}, which holds no contract with this one",
-                p.peer.0
+                "offers to grid `{}`, with which this one holds no contract",
+                grid(p.peer)
             ));
         };
         if !(p.price.is_finite() && p.price >= c.min && p.price <= c.max) {
@@ -96,7 +101,6 @@ pub fn offer(plan: &[OfferPlan], contracts: &[ContractView]) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::GridId;
 
     #[test]
     fn a_dispatch_order_names_known_clusters_once() {
@@ -121,11 +125,15 @@ mod tests {
             price,
             limit,
         };
-        assert!(offer(&[step(1, 1.5, 3.0)], &contracts).is_ok());
-        assert!(offer(&[step(1, 2.0, f64::INFINITY)], &contracts).is_ok());
-        assert!(offer(&[step(2, 1.5, 3.0)], &contracts).is_err());
-        assert!(offer(&[step(1, 0.5, 3.0)], &contracts).is_err());
-        assert!(offer(&[step(1, f64::NAN, 3.0)], &contracts).is_err());
-        assert!(offer(&[step(1, 1.0, -1.0)], &contracts).is_err());
+        let name = |g: GridId| format!("g{}", g.0);
+        let check = |plan: &[OfferPlan]| offer(plan, &contracts, &name);
+        assert!(check(&[step(1, 1.5, 3.0)]).is_ok());
+        assert!(check(&[step(1, 2.0, f64::INFINITY)]).is_ok());
+        assert!(check(&[step(2, 1.5, 3.0)])
+            .unwrap_err()
+            .contains("grid `g2`"));
+        assert!(check(&[step(1, 0.5, 3.0)]).is_err());
+        assert!(check(&[step(1, f64::NAN, 3.0)]).is_err());
+        assert!(check(&[step(1, 1.0, -1.0)]).is_err());
     }
 }

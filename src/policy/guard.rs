@@ -293,7 +293,8 @@ impl OfferPolicy for GuardedOffer {
 
     fn plan(&mut self, ask: &PlanAsk<'_>) -> Vec<OfferPlan> {
         let plan = self.inner.plan(ask);
-        let checked = checks::offer(&plan, ask.contracts).map(|()| plan);
+        let name = |g| self.guard.names.grid_name(g);
+        let checked = checks::offer(&plan, ask.contracts, &name).map(|()| plan);
         let Self {
             fallback, guard, ..
         } = self;

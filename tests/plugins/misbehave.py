@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""A deliberately misbehaving external igemu policy, for the tests: `misbehave.py MODE`.
+
+Modes: no-hello (exits before the handshake), old-protocol, serves-nothing; then, at the
+first question: exit, hang, garbage, wrong-id, decline, stderr (says why on stderr, exits),
+impossible (an answer of the right shape that cannot be carried out), shapeless (an answer
+of the wrong shape). `good` answers every decision point sensibly (serves them all)."""
+
+import json
+import sys
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+
+IMPOSSIBLE = {
+    "preemption": {"preempt": []},
+    "dispatch": {"order": ["nowhere"]},
+    "admission": {"limit": -1},
+    "answer": {"verdict": "counter", "price": -1},
+}
+
+
+def impossible(point, q):
+    if point == "offer":  # a contract's peer, at a price below its range
+        return {"offers": [{"peer": q["contracts"][0]["peer"], "price": -1.0}]}
+    return IMPOSSIBLE[point]
+
+
+def good(point, q):
+    if point == "preemption":
+        return {"preempt": [c["lease"] for c in q["candidates"]]}
+    if point == "dispatch":
+        return {"order": [c["name"] for c in q["clusters"]]}
+    if point == "admission":
+        return {"admit": True}
+    if point == "answer":
+        return {"verdict": "reject"}
+    return {"offers": []}
+
+
+def send(obj):
+    sys.stdout.write((obj if isinstance(obj, str) else json.dumps(obj)) + "\n")
+    sys.stdout.flush()
+
+
+hello = json.loads(sys.stdin.readline())
+if MODE == "no-hello":
+    sys.exit(3)
+serves = hello["points"]
+if MODE == "serves-nothing":
+    serves = []
+send({"type": "hello", "protocol": 99 if MODE == "old-protocol" else 1, "serves": serves,
+      "name": "misbehave " + MODE})
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "end":
+        break
+    point, qid = msg["point"], msg["id"]
+    if MODE == "exit":
+        sys.exit(0)
+    if MODE == "hang":
+        time.sleep(3600)
+    if MODE == "garbage":
+        send("this is not json \x1b[31m")
+        continue
+    if MODE == "wrong-id":
+        send({"type": "answer", "id": qid + 7, "answer": good(point, msg["question"])})
+        continue
+    if MODE == "decline":
+        send({"type": "answer", "id": qid, "error": "no idea"})
+        continue
+    if MODE == "stderr":
+        sys.stderr.write("Traceback: something broke\n")
+        sys.stderr.flush()
+        sys.exit(1)
+    if MODE == "impossible":
+        send({"type": "answer", "id": qid, "answer": impossible(point, msg["question"])})
+        continue
+    if MODE == "shapeless":
+        send({"type": "answer", "id": qid, "answer": [1, 2, 3]})
+        continue
+    send({"type": "answer", "id": qid, "answer": good(point, msg["question"])})

@@ -1,0 +1,553 @@
+//! Bring your own policy: policies of a program's own (Rust, through the registry) and
+//! external processes (any language, over the decision protocol) at every decision point —
+//! giving the shipped policies' outputs byte for byte when they re-implement them, their
+//! decisions traced and counted, their bad answers and failures caught with a clear error
+//! within seconds (or decided by a named fallback, counted), and nothing written then.
+
+mod common;
+use common::{igemu, load, path};
+
+#[path = "../examples/admission.rs"]
+mod admission_example;
+#[path = "../examples/dispatch.rs"]
+mod dispatch_example;
+#[path = "../examples/negotiation.rs"]
+mod negotiation_example;
+#[path = "../examples/preemption.rs"]
+mod preemption_example;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use igemu::lrms::preemption::{Ask, Preemption};
+use igemu::lrms::{Choice, Contention};
+use igemu::policy::Registry;
+use igemu::topology::{self, Overrides};
+use igemu::{run, RunOptions};
+
+/// Whether `python3` runs here; if not, says the test is skipped (CI runs it where it can).
+fn python() -> bool {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: python3 is not installed, so the external policies cannot run");
+    }
+    ok
+}
+
+const RR_PY: &str = "external:python3 examples/policies/rr.py";
+const MOV_PY: &str = "external:python3 examples/policies/mov.py";
+
+/// A policy of `tests/plugins/misbehave.py` in `mode`.
+fn misbehave(mode: &str) -> String {
+    format!("external:python3 tests/plugins/misbehave.py {mode}")
+}
+
+/// Runs the `igemu` binary on `topology` with `sets` into a fresh directory; returns the
+/// directory, the exit code and stderr.
+fn run_cli(topology: &str, sets: &[&str]) -> (tempfile::TempDir, i32, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let out = dir.path().join("out");
+    let mut args = vec![
+        "run",
+        topology,
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--quiet",
+    ];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = igemu(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    (dir, o.status.code().unwrap_or(-1), stderr)
+}
+
+fn output(dir: &tempfile::TempDir, file: &str) -> Vec<u8> {
+    std::fs::read(dir.path().join("out").join(file))
+        .unwrap_or_else(|e| panic!("{file} was written: {e}"))
+}
+
+#[test]
+fn python_rr_and_mov_give_the_built_ins_outputs_byte_for_byte() {
+    if !python() {
+        return;
+    }
+    for (topology, key, builtin, external) in [
+        (
+            "topologies/paper003-testbed.toml",
+            "lrms.preemption",
+            "mov",
+            MOV_PY,
+        ),
+        (
+            "topologies/paper000-three-clusters.toml",
+            "igg.dispatch",
+            "rr",
+            RR_PY,
+        ),
+    ] {
+        let ours = format!("{key}={builtin}");
+        let theirs = format!("{key}={external}");
+        let (a, code_a, err_a) = run_cli(topology, &[&ours]);
+        let (b, code_b, err_b) = run_cli(topology, &[&theirs]);
+        assert_eq!((code_a, code_b), (0, 0), "{err_a}\n{err_b}");
+        for file in ["requests.csv", "decisions.csv"] {
+            assert!(
+                output(&a, file) == output(&b, file),
+                "{topology}: {file} differs between {builtin} and {external}"
+            );
+        }
+        // The external one is named among the plug-ins, with the decisions it made.
+        let summary: serde_json::Value =
+            serde_json::from_slice(&output(&b, "summary.json")).expect("json");
+        let plugins = summary["plugins"].as_array().expect("plugins listed");
+        assert_eq!(plugins.len(), 1, "{plugins:?}");
+        assert_eq!(plugins[0]["policy"], external);
+        assert!(plugins[0]["decisions"].as_u64() > Some(0));
+        assert_eq!(plugins[0]["fallbacks"], 0);
+    }
+}
+
+#[test]
+fn an_external_policy_gives_the_same_outputs_run_after_run() {
+    if !python() {
+        return;
+    }
+    let set = format!("lrms.preemption={MOV_PY}");
+    let traced = |dir: &Path| {
+        let out = dir.join("out");
+        let o = igemu(&[
+            "run",
+            "topologies/paper001-testbed.toml",
+            "--set",
+            &set,
+            "--trace",
+            "--quiet",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ["requests.csv", "decisions.csv", "trace.jsonl"]
+            .map(|f| std::fs::read(out.join(f)).expect("written"))
+    };
+    let (a, b) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    assert!(traced(a.path()) == traced(b.path()));
+}
+
+#[test]
+fn each_decision_of_a_plugin_is_a_trace_record_naming_its_cause() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let set = format!("lrms.preemption={MOV_PY}");
+    let out = dir.path().join("out");
+    let o = igemu(&[
+        "run",
+        "topologies/paper003-testbed.toml",
+        "--set",
+        &set,
+        "--trace",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = common::trace(&out);
+    let decisions: Vec<&serde_json::Value> =
+        trace.iter().filter(|r| r["kind"] == "Decision").collect();
+    assert_eq!(decisions.len(), 1, "one preemption decision in Table III");
+    let d = decisions[0];
+    assert_eq!(d["from"], "lrms:igg1/rp");
+    assert_eq!(d["request"], "7");
+    assert_eq!(d["decision"]["point"], "preemption");
+    assert_eq!(d["decision"]["question"]["need"], 5);
+    assert_eq!(
+        d["decision"]["question"]["candidates"]
+            .as_array()
+            .map(Vec::len),
+        Some(6)
+    );
+    assert_eq!(
+        d["decision"]["answer"]["preempt"],
+        serde_json::json!(["2", "3", "5"])
+    );
+    // Its cause is the local request's arrival at the LRMS.
+    let cause = d["cause"].as_u64().expect("a cause");
+    let caused_by = trace
+        .iter()
+        .find(|r| r["seq"] == cause)
+        .expect("the cause is traced");
+    assert_eq!(caused_by["kind"], "SubmitLocal");
+    // The decision is a record, not a message: the count of messages is the built-in's.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
+            .expect("json");
+    let builtin = run(
+        load("topologies/paper003-testbed.toml", &["lrms.preemption=mov"]),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    assert_eq!(summary["messages"], builtin.summary.messages);
+}
+
+/// An external policy in `mode` at `key` on `topology` fails the run with exit code 2, an
+/// error holding each of `says`, within `within`, and no outputs.
+fn fails(topology: &str, key: &str, mode: &str, says: &[&str], within: Duration) {
+    let set = format!("{key}={}", misbehave(mode));
+    let started = Instant::now();
+    let (dir, code, stderr) = run_cli(topology, &[&set, "external.timeout=\"1s\""]);
+    let took = started.elapsed();
+    assert_eq!(code, 2, "{mode}: {stderr}");
+    assert!(took < within, "{mode}: took {took:?}");
+    for s in says.iter().chain(&["misbehave.py"]) {
+        assert!(stderr.contains(s), "{mode}: `{s}` not in: {stderr}");
+    }
+    assert!(
+        !stderr.contains('\x1b'),
+        "{mode}: escapes reach the terminal: {stderr:?}"
+    );
+    let out = dir.path().join("out");
+    for f in [
+        "summary.json",
+        "requests.csv",
+        "decisions.csv",
+        ".trace.jsonl.tmp",
+    ] {
+        assert!(!out.join(f).exists(), "{mode}: {f} was left behind");
+    }
+}
+
+#[test]
+fn every_failure_of_an_external_process_is_a_clear_error_within_seconds() {
+    if !python() {
+        return;
+    }
+    let t3 = "topologies/paper003-testbed.toml";
+    let key = "lrms.preemption";
+    let soon = Duration::from_secs(20);
+    fails(t3, key, "no-hello", &["exited"], soon);
+    fails(t3, key, "old-protocol", &["protocol 99"], soon);
+    fails(
+        t3,
+        key,
+        "serves-nothing",
+        &["preemption decision", "serves only: nothing"],
+        soon,
+    );
+    let decision = "preemption for local request 7";
+    fails(t3, key, "exit", &["exited", decision], soon);
+    fails(
+        t3,
+        key,
+        "hang",
+        &["did not answer within 1s", decision],
+        soon,
+    );
+    fails(
+        t3,
+        key,
+        "garbage",
+        &["not JSON", "this is not json", decision],
+        soon,
+    );
+    fails(
+        t3,
+        key,
+        "wrong-id",
+        &["answered id 8 to question 1", decision],
+        soon,
+    );
+    fails(
+        t3,
+        key,
+        "decline",
+        &["could not decide: no idea", decision],
+        soon,
+    );
+    fails(
+        t3,
+        key,
+        "stderr",
+        &["Traceback: something broke", decision],
+        soon,
+    );
+    fails(
+        t3,
+        key,
+        "shapeless",
+        &["must be a JSON object", decision],
+        soon,
+    );
+    fails(
+        t3,
+        key,
+        "impossible",
+        &["leaves room for 0 of the 5 VMs", decision],
+        soon,
+    );
+    // A program that is not there is refused before anything runs.
+    let (_, code, stderr) = run_cli(t3, &["lrms.preemption=external:no-such-program-here x"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`no-such-program-here` is not found"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn impossible_answers_are_refused_at_every_decision_point() {
+    if !python() {
+        return;
+    }
+    let soon = Duration::from_secs(30);
+    let t3 = "topologies/paper003-testbed.toml";
+    fails(
+        t3,
+        "igg.dispatch",
+        "impossible",
+        &["cluster `nowhere`", "igg.dispatch"],
+        soon,
+    );
+    fails(
+        t3,
+        "lrms.admission",
+        "impossible",
+        &["`limit` must be a whole number", "lrms.admission"],
+        soon,
+    );
+    let peers = "topologies/peering-small.toml";
+    fails(
+        peers,
+        "igg.answer",
+        "impossible",
+        &["counter-offers at unit price -1", "igg.answer"],
+        soon,
+    );
+    fails(
+        peers,
+        "igg.offer",
+        "impossible",
+        &["outside the contract's range", "igg.offer"],
+        soon,
+    );
+}
+
+#[test]
+fn a_named_fallback_decides_instead_and_is_counted() {
+    if !python() {
+        return;
+    }
+    let t3 = "topologies/paper003-testbed.toml";
+    let bad = format!("lrms.preemption={}", misbehave("impossible"));
+    let (a, code, stderr) = run_cli(t3, &[&bad, "lrms.preemption_fallback=mov"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (b, _, _) = run_cli(t3, &["lrms.preemption=mov"]);
+    assert!(output(&a, "decisions.csv") == output(&b, "decisions.csv"));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&output(&a, "summary.json")).expect("json");
+    let p = &summary["plugins"][0];
+    assert_eq!(
+        (p["decisions"].as_u64(), p["fallbacks"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(p["fallback"], "mov");
+    // A process that fails for good leaves every later decision to the fallback too.
+    let gone = format!("igg.dispatch={}", misbehave("exit"));
+    let (c, code, stderr) = run_cli(t3, &[&gone, "igg.dispatch_fallback=rr"]);
+    assert_eq!(code, 0, "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&output(&c, "summary.json")).expect("json");
+    let p = &summary["plugins"][0];
+    assert_eq!(p["decisions"].as_u64(), Some(6), "one per external request");
+    assert_eq!(p["fallbacks"], p["decisions"]);
+    // A fallback is a policy igemu has, never a process.
+    let (_, code, stderr) = run_cli(t3, &[&bad, &format!("lrms.preemption_fallback={MOV_PY}")]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("a fallback is a policy igemu has"),
+        "{stderr}"
+    );
+}
+
+/// `topology` loaded with `registry`'s policies and `sets`.
+fn with_registry(topology: &str, registry: &Registry, sets: &[&str]) -> igemu::topology::Topology {
+    let overrides = Overrides {
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        registry: registry.clone(),
+    };
+    topology::load_file(&path(topology), &overrides).unwrap_or_else(|r| panic!("{r}"))
+}
+
+#[test]
+fn a_programs_own_policies_run_beside_the_shipped_ones() {
+    // Preemption: newest first takes leases 6 and 5 (3 + 2 VMs) for Table III's 5-VM local
+    // request, where MOV takes {2, 3, 5}.
+    let reg = preemption_example::registry();
+    let r = run(
+        with_registry(
+            "topologies/paper003-testbed.toml",
+            &reg,
+            &["lrms.preemption=newest-first"],
+        ),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    assert_eq!(r.decisions.len(), 1);
+    let set: Vec<&str> = r.decisions[0]
+        .decision
+        .set
+        .iter()
+        .map(|(id, _)| r.topology.label(*id))
+        .collect();
+    assert_eq!(set, ["5", "6"]);
+    assert_eq!(r.summary.plugins[0].policy, "newest-first");
+    assert_eq!(r.summary.plugins[0].decisions, 1);
+    // The shipped names still resolve through the same registry.
+    assert!(
+        with_registry(
+            "topologies/paper003-testbed.toml",
+            &reg,
+            &["lrms.preemption=moml"]
+        )
+        .clusters[0]
+            .lrms
+            .preemption
+            .name
+            == "moml"
+    );
+    // An unknown name is refused with the registered ones as hints.
+    let err = topology::load_file(
+        &path("topologies/paper003-testbed.toml"),
+        &Overrides::sets(vec!["lrms.preemption=newest-frist".into()]),
+    )
+    .expect_err("not registered by default");
+    assert!(err.to_string().contains("external:CMD ARGS"), "{err}");
+    let err = topology::load_file(
+        &path("topologies/paper003-testbed.toml"),
+        &Overrides {
+            sets: vec!["lrms.preemption=newest-frist".into()],
+            registry: reg,
+        },
+    )
+    .expect_err("misspelt");
+    assert!(
+        err.to_string().contains("did you mean `newest-first`?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_dispatch_admission_and_negotiation_examples_decide_as_they_say() {
+    // Most free first: paper 000's first request goes to the 256-core cluster, all idle.
+    let r = run(
+        with_registry(
+            "topologies/paper000-three-clusters.toml",
+            &dispatch_example::registry(),
+            &["igg.dispatch=most-free", "emulation.end=\"2h\""],
+        ),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let first = r
+        .records
+        .iter()
+        .zip(&r.topology.requests)
+        .find(|(_, q)| q.origin == igemu::model::Origin::External);
+    let (rec, _) = first.expect("an external request");
+    assert_eq!(
+        rec.cluster.map(|c| r.topology.cluster(c).name.as_str()),
+        Some("c256")
+    );
+    // Short first refuses requests with reason queue-limit, which CACP never does.
+    let reg = admission_example::registry();
+    let refused = |policy: &str| {
+        let set = format!("lrms.admission={policy}");
+        let r = run(
+            with_registry("topologies/paper002-admission.toml", &reg, &[&set]),
+            &RunOptions::default(),
+        )
+        .expect("runs");
+        r.summary.requests.external.rejected
+    };
+    assert_eq!(refused("cacp"), 0);
+    assert!(refused("short-first") > 0);
+    // Haggling never accepts an opening price: every answer is a counter-offer or a refusal.
+    let r = run(
+        with_registry(
+            "topologies/peering-small.toml",
+            &negotiation_example::registry(),
+            &["igg.answer=haggle", "igg.offer=split"],
+        ),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let n: Vec<_> = r.summary.grids.values().map(|g| &g.negotiations).collect();
+    assert_eq!(n.iter().map(|x| x.accepted).sum::<u64>(), 0);
+    assert!(
+        n.iter()
+            .map(|x| x.countered_taken + x.countered_declined)
+            .sum::<u64>()
+            > 0
+    );
+    assert_eq!(r.summary.invariant_violations, 0);
+}
+
+/// A preemption policy whose sets never make room.
+struct Useless;
+
+impl Preemption for Useless {
+    fn name(&self) -> String {
+        "useless".into()
+    }
+    fn choose(&mut self, c: &Contention, _: &Ask<'_>) -> Option<Choice> {
+        Some(Choice {
+            set: vec![c.candidates.len() + 3],
+            exact: true,
+        })
+    }
+}
+
+#[test]
+fn a_rust_plugins_impossible_answer_stops_the_run_or_falls_back() {
+    let mut reg = Registry::builtin();
+    reg.preemption("useless", |_| Box::new(Useless));
+    let topo = with_registry(
+        "topologies/paper003-testbed.toml",
+        &reg,
+        &["lrms.preemption=useless"],
+    );
+    let err = run(topo, &RunOptions::default())
+        .err()
+        .expect("stopped")
+        .to_string();
+    assert!(
+        err.contains("the preemption policy `useless` of cluster:igg1/rp failed at 720s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("lease index 9 is not among the 6 candidates"),
+        "{err}"
+    );
+    assert!(err.contains("lrms.preemption_fallback"), "{err}");
+    let topo = with_registry(
+        "topologies/paper003-testbed.toml",
+        &reg,
+        &["lrms.preemption=useless", "lrms.preemption_fallback=mlip"],
+    );
+    let r = run(topo, &RunOptions::default()).expect("the fallback decides");
+    assert_eq!(r.summary.plugins[0].fallbacks, 1);
+    let set: Vec<&str> = r.decisions[0]
+        .decision
+        .set
+        .iter()
+        .map(|(id, _)| r.topology.label(*id))
+        .collect();
+    assert_eq!(set, ["1", "6"], "MLIP's set of Table III");
+}
