@@ -1310,6 +1310,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     });
     // The run's processes end with it, whatever its outcome.
     emu.plugins.finish();
+    policy::realtime::on_arrival(None);
     let end = match end {
         Ok(end) => end,
         Err(e) => {

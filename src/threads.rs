@@ -349,6 +349,7 @@ fn run_shard(
         };
         emu.clock.discard_pending();
         emu.plugins.finish();
+        crate::policy::realtime::on_arrival(None);
         if let Some(f) = emu.plugins.failure() {
             return Err(Error::Policy(f.to_string()));
         }

@@ -109,7 +109,8 @@ impl Graph {
         done: oneshot::Sender<EmuTime>,
         broken: Broken,
     ) -> Result<Graph, String> {
-        crate::policy::build::start_processes(topo, &emu.plugins)?;
+        let arrived = answers_later(emu, topo);
+        crate::policy::build::start_processes(topo, &emu.plugins, arrived)?;
         let dir_id = emu.tracer.register("director".into());
         let counted = requests_where(topo, |w| grids.contains(&w.grid)).len();
         let director = Peer {
@@ -217,11 +218,15 @@ impl Graph {
                 policies,
                 gateway_settings(topo, gid, broken == Broken::LateAck),
             );
+            let external = [&grid.igg.dispatch, &grid.igg.answer, &grid.igg.offer]
+                .iter()
+                .any(|c| c.is_external());
             let spec = IggSpec {
                 me: igg,
                 clusters,
                 dve,
                 gateway,
+                decides_later: external && emu.plugins.realtime().is_some(),
             };
             Igg::new(Rc::clone(emu), spec)
         });
@@ -287,6 +292,8 @@ impl Graph {
                     .collect(),
                 config: core_config(topo, cid, &emu.tracer.name(lrms_id)),
                 policies: self.lrms_policies(emu, topo, cid, lrms_id),
+                decides_later: emu.plugins.realtime().is_some()
+                    && cluster.lrms.preemption.is_external(),
                 publishing: publishing(topo, cid),
             };
             Lrms::new(Rc::clone(emu), lrms_id, spec)
@@ -350,6 +357,44 @@ impl Graph {
             admission: self.keep(admission, || Box::new(Cacp)),
         }
     }
+}
+
+/// In a realtime run with external policies, makes their decisions pending rather than
+/// waited for: each process's answers are read in the background and posted to the clock,
+/// which hands them to their actors (see [`crate::policy::realtime`]). Returns what a process
+/// calls when an answer comes.
+fn answers_later(emu: &Rc<Emu>, topo: &Topology) -> Option<std::sync::Arc<dyn Fn() + Send + Sync>> {
+    let external = topo
+        .clusters
+        .iter()
+        .any(|c| c.lrms.preemption.is_external())
+        || topo.grids.iter().any(|g| {
+            [&g.igg.dispatch, &g.igg.answer, &g.igg.offer]
+                .iter()
+                .any(|c| c.is_external())
+        });
+    let realtime = matches!(topo.emulation.mode, crate::time::ClockMode::Realtime { .. });
+    let has_admission = topo.clusters.iter().any(|c| c.lrms.admission.is_external());
+    if !realtime || !(external || has_admission) {
+        return None;
+    }
+    let traced = Rc::downgrade(emu);
+    emu.plugins.answer_later(
+        topo.external.deadline,
+        Box::new(move || traced.upgrade().and_then(|e| e.tracer.current())),
+    );
+    let weak = Rc::downgrade(emu);
+    crate::policy::realtime::on_arrival(Some(Rc::new(move || {
+        if let Some(emu) = weak.upgrade() {
+            if let Some(rt) = emu.plugins.realtime() {
+                rt.deliver(emu.clock.wall_now_emulated());
+            }
+        }
+    })));
+    let mailbox = emu.clock.mailbox();
+    Some(std::sync::Arc::new(move || {
+        mailbox.post_now(Box::new(crate::policy::realtime::arrived));
+    }))
 }
 
 /// The requests of the workloads `pick` selects, in arrival order.

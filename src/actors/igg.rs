@@ -13,8 +13,8 @@ use actix::{Actor, Context, Handler};
 use super::lrms::Lrms;
 use super::messages::{
     AdoptLease, AssignLease, CrashOrRestart, FreeSlots, FromPeer, LeaseEnded, LeaseStarted,
-    NegotiationTick, OfferTimeout, ProbeStart, RedirectTimeout, RelocateLease, RelocationOutcome,
-    RemoteLeaseTimeout, SetPeers, SlotsRequest, SubmitExternal,
+    NegotiationTick, OfferTimeout, PolicyAnswer, PolicyDeadline, ProbeStart, RedirectTimeout,
+    RelocateLease, RelocationOutcome, RemoteLeaseTimeout, SetPeers, SlotsRequest, SubmitExternal,
 };
 use super::users::Users;
 use super::{Emu, Peer};
@@ -37,6 +37,20 @@ struct Office {
     peers: RefCell<BTreeMap<GridId, Peer<Igg>>>,
     /// Timeouts pending, so that an answer can call its timeout off.
     timers: RefCell<BTreeMap<Timer, TimerHandle>>,
+    /// Realtime runs with an external gateway policy: the input whose decision is pending and
+    /// the inputs held meanwhile (see [`crate::policy::realtime`]).
+    later: Option<Later>,
+}
+
+/// What an IGG holds while an external decision is pending: a gateway busy deciding.
+#[derive(Default)]
+struct Later {
+    /// The input whose decision is pending.
+    busy: RefCell<Option<Input>>,
+    /// Inputs that came meanwhile, in order, with when each came.
+    held: RefCell<std::collections::VecDeque<(crate::time::EmuTime, Input)>>,
+    /// The pending decision's deadline, called off when it is answered.
+    deadline: RefCell<Option<TimerHandle>>,
 }
 
 /// A Grid's InterGrid Gateway.
@@ -55,6 +69,9 @@ pub struct IggSpec {
     pub dve: Option<Peer<Users>>,
     /// Its decisions.
     pub gateway: Gateway,
+    /// Whether its decisions are answered later (a realtime run's external policy): it then
+    /// holds its inputs while one is pending.
+    pub decides_later: bool,
 }
 
 impl Igg {
@@ -70,6 +87,7 @@ impl Igg {
                 dve: spec.dve,
                 peers: RefCell::new(BTreeMap::new()),
                 timers: RefCell::new(BTreeMap::new()),
+                later: spec.decides_later.then(Later::default),
             }),
             gateway: Rc::new(RefCell::new(spec.gateway)),
         }
@@ -89,9 +107,65 @@ impl Igg {
 /// Feeds `input` to the gateway and carries out its effects (also from the post office's
 /// tasks, which hold the office and the gateway, not the actor).
 fn on(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, input: Input) {
-    let effects = gateway.borrow_mut().on(input, office.emu.now());
-    for effect in effects {
+    for effect in decide(office, gateway, input).unwrap_or_default() {
         carry_out(office, gateway, effect);
+    }
+}
+
+/// The gateway's effects for `input`; `None` when it is held: a decision of an external
+/// policy is pending (this input's, undone until the answer comes, or an earlier one's).
+fn decide(
+    office: &Rc<Office>,
+    gateway: &Rc<RefCell<Gateway>>,
+    input: Input,
+) -> Option<Vec<Effect>> {
+    let now = office.emu.now();
+    let Some(later) = &office.later else {
+        return Some(gateway.borrow_mut().on(input, now));
+    };
+    if later.busy.borrow().is_some() {
+        later.held.borrow_mut().push_back((now, input));
+        return None;
+    }
+    let before = gateway.borrow().clone();
+    let effects = gateway.borrow_mut().on(input.clone(), now);
+    let rt = office.emu.plugins.realtime();
+    if !rt.is_some_and(|rt| rt.take_pending(office.id)) {
+        return Some(effects);
+    }
+    gateway.borrow_mut().restore(before);
+    *later.busy.borrow_mut() = Some(input);
+    if let Some(rt) = rt {
+        if let Some(id) = rt.waiting_for(office.id) {
+            let (me, due) = (Rc::clone(&office.me), now + rt.deadline);
+            let handle = (office.emu).send_at_cancellable(due, office.id, me, PolicyDeadline(id));
+            *later.deadline.borrow_mut() = Some(handle);
+        }
+    }
+    None
+}
+
+/// The pending decision was answered (or is due): its input is handled again, then the
+/// inputs held meanwhile, until one leaves a decision pending again.
+fn decided(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
+    let Some(later) = &office.later else {
+        return;
+    };
+    if let Some(d) = later.deadline.borrow_mut().take() {
+        d.cancel();
+    }
+    let Some(busy) = later.busy.borrow_mut().take() else {
+        return;
+    };
+    on(office, gateway, busy);
+    while later.busy.borrow().is_none() {
+        let Some((came, next)) = later.held.borrow_mut().pop_front() else {
+            break;
+        };
+        if let Some(rt) = office.emu.plugins.realtime() {
+            rt.held(office.id, office.emu.now().since(came));
+        }
+        on(office, gateway, next);
     }
 }
 
@@ -192,14 +266,10 @@ fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
         let (emu, me) = (&office.emu, office.id);
         for (_, lrms) in &office.clusters {
             if let Some(FreeSlots { cluster, slots }) = emu.call(me, lrms, SlotsRequest).await {
-                let published = Input::FreeSlots { cluster, slots };
-                gateway.borrow_mut().on(published, emu.now());
+                on(&office, &gateway, Input::FreeSlots { cluster, slots });
             }
         }
-        let effects = gateway.borrow_mut().on(Input::Refreshed, emu.now());
-        for effect in effects {
-            carry_out(&office, &gateway, effect);
-        }
+        on(&office, &gateway, Input::Refreshed);
     });
 }
 
@@ -215,10 +285,8 @@ fn probe_then_place(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, req: Le
             let offer = emu.call(me, lrms, ProbeStart(req.clone())).await;
             offers.push(offer.and_then(|o| o.start).map(|t| t.as_micros()));
         }
-        let effects = gateway
-            .borrow_mut()
-            .on(Input::Probed { req, offers }, emu.now());
-        for effect in effects {
+        let effects = decide(&office, &gateway, Input::Probed { req, offers });
+        for effect in effects.unwrap_or_default() {
             match effect {
                 Effect::Place { req, order, tries } => {
                     assign(&office, &gateway, req, &order, tries).await
@@ -302,6 +370,8 @@ handles_caused!(
     LeaseStarted,
     NegotiationTick,
     OfferTimeout,
+    PolicyAnswer,
+    PolicyDeadline,
     RedirectTimeout,
     RelocateLease,
     RemoteLeaseTimeout,
@@ -310,6 +380,32 @@ handles_caused!(
 
 impl Actor for Igg {
     type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        let office = &self.office;
+        if office.later.is_some() {
+            super::wake_on_answers(&office.emu, office.id, Rc::clone(&office.me));
+        }
+    }
+}
+
+impl Handler<PolicyAnswer> for Igg {
+    type Result = ();
+    fn handle(&mut self, _: PolicyAnswer, _: &mut Context<Self>) {
+        decided(&self.office, &self.gateway);
+    }
+}
+
+impl Handler<PolicyDeadline> for Igg {
+    type Result = ();
+    fn handle(&mut self, msg: PolicyDeadline, _: &mut Context<Self>) {
+        let office = &self.office;
+        let expired = (office.emu.plugins.realtime())
+            .is_some_and(|rt| rt.expire(office.id, msg.0, office.emu.now()));
+        if expired {
+            decided(office, &self.gateway);
+        }
+    }
 }
 
 impl Handler<SetPeers> for Igg {

@@ -15,7 +15,9 @@ use super::messages::{
     AdoptAnswer, AdoptLease, AssignAnswer, AssignLease, LeaseEnded, LeaseStarted, ProbeStart,
     RelocateLease, RelocationOutcome, StartOffer, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
-use super::messages::{FreeSlots, PublishTick, Reallocate, SlotsRequest};
+use super::messages::{
+    FreeSlots, PolicyAnswer, PolicyDeadline, PublishTick, Reallocate, SlotsRequest,
+};
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
 use super::{Emu, Own, OwnCell, Peer};
@@ -48,6 +50,30 @@ pub struct Lrms {
     /// Its own address, for its timed sends and its VMs' reports (one, shared: an actix
     /// address clone allocates twice).
     me: OwnCell<Lrms>,
+    /// Realtime runs with an external preemption policy: the local request whose decision is
+    /// pending and the inputs held meanwhile (see [`crate::policy::realtime`]).
+    later: Option<Later>,
+}
+
+/// What an LRMS holds while an external decision is pending: a scheduler busy deciding.
+#[derive(Default)]
+struct Later {
+    /// The local request whose preemption decision is pending.
+    busy: Option<SubmitLocal>,
+    /// Inputs that came meanwhile, in order, with when each came.
+    held: std::collections::VecDeque<(EmuTime, Held)>,
+    /// The pending decision's deadline, called off when it is answered.
+    deadline: Option<crate::time::TimerHandle>,
+}
+
+/// An input held while a decision is pending.
+enum Held {
+    Local(SubmitLocal),
+    Tick,
+    Report(VmReport),
+    Publish,
+    Reallocate,
+    Outcome(RelocationOutcome),
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -84,6 +110,9 @@ pub struct LrmsSpec {
     pub policies: Policies,
     /// Whether and how it publishes free slots.
     pub publishing: Option<Publishing>,
+    /// Whether its preemption decisions are answered later (a realtime run's external
+    /// policy): it then holds its inputs while one is pending.
+    pub decides_later: bool,
 }
 
 impl Lrms {
@@ -112,6 +141,58 @@ impl Lrms {
             core,
             vms: BTreeMap::new(),
             me: OwnCell::default(),
+            later: spec.decides_later.then(Later::default),
+        }
+    }
+
+    /// Whether an external decision is pending: inputs are held.
+    fn busy(&self) -> bool {
+        self.later.as_ref().is_some_and(|l| l.busy.is_some())
+    }
+
+    /// Holds `input` until the pending decision is answered.
+    fn hold(&mut self, input: Held) {
+        let now = self.emu.now();
+        if let Some(l) = &mut self.later {
+            l.held.push_back((now, input));
+        }
+    }
+
+    /// Handles a held input.
+    fn handle_held(&mut self, held: Held, ctx: &mut Context<Self>) {
+        match held {
+            Held::Local(m) => self.local(m, false, ctx),
+            Held::Tick => self.tick(ctx),
+            Held::Report(m) => self.report(m, ctx),
+            Held::Publish => self.publish(ctx),
+            Held::Reallocate => self.reallocate(ctx),
+            Held::Outcome(m) => self.outcome(m, ctx),
+        }
+    }
+
+    /// The pending decision was answered (or is due): the local request is handled again,
+    /// then the inputs held meanwhile, until one leaves a decision pending again.
+    fn decided(&mut self, ctx: &mut Context<Self>) {
+        let Some(l) = &mut self.later else {
+            return;
+        };
+        if let Some(d) = l.deadline.take() {
+            d.cancel();
+        }
+        let Some(busy) = l.busy.take() else {
+            return;
+        };
+        self.local(busy, true, ctx);
+        loop {
+            let next = match &mut self.later {
+                Some(l) if l.busy.is_none() => l.held.pop_front(),
+                _ => None,
+            };
+            let Some((came, h)) = next else { break };
+            if let Some(rt) = self.emu.plugins.realtime() {
+                rt.held(self.id, self.emu.now().since(came));
+            }
+            self.handle_held(h, ctx);
         }
     }
 
@@ -345,6 +426,8 @@ emu_shell!(Lrms);
 
 handles_caused!(
     Lrms;
+    PolicyAnswer,
+    PolicyDeadline,
     PublishTick,
     Reallocate,
     RelocationOutcome,
@@ -361,6 +444,9 @@ impl Actor for Lrms {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.later.is_some() {
+            super::wake_on_answers(&self.emu, self.id, self.own(ctx));
+        }
         if self
             .publishing
             .as_ref()
@@ -375,6 +461,39 @@ impl Actor for Lrms {
 impl Handler<PublishTick> for Lrms {
     type Result = ();
     fn handle(&mut self, _: PublishTick, ctx: &mut Context<Self>) {
+        if self.busy() {
+            self.hold(Held::Publish);
+        } else {
+            self.publish(ctx);
+        }
+    }
+}
+
+impl Handler<Reallocate> for Lrms {
+    type Result = ();
+    fn handle(&mut self, _: Reallocate, ctx: &mut Context<Self>) {
+        if self.busy() {
+            self.hold(Held::Reallocate);
+        } else {
+            self.reallocate(ctx);
+        }
+    }
+}
+
+impl Handler<RelocationOutcome> for Lrms {
+    type Result = ();
+    fn handle(&mut self, msg: RelocationOutcome, ctx: &mut Context<Self>) {
+        if self.busy() {
+            self.hold(Held::Outcome(msg));
+        } else {
+            self.outcome(msg, ctx);
+        }
+    }
+}
+
+impl Lrms {
+    /// A periodic publication of the free slots (and the next one set).
+    fn publish(&mut self, ctx: &mut Context<Self>) {
         let Some(interval) = self.publishing.as_ref().and_then(|p| p.interval) else {
             return;
         };
@@ -392,11 +511,9 @@ impl Handler<PublishTick> for Lrms {
             self.emu.send_at(now + half, self.id, me, Reallocate);
         }
     }
-}
 
-impl Handler<Reallocate> for Lrms {
-    type Result = ();
-    fn handle(&mut self, _: Reallocate, ctx: &mut Context<Self>) {
+    /// A forecasting provider's check half an interval after it published.
+    fn reallocate(&mut self, ctx: &mut Context<Self>) {
         let now = self.emu.now();
         let Some((f, reserve)) = &mut self.forecast else {
             return;
@@ -413,6 +530,17 @@ impl Handler<Reallocate> for Lrms {
             let slots = self.slots(p);
             self.emu.send(self.id, &self.igg, slots);
         }
+    }
+
+    /// Where a relocation of a lease of this cluster ended.
+    fn outcome(&mut self, msg: RelocationOutcome, ctx: &mut Context<Self>) {
+        let actions = self
+            .core
+            .relocated(msg.lease, msg.to.is_some(), self.emu.now());
+        if msg.to.is_some() {
+            self.vms.remove(&msg.lease);
+        }
+        self.apply(actions, ctx);
     }
 }
 
@@ -457,11 +585,34 @@ impl Handler<AssignLease> for Lrms {
 impl Handler<SubmitLocal> for Lrms {
     type Result = ();
     fn handle(&mut self, msg: SubmitLocal, ctx: &mut Context<Self>) {
-        let lease = msg.0.id;
-        if let Some((f, _)) = &mut self.forecast {
-            f.local_submitted(msg.0.cores(), msg.0.duration);
+        if self.busy() {
+            self.hold(Held::Local(msg));
+        } else {
+            self.local(msg, false, ctx);
         }
-        match self.core.submit_local(msg.0, self.emu.now()) {
+    }
+}
+
+impl Lrms {
+    /// A local request (`again`: handled again, its pending decision answered).
+    fn local(&mut self, msg: SubmitLocal, again: bool, ctx: &mut Context<Self>) {
+        let lease = msg.0.id;
+        if !again {
+            if let Some((f, _)) = &mut self.forecast {
+                f.local_submitted(msg.0.cores(), msg.0.duration);
+            }
+        }
+        // A copy to go back to if the decision is left pending (realtime external policy).
+        let before = self.later.is_some().then(|| self.core.clone());
+        let decided = self.core.submit_local(msg.0.clone(), self.emu.now());
+        if let Some(before) = before {
+            if self.went_pending() {
+                self.core.restore(before);
+                self.wait_for(msg, ctx);
+                return;
+            }
+        }
+        match decided {
             Ok(actions) => self.apply(actions, ctx),
             Err(why) => {
                 tracing::debug!(lease = lease.0, ?why, "LRMS rejects a local request");
@@ -473,23 +624,79 @@ impl Handler<SubmitLocal> for Lrms {
             }
         }
     }
+
+    /// Whether the input just handled left an external decision pending.
+    fn went_pending(&self) -> bool {
+        (self.emu.plugins.realtime()).is_some_and(|rt| rt.take_pending(self.id))
+    }
+
+    /// Holds `msg` until its pending decision is answered, or due.
+    fn wait_for(&mut self, msg: SubmitLocal, ctx: &mut Context<Self>) {
+        let Some(rt) = self.emu.plugins.realtime().cloned() else {
+            return;
+        };
+        let deadline = rt.waiting_for(self.id).map(|id| {
+            let me = self.own(ctx);
+            let due = self.emu.now() + rt.deadline;
+            self.emu
+                .send_at_cancellable(due, self.id, me, PolicyDeadline(id))
+        });
+        if let Some(l) = &mut self.later {
+            l.busy = Some(msg);
+            l.deadline = deadline;
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        let actions = self.core.tick(self.emu.now());
+        self.apply(actions, ctx);
+    }
+
+    fn report(&mut self, msg: VmReport, ctx: &mut Context<Self>) {
+        let actions = self
+            .core
+            .vm_reported(msg.vm.lease, msg.state, self.emu.now());
+        self.apply(actions, ctx);
+    }
+}
+
+impl Handler<PolicyAnswer> for Lrms {
+    type Result = ();
+    fn handle(&mut self, _: PolicyAnswer, ctx: &mut Context<Self>) {
+        self.decided(ctx);
+    }
+}
+
+impl Handler<PolicyDeadline> for Lrms {
+    type Result = ();
+    fn handle(&mut self, msg: PolicyDeadline, ctx: &mut Context<Self>) {
+        let expired = (self.emu.plugins.realtime())
+            .is_some_and(|rt| rt.expire(self.id, msg.0, self.emu.now()));
+        if expired {
+            self.decided(ctx);
+        }
+    }
 }
 
 impl Handler<Tick> for Lrms {
     type Result = ();
     fn handle(&mut self, _: Tick, ctx: &mut Context<Self>) {
-        let actions = self.core.tick(self.emu.now());
-        self.apply(actions, ctx);
+        if self.busy() {
+            self.hold(Held::Tick);
+        } else {
+            self.tick(ctx);
+        }
     }
 }
 
 impl Handler<VmReport> for Lrms {
     type Result = ();
     fn handle(&mut self, msg: VmReport, ctx: &mut Context<Self>) {
-        let actions = self
-            .core
-            .vm_reported(msg.vm.lease, msg.state, self.emu.now());
-        self.apply(actions, ctx);
+        if self.busy() {
+            self.hold(Held::Report(msg));
+        } else {
+            self.report(msg, ctx);
+        }
     }
 }
 
@@ -506,19 +713,6 @@ impl Handler<AdoptLease> for Lrms {
             Err(_) => false,
         };
         MessageResult(AdoptAnswer { lease, accepted })
-    }
-}
-
-impl Handler<RelocationOutcome> for Lrms {
-    type Result = ();
-    fn handle(&mut self, msg: RelocationOutcome, ctx: &mut Context<Self>) {
-        let actions = self
-            .core
-            .relocated(msg.lease, msg.to.is_some(), self.emu.now());
-        if msg.to.is_some() {
-            self.vms.remove(&msg.lease);
-        }
-        self.apply(actions, ctx);
     }
 }
 

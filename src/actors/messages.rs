@@ -209,6 +209,24 @@ impl Traced for Tick {
     const KIND: &'static str = "Tick";
 }
 
+/// Run → actor (realtime runs): the answer to the actor's pending external decision came;
+/// it handles its held input again.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct PolicyAnswer;
+impl Traced for PolicyAnswer {
+    const KIND: &'static str = "PolicyAnswer";
+}
+
+/// Actor → itself (realtime runs): external question `.0` is due; if still unanswered, the
+/// fallback decides.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct PolicyDeadline(pub u64);
+impl Traced for PolicyDeadline {
+    const KIND: &'static str = "PolicyDeadline";
+}
+
 /// LRMS → IGG: find another cluster of the Grid for this suspended migratable lease.
 #[derive(Message, Clone)]
 #[rtype(result = "()")]

@@ -341,6 +341,25 @@ where
     }
 }
 
+/// Has the run wake actor `id` (through `me`) with a [`messages::PolicyAnswer`] when its
+/// pending external decision is answered (realtime runs), caused by the record that asked.
+pub(crate) fn wake_on_answers<P: Inbox<messages::PolicyAnswer>>(emu: &Rc<Emu>, id: ActorId, me: P) {
+    let Some(rt) = emu.plugins.realtime() else {
+        return;
+    };
+    let weak = Rc::downgrade(emu);
+    rt.on_wake(
+        id,
+        Rc::new(move |at, cause| {
+            if let Some(emu) = weak.upgrade() {
+                let before = emu.tracer.enter(cause);
+                emu.send_at(at.max(emu.now()), id, me.clone(), messages::PolicyAnswer);
+                emu.tracer.enter(before);
+            }
+        }),
+    );
+}
+
 thread_local! {
     /// Run contexts alive on this thread (each run lives on one thread).
     static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };

@@ -185,6 +185,32 @@ struct PeerVerdicts {
     timed_out: u32,
 }
 
+/// A copy of a broker's state (to undo an input, [`Broker::restore`]): with the shipped
+/// policies in place of its own (a user's policy need not be clonable; a copy never decides).
+impl Clone for Broker {
+    fn clone(&self) -> Broker {
+        Broker {
+            me: self.me,
+            answer: Box::new(MarginalCost),
+            offer: Box::new(CheapestContract),
+            next: self.next,
+            contracts: self.contracts.clone(),
+            queue: self.queue.clone(),
+            outbound: self.outbound.clone(),
+            redirecting: self.redirecting.clone(),
+            retries: self.retries,
+            ticket_ttl: self.ticket_ttl,
+            tickets: self.tickets.clone(),
+            foreign: self.foreign.clone(),
+            outcomes: self.outcomes.clone(),
+            answered: self.answered.clone(),
+            pending: self.pending.clone(),
+            taken: self.taken.clone(),
+            verdicts: self.verdicts.clone(),
+        }
+    }
+}
+
 impl Broker {
     /// The broker of Grid `me` with contracts (any order), retry bound and ticket lifetime.
     pub(crate) fn new(
@@ -229,6 +255,21 @@ impl Broker {
         self.answer = answer;
         self.offer = offer;
         self
+    }
+
+    /// Takes this broker's policies out (placeholders, the shipped ones, left in).
+    fn take_policies(&mut self) -> (Box<dyn AnswerPolicy>, Box<dyn OfferPolicy>) {
+        (
+            std::mem::replace(&mut self.answer, Box::new(MarginalCost)),
+            std::mem::replace(&mut self.offer, Box::new(CheapestContract)),
+        )
+    }
+
+    /// Puts back the state of `earlier`, a copy taken before ([`Clone`]), keeping this
+    /// broker's policies.
+    pub(crate) fn restore(&mut self, earlier: Broker) {
+        let (answer, offer) = self.take_policies();
+        *self = earlier.with_policies(answer, offer);
     }
 
     /// Whether this IGG has any contract as a requester.

@@ -297,7 +297,46 @@ pub struct Gateway {
     rng: StdRng,
 }
 
+/// A copy of a gateway's state (to undo an input, [`Gateway::restore`]): with the shipped
+/// policies in place of its own (a user's policy need not be clonable; a copy never decides).
+impl Clone for Gateway {
+    fn clone(&self) -> Gateway {
+        Gateway {
+            grid: self.grid,
+            settings: self.settings.clone(),
+            clusters: self.clusters.clone(),
+            dispatch: Box::new(super::dispatch::RoundRobin::default()),
+            loads: self.loads.clone(),
+            placed: self.placed.clone(),
+            slots: self.slots.clone(),
+            peers: self.peers.clone(),
+            broker: self.broker.clone(),
+            cost: self.cost.clone(),
+            providers: self.providers.clone(),
+            reports_pending: self.reports_pending.clone(),
+            reports_done: self.reports_done.clone(),
+            down: self.down,
+            next_price_update: self.next_price_update,
+            refused_here: self.refused_here.clone(),
+            rng: self.rng.clone(),
+        }
+    }
+}
+
 impl Gateway {
+    /// Puts back the state of `earlier`, a copy of this gateway taken before ([`Clone`]),
+    /// keeping this gateway's policies: what an input did is undone (a realtime run whose
+    /// external decision is pending handles the input again once it is answered).
+    pub fn restore(&mut self, mut earlier: Gateway) {
+        let empty = || Broker::new(self.grid, Vec::new(), 0, EmuDuration::ZERO);
+        // The copy's broker state, with this broker's policies.
+        let mut broker = std::mem::replace(&mut self.broker, empty());
+        broker.restore(std::mem::replace(&mut earlier.broker, empty()));
+        earlier.broker = broker;
+        std::mem::swap(&mut earlier.dispatch, &mut self.dispatch);
+        *self = earlier;
+    }
+
     /// The gateway of Grid `grid` over `clusters` (id, cores), whose own cost model (eq. 2
     /// over its clusters) is `cost`.
     pub fn new(

@@ -474,9 +474,10 @@ pub struct LeaseView {
     pub suspended: bool,
 }
 
-/// A copy of a core for what-if scheduling (the debug check of [`Core::stays_put`]): it has
-/// the state but not the policies — a copy never decides, so it gets ones that never preempt
-/// and admit everything (a user's policy need not be clonable).
+/// A copy of a core's state, for what-if scheduling (the debug check of [`Core::stays_put`])
+/// and to undo an input ([`Core::restore`]): it has the state but not the policies — a copy
+/// never decides, so it gets ones that never preempt and admit everything (a user's policy
+/// need not be clonable).
 impl Clone for Core {
     fn clone(&self) -> Core {
         Core {
@@ -492,6 +493,19 @@ impl Clone for Core {
             starts: self.starts.clone(),
             decisions: self.decisions,
         }
+    }
+}
+
+impl Core {
+    /// Puts back the state of `earlier`, a copy of this core taken before ([`Clone`]),
+    /// keeping this core's policies: what an input did is undone (a realtime run whose
+    /// external decision is pending handles the input again once it is answered).
+    pub fn restore(&mut self, earlier: Core) {
+        let preemption = std::mem::replace(&mut self.preemption, Box::new(preemption::Nop));
+        let admission = std::mem::replace(&mut self.admission, Box::new(super::admission::Cacp));
+        *self = earlier;
+        self.preemption = preemption;
+        self.admission = admission;
     }
 }
 

@@ -64,8 +64,13 @@ fn external_commands(topo: &Topology) -> BTreeMap<String, Vec<Point>> {
 }
 
 /// Starts every external process `topo` names (a failure to start, or to answer the
-/// handshake, is the run's error).
-pub(crate) fn start_processes(topo: &Topology, plugins: &Plugins) -> Result<(), String> {
+/// handshake, is the run's error). In a realtime run, each process's answers are read in the
+/// background and `arrived` is called after each.
+pub(crate) fn start_processes(
+    topo: &Topology,
+    plugins: &Plugins,
+    arrived: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
+) -> Result<(), String> {
     for (name, points) in external_commands(topo) {
         if plugins.process(&name).is_some() {
             continue;
@@ -84,6 +89,9 @@ pub(crate) fn start_processes(topo: &Topology, plugins: &Plugins) -> Result<(), 
             "topology": topo.name,
         });
         let p = Process::start(command, &words, &points, hello, topo.external.timeout)?;
+        if let Some(arrived) = &arrived {
+            p.answer_in_background(std::sync::Arc::clone(arrived))?;
+        }
         plugins.keep(&name, Rc::new(p));
     }
     Ok(())
@@ -104,17 +112,25 @@ impl Builder<'_> {
         let unknown =
             |name: &str| format!("no {} policy is registered as `{name}`", point.as_str());
         let fault = Fault::default();
+        let site = Site {
+            at: at.to_string(),
+            point,
+            policy: chosen.name.clone(),
+            fallback: chosen.fallback.clone(),
+        };
         let (inner, process) = if chosen.is_external() {
             let process = self
                 .plugins
                 .process(&chosen.name)
                 .ok_or_else(|| format!("`{}` was not started", chosen.name))?;
             let name = process.name().to_string();
+            let later = (self.plugins.realtime()).map(|rt| (Rc::clone(rt), by, site.clone()));
             let proxy = Proxy {
                 process,
                 at: at.to_string(),
                 names: self.names.clone(),
                 fault: fault.clone(),
+                later,
             };
             (external(proxy), Some(name))
         } else {
@@ -127,12 +143,6 @@ impl Builder<'_> {
         let fallback = match &chosen.fallback {
             Some(f) => Some(make(f).ok_or_else(|| unknown(f))?),
             None => None,
-        };
-        let site = Site {
-            at: at.to_string(),
-            point,
-            policy: chosen.name.clone(),
-            fallback: chosen.fallback.clone(),
         };
         self.plugins.enlist(&site, process);
         let guard = Guard {

@@ -27,9 +27,10 @@ use crate::model::RequestId;
 use crate::trace::ActorId;
 
 /// Where an external proxy reports why it could not answer (the process failed, or its
-/// answer had the wrong shape); a Rust plug-in's guard finds it empty.
+/// answer had the wrong shape), or that the answer will come later (realtime runs); a Rust
+/// plug-in's guard finds it empty.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Fault(Rc<RefCell<Option<String>>>);
+pub(crate) struct Fault(Rc<RefCell<Option<String>>>, Rc<std::cell::Cell<bool>>);
 
 impl Fault {
     /// Reports a failure (the first since the guard last looked stands).
@@ -37,8 +38,18 @@ impl Fault {
         self.0.borrow_mut().get_or_insert(why);
     }
 
+    /// Reports that the question was sent and its answer will come later: the decision is
+    /// pending, and whatever is decided now is undone.
+    pub(crate) fn pend(&self) {
+        self.1.set(true);
+    }
+
     fn take(&self) -> Option<String> {
         self.0.borrow_mut().take()
+    }
+
+    fn take_pending(&self) -> bool {
+        self.1.replace(false)
     }
 }
 
@@ -70,6 +81,11 @@ impl Guard {
         let Some(w) = self.witness.upgrade() else {
             return answer.unwrap_or(safe);
         };
+        if self.fault.take_pending() {
+            // Asked, not answered: the actor undoes this input and handles it again with
+            // the answer; nothing is counted or traced now.
+            return safe;
+        }
         let answer = match self.fault.take() {
             Some(why) => Err(why),
             None => answer,

@@ -20,6 +20,7 @@ pub(crate) mod build;
 pub mod checks;
 pub mod external;
 pub(crate) mod guard;
+pub mod realtime;
 pub mod registry;
 pub mod run;
 pub mod words;

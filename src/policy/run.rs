@@ -98,6 +98,14 @@ pub struct PluginRecord {
     /// Decisions its fallback made instead (a bad answer, a failed process, a missed
     /// deadline).
     pub fallbacks: u64,
+    /// Realtime runs, an external process's: how long its decisions took, in emulated
+    /// milliseconds from question to answer (or to the deadline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<crate::time::Lateness>,
+    /// Realtime runs: how late (emulated milliseconds) its actor handled the inputs that came
+    /// while one of its decisions was pending — the lateness its latency caused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_ms: Option<crate::time::Lateness>,
 }
 
 /// A run's plug-in state.
@@ -110,6 +118,8 @@ pub struct Plugins {
     processes: RefCell<Vec<(String, Rc<Process>)>>,
     /// Woken when a failure ends the run.
     stop: Rc<tokio::sync::Notify>,
+    /// In a realtime run with external processes: their decisions in flight.
+    realtime: std::cell::OnceCell<Rc<super::realtime::Realtime>>,
 }
 
 impl Plugins {
@@ -125,8 +135,23 @@ impl Plugins {
                 fallback: site.fallback.clone(),
                 decisions: 0,
                 fallbacks: 0,
+                latency_ms: None,
+                held_ms: None,
             },
         );
+    }
+
+    /// Makes external decisions pending rather than waited for (a realtime run), each due
+    /// `deadline` after it is asked.
+    pub fn answer_later(&self, deadline: crate::time::EmuDuration, cause: super::realtime::Cause) {
+        let _ = self
+            .realtime
+            .set(Rc::new(super::realtime::Realtime::new(deadline, cause)));
+    }
+
+    /// The realtime run's decisions in flight, if the run answers them later.
+    pub fn realtime(&self) -> Option<&Rc<super::realtime::Realtime>> {
+        self.realtime.get()
     }
 
     /// Counts a decision asked of `site`'s plug-in, and whether its fallback made it.
@@ -163,7 +188,17 @@ impl Plugins {
 
     /// The plug-ins in force, with their counts, in site order.
     pub fn records(&self) -> Vec<PluginRecord> {
-        self.records.borrow().values().cloned().collect()
+        let rt = self.realtime.get();
+        (self.records.borrow().iter())
+            .map(|(site, r)| {
+                let (latency_ms, held_ms) = rt.map_or((None, None), |rt| rt.figures(site));
+                PluginRecord {
+                    latency_ms,
+                    held_ms,
+                    ..r.clone()
+                }
+            })
+            .collect()
     }
 
     /// Keeps a started process, named as topologies name it, to end with the run.

@@ -732,6 +732,15 @@ impl Clock {
         EmuTime::from_micros((wall * speedup * MICROS_PER_SEC as f64) as u64)
     }
 
+    /// Emulated time as the wall clock has it (realtime: wall time since the start times the
+    /// speed-up, never before `now`); in virtual mode, `now`.
+    pub fn wall_now_emulated(&self) -> EmuTime {
+        match self.inner.mode {
+            ClockMode::Virtual => self.now(),
+            ClockMode::Realtime { speedup } => self.wall_now(speedup).max(self.now()),
+        }
+    }
+
     /// Runs `fire` at emulated time `due` (or as soon as possible if `due` has passed).
     /// Events due at the same time run in the order they were scheduled.
     pub fn at(&self, due: EmuTime, fire: impl FnOnce() + 'static) {

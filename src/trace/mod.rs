@@ -73,6 +73,8 @@ pub const KINDS: &[&str] = &[
     "Restart",
     "EndOfRun",
     "Decision",
+    "PolicyAnswer",
+    "PolicyDeadline",
 ];
 
 /// Which messages a traced run writes to `trace.jsonl`: those that pass every part given
@@ -197,7 +199,7 @@ impl TraceFilter {
 }
 
 /// A compact handle for an actor's name in traces.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ActorId(pub u32);
 
 /// Correlation ids carried by a message.

@@ -11,6 +11,8 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+# `slow` answers like `good` after SLOW seconds (wall time) per decision.
+SLOW = float(sys.argv[2]) if MODE == "slow" and len(sys.argv) > 2 else 0.0
 
 IMPOSSIBLE = {
     "preemption": {"preempt": []},
@@ -79,4 +81,6 @@ for line in sys.stdin:
     if MODE == "shapeless":
         send({"type": "answer", "id": qid, "answer": [1, 2, 3]})
         continue
+    if MODE == "slow":
+        time.sleep(SLOW)
     send({"type": "answer", "id": qid, "answer": good(point, msg["question"])})

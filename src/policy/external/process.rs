@@ -62,6 +62,114 @@ pub struct Process {
     next: std::cell::Cell<u64>,
     /// Once it has failed it stays failed: every later question gets this.
     broken: std::cell::RefCell<Option<String>>,
+    /// In realtime runs, the answers its reading thread has collected.
+    answers: std::cell::RefCell<Option<Arc<Answers>>>,
+}
+
+/// Answers read in the background (realtime runs): by question id, or why no more come.
+#[derive(Default)]
+pub(crate) struct Answers {
+    state: Mutex<AnswersState>,
+    came: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct AnswersState {
+    by_id: std::collections::BTreeMap<u64, Value>,
+    /// Why reading stopped (the process exited, or wrote what is not an answer).
+    ended: Option<String>,
+}
+
+impl Answers {
+    /// The answer to `id`, if it came (`Some(Err)` once reading has stopped).
+    fn take(&self, id: u64) -> Option<Result<Value, String>> {
+        let mut s = self.state.lock().ok()?;
+        match s.by_id.remove(&id) {
+            Some(v) => Some(Ok(v)),
+            None => s.ended.clone().map(Err),
+        }
+    }
+
+    /// Waits at most `timeout` for the answer to `id`.
+    fn wait(&self, id: u64, timeout: Duration) -> Result<Value, String> {
+        let deadline = Instant::now() + timeout;
+        let Ok(mut s) = self.state.lock() else {
+            return Err("could not be read".into());
+        };
+        loop {
+            if let Some(v) = s.by_id.remove(&id) {
+                return Ok(v);
+            }
+            if let Some(why) = &s.ended {
+                return Err(why.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!(
+                    "did not answer within {timeout:?} ([external] timeout)"
+                ));
+            }
+            s = match self.came.wait_timeout(s, left) {
+                Ok((s, _)) => s,
+                Err(_) => return Err("could not be read".into()),
+            };
+        }
+    }
+
+    fn put(&self, what: Result<(u64, Value), String>) {
+        if let Ok(mut s) = self.state.lock() {
+            match what {
+                Ok((id, v)) => {
+                    s.by_id.insert(id, v);
+                }
+                Err(why) => {
+                    s.ended.get_or_insert(why);
+                }
+            }
+        }
+        self.came.notify_all();
+    }
+}
+
+/// Reads answers from `socket` (after the bytes `pending` already read) into `answers`,
+/// calling `arrived` after each, until the process ends or breaks the protocol.
+fn read_in_background(
+    socket: UnixStream,
+    pending: Vec<u8>,
+    answers: Arc<Answers>,
+    arrived: Arc<dyn Fn() + Send + Sync>,
+) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(std::io::Cursor::new(pending).chain(socket));
+        loop {
+            let mut buf = Vec::new();
+            let line = match (&mut r)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf)
+            {
+                Ok(0) => Err("exited".to_string()),
+                Ok(_) if buf.len() > MAX_LINE => {
+                    Err(format!("wrote a line longer than {MAX_LINE} bytes"))
+                }
+                Ok(_) => Ok(String::from_utf8_lossy(&buf).into_owned()),
+                Err(e) => Err(format!("could not be read ({e})")),
+            };
+            let answer = line.and_then(|text| {
+                let v: Value = serde_json::from_str(&text)
+                    .map_err(|_| format!("wrote a line that is not JSON: `{}`", excerpt(&text)))?;
+                let id = v.get("id").and_then(Value::as_u64).ok_or_else(|| {
+                    format!("wrote `{}`, not an answer with an id", excerpt(&text))
+                })?;
+                Ok((id, v))
+            });
+            let last = answer.is_err();
+            answers.put(answer);
+            arrived();
+            if last {
+                return;
+            }
+        }
+    });
 }
 
 impl Process {
@@ -104,6 +212,7 @@ impl Process {
             timeout,
             next: std::cell::Cell::new(1),
             broken: std::cell::RefCell::new(None),
+            answers: std::cell::RefCell::new(None),
         };
         p.name = p.handshake(points, hello)?;
         Ok(p)
@@ -164,18 +273,29 @@ impl Process {
         let id = self.next.get();
         self.next.set(id + 1);
         let line = json!({"type": "question", "id": id, "now": now, "point": point.as_str(), "at": at, "question": question});
-        let answered = self.write(&line).and_then(|()| self.answer_to(id));
-        if let Err(why) = &answered {
+        if let Err(why) = self.write(&line) {
             *self.broken.borrow_mut() = Some(why.clone());
+            return Err(why);
         }
-        answered
+        let reply = match &*self.answers.borrow() {
+            None => self.read(|v| {
+                // A late answer to an earlier question (one that timed out) is passed over.
+                !matches!(v.get("id").and_then(Value::as_u64), Some(old) if old < id)
+            }),
+            Some(a) => a.wait(id, self.timeout).map_err(|e| self.explain(&e)),
+        };
+        match reply.and_then(|r| self.interpret(&r, id)) {
+            Ok(answer) => answer,
+            Err(why) => {
+                *self.broken.borrow_mut() = Some(why.clone());
+                Err(why)
+            }
+        }
     }
 
-    fn answer_to(&self, id: u64) -> Result<Value, String> {
-        let reply = self.read(|v| {
-            // A late answer to an earlier question (one that timed out) is passed over.
-            !matches!(v.get("id").and_then(Value::as_u64), Some(old) if old < id)
-        })?;
+    /// What `reply` to question `id` says: `Ok(Ok(answer))`, `Ok(Err(why))` when the process
+    /// declined to decide (it may still decide others), `Err` when it broke the protocol.
+    fn interpret(&self, reply: &Value, id: u64) -> Result<Result<Value, String>, String> {
         match reply.get("id").and_then(Value::as_u64) {
             Some(got) if got == id => {}
             _ => {
@@ -189,16 +309,73 @@ impl Process {
             }
         }
         if let Some(e) = reply.get("error") {
-            return Err(format!(
-                "`{}` could not decide: {}",
+            return Ok(Err(format!(
+                "the external policy `{}` could not decide: {}",
                 self.command,
                 excerpt(e.as_str().unwrap_or(&e.to_string()))
-            ));
+            )));
         }
         reply
             .get("answer")
             .cloned()
+            .map(Ok)
             .ok_or_else(|| self.explain("answered with neither `answer` nor `error`"))
+    }
+
+    /// Switches to asking without waiting (realtime runs): a thread of its own reads the
+    /// answers as they come and calls `arrived` after each; [`Process::send`] asks,
+    /// [`Process::take`] collects. [`Process::ask`] still waits, for the answer to its own
+    /// question.
+    pub fn answer_in_background(&self, arrived: Arc<dyn Fn() + Send + Sync>) -> Result<(), String> {
+        let socket = self.socket.borrow();
+        let Some(s) = socket.as_ref() else {
+            return Err(self.explain("is no longer read"));
+        };
+        let reader = s
+            .try_clone()
+            .and_then(|r| {
+                r.set_nonblocking(false)
+                    .and(r.set_read_timeout(None))
+                    .map(|()| r)
+            })
+            .map_err(|e| self.explain(&format!("could not be read ({e})")))?;
+        let answers = Arc::new(Answers::default());
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        read_in_background(reader, pending, Arc::clone(&answers), arrived);
+        *self.answers.borrow_mut() = Some(answers);
+        Ok(())
+    }
+
+    /// Sends question `question` without waiting for its answer; returns its id.
+    pub fn send(&self, point: Point, at: &str, now: u64, question: Value) -> Result<u64, String> {
+        if let Some(why) = self.broken.borrow().clone() {
+            return Err(why);
+        }
+        let id = self.next.get();
+        self.next.set(id + 1);
+        let line = json!({"type": "question", "id": id, "now": now, "point": point.as_str(), "at": at, "question": question});
+        self.write(&line)
+            .inspect_err(|why| *self.broken.borrow_mut() = Some(why.clone()))?;
+        Ok(id)
+    }
+
+    /// The answer to question `id` if it has come (`Some(Err)` if it never will: the
+    /// process broke the protocol or ended).
+    pub fn take(&self, id: u64) -> Option<Result<Value, String>> {
+        if let Some(why) = self.broken.borrow().clone() {
+            return Some(Err(why));
+        }
+        let answers = self.answers.borrow();
+        let got = answers.as_ref()?.take(id)?;
+        let answer = match got.and_then(|r| self.interpret(&r, id)) {
+            Ok(answer) => answer,
+            Err(why) => {
+                let why = self.explain(&why);
+                *self.broken.borrow_mut() = Some(why.clone());
+                Err(why)
+            }
+        };
+        Some(answer)
     }
 
     fn write(&self, v: &Value) -> Result<(), String> {

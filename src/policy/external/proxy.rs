@@ -18,8 +18,10 @@ use crate::lrms::policy::Choice;
 use crate::lrms::preemption::{Ask, Preemption};
 use crate::lrms::Refusal;
 use crate::policy::guard::Fault;
-use crate::policy::Point;
+use crate::policy::realtime::Realtime;
+use crate::policy::{Point, Site};
 use crate::time::EmuTime;
+use crate::trace::ActorId;
 
 /// What every proxy holds: the process, where it decides, the names questions use, and
 /// where to report a failure.
@@ -32,10 +34,14 @@ pub(crate) struct Proxy {
     pub names: Names,
     /// Where a failure goes.
     pub fault: Fault,
+    /// Realtime runs: where its decisions in flight are kept, the deciding actor, the site.
+    pub later: Option<(Rc<Realtime>, ActorId, Site)>,
 }
 
 impl Proxy {
-    /// Asks `question` at `point`; on failure reports it and returns `None`.
+    /// Asks `question` at `point`; on failure reports it and returns `None`. In a realtime
+    /// run (but for admission) the question is sent and the decision left pending, unless
+    /// its answer has come (the actor handles the input again).
     fn ask<T>(
         &self,
         point: Point,
@@ -43,23 +49,49 @@ impl Proxy {
         question: Value,
         read: impl FnOnce(&Value) -> Result<T, String>,
     ) -> Option<T> {
-        let answered = self
-            .process
-            .ask(point, &self.at, now.as_micros(), question)
-            .and_then(|a| {
-                read(&a).map_err(|e| {
-                    format!(
-                        "the external policy `{}` answered wrongly: {e}",
-                        self.process.command()
-                    )
-                })
-            });
-        match answered {
+        let answered = match &self.later {
+            Some(later) if point != Point::Admission => match later.0.answer(later.1) {
+                Some(answer) => answer,
+                None => {
+                    self.send_now(point, now, question, later);
+                    return None;
+                }
+            },
+            _ => self.process.ask(point, &self.at, now.as_micros(), question),
+        };
+        let read = answered.and_then(|a| {
+            read(&a).map_err(|e| {
+                let command = self.process.command();
+                format!("the external policy `{command}` answered wrongly: {e}")
+            })
+        });
+        match read {
             Ok(t) => Some(t),
             Err(why) => {
                 self.fault.report(why);
                 None
             }
+        }
+    }
+
+    /// Sends `question` without waiting: the decision is pending.
+    fn send_now(
+        &self,
+        point: Point,
+        now: EmuTime,
+        question: Value,
+        (rt, by, site): &(Rc<Realtime>, ActorId, Site),
+    ) {
+        match self
+            .process
+            .send(point, &self.at, now.as_micros(), question)
+        {
+            Ok(id) => {
+                let sent = (Rc::clone(&self.process), id);
+                rt.sent(sent, *by, now, site.clone());
+                self.fault.pend();
+            }
+            Err(why) => self.fault.report(why),
         }
     }
 
