@@ -1159,6 +1159,11 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
     );
     for g in &topo.grids {
         let provider = g.igg.provider.map_or("none", |x| x.as_str());
+        if g.igg.implementation.name != policy::registry::GATEWAY {
+            let text = format!("gateway {}, provider {provider}", g.igg.implementation.name);
+            p.insert(format!("grid:{}", g.name), text);
+            continue;
+        }
         let mut text = format!(
             "dispatch {}, provider {provider}",
             policy::describe(&g.igg.dispatch, None)

@@ -679,3 +679,103 @@ fn in_realtime_the_python_rr_places_every_request_without_stopping_the_run() {
     assert_eq!(external["unfinished"], 0);
     assert_eq!(s["invariant_violations"], 0);
 }
+
+const GATEWAY_PY: &str = "external:python3 examples/policies/gateway.py";
+
+#[test]
+fn an_external_gateway_plays_one_grid_of_paper_004_with_the_invariants_checked() {
+    if !python() {
+        return;
+    }
+    // Grid5000's gateway is the Python one: it serves its own requests and takes the
+    // requests its peers redirect to it; the other two Grids' gateways are igemu's.
+    let set = format!("grid.2.igg.implementation={GATEWAY_PY}");
+    let r = run(
+        load("topologies/paper004-three-grids.toml", &[&set]),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let s = &r.summary;
+    assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
+    assert_eq!(
+        s.requests.external.unfinished + s.requests.local.unfinished,
+        0
+    );
+    assert_eq!(s.plugins.len(), 1);
+    assert_eq!(s.plugins[0].point, "gateway");
+    assert_eq!(
+        s.plugins[0].process.as_deref(),
+        Some("simple gateway (python)")
+    );
+    assert!(s.plugins[0].decisions > 1000, "{:?}", s.plugins[0]);
+    // Its peers redirected work to it, and it was paid for all of it (money is conserved:
+    // an invariant), while it redirected nothing itself.
+    let g5k = &s.grids["grid5000"];
+    assert!(g5k.received > 0.0);
+    assert_eq!(g5k.negotiations.offers, 0);
+    let to_it: f64 = (s.grids.values())
+        .filter_map(|g| g.redirected_pct_by_peer.get("grid5000"))
+        .sum();
+    assert!(to_it > 0.0);
+}
+
+#[test]
+fn stress_finds_a_broken_external_gateways_bug_as_it_finds_the_built_in_ones() {
+    if !python() {
+        return;
+    }
+    let topo = load("topologies/peering-small.toml", &[]);
+    let settings: Vec<_> = igemu::stress::presets(&topo)
+        .into_iter()
+        .filter(|p| p.name == "none" || p.name == "lossy")
+        .collect();
+    let registry = Registry::builtin();
+    let plan = igemu::stress::StressPlan {
+        registry: &registry,
+        pace: igemu::stress::Pace::Virtual,
+        settings: &settings,
+        seeds: &[1, 2, 3],
+        schedules: &[0],
+    };
+    let caught = |gateway: &str| {
+        let sets = [format!("grid.2.igg.implementation={gateway}")];
+        let runs = igemu::stress::stress(
+            &path("topologies/peering-small.toml"),
+            &sets,
+            &plan,
+            2,
+            igemu::Broken::None,
+            igemu::progress::Style::Quiet,
+        );
+        let mut by_fault = std::collections::BTreeMap::new();
+        for r in &runs {
+            let (n, _) = r.outcome.clone().unwrap_or_else(|e| panic!("{e}"));
+            *by_fault.entry(r.fault.clone()).or_insert(0u64) += u64::from(n > 0);
+        }
+        (by_fault, runs)
+    };
+    let (sound, _) = caught(GATEWAY_PY);
+    assert_eq!(
+        sound.values().sum::<u64>(),
+        0,
+        "the sound gateway breaks nothing: {sound:?}"
+    );
+    let (broken, runs) = caught(&format!("{GATEWAY_PY} --broken"));
+    // A timing flaw: no fault, no violation; lost messages make the peers retry a
+    // redirection, which it then refuses while it serves the request.
+    assert_eq!(broken["none"], 0);
+    assert!(
+        broken["lossy"] >= 2,
+        "caught in {} of 3 lossy runs",
+        broken["lossy"]
+    );
+    let example = (runs.iter())
+        .find_map(|r| r.outcome.as_ref().ok().and_then(|o| o.1.first().cloned()))
+        .expect("an example");
+    assert!(
+        example.contains("served by grids")
+            || example.contains("ended twice")
+            || example.contains("confirmed twice"),
+        "{example}"
+    );
+}

@@ -29,6 +29,7 @@ admission  request, service, waiting, held, measured    True, False, "deadline" 
                                                         that reason) or ("limit", k)
 answer     request, units, price, max, cost, load ...   "accept", "reject" or ("counter", p)
 offer      request, units, home_cost, contracts         list of (peer, price[, limit])
+gateway    grid, clusters, offer_timeout, input         list of effects
 ========== ============================================ =====================================
 
 Raise ``Decline("why")`` when the policy cannot decide: igemu lets the topology's fallback
@@ -42,7 +43,7 @@ import sys
 import time
 
 PROTOCOL = 1
-POINTS = ("preemption", "dispatch", "admission", "answer", "offer")
+POINTS = ("preemption", "dispatch", "admission", "answer", "offer", "gateway")
 
 
 class Decline(Exception):
@@ -90,6 +91,8 @@ def _answer(point, value):
             return {"verdict": value}
         kind, price = value
         return {"verdict": kind, "price": float(price)}
+    if point == "gateway":
+        return {"effects": list(value)}
     if point == "offer":
         offers = []
         for step in value:

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use super::director::Director;
 use super::host::Host;
-use super::igg::{Igg, IggSpec};
+use super::igg::{GatewayCore, Igg, IggSpec};
 use super::lrms::{Lrms, LrmsSpec, Publishing};
 use super::messages::SetPeers;
 use super::users::{Target, Users};
@@ -187,37 +187,12 @@ impl Graph {
                     addr: users.start(),
                 }
             });
-            let (models, rate) = topo.grid_models(usize::from(gid.0));
             let clusters: Vec<(ClusterId, Peer<Lrms>)> = grid
                 .clusters
                 .iter()
                 .map(|&cid| (cid, self.start_cluster(emu, topo, (cid, &igg), broken)))
                 .collect();
-            let seed = stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
-            let sizes: Vec<(ClusterId, u64)> = grid
-                .clusters
-                .iter()
-                .map(|&c| (c, topo.cluster(c).cores()))
-                .collect();
-            let setup = DispatchSetup {
-                grid: grid.name.clone(),
-                clusters: grid
-                    .clusters
-                    .iter()
-                    .map(|&c| topo.cluster(c).name.clone())
-                    .collect(),
-                models,
-                rate,
-                seed,
-            };
-            let policies = self.gateway_policies(emu, topo, (gid, igg_id), setup);
-            let gateway = Gateway::new(
-                gid,
-                &sizes,
-                topo.cost_model(gid),
-                policies,
-                gateway_settings(topo, gid, broken == Broken::LateAck),
-            );
+            let gateway = self.gateway(emu, topo, (gid, igg_id), broken);
             let external = [&grid.igg.dispatch, &grid.igg.answer, &grid.igg.offer]
                 .iter()
                 .any(|c| c.is_external());
@@ -306,6 +281,53 @@ impl Graph {
 }
 
 impl Graph {
+    /// Grid `gid`'s gateway, deciding in `by`: igemu's with its policies, or the external
+    /// process `igg.implementation` names.
+    fn gateway(
+        &mut self,
+        emu: &Rc<Emu>,
+        topo: &Topology,
+        (gid, by): (GridId, crate::trace::ActorId),
+        broken: Broken,
+    ) -> GatewayCore {
+        let grid = &topo.grids[usize::from(gid.0)];
+        let names: Vec<(ClusterId, String)> = (grid.clusters.iter())
+            .map(|&c| (c, topo.cluster(c).name.clone()))
+            .collect();
+        let b = Graph::builder(emu, topo);
+        let setup = crate::policy::external::GatewaySetup {
+            grid: gid,
+            clusters: names.clone(),
+            requests: Rc::clone(&emu.requests),
+            names: b.names.clone(),
+            offer_timeout: topo.peering.offer_timeout,
+        };
+        let external = b.gateway(&grid.igg.implementation, setup, by);
+        if let Some(Some(g)) = self.keep(external.map(Some), || None) {
+            return GatewayCore::External(Box::new(g));
+        }
+        let (models, rate) = topo.grid_models(usize::from(gid.0));
+        let seed = stream_seed(topo.emulation.seed, &format!("igg:{}", grid.name));
+        let sizes: Vec<(ClusterId, u64)> = (grid.clusters.iter())
+            .map(|&c| (c, topo.cluster(c).cores()))
+            .collect();
+        let setup = DispatchSetup {
+            grid: grid.name.clone(),
+            clusters: names.into_iter().map(|(_, n)| n).collect(),
+            models,
+            rate,
+            seed,
+        };
+        let policies = self.gateway_policies(emu, topo, (gid, by), setup);
+        GatewayCore::Igemu(Box::new(Gateway::new(
+            gid,
+            &sizes,
+            topo.cost_model(gid),
+            policies,
+            gateway_settings(topo, gid, broken == Broken::LateAck),
+        )))
+    }
+
     /// Grid `gid`'s gateway policies (dispatch over `setup`, answer, offer), deciding in
     /// `by`.
     fn gateway_policies(

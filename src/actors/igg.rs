@@ -21,6 +21,7 @@ use super::{Emu, Peer};
 use crate::igg::gateway::{DveNote, Effect, Gateway, Input, Observation, Timer};
 use crate::lrms::Relocation;
 use crate::model::{ClusterId, GridId, LeaseRequest};
+use crate::policy::external::ExternalGateway;
 use crate::time::TimerHandle;
 use crate::trace::ActorId;
 
@@ -53,10 +54,52 @@ struct Later {
     deadline: RefCell<Option<TimerHandle>>,
 }
 
+/// Who decides for an IGG: igemu's gateway, or an external process playing it (`igg.
+/// implementation`): both take an input at an instant and return the effects to carry out.
+pub enum GatewayCore {
+    /// igemu's gateway, with its policies.
+    Igemu(Box<Gateway>),
+    /// An external process.
+    External(Box<ExternalGateway>),
+}
+
+impl GatewayCore {
+    /// The effects of `input` at `now`.
+    fn on(&mut self, input: Input, now: crate::time::EmuTime) -> Vec<Effect> {
+        match self {
+            GatewayCore::Igemu(g) => g.on(input, now),
+            GatewayCore::External(g) => g.on(input, now),
+        }
+    }
+
+    /// Its Grid.
+    fn grid(&self) -> GridId {
+        match self {
+            GatewayCore::Igemu(g) => g.grid(),
+            GatewayCore::External(g) => g.grid(),
+        }
+    }
+
+    /// A copy of igemu's gateway's state, to undo an input (an external gateway is waited
+    /// for: nothing to undo).
+    fn snapshot(&self) -> Option<Gateway> {
+        match self {
+            GatewayCore::Igemu(g) => Some((**g).clone()),
+            GatewayCore::External(_) => None,
+        }
+    }
+
+    fn restore(&mut self, earlier: Gateway) {
+        if let GatewayCore::Igemu(g) = self {
+            g.restore(earlier);
+        }
+    }
+}
+
 /// A Grid's InterGrid Gateway.
 pub struct Igg {
     office: Rc<Office>,
-    gateway: Rc<RefCell<Gateway>>,
+    gateway: Rc<RefCell<GatewayCore>>,
 }
 
 /// What an IGG is built from.
@@ -68,7 +111,7 @@ pub struct IggSpec {
     /// Its DVE manager, if the Grid has external users.
     pub dve: Option<Peer<Users>>,
     /// Its decisions.
-    pub gateway: Gateway,
+    pub gateway: GatewayCore,
     /// Whether its decisions are answered later (a realtime run's external policy): it then
     /// holds its inputs while one is pending.
     pub decides_later: bool,
@@ -106,7 +149,7 @@ impl Igg {
 
 /// Feeds `input` to the gateway and carries out its effects (also from the post office's
 /// tasks, which hold the office and the gateway, not the actor).
-fn on(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, input: Input) {
+fn on(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, input: Input) {
     for effect in decide(office, gateway, input).unwrap_or_default() {
         carry_out(office, gateway, effect);
     }
@@ -116,7 +159,7 @@ fn on(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, input: Input) {
 /// policy is pending (this input's, undone until the answer comes, or an earlier one's).
 fn decide(
     office: &Rc<Office>,
-    gateway: &Rc<RefCell<Gateway>>,
+    gateway: &Rc<RefCell<GatewayCore>>,
     input: Input,
 ) -> Option<Vec<Effect>> {
     let now = office.emu.now();
@@ -127,7 +170,9 @@ fn decide(
         later.held.borrow_mut().push_back((now, input));
         return None;
     }
-    let before = gateway.borrow().clone();
+    let Some(before) = gateway.borrow().snapshot() else {
+        return Some(gateway.borrow_mut().on(input, now));
+    };
     let effects = gateway.borrow_mut().on(input.clone(), now);
     let rt = office.emu.plugins.realtime();
     if !rt.is_some_and(|rt| rt.take_pending(office.id)) {
@@ -147,7 +192,7 @@ fn decide(
 
 /// The pending decision was answered (or is due): its input is handled again, then the
 /// inputs held meanwhile, until one leaves a decision pending again.
-fn decided(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
+fn decided(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>) {
     let Some(later) = &office.later else {
         return;
     };
@@ -169,7 +214,7 @@ fn decided(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
     }
 }
 
-fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect) {
+fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, effect: Effect) {
     let emu = &office.emu;
     let me = &office.me;
     match effect {
@@ -259,7 +304,7 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, effect: Effect
 
 /// The post office's task for a round where clusters publish on request: ask each for its
 /// slots, hand them to the gateway, then let the round go on.
-fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
+fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>) {
     let emu = Rc::clone(&office.emu);
     let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
     emu.spawn(async move {
@@ -275,7 +320,7 @@ fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>) {
 
 /// The post office's probing task: ask every cluster for its earliest start, let the gateway
 /// order them, and place the request in the same task.
-fn probe_then_place(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, req: LeaseRequest) {
+fn probe_then_place(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, req: LeaseRequest) {
     let emu = Rc::clone(&office.emu);
     let (office, gateway) = (Rc::clone(office), Rc::clone(gateway));
     emu.spawn(async move {
@@ -301,7 +346,7 @@ fn probe_then_place(office: &Rc<Office>, gateway: &Rc<RefCell<Gateway>>, req: Le
 /// the gateway.
 async fn assign(
     office: &Rc<Office>,
-    gateway: &Rc<RefCell<Gateway>>,
+    gateway: &Rc<RefCell<GatewayCore>>,
     req: LeaseRequest,
     order: &[usize],
     tries: usize,
@@ -326,7 +371,7 @@ async fn assign(
 /// adopts it takes it over; the gateway moves its load and the source learns where it went.
 fn relocate(
     office: &Rc<Office>,
-    gateway: &Rc<RefCell<Gateway>>,
+    gateway: &Rc<RefCell<GatewayCore>>,
     relocation: Relocation,
     to_try: Vec<ClusterId>,
     source: ClusterId,

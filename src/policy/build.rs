@@ -50,6 +50,7 @@ fn external_commands(topo: &Topology) -> BTreeMap<String, Vec<Point>> {
             (Point::Dispatch, &g.igg.dispatch),
             (Point::Answer, &g.igg.answer),
             (Point::Offer, &g.igg.offer),
+            (Point::Gateway, &g.igg.implementation),
         ]
     });
     for (point, chosen) in lrms.chain(igg) {
@@ -98,6 +99,35 @@ pub(crate) fn start_processes(
 }
 
 impl Builder<'_> {
+    /// The external process playing a whole gateway, as `chosen` names it (`None` for
+    /// igemu's own).
+    pub(crate) fn gateway(
+        &self,
+        chosen: &Chosen,
+        setup: super::external::GatewaySetup,
+        by: ActorId,
+    ) -> Result<Option<super::external::ExternalGateway>, String> {
+        if !chosen.is_external() {
+            return Ok(None);
+        }
+        let process = (self.plugins.process(&chosen.name))
+            .ok_or_else(|| format!("`{}` was not started", chosen.name))?;
+        let site = Site {
+            at: format!("grid:{}", self.names.grid_name(setup.grid)),
+            point: Point::Gateway,
+            policy: chosen.name.clone(),
+            fallback: None,
+        };
+        self.plugins.enlist(&site, Some(process.name().to_string()));
+        let witness = self.witness.clone();
+        Ok(Some(super::external::ExternalGateway::new(
+            setup,
+            process,
+            (site, by),
+            witness,
+        )))
+    }
+
     /// The plug-in `chosen` names (a registered one by `make`, or its external process by
     /// `external`) in its guard by `wrap`; or the shipped policy itself, unguarded.
     #[allow(clippy::too_many_arguments)] // one per part of a site; grouped, they would be a struct used once

@@ -44,6 +44,8 @@ named_enum! {
         Answer => "answer",
         /// Whom an overloaded IGG offers a request to (`igg.offer`).
         Offer => "offer",
+        /// The whole gateway: every input of an IGG, its effects (`igg.implementation`).
+        Gateway => "gateway",
     }
 }
 

@@ -15,6 +15,9 @@ use crate::lrms::admission::{self, AdmissionControl};
 use crate::lrms::preemption::{self, Preemption};
 use crate::topology::{AdmissionName, PreemptionName};
 
+/// The name of igemu's own gateway (`igg.implementation`).
+pub const GATEWAY: &str = "igemu";
+
 /// What an LRMS's policies (preemption, admission) are built from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LrmsSetup {
@@ -277,6 +280,8 @@ impl Registry {
             Point::Dispatch => t.dispatch.keys().map(String::as_str).collect(),
             Point::Answer => t.answer.keys().map(String::as_str).collect(),
             Point::Offer => t.offer.keys().map(String::as_str).collect(),
+            // The gateway is igemu's or an external process: nothing is registered.
+            Point::Gateway => vec![GATEWAY],
         }
     }
 
@@ -307,6 +312,7 @@ impl Registry {
                 .and_then(|e| f(e.shipped, e.reads_slots)),
             Point::Answer => t.answer.get(name).and_then(|e| f(e.shipped, false)),
             Point::Offer => t.offer.get(name).and_then(|e| f(e.shipped, false)),
+            Point::Gateway => (name == GATEWAY).then_some((true, false)),
         }
     }
 

@@ -55,13 +55,21 @@ impl std::fmt::Display for PolicyFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} failed at {} ({}): {}; fix the policy, or name a built-in to fall back to with {}_fallback",
+            "{} failed at {} ({}): {}; ",
             self.site,
             crate::time::format_secs(self.at.as_micros()) + "s",
             self.decision,
             self.what,
-            self.site.point.key()
-        )
+        )?;
+        match self.site.point {
+            // A gateway's state cannot pass to another mid-run: there is no fallback.
+            Point::Gateway => write!(f, "fix the gateway"),
+            p => write!(
+                f,
+                "fix the policy, or name a built-in to fall back to with {}_fallback",
+                p.key()
+            ),
+        }
     }
 }
 
@@ -74,6 +82,7 @@ impl Point {
             Point::Dispatch => "igg.dispatch",
             Point::Answer => "igg.answer",
             Point::Offer => "igg.offer",
+            Point::Gateway => "igg.implementation",
         }
     }
 }

@@ -304,6 +304,9 @@ pub struct IggSettings {
     pub answer: Chosen,
     /// Whom the IGG offers requests to when overloaded (`offer`, `offer_fallback`).
     pub offer: Chosen,
+    /// Who plays the gateway (`implementation`): igemu's own (`"igemu"`), or an external
+    /// process given every input (`"external:CMD ARGS"`).
+    pub implementation: Chosen,
     /// Whether a request refused by the chosen cluster is offered to the others.
     pub retry: bool,
     /// Paper 004's resource provider policy of the Grid's clusters, if one is chosen: it sets
@@ -992,6 +995,8 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
 struct IggOverrides {
     /// Per decision point (dispatch, answer, offer): the policy and its fallback.
     choices: [(Option<String>, Option<String>); 3],
+    /// Who plays the gateway.
+    implementation: Option<String>,
     retry: Option<bool>,
     provider: Option<ProviderPolicy>,
 }
@@ -1012,6 +1017,12 @@ fn read_igg_table(t: &Table<'_>, registry: &Registry) -> IggOverrides {
     };
     let o = IggOverrides {
         choices: IGG_POINTS.map(choice),
+        implementation: policies::read_choice(
+            t,
+            "implementation",
+            crate::policy::Point::Gateway,
+            registry,
+        ),
         retry: t.bool("retry").map(|(b, _)| b),
         provider: t.named::<ProviderPolicy>("provider").map(|(v, _)| v),
     };
@@ -1034,11 +1045,15 @@ fn merge_igg(own: IggOverrides, defaults: &IggOverrides, registry: &Registry) ->
             fallback: fallback.clone().or_else(|| dfallback.clone()),
         }
     });
+    let implementation = (own.implementation.clone())
+        .or_else(|| defaults.implementation.clone())
+        .unwrap_or_else(|| crate::policy::registry::GATEWAY.into());
     IggSettings {
         reads_slots: registry.reads_slots(&dispatch.name),
         dispatch,
         answer,
         offer,
+        implementation: Chosen::named(&implementation),
         retry: own.retry.or(defaults.retry).unwrap_or(true),
         provider: own.provider.or(defaults.provider),
     }

@@ -4,10 +4,12 @@
 //! it), greets it, and its proxies (`proxy.rs`) ask it each decision. In virtual time the
 //! emulation waits for each answer — a deterministic process gives byte-identical outputs.
 
+mod gateway;
 mod process;
 pub mod protocol;
 mod proxy;
 
+pub use gateway::{ExternalGateway, GatewaySetup};
 pub use process::Process;
 pub use protocol::Names;
 pub(crate) use proxy::{
