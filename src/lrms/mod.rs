@@ -7,7 +7,7 @@ pub mod admission;
 pub(crate) mod availability;
 pub mod contention;
 pub(crate) mod overhead;
-pub(crate) mod policy;
+pub mod policy;
 pub mod preemption;
 pub mod provider;
 pub(crate) mod scheduler;

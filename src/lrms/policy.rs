@@ -61,11 +61,11 @@ use super::contention::{Contention, RoomTracker};
 use crate::model::LeaseType;
 
 /// With at most this many leases in play, MOML's median is taken over every minimal set.
-pub(crate) const EXACT_MEDIAN_LIMIT: usize = 16;
+pub const EXACT_MEDIAN_LIMIT: usize = 16;
 /// Search steps allowed to enumerate MOML's minimal sets before falling back to sampling.
-pub(crate) const ENUMERATION_BUDGET: usize = 50_000;
+pub const ENUMERATION_BUDGET: usize = 50_000;
 /// Random minimal sets MOML draws to estimate the median when it cannot enumerate them.
-pub(crate) const MEDIAN_SAMPLES: usize = 512;
+pub const MEDIAN_SAMPLES: usize = 512;
 /// Entries (leases × set sizes × VMs) MOML's count-layered DP may fill (≈ 100 MB of tables).
 pub(crate) const LAYERED_DP_LIMIT: usize = 12_000_000;
 /// Search steps the branch and bound may take for one decision (non-additive room).

@@ -474,7 +474,7 @@ pub struct LeaseView {
     pub suspended: bool,
 }
 
-/// A copy of a core's state, for what-if scheduling (the debug check of [`Core::stays_put`])
+/// A copy of a core's state, for what-if scheduling (the debug check of `Core::stays_put`)
 /// and to undo an input ([`Core::restore`]): it has the state but not the policies — a copy
 /// never decides, so it gets ones that never preempt and admit everything (a user's policy
 /// need not be clonable).

@@ -1,5 +1,5 @@
 //! What makes a plug-in's answer possible, per decision point, pure: each check returns what
-//! is wrong, in words a user can act on. A guard ([`super::guard`]) runs them before an answer
+//! is wrong, in words a user can act on. A guard (`policy::guard`) runs them before an answer
 //! is carried out.
 
 use crate::igg::negotiation::{ContractView, OfferAsk, OfferPlan};

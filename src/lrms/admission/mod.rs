@@ -131,9 +131,9 @@ pub trait AdmissionControl {
 }
 
 /// Observations before a model-based limit applies (external and local requests each).
-pub(crate) const WARM_UP: u64 = 10;
+pub const WARM_UP: u64 = 10;
 /// New observations between two computations of the limit.
-pub(crate) const RECOMPUTE_EVERY: u64 = 25;
+pub const RECOMPUTE_EVERY: u64 = 25;
 
 /// Count, mean and variance of a stream of service times (Welford's online update).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -8,6 +8,8 @@ mod gateway;
 mod process;
 pub mod protocol;
 mod proxy;
+#[cfg(test)]
+mod tests;
 
 pub use gateway::{ExternalGateway, GatewaySetup};
 pub use process::Process;
