@@ -42,6 +42,61 @@
 //! # Ok::<(), igemu::Error>(())
 //! ```
 
+//! # Bring your own policy
+//!
+//! Every decision point — preemption, admission, dispatch, and the two sides of a
+//! negotiation — is a trait ([`policy`] lists them). Implement one, register it by name, and
+//! name it where a topology names a policy; [`cli::main_with`] gives it the whole command
+//! line. The shortest, a preemption policy that takes the newest leases first:
+//!
+//! ```
+//! use igemu::lrms::preemption::{Ask, Preemption};
+//! use igemu::lrms::{Choice, Contention};
+//! use igemu::topology::{Federation, Hosts, Request, Users};
+//!
+//! struct NewestFirst;
+//!
+//! impl Preemption for NewestFirst {
+//!     fn name(&self) -> String {
+//!         "newest-first".into()
+//!     }
+//!     fn choose(&mut self, c: &Contention, _: &Ask<'_>) -> Option<Choice> {
+//!         let mut set = Vec::new();
+//!         for i in (0..c.candidates.len()).rev() {
+//!             set.push(i);
+//!             if c.makes_room(&set) {
+//!                 set.sort_unstable();
+//!                 return Some(Choice { set, exact: true });
+//!             }
+//!         }
+//!         None
+//!     }
+//! }
+//!
+//! let mut registry = igemu::policy::Registry::builtin();
+//! registry.preemption("newest-first", |_| Box::new(NewestFirst));
+//! let topo = Federation::new("mine")
+//!     .registry(&registry)
+//!     .lrms("preemption", "newest-first")
+//!     .grid("g", &[("c", Hosts::new(1, 4, 8192))])
+//!     .workload(
+//!         Users::external("ext", "g")
+//!             .request(Request::new("old", 0, 2, 1024, 7200).kind("cancellable"))
+//!             .request(Request::new("new", 60, 2, 1024, 7200).kind("cancellable")),
+//!     )
+//!     .workload(Users::local("users", "g", "c").request(Request::new("local", 1800, 2, 1024, 600)))
+//!     .build()
+//!     .map_err(igemu::Error::from)?;
+//! let result = igemu::run(topo, &igemu::RunOptions::default())?;
+//! let preempted = &result.decisions[0].decision.set;
+//! assert_eq!(result.topology.label(preempted[0].0), "new");
+//! assert_eq!(result.summary.plugins[0].policy, "newest-first");
+//! # Ok::<(), igemu::Error>(())
+//! ```
+//!
+//! Or in any language: `external:CMD ARGS` runs a process asked each decision over a line
+//! protocol (`docs/policies.md`; a Python module in `examples/policies/`).
+
 // Items of private modules are `pub(crate)`: what is public is exported on purpose.
 #![warn(unreachable_pub)]
 

@@ -779,3 +779,193 @@ fn stress_finds_a_broken_external_gateways_bug_as_it_finds_the_built_in_ones() {
         "{example}"
     );
 }
+
+#[test]
+fn stress_runs_an_external_policy_under_every_fault_preset() {
+    if !python() {
+        return;
+    }
+    let topo = load("topologies/peering-small.toml", &[]);
+    let settings = igemu::stress::presets(&topo);
+    assert!(settings.len() >= 7, "every preset");
+    let registry = Registry::builtin();
+    let plan = igemu::stress::StressPlan {
+        registry: &registry,
+        pace: igemu::stress::Pace::Virtual,
+        settings: &settings,
+        seeds: &[1],
+        schedules: &[0],
+    };
+    let sets = [format!("igg.dispatch={RR_PY}")];
+    let runs = igemu::stress::stress(
+        &path("topologies/peering-small.toml"),
+        &sets,
+        &plan,
+        2,
+        igemu::Broken::None,
+        igemu::progress::Style::Quiet,
+    );
+    assert_eq!(runs.len(), settings.len());
+    for r in &runs {
+        assert_eq!(r.outcome, Ok((0, Vec::new())), "{}", r.fault);
+        assert_eq!(r.ended.0, r.ended.1, "{}: every request ended", r.fault);
+        assert!(
+            r.sets.iter().any(|s| s.contains("rr.py")),
+            "the external rr ran"
+        );
+    }
+}
+
+/// What `value` breaks of `schema` (a subset of JSON Schema: `$ref` to `#/$defs/…`,
+/// `anyOf`, `type`, `const`, `enum`, `required`, `properties`, `items`, `minimum`), each with
+/// its place.
+fn schema_errors(
+    root: &serde_json::Value,
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+) -> Vec<String> {
+    use serde_json::Value;
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        let def = r.trim_start_matches("#/$defs/");
+        return schema_errors(root, &root["$defs"][def], value, at);
+    }
+    if let Some(alts) = schema.get("anyOf").and_then(Value::as_array) {
+        let all: Vec<Vec<String>> = alts
+            .iter()
+            .map(|a| schema_errors(root, a, value, at))
+            .collect();
+        if all.iter().any(Vec::is_empty) {
+            return Vec::new();
+        }
+        return vec![format!(
+            "{at}: matches no alternative ({})",
+            all.concat().join("; ")
+        )];
+    }
+    let mut errors = Vec::new();
+    let kind = |v: &Value, t: &str| match t {
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        "null" => v.is_null(),
+        _ => false,
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) if !kind(value, t) => errors.push(format!("{at}: not a {t}")),
+        Some(Value::Array(ts))
+            if !ts
+                .iter()
+                .any(|t| t.as_str().is_some_and(|t| kind(value, t))) =>
+        {
+            errors.push(format!("{at}: not one of {ts:?}"))
+        }
+        _ => {}
+    }
+    if schema.get("const").is_some_and(|c| c != value) {
+        errors.push(format!("{at}: not {}", schema["const"]));
+    }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
+        if !e.contains(value) {
+            errors.push(format!("{at}: {value} not among {e:?}"));
+        }
+    }
+    if let (Some(min), Some(v)) = (
+        schema.get("minimum").and_then(Value::as_f64),
+        value.as_f64(),
+    ) {
+        if v < min {
+            errors.push(format!("{at}: {v} below {min}"));
+        }
+    }
+    if let (Some(req), Some(obj)) = (
+        schema.get("required").and_then(Value::as_array),
+        value.as_object(),
+    ) {
+        for k in req.iter().filter_map(Value::as_str) {
+            if !obj.contains_key(k) {
+                errors.push(format!("{at}: `{k}` missing"));
+            }
+        }
+    }
+    if let (Some(props), Some(obj)) = (
+        schema.get("properties").and_then(Value::as_object),
+        value.as_object(),
+    ) {
+        for (k, s) in props {
+            if let Some(v) = obj.get(k) {
+                errors.extend(schema_errors(root, s, v, &format!("{at}.{k}")));
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in arr.iter().enumerate() {
+            errors.extend(schema_errors(root, items, v, &format!("{at}[{i}]")));
+        }
+    }
+    errors
+}
+
+#[test]
+fn every_message_of_a_real_exchange_follows_the_protocols_json_schema() {
+    if !python() {
+        return;
+    }
+    let schema: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(path("docs/policy-protocol.schema.json")).expect("the schema"),
+    )
+    .expect("the schema is JSON");
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("exchange.jsonl");
+    let record = misbehave(&format!("record {}", log.display()));
+    // Every decision point: preemption and dispatch on Table III's testbed, admission too;
+    // answer, offer and a whole gateway on peering-small.
+    for (topology, keys) in [
+        (
+            "topologies/paper003-testbed.toml",
+            vec!["lrms.preemption", "lrms.admission", "igg.dispatch"],
+        ),
+        (
+            "topologies/peering-small.toml",
+            vec!["igg.answer", "igg.offer"],
+        ),
+        (
+            "topologies/peering-small.toml",
+            vec!["grid.2.igg.implementation"],
+        ),
+    ] {
+        let sets: Vec<String> = keys.iter().map(|k| format!("{k}={record}")).collect();
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let (_, code, stderr) = run_cli(topology, &sets);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let text = std::fs::read_to_string(&log).expect("the exchange was recorded");
+    let mut points = std::collections::BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        if let Some(p) = v["point"].as_str() {
+            points.insert(p.to_string());
+        }
+        let errors = schema_errors(&schema, &schema, &v, "$");
+        assert!(
+            errors.is_empty(),
+            "line {}: {line}\n{}",
+            i + 1,
+            errors.join("\n")
+        );
+    }
+    let all: Vec<String> = [
+        "admission",
+        "answer",
+        "dispatch",
+        "gateway",
+        "offer",
+        "preemption",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(points.into_iter().collect::<Vec<_>>(), all);
+}

@@ -50,43 +50,64 @@ pub fn dispatch(order: &[usize], n: usize) -> Result<(), String> {
 }
 
 /// A provider's answer: an accept at the price offered, a counter-offer at a price from 0 to
-/// the contract's maximum.
-pub fn answer(a: &Answer, ask: &OfferAsk<'_>) -> Result<(), String> {
-    match *a {
+/// the contract's maximum (one within [`PRICE_TOLERANCE`] of it is clamped to it).
+pub fn answer(a: &mut Answer, ask: &OfferAsk<'_>) -> Result<(), String> {
+    match a {
         Answer::Accept { price } if price.to_bits() != ask.price.to_bits() => Err(format!(
             "accepts at unit price {price}, not the {} offered",
             ask.price
         )),
-        Answer::Counter { price } if !(price.is_finite() && price >= 0.0) => Err(format!(
+        Answer::Counter { price } if !(price.is_finite() && *price >= 0.0) => Err(format!(
             "counter-offers at unit price {price}: a price is a number of at least 0"
         )),
-        Answer::Counter { price } if price > ask.max => Err(format!(
-            "counter-offers at unit price {price}, above the contract's maximum {}",
-            ask.max
-        )),
-        _ => Ok(()),
+        Answer::Counter { price } => match within(*price, 0.0, ask.max) {
+            Some(p) => {
+                *price = p;
+                Ok(())
+            }
+            None => Err(format!(
+                "counter-offers at unit price {price}, above the contract's maximum {}",
+                ask.max
+            )),
+        },
+        Answer::Accept { .. } | Answer::Reject => Ok(()),
     }
 }
 
+/// How far outside a range a price may be and still be taken (then clamped into it): prices
+/// cross the protocol as decimal text, and a language that prints fewer digits than a
+/// double holds must still be able to offer a contract's exact minimum.
+pub const PRICE_TOLERANCE: f64 = 1e-9;
+
+/// `x` clamped into `[lo, hi]` if it is within [`PRICE_TOLERANCE`] (relative) of it.
+fn within(x: f64, lo: f64, hi: f64) -> Option<f64> {
+    let slack = |b: f64| PRICE_TOLERANCE * b.abs().max(1.0);
+    (x >= lo - slack(lo) && x <= hi + slack(hi)).then(|| x.clamp(lo, hi))
+}
+
 /// A requester's plan: each step a peer this Grid holds a contract with, at a price within
-/// that contract's range, with a limit of at least 0. `grid` names a Grid in messages.
+/// that contract's range (a price within [`PRICE_TOLERANCE`] of it is clamped into it), with
+/// a limit of at least 0. `grid` names a Grid in messages.
 pub fn offer(
-    plan: &[OfferPlan],
+    plan: &mut [OfferPlan],
     contracts: &[ContractView],
     grid: &dyn Fn(GridId) -> String,
 ) -> Result<(), String> {
-    for p in plan {
+    for p in plan.iter_mut() {
         let Some(c) = contracts.iter().find(|c| c.peer == p.peer) else {
             return Err(format!(
                 "offers to grid `{}`, with which this one holds no contract",
                 grid(p.peer)
             ));
         };
-        if !(p.price.is_finite() && p.price >= c.min && p.price <= c.max) {
-            return Err(format!(
-                "offers at unit price {}, outside the contract's range [{}, {}]",
-                p.price, c.min, c.max
-            ));
+        match within(p.price, c.min, c.max).filter(|_| p.price.is_finite()) {
+            Some(price) => p.price = price,
+            None => {
+                return Err(format!(
+                    "offers at unit price {}, outside the contract's range [{}, {}]",
+                    p.price, c.min, c.max
+                ))
+            }
         }
         if p.limit.is_nan() || p.limit < 0.0 {
             return Err(format!(
@@ -126,14 +147,19 @@ mod tests {
             limit,
         };
         let name = |g: GridId| format!("g{}", g.0);
-        let check = |plan: &[OfferPlan]| offer(plan, &contracts, &name);
-        assert!(check(&[step(1, 1.5, 3.0)]).is_ok());
-        assert!(check(&[step(1, 2.0, f64::INFINITY)]).is_ok());
-        assert!(check(&[step(2, 1.5, 3.0)])
+        let check = |mut plan: Vec<OfferPlan>| offer(&mut plan, &contracts, &name).map(|()| plan);
+        assert!(check(vec![step(1, 1.5, 3.0)]).is_ok());
+        assert!(check(vec![step(1, 2.0, f64::INFINITY)]).is_ok());
+        assert!(check(vec![step(2, 1.5, 3.0)])
             .unwrap_err()
             .contains("grid `g2`"));
-        assert!(check(&[step(1, 0.5, 3.0)]).is_err());
-        assert!(check(&[step(1, f64::NAN, 3.0)]).is_err());
-        assert!(check(&[step(1, 1.0, -1.0)]).is_err());
+        assert!(check(vec![step(1, 0.5, 3.0)]).is_err());
+        assert!(check(vec![step(1, f64::NAN, 3.0)]).is_err());
+        assert!(check(vec![step(1, 1.0, -1.0)]).is_err());
+        // A price a hair below the minimum, as a language printing fewer digits writes it,
+        // is the minimum; one clearly below is not.
+        let close = check(vec![step(1, 1.0 - 1e-12, 3.0)]).expect("within the tolerance");
+        assert_eq!(close[0].price.to_bits(), 1.0f64.to_bits());
+        assert!(check(vec![step(1, 1.0 - 1e-6, 3.0)]).is_err());
     }
 }

@@ -271,8 +271,8 @@ impl AnswerPolicy for GuardedAnswer {
     }
 
     fn answer(&mut self, ask: &OfferAsk<'_>) -> Answer {
-        let a = self.inner.answer(ask);
-        let checked = checks::answer(&a, ask).map(|()| a);
+        let mut a = self.inner.answer(ask);
+        let checked = checks::answer(&mut a, ask).map(|()| a);
         let Self {
             fallback, guard, ..
         } = self;
@@ -308,9 +308,9 @@ impl OfferPolicy for GuardedOffer {
     }
 
     fn plan(&mut self, ask: &PlanAsk<'_>) -> Vec<OfferPlan> {
-        let plan = self.inner.plan(ask);
+        let mut plan = self.inner.plan(ask);
         let name = |g| self.guard.names.grid_name(g);
-        let checked = checks::offer(&plan, ask.contracts, &name).map(|()| plan);
+        let checked = checks::offer(&mut plan, ask.contracts, &name).map(|()| plan);
         let Self {
             fallback, guard, ..
         } = self;

@@ -4,11 +4,17 @@
 Modes: no-hello (exits before the handshake), old-protocol, serves-nothing; then, at the
 first question: exit, hang, garbage, wrong-id, decline, stderr (says why on stderr, exits),
 impossible (an answer of the right shape that cannot be carried out), shapeless (an answer
-of the wrong shape). `good` answers every decision point sensibly (serves them all)."""
+of the wrong shape). `good` answers every decision point sensibly (serves them all; the
+gateway as examples/policies/gateway.py plays it); `record FILE` answers as `good` and
+appends every line igemu writes to FILE, then every line it answers."""
 
 import json
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "policies"))
+from gateway import SimpleGateway  # noqa: E402
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
 # `slow` answers like `good` after SLOW seconds (wall time) per decision.
@@ -28,7 +34,13 @@ def impossible(point, q):
     return IMPOSSIBLE[point]
 
 
-def good(point, q):
+GATEWAY = SimpleGateway()
+RECORD = open(sys.argv[2], "a") if MODE == "record" else None
+
+
+def good(point, q, now=0):
+    if point == "gateway":
+        return {"effects": GATEWAY.gateway(q, now)}
     if point == "preemption":
         return {"preempt": [c["lease"] for c in q["candidates"]]}
     if point == "dispatch":
@@ -37,15 +49,22 @@ def good(point, q):
         return {"admit": True}
     if point == "answer":
         return {"verdict": "reject"}
-    return {"offers": []}
+    return {"offers": [{"peer": c["peer"], "price": c["min"]} for c in q["contracts"] if not c["tried"]]}
 
 
 def send(obj):
-    sys.stdout.write((obj if isinstance(obj, str) else json.dumps(obj)) + "\n")
+    line = obj if isinstance(obj, str) else json.dumps(obj)
+    if RECORD:
+        RECORD.write(line + "\n")
+        RECORD.flush()
+    sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
 
-hello = json.loads(sys.stdin.readline())
+first = sys.stdin.readline()
+if RECORD:
+    RECORD.write(first)
+hello = json.loads(first)
 if MODE == "no-hello":
     sys.exit(3)
 serves = hello["points"]
@@ -54,6 +73,8 @@ if MODE == "serves-nothing":
 send({"type": "hello", "protocol": 99 if MODE == "old-protocol" else 1, "serves": serves,
       "name": "misbehave " + MODE})
 for line in sys.stdin:
+    if RECORD:
+        RECORD.write(line)
     msg = json.loads(line)
     if msg["type"] == "end":
         break
@@ -83,4 +104,4 @@ for line in sys.stdin:
         continue
     if MODE == "slow":
         time.sleep(SLOW)
-    send({"type": "answer", "id": qid, "answer": good(point, msg["question"])})
+    send({"type": "answer", "id": qid, "answer": good(point, msg["question"], msg["now"])})
