@@ -480,6 +480,10 @@ pub struct Provenance {
     /// anew by each run, so not compared: the same command run again is the same run).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub speedup_auto: bool,
+    /// The plug-ins the run named (policies igemu does not ship), `<where> <point>:
+    /// <policy>` each (filled in by the run; `summary.json`'s `plugins` has their counts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<String>,
 }
 
 impl Provenance {
@@ -492,6 +496,7 @@ impl Provenance {
             topology_hash: hash,
             overrides: sets.to_vec(),
             speedup_auto: false,
+            plugins: Vec::new(),
         }
     }
 
@@ -1374,11 +1379,11 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let end = match end {
         Ok(end) => end,
         Err(e) => {
-            emu.clock.discard_pending();
-            // A trace staged for this run is not a whole one: never left behind.
-            if let (Some(dir), true) = (&options.trace_dir, options.stage_trace) {
-                let _ = std::fs::remove_file(staged(dir, "trace.jsonl"));
-            }
+            abandon(
+                &emu,
+                options,
+                record_at.as_ref().map(|(staged, _)| staged.as_path()),
+            );
             return Err(e);
         }
     };
@@ -1414,7 +1419,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     emu.tracer.finish().map_err(Error::Trace)?;
     let (mut summary, records, decisions, intervals) =
         summarize(&topo, Observed::of(&emu), end, wall_s);
-    summary.provenance = options.provenance.clone();
+    summary.provenance = provenance(options, &summary.plugins);
     summary.replay = match (&replayed, &options.replay) {
         (Some(outcome), Some(path)) => Some(ReplaySummary {
             record: path.display().to_string(),
@@ -1438,6 +1443,34 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     })
 }
 
+/// The run's provenance as the caller gave it, with the plug-ins in force.
+fn provenance(options: &RunOptions, plugins: &[policy::PluginRecord]) -> Option<Provenance> {
+    let mut p = options.provenance.clone()?;
+    p.plugins = (plugins.iter())
+        .map(|r| format!("{} {}: {}", r.at, r.point, r.policy))
+        .collect();
+    Some(p)
+}
+
+/// Ends a run that failed (a plug-in stopped it): its pending events dropped, and what it
+/// began to write — its trace, its record (`staged_record`) — removed, so that a failed
+/// run's outputs are absent rather than partial.
+fn abandon(emu: &Emu, options: &RunOptions, staged_record: Option<&Path>) {
+    emu.clock.discard_pending();
+    let _ = emu.clock.finish_order();
+    let _ = emu.tracer.finish();
+    if let Some(dir) = &options.trace_dir {
+        let trace = match options.stage_trace {
+            true => staged(dir, "trace.jsonl"),
+            false => dir.join("trace.jsonl"),
+        };
+        let _ = std::fs::remove_file(trace);
+    }
+    if let Some(record) = staged_record {
+        let _ = std::fs::remove_file(record);
+    }
+}
+
 /// [`run`] on several threads ([`RunOptions::threads`]).
 fn run_on_threads(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let wall = time::Stopwatch::start();
@@ -1445,7 +1478,7 @@ fn run_on_threads(topo: Topology, options: &RunOptions) -> Result<RunResult, Err
     let wall_s = wall.elapsed_secs();
     let topo = Rc::new(topo);
     let (mut summary, records, decisions, intervals) = summarize(&topo, observed, end, wall_s);
-    summary.provenance = options.provenance.clone();
+    summary.provenance = provenance(options, &summary.plugins);
     summary.threads = Some(threads);
     Ok(RunResult {
         load: Vec::new(),
@@ -1606,6 +1639,7 @@ mod tests {
             topology_hash: hash.map(String::from),
             overrides: sets.iter().map(|s| s.to_string()).collect(),
             speedup_auto: false,
+            plugins: Vec::new(),
         };
         let base = p(
             Some("t/a.toml"),

@@ -183,6 +183,7 @@ pub(crate) fn run(
                 })
                 .collect()
         });
+    let results = policy_failure_first(results)?;
     let mut merged: Option<(EmuTime, Observed, Option<hdrhistogram::Histogram<u64>>)> = None;
     let mut seen = std::collections::HashSet::new();
     for r in results {
@@ -250,6 +251,64 @@ fn coordinate(
     }
 }
 
+/// Shard `i`'s run context (on the thread that runs it): its clock — sleeping to its
+/// deadlines rather than spinning where `spin_less` — its faults and its observations.
+fn shard_context(
+    topo: &Topology,
+    options: &RunOptions,
+    (i, spin_less, mode): (usize, bool, time::ClockMode),
+) -> Rc<Emu> {
+    let seed = topo.emulation.seed;
+    let clock = Clock::new(mode);
+    if spin_less {
+        clock.sleep_without_spinning();
+    }
+    if topo.emulation.interleaving > 0 {
+        let name = format!("interleaving-{}:shard-{i}", topo.emulation.interleaving);
+        clock.interleave(time::stream_seed(seed, &name));
+    }
+    if let Some(p) = &options.progress {
+        clock.mirror_now(Arc::clone(p));
+    }
+    let faults = fault::Faults::new(
+        topo.faults.clone(),
+        time::stream_seed(seed, &format!("faults:shard-{i}")),
+    );
+    let labels = topo.request_labels.clone();
+    let requests: Rc<[_]> = topo.requests.clone().into();
+    let emu = Rc::new(Emu::new(clock, Tracer::counting(labels), requests, faults));
+    if options.intervals {
+        // No room made ahead: each thread holds only its Grids' share.
+        emu.metrics.borrow_mut().record_spans(0);
+    }
+    emu
+}
+
+/// The shards' results, or the failure of a plug-in in one of them: it ended the others,
+/// whose own errors only echo it.
+fn policy_failure_first<T>(
+    mut results: Vec<std::thread::Result<Result<T, Error>>>,
+) -> Result<Vec<std::thread::Result<Result<T, Error>>>, Error> {
+    if let Some(i) = (results.iter()).position(|r| matches!(r, Ok(Err(Error::Policy(_))))) {
+        if let Ok(Err(e)) = results.swap_remove(i) {
+            return Err(e);
+        }
+    }
+    Ok(results)
+}
+
+/// A shard's run is over: its pending events dropped, its processes ended; a plug-in's
+/// failure is its error.
+fn shard_over(emu: &Emu) -> Result<(), Error> {
+    emu.clock.discard_pending();
+    emu.plugins.finish();
+    crate::policy::realtime::on_arrival(None);
+    match emu.plugins.failure() {
+        Some(f) => Err(Error::Policy(f.to_string())),
+        None => Ok(()),
+    }
+}
+
 /// Ends every shard when this one panics (the others would wait for it forever).
 struct EndAllOnPanic(Arc<Federation>);
 
@@ -281,30 +340,8 @@ fn run_shard(
         .build()
         .map_err(Error::Runtime)?;
     let system = actix::System::with_tokio_rt(|| rt);
-    let seed = topo.emulation.seed;
     let result = system.block_on(async {
-        let clock = Clock::new(mode);
-        if spin_less {
-            clock.sleep_without_spinning();
-        }
-        if topo.emulation.interleaving > 0 {
-            let name = format!("interleaving-{}:shard-{i}", topo.emulation.interleaving);
-            clock.interleave(time::stream_seed(seed, &name));
-        }
-        if let Some(p) = &options.progress {
-            clock.mirror_now(Arc::clone(p));
-        }
-        let faults = fault::Faults::new(
-            topo.faults.clone(),
-            time::stream_seed(seed, &format!("faults:shard-{i}")),
-        );
-        let labels = topo.request_labels.clone();
-        let requests: Rc<[_]> = topo.requests.clone().into();
-        let emu = Rc::new(Emu::new(clock, Tracer::counting(labels), requests, faults));
-        if options.intervals {
-            // No room made ahead: each thread holds only its Grids' share.
-            emu.metrics.borrow_mut().record_spans(0);
-        }
+        let emu = shard_context(topo, options, (i, spin_less, mode));
         emu.join(i, Arc::clone(&federation));
         let mailbox = emu.clock.mailbox();
         let (done_tx, done_rx) = oneshot::channel();
@@ -347,12 +384,7 @@ fn run_shard(
                 emu.now()
             }
         };
-        emu.clock.discard_pending();
-        emu.plugins.finish();
-        crate::policy::realtime::on_arrival(None);
-        if let Some(f) = emu.plugins.failure() {
-            return Err(Error::Policy(f.to_string()));
-        }
+        shard_over(&emu)?;
         let lateness = emu.clock.lateness_histogram();
         let observed = Observed::of(&emu);
         Ok(ShardResult {

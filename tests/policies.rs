@@ -198,13 +198,30 @@ fn each_decision_of_a_plugin_is_a_trace_record_naming_its_cause() {
 }
 
 /// An external policy in `mode` at `key` on `topology` fails the run with exit code 2, an
-/// error holding each of `says`, within `within`, and no outputs.
+/// error holding each of `says`, within `within`, and nothing written: no outputs, no trace,
+/// no record, no temporary file.
 fn fails(topology: &str, key: &str, mode: &str, says: &[&str], within: Duration) {
     let set = format!("{key}={}", misbehave(mode));
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (out, record) = (dir.path().join("out"), dir.path().join("run.rec"));
     let started = Instant::now();
-    let (dir, code, stderr) = run_cli(topology, &[&set, "external.timeout=\"1s\""]);
+    let o = igemu(&[
+        "run",
+        topology,
+        "--set",
+        &set,
+        "--set",
+        "external.timeout=\"1s\"",
+        "--trace",
+        "--record",
+        record.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
     let took = started.elapsed();
-    assert_eq!(code, 2, "{mode}: {stderr}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{mode}: {stderr}");
     assert!(took < within, "{mode}: took {took:?}");
     for s in says.iter().chain(&["misbehave.py"]) {
         assert!(stderr.contains(s), "{mode}: `{s}` not in: {stderr}");
@@ -213,15 +230,22 @@ fn fails(topology: &str, key: &str, mode: &str, says: &[&str], within: Duration)
         !stderr.contains('\x1b'),
         "{mode}: escapes reach the terminal: {stderr:?}"
     );
-    let out = dir.path().join("out");
-    for f in [
-        "summary.json",
-        "requests.csv",
-        "decisions.csv",
-        ".trace.jsonl.tmp",
-    ] {
-        assert!(!out.join(f).exists(), "{mode}: {f} was left behind");
+    let left: Vec<String> = walk(dir.path());
+    assert!(left.is_empty(), "{mode}: left behind: {left:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p.display().to_string());
+        }
     }
+    files
 }
 
 #[test]
@@ -371,7 +395,7 @@ fn a_named_fallback_decides_instead_and_is_counted() {
     let (_, code, stderr) = run_cli(t3, &[&bad, &format!("lrms.preemption_fallback={MOV_PY}")]);
     assert_eq!(code, 2);
     assert!(
-        stderr.contains("a fallback is a policy igemu has"),
+        stderr.contains("a fallback is a policy igemu ships"),
         "{stderr}"
     );
 }
@@ -637,7 +661,7 @@ fn in_realtime_a_missed_deadline_falls_back_counted_or_stops_the_run() {
     let (_, code, stderr) = run_cli(t3, &sets);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("did not answer within 60 s of emulated time ([external] deadline)"),
+        stderr.contains("did not answer within 60 s of emulated time ([external] deadline"),
         "{stderr}"
     );
 }
@@ -843,6 +867,29 @@ fn schema_errors(
             all.concat().join("; ")
         )];
     }
+    let mut errors = leaf_errors(schema, value, at);
+    if let (Some(props), Some(obj)) = (
+        schema.get("properties").and_then(Value::as_object),
+        value.as_object(),
+    ) {
+        for (k, s) in props {
+            if let Some(v) = obj.get(k) {
+                errors.extend(schema_errors(root, s, v, &format!("{at}.{k}")));
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in arr.iter().enumerate() {
+            errors.extend(schema_errors(root, items, v, &format!("{at}[{i}]")));
+        }
+    }
+    errors
+}
+
+/// What `value` breaks of `schema`'s own constraints (`type`, `const`, `enum`, `minimum`,
+/// `required`), not its members'.
+fn leaf_errors(schema: &serde_json::Value, value: &serde_json::Value, at: &str) -> Vec<String> {
+    use serde_json::Value;
     let mut errors = Vec::new();
     let kind = |v: &Value, t: &str| match t {
         "integer" => v.is_i64() || v.is_u64(),
@@ -854,16 +901,13 @@ fn schema_errors(
         "null" => v.is_null(),
         _ => false,
     };
-    match schema.get("type") {
-        Some(Value::String(t)) if !kind(value, t) => errors.push(format!("{at}: not a {t}")),
-        Some(Value::Array(ts))
-            if !ts
-                .iter()
-                .any(|t| t.as_str().is_some_and(|t| kind(value, t))) =>
-        {
-            errors.push(format!("{at}: not one of {ts:?}"))
-        }
-        _ => {}
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !types.is_empty() && !types.iter().any(|t| kind(value, t)) {
+        errors.push(format!("{at}: not one of {types:?}"));
     }
     if schema.get("const").is_some_and(|c| c != value) {
         errors.push(format!("{at}: not {}", schema["const"]));
@@ -885,26 +929,11 @@ fn schema_errors(
         schema.get("required").and_then(Value::as_array),
         value.as_object(),
     ) {
-        for k in req.iter().filter_map(Value::as_str) {
-            if !obj.contains_key(k) {
-                errors.push(format!("{at}: `{k}` missing"));
-            }
-        }
-    }
-    if let (Some(props), Some(obj)) = (
-        schema.get("properties").and_then(Value::as_object),
-        value.as_object(),
-    ) {
-        for (k, s) in props {
-            if let Some(v) = obj.get(k) {
-                errors.extend(schema_errors(root, s, v, &format!("{at}.{k}")));
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (schema.get("items"), value.as_array()) {
-        for (i, v) in arr.iter().enumerate() {
-            errors.extend(schema_errors(root, items, v, &format!("{at}[{i}]")));
-        }
+        let missing = req
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|k| !obj.contains_key(*k));
+        errors.extend(missing.map(|k| format!("{at}: `{k}` missing")));
     }
     errors
 }
@@ -968,4 +997,102 @@ fn every_message_of_a_real_exchange_follows_the_protocols_json_schema() {
     .map(String::from)
     .to_vec();
     assert_eq!(points.into_iter().collect::<Vec<_>>(), all);
+}
+
+#[test]
+fn in_realtime_a_round_that_asks_many_decisions_asks_them_in_turn_and_counts_each_once() {
+    if !python() {
+        return;
+    }
+    // peering-small's rounds: the providers answer every offered request, the requesters plan
+    // every queued one — many external decisions in one input of an IGG.
+    let good = misbehave("good");
+    let sets = [
+        format!("igg.answer={good}"),
+        format!("igg.offer={good}"),
+        "emulation.mode=\"realtime\"".to_string(),
+        "emulation.speedup=200000".to_string(),
+        "external.deadline=\"1h\"".to_string(),
+    ];
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("out");
+    let mut args = vec![
+        "run",
+        "topologies/peering-small.toml",
+        "--trace",
+        "--quiet",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    for s in &sets {
+        args.extend(["--set", s.as_str()]);
+    }
+    let o = igemu(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(s["invariant_violations"], 0, "{}", s["violation_examples"]);
+    assert_eq!(s["requests"]["external"]["unfinished"], 0);
+    let plugins = s["plugins"].as_array().expect("plugins");
+    let counted: u64 = plugins
+        .iter()
+        .map(|p| p["decisions"].as_u64().unwrap_or(0))
+        .sum();
+    let fell_back: u64 = plugins
+        .iter()
+        .map(|p| p["fallbacks"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(fell_back, 0, "{plugins:?}");
+    // Both points were asked, and each decision is one trace record: none of an attempt that
+    // was undone.
+    for point in ["answer", "offer"] {
+        assert!(
+            plugins
+                .iter()
+                .any(|p| p["point"] == point && p["decisions"].as_u64() > Some(0)),
+            "{point}: {plugins:?}"
+        );
+    }
+    let traced = common::trace(&out)
+        .iter()
+        .filter(|r| r["kind"] == "Decision")
+        .count() as u64;
+    assert_eq!(traced, counted);
+}
+
+#[test]
+fn an_external_gateway_may_place_only_its_own_requests_and_each_once() {
+    if !python() {
+        return;
+    }
+    // A request a peer only offered is not this gateway's to place: a clear error.
+    let offered = format!("grid.2.igg.implementation={}", misbehave("place-offered"));
+    let (_, code, stderr) = run_cli("topologies/peering-small.toml", &[&offered]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("which was never given to this gateway"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("igg.implementation") || stderr.contains("fix the gateway"),
+        "{stderr}"
+    );
+    // Placing its own request twice reaches a cluster that holds it: the checker says so,
+    // and the lease held is left as it is.
+    let twice = format!("grid.0.igg.implementation={}", misbehave("place-twice"));
+    let r = run(
+        load("topologies/peering-small.toml", &[&twice]),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    assert!(r.summary.invariant_violations > 0);
+    assert!(
+        r.summary
+            .violation_examples
+            .iter()
+            .any(|v| v.contains("assigned again while this cluster holds it")),
+        "{:?}",
+        r.summary.violation_examples
+    );
 }

@@ -110,7 +110,7 @@ impl Graph {
         broken: Broken,
     ) -> Result<Graph, String> {
         let arrived = answers_later(emu, topo);
-        crate::policy::build::start_processes(topo, &emu.plugins, arrived)?;
+        crate::policy::build::start_processes(topo, grids, &emu.plugins, arrived)?;
         let dir_id = emu.tracer.register("director".into());
         let counted = requests_where(topo, |w| grids.contains(&w.grid)).len();
         let director = Peer {
@@ -401,8 +401,16 @@ fn answers_later(emu: &Rc<Emu>, topo: &Topology) -> Option<std::sync::Arc<dyn Fn
         return None;
     }
     let traced = Rc::downgrade(emu);
+    // A decision is due at the deadline, or when the wall-clock timeout has passed at this
+    // speed-up, whichever comes first: a process that hangs is found within the timeout.
+    let speedup = match topo.emulation.mode {
+        crate::time::ClockMode::Realtime { speedup } => speedup,
+        crate::time::ClockMode::Virtual => 1.0,
+    };
+    let timeout =
+        crate::time::EmuDuration::from_secs_f64(topo.external.timeout.as_secs_f64() * speedup);
     emu.plugins.answer_later(
-        topo.external.deadline,
+        topo.external.deadline.min(timeout),
         Box::new(move || traced.upgrade().and_then(|e| e.tracer.current())),
     );
     let weak = Rc::downgrade(emu);

@@ -315,13 +315,7 @@ fn sweep(
     // Check the topology and every varied value once before running anything.
     let mut first = None;
     for r in spec.runs().iter().filter(|r| r.seed == spec.seeds[0]) {
-        let t = topology::load_file(
-            &spec.topology,
-            &Overrides {
-                sets: spec.overrides(r),
-                registry: registry.clone(),
-            },
-        )?;
+        let t = topology::load_file(&spec.topology, &overrides(spec.overrides(r), registry))?;
         first.get_or_insert(t);
     }
     let stem = file
@@ -648,24 +642,20 @@ enum WorkloadCommand {
     },
 }
 
-fn export(
-    path: &Path,
-    name: &str,
-    out: &Path,
-    sets: Vec<String>,
-    registry: &Registry,
-) -> Result<(), Error> {
+/// `--set` overrides with the program's policies.
+fn overrides(sets: Vec<String>, registry: &Registry) -> Overrides {
+    Overrides {
+        sets,
+        registry: registry.clone(),
+    }
+}
+
+fn export(path: &Path, name: &str, out: &Path, overrides: Overrides) -> Result<(), Error> {
     // An input trace could be the file named: only an earlier export is replaced.
     let export: crate::OutputKind = ("an SWF file igemu exported", |h| {
         h.starts_with(b"; Version: 2.2\n; Computer: igemu export of workload")
     });
-    let topo = topology::load_file(
-        path,
-        &Overrides {
-            sets,
-            registry: registry.clone(),
-        },
-    )?;
+    let topo = topology::load_file(path, &overrides)?;
     // `-` is standard output (`--out - | gzip`), not a file of that name.
     let to_stdout = out == Path::new("-");
     // The topology and every trace it replays are inputs: an earlier export replayed by a
@@ -904,10 +894,7 @@ fn load(path: Option<&PathBuf>, overrides: &Overrides) -> Result<Topology, Error
 }
 
 fn validate(files: &[PathBuf], sets: Vec<String>, registry: &Registry) -> Result<(), Error> {
-    let overrides = Overrides {
-        sets,
-        registry: registry.clone(),
-    };
+    let overrides = overrides(sets, registry);
     let mut reports = Vec::new();
     for f in files {
         match topology::load_file(f, &overrides) {
@@ -1565,13 +1552,7 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         Some(SpeedupArg::Auto) => sets.push("emulation.speedup=1.0".into()),
         None => {}
     }
-    let mut topo = load(
-        args.topology.as_ref(),
-        &Overrides {
-            sets: sets.clone(),
-            registry: registry.clone(),
-        },
-    )?;
+    let mut topo = load(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
     if args.speedup.is_some() && topo.emulation.mode == crate::time::ClockMode::Virtual {
         return Err(Error::Usage(
             "--speedup applies to realtime mode only, and this run is in virtual mode; add --mode realtime, or drop --speedup".into(),
@@ -1580,13 +1561,7 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     if let Some(SpeedupArg::Auto) = args.speedup {
         let mut calibration = sets.clone();
         calibration.push("emulation.mode=\"virtual\"".into());
-        let calibration = load(
-            args.topology.as_ref(),
-            &Overrides {
-                sets: calibration,
-                registry: registry.clone(),
-            },
-        )?;
+        let calibration = load(args.topology.as_ref(), &overrides(calibration, registry))?;
         let choice = crate::choose_speedup(calibration)?;
         say!(
             "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s and this machine's waits, the latest {:.3} ms late)",
@@ -1597,13 +1572,7 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         );
         sets.pop(); // the placeholder
         sets.push(format!("emulation.speedup={:?}", choice.speedup));
-        topo = load(
-            args.topology.as_ref(),
-            &Overrides {
-                sets: sets.clone(),
-                registry: registry.clone(),
-            },
-        )?;
+        topo = load(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
     }
     if args.serve.is_some() && topo.emulation.mode == crate::time::ClockMode::Virtual {
         return Err(Error::Usage(
@@ -1725,16 +1694,17 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     Ok(())
 }
 
+/// Logs to stderr (`RUST_LOG`), unless the program embedding the CLI set up its own.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal, not in a log file or a pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
-        .init();
+        .try_init();
 }
 
 fn dispatch(command: Command, registry: &Registry) -> Result<(), Error> {
@@ -1750,7 +1720,7 @@ fn dispatch(command: Command, registry: &Registry) -> Result<(), Error> {
                     out,
                     sets,
                 },
-        } => export(&topology, &workload, &out, sets, registry),
+        } => export(&topology, &workload, &out, overrides(sets, registry)),
         Command::Trace(args) => trace(args),
         Command::Stress {
             topology: path,
@@ -1958,13 +1928,7 @@ fn stress(
         checked.push("emulation.mode=\"realtime\"".into());
         checked.push(format!("emulation.speedup={speedup:?}"));
     }
-    let topo = topology::load_file(
-        path,
-        &Overrides {
-            sets: checked,
-            registry: registry.clone(),
-        },
-    )?;
+    let topo = topology::load_file(path, &overrides(checked, registry))?;
     let virtual_mode = matches!(pace, crate::stress::Pace::Virtual);
     let mode_of_runs = if virtual_mode {
         crate::time::ClockMode::Virtual

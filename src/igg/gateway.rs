@@ -626,7 +626,11 @@ impl Gateway {
                 .slots
                 .loads(n, now, self.settings.horizon)
                 .unwrap_or_else(|| self.loads.clone());
-            self.order(&req, now, &loads, &[])
+            let starts = match self.dispatch.reads_starts() {
+                true => self.published_starts(&req, now).unwrap_or_default(),
+                false => Vec::new(),
+            };
+            self.order(&req, now, &loads, &starts)
         } else if !self.settings.on_request && (0..n).all(|j| self.slots.knows(j)) {
             // Earliest-start uses the published free slots when every cluster has published;
             // until then, or where clusters publish on request, it asks the LRMSs.
@@ -667,6 +671,20 @@ impl Gateway {
             clusters: self.clusters.len(),
             loads,
             starts,
+        })
+    }
+
+    /// Each cluster's earliest start for `req` in its published slots (`None` where it has
+    /// none), when every cluster has published.
+    fn published_starts(&self, req: &LeaseRequest, now: EmuTime) -> Option<Vec<Option<u64>>> {
+        let n = self.clusters.len();
+        (0..n).all(|j| self.slots.knows(j)).then(|| {
+            (0..n)
+                .map(|j| {
+                    (self.slots.earliest_on(j, now, req.cores(), req.duration))
+                        .map(|t| t.as_micros())
+                })
+                .collect()
         })
     }
 

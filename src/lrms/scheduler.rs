@@ -1010,6 +1010,15 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
+        if self.leases.contains_key(&req.id) {
+            // Only a gateway that is not igemu's assigns a lease its cluster holds already:
+            // the checker is told, and the lease held stays as it is.
+            let what = format!(
+                "lease #{} assigned again while this cluster holds it",
+                req.id.0
+            );
+            return Ok(vec![Action::Violation(what)]);
+        }
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.offered(now);
         let service = self.cluster_service(&req);

@@ -21,6 +21,7 @@ use crate::igg::dispatch::{Dispatch, DispatchSetup};
 use crate::igg::negotiation::{AnswerPolicy, OfferPolicy};
 use crate::lrms::admission::AdmissionControl;
 use crate::lrms::preemption::Preemption;
+use crate::model::GridId;
 use crate::topology::Topology;
 use crate::trace::ActorId;
 
@@ -36,22 +37,29 @@ pub(crate) struct Builder<'a> {
     pub names: Names,
 }
 
-/// Every external command a topology names, with the decision points each is asked.
-fn external_commands(topo: &Topology) -> BTreeMap<String, Vec<Point>> {
+/// Every external command the Grids `grids` of `topo` name (their IGGs' and their
+/// clusters'), with the decision points each is asked. A Grid whose whole gateway is external
+/// names no policy for its gateway's decision points.
+fn external_commands(topo: &Topology, grids: &[GridId]) -> BTreeMap<String, Vec<Point>> {
     let mut commands: BTreeMap<String, Vec<Point>> = BTreeMap::new();
-    let lrms = topo.clusters.iter().flat_map(|c| {
-        [
-            (Point::Preemption, &c.lrms.preemption),
-            (Point::Admission, &c.lrms.admission),
-        ]
-    });
-    let igg = topo.grids.iter().flat_map(|g| {
-        [
-            (Point::Dispatch, &g.igg.dispatch),
-            (Point::Answer, &g.igg.answer),
-            (Point::Offer, &g.igg.offer),
-            (Point::Gateway, &g.igg.implementation),
-        ]
+    let lrms = (topo.clusters.iter())
+        .filter(|c| grids.contains(&c.grid))
+        .flat_map(|c| {
+            [
+                (Point::Preemption, &c.lrms.preemption),
+                (Point::Admission, &c.lrms.admission),
+            ]
+        });
+    let igg = (grids.iter()).flat_map(|g| {
+        let igg = &topo.grids[usize::from(g.0)].igg;
+        match igg.implementation.is_external() {
+            true => vec![(Point::Gateway, &igg.implementation)],
+            false => vec![
+                (Point::Dispatch, &igg.dispatch),
+                (Point::Answer, &igg.answer),
+                (Point::Offer, &igg.offer),
+            ],
+        }
     });
     for (point, chosen) in lrms.chain(igg) {
         if chosen.is_external() {
@@ -64,15 +72,16 @@ fn external_commands(topo: &Topology) -> BTreeMap<String, Vec<Point>> {
     commands
 }
 
-/// Starts every external process `topo` names (a failure to start, or to answer the
-/// handshake, is the run's error). In a realtime run, each process's answers are read in the
-/// background and `arrived` is called after each.
+/// Starts every external process the Grids `grids` of `topo` name (a failure to start, or
+/// to answer the handshake, is the run's error). In a realtime run, each process's answers
+/// are read in the background and `arrived` is called after each.
 pub(crate) fn start_processes(
     topo: &Topology,
+    grids: &[GridId],
     plugins: &Plugins,
     arrived: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
 ) -> Result<(), String> {
-    for (name, points) in external_commands(topo) {
+    for (name, points) in external_commands(topo, grids) {
         if plugins.process(&name).is_some() {
             continue;
         }

@@ -9,8 +9,13 @@ use crate::lrms::policy::Choice;
 use crate::model::GridId;
 
 /// A preemption set: each lease once, every one a candidate, and room made for the local
-/// request. `None` (preempt nothing) is always possible. Sorts the set.
-pub fn preemption(c: &Contention, choice: &mut Option<Choice>) -> Result<(), String> {
+/// request. `None` (preempt nothing) is always possible. Sorts the set. `label` names a
+/// lease in messages.
+pub fn preemption(
+    c: &Contention,
+    choice: &mut Option<Choice>,
+    label: &dyn Fn(crate::model::RequestId) -> String,
+) -> Result<(), String> {
     let Some(choice) = choice else {
         return Ok(());
     };
@@ -20,7 +25,10 @@ pub fn preemption(c: &Contention, choice: &mut Option<Choice>) -> Result<(), Str
     }
     choice.set.sort_unstable();
     if let Some(w) = choice.set.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("names lease #{} twice", c.candidates[w[0]].lease.0));
+        return Err(format!(
+            "names lease `{}` twice",
+            label(c.candidates[w[0]].lease)
+        ));
     }
     let room = c.room(&choice.set);
     if room < u64::from(c.need) {
@@ -33,8 +41,9 @@ pub fn preemption(c: &Contention, choice: &mut Option<Choice>) -> Result<(), Str
     Ok(())
 }
 
-/// A dispatch order: indices of the Grid's `n` clusters, each at most once.
-pub fn dispatch(order: &[usize], n: usize) -> Result<(), String> {
+/// A dispatch order: indices of the Grid's `n` clusters, each at most once. `name` names a
+/// cluster in messages.
+pub fn dispatch(order: &[usize], n: usize, name: &dyn Fn(usize) -> String) -> Result<(), String> {
     if let Some(&bad) = order.iter().find(|&&j| j >= n) {
         return Err(format!(
             "cluster index {bad} is not one of the Grid's {n} clusters"
@@ -43,7 +52,7 @@ pub fn dispatch(order: &[usize], n: usize) -> Result<(), String> {
     let mut seen = vec![false; n];
     for &j in order {
         if std::mem::replace(&mut seen[j], true) {
-            return Err(format!("names cluster index {j} twice"));
+            return Err(format!("names cluster `{}` twice", name(j)));
         }
     }
     Ok(())
@@ -125,12 +134,15 @@ mod tests {
 
     #[test]
     fn a_dispatch_order_names_known_clusters_once() {
-        assert!(dispatch(&[2, 0, 1], 3).is_ok());
-        assert!(dispatch(&[], 3).is_ok());
-        assert!(dispatch(&[3], 3)
+        let name = |j: usize| format!("c{j}");
+        assert!(dispatch(&[2, 0, 1], 3, &name).is_ok());
+        assert!(dispatch(&[], 3, &name).is_ok());
+        assert!(dispatch(&[3], 3, &name)
             .unwrap_err()
             .contains("not one of the Grid's 3"));
-        assert!(dispatch(&[1, 1], 3).unwrap_err().contains("twice"));
+        assert!(dispatch(&[1, 1], 3, &name)
+            .unwrap_err()
+            .contains("names cluster `c1` twice"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::checks;
 use super::external::protocol::{self as p, Names};
@@ -30,26 +30,41 @@ use crate::trace::ActorId;
 /// answer had the wrong shape), or that the answer will come later (realtime runs); a Rust
 /// plug-in's guard finds it empty.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Fault(Rc<RefCell<Option<String>>>, Rc<std::cell::Cell<bool>>);
+pub(crate) struct Fault {
+    failure: Rc<RefCell<Option<String>>>,
+    pending: Rc<std::cell::Cell<bool>>,
+    /// The answer came for a question that has changed since (realtime).
+    stale: Rc<std::cell::Cell<bool>>,
+}
 
 impl Fault {
     /// Reports a failure (the first since the guard last looked stands).
     pub(crate) fn report(&self, why: String) {
-        self.0.borrow_mut().get_or_insert(why);
+        self.failure.borrow_mut().get_or_insert(why);
     }
 
     /// Reports that the question was sent and its answer will come later: the decision is
     /// pending, and whatever is decided now is undone.
     pub(crate) fn pend(&self) {
-        self.1.set(true);
+        self.pending.set(true);
+    }
+
+    /// Reports that the answer given was to the question as it was asked, which has changed
+    /// since: if it does not fit, it is asked again rather than held against the policy.
+    pub(crate) fn stale(&self) {
+        self.stale.set(true);
     }
 
     fn take(&self) -> Option<String> {
-        self.0.borrow_mut().take()
+        self.failure.borrow_mut().take()
     }
 
     fn take_pending(&self) -> bool {
-        self.1.replace(false)
+        self.pending.replace(false)
+    }
+
+    fn take_stale(&self) -> bool {
+        self.stale.replace(false)
     }
 }
 
@@ -86,12 +101,22 @@ impl Guard {
             // the answer; nothing is counted or traced now.
             return safe;
         }
+        let stale = self.fault.take_stale();
         let answer = match self.fault.take() {
             Some(why) => Err(why),
             None => answer,
         };
+        let realtime = w.plugins().realtime().cloned();
+        let holds = realtime
+            .as_ref()
+            .filter(|rt| self.site.point != super::Point::Admission && rt.holds(self.by));
         let (chosen, fell_back) = match answer {
             Ok(a) => (a, None),
+            // The situation changed while the answer came: ask again with the question as
+            // it is now (the attempt is pending).
+            Err(_) if stale && holds.is_some_and(|rt| rt.ask_again(self.by, w.now())) => {
+                return safe
+            }
             Err(why) => match fallback() {
                 Some(a) => (a, Some(why)),
                 None => {
@@ -106,17 +131,25 @@ impl Guard {
                 }
             },
         };
-        w.plugins().count(&self.site, fell_back.is_some());
-        if w.tracing() {
-            let note = Note {
-                point: self.site.point.as_str(),
-                policy: self.site.policy.clone(),
-                request: decision.1,
-                question: question(),
-                answer: shown(&chosen),
-                fallback: fell_back,
-            };
-            w.note(self.by, &note);
+        let note = w.tracing().then(|| Note {
+            point: self.site.point.as_str(),
+            policy: self.site.policy.clone(),
+            request: decision.1,
+            question: question(),
+            answer: shown(&chosen),
+            fallback: fell_back.clone(),
+        });
+        let (site, by, fb) = (self.site.clone(), self.by, fell_back.is_some());
+        let book = move || {
+            w.plugins().count(&site, fb);
+            if let Some(note) = note {
+                w.note(by, &note);
+            }
+        };
+        match holds {
+            // Carried out if this attempt completes; an undone attempt decides again.
+            Some(rt) => rt.defer(self.by, Box::new(book)),
+            None => book(),
         }
         chosen
     }
@@ -157,7 +190,8 @@ impl Preemption for GuardedPreemption {
             });
         }
         let mut answer = self.inner.choose(c, ask);
-        let checked = checks::preemption(c, &mut answer).map(|()| answer);
+        let label = |id| self.guard.request(id);
+        let checked = checks::preemption(c, &mut answer, &label).map(|()| answer);
         let Self {
             fallback, guard, ..
         } = self;
@@ -232,7 +266,8 @@ impl Dispatch for GuardedDispatch {
 
     fn order(&mut self, ask: &DispatchAsk<'_>) -> Vec<usize> {
         let order = self.inner.order(ask);
-        let checked = checks::dispatch(&order, ask.clusters).map(|()| order);
+        let name = |j: usize| self.setup.clusters.get(j).cloned().unwrap_or_default();
+        let checked = checks::dispatch(&order, ask.clusters, &name).map(|()| order);
         let Self {
             fallback,
             guard,
@@ -252,6 +287,10 @@ impl Dispatch for GuardedDispatch {
 
     fn wants_starts(&self) -> bool {
         self.inner.wants_starts()
+    }
+
+    fn reads_starts(&self) -> bool {
+        self.inner.reads_starts()
     }
 }
 
@@ -326,21 +365,9 @@ impl OfferPolicy for GuardedOffer {
         )
     }
 
+    /// Taking a counter-offer is decided by the plan's limit (the policy's own rule where it
+    /// has one): not a decision asked of an external process, so not counted.
     fn takes_counter(&mut self, ask: &CounterAsk<'_>) -> bool {
-        let take = self.inner.takes_counter(ask);
-        let Self {
-            fallback, guard, ..
-        } = self;
-        let decision = format!(
-            "counter-offer for request {}",
-            guard.request(ask.request.id)
-        );
-        guard.settle(
-            (&decision, Some(ask.request.id)),
-            || json!({"request": guard.request(ask.request.id), "counter": ask.counter}),
-            Ok(take),
-            || fallback.as_mut().map(|f| f.takes_counter(ask)),
-            (false, |t: &bool| json!({"take": t})),
-        )
+        self.inner.takes_counter(ask)
     }
 }

@@ -100,11 +100,17 @@ impl std::fmt::Debug for Registry {
     }
 }
 
-/// Two registries are equal when they are the same one (a topology compares equal to a copy
-/// of itself).
+/// Two registries are equal when they offer the same names, shipped or not, at every point
+/// (constructors cannot be compared: two programs registering the same names are taken to
+/// offer the same policies).
 impl PartialEq for Registry {
     fn eq(&self, other: &Registry) -> bool {
         Arc::ptr_eq(&self.tables, &other.tables)
+            || Point::ALL.iter().all(|&p| {
+                let names = self.names(p);
+                names == other.names(p)
+                    && (names.iter()).all(|n| self.is_shipped(p, n) == other.is_shipped(p, n))
+            })
     }
 }
 

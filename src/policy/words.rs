@@ -1,6 +1,7 @@
-//! Splitting a command line into words as a POSIX shell splits them — whitespace between
-//! words, single quotes keeping everything, double quotes keeping all but `\"` and `\\`, a
-//! backslash escaping the next character — without running a shell: no variables, globs,
+//! Splitting a command line into words as a POSIX shell splits them — blanks (space, tab,
+//! newline) between words, single quotes keeping everything, double quotes keeping all but
+//! `\"`, `\\`, `\$` and `` \` `` (and a backslash-newline, dropped), a backslash escaping
+//! the next character — without running a shell: no variables, globs,
 //! pipes or redirections, so a topology naming a command cannot make igemu run anything else.
 
 /// The words of `line`, or what is wrong with it (an unterminated quote, a trailing
@@ -11,7 +12,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
     let mut chars = line.chars();
     while let Some(c) = chars.next() {
         match c {
-            c if c.is_whitespace() => {
+            ' ' | '\t' | '\n' => {
                 if let Some(w) = word.take() {
                     words.push(w);
                 }
@@ -32,7 +33,8 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
-                            Some(x @ ('"' | '\\')) => w.push(x),
+                            Some(x @ ('"' | '\\' | '$' | '`')) => w.push(x),
+                            Some('\n') => {}
                             Some(x) => {
                                 w.push('\\');
                                 w.push(x);
@@ -67,6 +69,8 @@ mod tests {
         assert_eq!(w("a 'b c' \"d e\""), ["a", "b c", "d e"]);
         assert_eq!(w(r#"a\ b "x\"y" 'it''s'"#), ["a b", "x\"y", "its"]);
         assert_eq!(w(r#""a\nb" ''"#), [r"a\nb", ""]);
+        assert_eq!(w(r#""\$HOME \`x\`""#), ["$HOME `x`"]);
+        assert_eq!(w("a\u{a0}b"), ["a\u{a0}b"], "only ASCII blanks split");
         assert_eq!(w("$HOME *.py |x"), ["$HOME", "*.py", "|x"]);
         assert!(w("").is_empty());
     }

@@ -1049,7 +1049,8 @@ fn merge_igg(own: IggOverrides, defaults: &IggOverrides, registry: &Registry) ->
         .or_else(|| defaults.implementation.clone())
         .unwrap_or_else(|| crate::policy::registry::GATEWAY.into());
     IggSettings {
-        reads_slots: registry.reads_slots(&dispatch.name),
+        // An external dispatch policy sees the clusters' loads and earliest starts: they publish.
+        reads_slots: registry.reads_slots(&dispatch.name) || dispatch.is_external(),
         dispatch,
         answer,
         offer,

@@ -96,7 +96,8 @@ pub(super) fn read_choice(
     None
 }
 
-/// The fallback `<key>_fallback` names at `point`: a registered policy (not a process).
+/// The fallback `<key>_fallback` names at `point`: a policy igemu ships (its answers are
+/// trusted, so they need no fallback of their own).
 pub(super) fn read_fallback(
     t: &Table<'_>,
     key: &str,
@@ -105,15 +106,19 @@ pub(super) fn read_fallback(
 ) -> Option<String> {
     let fkey = format!("{key}_fallback");
     let (name, loc) = t.str(&fkey)?;
-    if registry.knows(point, name) {
+    if registry.is_shipped(point, name) == Some(true) {
         return Some(name.to_string());
     }
+    // Only shipped policies: a fallback's answers are trusted, not checked.
+    let shipped: Vec<&str> = (registry.names(point).into_iter())
+        .filter(|n| registry.is_shipped(point, n) == Some(true))
+        .collect();
     t.diags.error(
         loc,
         format!("`{name}` is not a valid `{fkey}` in {}", t.what),
         Some(format!(
-            "a fallback is a policy igemu has (not an external process): {}",
-            suggest(name, &registry.names(point))
+            "a fallback is a policy igemu ships (not a program's own, not an external process): {}",
+            suggest(name, &shipped)
         )),
     );
     None

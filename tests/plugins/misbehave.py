@@ -6,7 +6,9 @@ first question: exit, hang, garbage, wrong-id, decline, stderr (says why on stde
 impossible (an answer of the right shape that cannot be carried out), shapeless (an answer
 of the wrong shape). `good` answers every decision point sensibly (serves them all; the
 gateway as examples/policies/gateway.py plays it); `record FILE` answers as `good` and
-appends every line igemu writes to FILE, then every line it answers."""
+appends every line igemu writes to FILE, then every line it answers. As a gateway,
+`place-twice` places each of its users' requests twice, `place-offered` places a request a
+peer only offered."""
 
 import json
 import os
@@ -40,7 +42,14 @@ RECORD = open(sys.argv[2], "a") if MODE == "record" else None
 
 def good(point, q, now=0):
     if point == "gateway":
-        return {"effects": GATEWAY.gateway(q, now)}
+        effects = GATEWAY.gateway(q, now)
+        x = q["input"]
+        if MODE == "place-twice" and x["kind"] == "submit":
+            effects += [e for e in effects if e["kind"] == "place"]
+        if MODE == "place-offered" and x["kind"] == "peer" and x["message"]["kind"] == "offer":
+            item = x["message"]["items"][0]["request"]
+            effects = [{"kind": "place", "request": item["id"], "order": q["clusters"]}]
+        return {"effects": effects}
     if point == "preemption":
         return {"preempt": [c["lease"] for c in q["candidates"]]}
     if point == "dispatch":

@@ -122,6 +122,12 @@ pub trait Dispatch {
     fn wants_starts(&self) -> bool {
         false
     }
+
+    /// Whether the policy reads the clusters' earliest starts where their published slots
+    /// tell them (every cluster has published), without the IGG asking or booking them.
+    fn reads_starts(&self) -> bool {
+        false
+    }
 }
 
 /// The shipped policy `name` stands for, built for `setup`.

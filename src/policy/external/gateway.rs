@@ -40,6 +40,9 @@ pub struct ExternalGateway {
     requests: Rc<[LeaseRequest]>,
     /// Relocations asked for and not yet carried out, by lease.
     relocations: BTreeMap<RequestId, Relocation>,
+    /// The requests its inputs gave it (its users', its peers' redirected ones): the only
+    /// ones it may place or offer.
+    given: std::collections::BTreeSet<RequestId>,
     /// `peering.offer_timeout`, told in every question (what igemu's gateway waits for an
     /// answer, an acknowledgement or a report's acknowledgement).
     offer_timeout: crate::time::EmuDuration,
@@ -77,6 +80,7 @@ impl ExternalGateway {
             clusters: setup.clusters,
             requests: setup.requests,
             relocations: BTreeMap::new(),
+            given: std::collections::BTreeSet::new(),
             offer_timeout: setup.offer_timeout,
         }
     }
@@ -95,10 +99,7 @@ impl ExternalGateway {
         if w.plugins().failed() {
             return Vec::new();
         }
-        if let Input::Relocate { relocation, .. } = &input {
-            self.relocations
-                .insert(relocation.req.id, relocation.clone());
-        }
+        self.note_given(&input);
         let question = json!({
             "grid": self.names.grid_name(self.grid),
             "clusters": self.clusters.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>(),
@@ -144,6 +145,25 @@ impl ExternalGateway {
                 });
                 Vec::new()
             }
+        }
+    }
+
+    /// Keeps what `input` gives the gateway: a relocation to carry out later, a request it
+    /// may place (its users', one redirected to it).
+    fn note_given(&mut self, input: &Input) {
+        match input {
+            Input::Relocate { relocation, .. } => {
+                self.relocations
+                    .insert(relocation.req.id, relocation.clone());
+            }
+            Input::Submit(req)
+            | Input::Peer {
+                msg: PeerMsg::Redirect { req, .. },
+                ..
+            } => {
+                self.given.insert(req.id);
+            }
+            _ => {}
         }
     }
 
@@ -482,15 +502,24 @@ impl ExternalGateway {
     fn request(&self, e: &Value) -> Result<&LeaseRequest, String> {
         let r = field(e, "request")?;
         let id = self.lease(r.get("id").unwrap_or(r))?;
+        if !self.given.contains(&id) {
+            return Err(format!(
+                "names request `{}`, which was never given to this gateway (neither submitted by its users nor redirected to it)",
+                self.request_label(id)
+            ));
+        }
         self.requests
             .get(id.0 as usize)
             .ok_or_else(|| "no such request".into())
     }
 
     fn lease(&self, v: &Value) -> Result<RequestId, String> {
-        let label = v
-            .as_str()
-            .ok_or_else(|| format!("a request is named by its id string, not {v}"))?;
+        let label = v.as_str().ok_or_else(|| {
+            format!(
+                "a request is named by its id string, not {}",
+                excerpt(&v.to_string())
+            )
+        })?;
         (self.names.requests.iter())
             .position(|l| l == label)
             .map(|i| RequestId(i as u32))
@@ -504,9 +533,12 @@ impl ExternalGateway {
     }
 
     fn cluster_index(&self, v: &Value) -> Result<usize, String> {
-        let name = v
-            .as_str()
-            .ok_or_else(|| format!("a cluster is named by its name, not {v}"))?;
+        let name = v.as_str().ok_or_else(|| {
+            format!(
+                "a cluster is named by its name, not {}",
+                excerpt(&v.to_string())
+            )
+        })?;
         (self.clusters.iter())
             .position(|(_, n)| n == name)
             .ok_or_else(|| format!("`{}` is not one of this grid's clusters", excerpt(name)))

@@ -76,6 +76,10 @@ pub(crate) struct Answers {
 #[derive(Default)]
 struct AnswersState {
     by_id: std::collections::BTreeMap<u64, Value>,
+    /// Questions sent and not yet answered (an answer to another id breaks the protocol).
+    asked: std::collections::BTreeSet<u64>,
+    /// Questions given up on (their deadline passed): a late answer is dropped.
+    expired: std::collections::BTreeSet<u64>,
     /// Why reading stopped (the process exited, or wrote what is not an answer).
     ended: Option<String>,
 }
@@ -116,11 +120,33 @@ impl Answers {
         }
     }
 
+    /// Question `id` is being sent.
+    fn asking(&self, id: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.asked.insert(id);
+        }
+    }
+
+    /// Question `id` is given up on: its answer, if it comes, is dropped.
+    fn forget(&self, id: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.by_id.remove(&id);
+            if s.asked.remove(&id) {
+                s.expired.insert(id);
+            }
+        }
+    }
+
     fn put(&self, what: Result<(u64, Value), String>) {
         if let Ok(mut s) = self.state.lock() {
             match what {
-                Ok((id, v)) => {
+                Ok((id, v)) if s.asked.remove(&id) => {
                     s.by_id.insert(id, v);
+                }
+                Ok((id, _)) if s.expired.remove(&id) => {}
+                Ok((id, _)) => {
+                    let why = format!("answered id {id}, which no question waiting has");
+                    s.ended.get_or_insert(why);
                 }
                 Err(why) => {
                     s.ended.get_or_insert(why);
@@ -154,6 +180,9 @@ fn read_in_background(
                 Ok(_) => Ok(String::from_utf8_lossy(&buf).into_owned()),
                 Err(e) => Err(format!("could not be read ({e})")),
             };
+            if line.as_ref().is_ok_and(|t| t.trim().is_empty()) {
+                continue;
+            }
             let answer = line.and_then(|text| {
                 let v: Value = serde_json::from_str(&text)
                     .map_err(|_| format!("wrote a line that is not JSON: `{}`", excerpt(&text)))?;
@@ -267,16 +296,7 @@ impl Process {
 
     /// Asks one question and waits (at most the timeout) for its answer.
     pub fn ask(&self, point: Point, at: &str, now: u64, question: Value) -> Result<Value, String> {
-        if let Some(why) = self.broken.borrow().clone() {
-            return Err(why);
-        }
-        let id = self.next.get();
-        self.next.set(id + 1);
-        let line = json!({"type": "question", "id": id, "now": now, "point": point.as_str(), "at": at, "question": question});
-        if let Err(why) = self.write(&line) {
-            *self.broken.borrow_mut() = Some(why.clone());
-            return Err(why);
-        }
+        let id = self.send(point, at, now, question)?;
         let reply = match &*self.answers.borrow() {
             None => self.read(|v| {
                 // A late answer to an earlier question (one that timed out) is passed over.
@@ -354,9 +374,19 @@ impl Process {
         let id = self.next.get();
         self.next.set(id + 1);
         let line = json!({"type": "question", "id": id, "now": now, "point": point.as_str(), "at": at, "question": question});
+        if let Some(a) = &*self.answers.borrow() {
+            a.asking(id);
+        }
         self.write(&line)
             .inspect_err(|why| *self.broken.borrow_mut() = Some(why.clone()))?;
         Ok(id)
+    }
+
+    /// Gives question `id` up (its deadline passed): its answer, if it comes, is dropped.
+    pub fn forget(&self, id: u64) {
+        if let Some(a) = &*self.answers.borrow() {
+            a.forget(id);
+        }
     }
 
     /// The answer to question `id` if it has come (`Some(Err)` if it never will: the
@@ -500,9 +530,14 @@ impl Process {
     /// Tells the process the run is over, closes its input and waits (at most the timeout)
     /// for it to exit; kills it otherwise.
     pub fn end(&self) {
-        if self.broken.borrow().is_none() {
-            let _ = self.write(&json!({"type": "end"}));
+        if self.broken.borrow().is_some() {
+            // It failed (maybe hangs): no second wait for it.
+            let child = &mut *self.child.borrow_mut();
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
         }
+        let _ = self.write(&json!({"type": "end"}));
         self.stdin.borrow_mut().take();
         self.socket.borrow_mut().take();
         let deadline = Instant::now() + self.timeout;

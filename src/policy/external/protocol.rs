@@ -151,14 +151,20 @@ pub fn preemption_answer(
     let exact = match obj.get("exact") {
         None => true,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(format!("`exact` must be true or false, not {other}")),
+        Some(other) => {
+            return Err(format!(
+                "`exact` must be true or false, not {}",
+                shown(other)
+            ))
+        }
     };
     let set = match obj.get("preempt") {
         Some(Value::Null) => return Ok(None),
         Some(Value::Array(items)) => items,
         Some(other) => {
             return Err(format!(
-                "`preempt` must be a list of leases or null, not {other}"
+                "`preempt` must be a list of leases or null, not {}",
+                shown(other)
             ))
         }
         None => return Err("the answer has no `preempt` (a list of leases, or null)".into()),
@@ -167,7 +173,8 @@ pub fn preemption_answer(
     for item in set {
         let Some(label) = item.as_str() else {
             return Err(format!(
-                "`preempt` lists {item}: leases are named by their id strings"
+                "`preempt` lists {}: leases are named by their id strings",
+                shown(item)
             ));
         };
         let Some(i) = c
@@ -243,7 +250,10 @@ pub fn dispatch_answer(
         .iter()
         .map(|item| {
             let name = item.as_str().ok_or_else(|| {
-                format!("`order` lists {item}: clusters are named by their names")
+                format!(
+                    "`order` lists {}: clusters are named by their names",
+                    shown(item)
+                )
             })?;
             setup
                 .clusters
@@ -308,7 +318,12 @@ pub fn admission_answer(answer: &Value) -> Result<Verdict, String> {
         return k
             .as_u64()
             .map(|k| Verdict::Limit(usize::try_from(k).unwrap_or(usize::MAX)))
-            .ok_or_else(|| format!("`limit` must be a whole number of at least 0, not {k}"));
+            .ok_or_else(|| {
+                format!(
+                    "`limit` must be a whole number of at least 0, not {}",
+                    shown(k)
+                )
+            });
     }
     match obj.get("admit") {
         Some(Value::Bool(true)) => Ok(Verdict::Admit),
@@ -320,12 +335,16 @@ pub fn admission_answer(answer: &Value) -> Result<Verdict, String> {
                 .map(|(why, _)| Verdict::Refuse(*why))
                 .ok_or_else(|| {
                     format!(
-                        "`reason` {r} is not one of: {}",
+                        "`reason` {} is not one of: {}",
+                        shown(r),
                         REFUSALS.map(|(_, n)| n).join(", ")
                     )
                 }),
         },
-        Some(other) => Err(format!("`admit` must be true or false, not {other}")),
+        Some(other) => Err(format!(
+            "`admit` must be true or false, not {}",
+            shown(other)
+        )),
         None => Err("the answer has neither `admit` (true or false) nor `limit`".into()),
     }
 }
@@ -375,7 +394,7 @@ pub fn answer_answer(answer: &Value, ask: &OfferAsk<'_>) -> Result<Answer, Strin
             .ok_or_else(|| "a counter-offer needs a `price` (a number)".into()),
         _ => Err(format!(
             "`verdict` must be \"accept\", \"counter\" or \"reject\", not {}",
-            obj.get("verdict").unwrap_or(&Value::Null)
+            shown(obj.get("verdict").unwrap_or(&Value::Null))
         )),
     }
 }
@@ -444,7 +463,7 @@ pub fn offer_answer(
                 None => max,
                 Some(l) => l
                     .as_f64()
-                    .ok_or_else(|| format!("`limit` must be a number, not {l}"))?,
+                    .ok_or_else(|| format!("`limit` must be a number, not {}", shown(l)))?,
             };
             Ok(OfferPlan { peer, price, limit })
         })
@@ -472,6 +491,11 @@ fn object(v: &Value) -> Result<&Map<String, Value>, String> {
             excerpt(&v.to_string())
         )
     })
+}
+
+/// A JSON value as error messages show it: [`excerpt`] of its text.
+fn shown(v: &Value) -> String {
+    excerpt(&v.to_string())
 }
 
 /// At most 80 characters of `text`, control characters escaped: safe to print.

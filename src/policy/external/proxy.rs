@@ -50,13 +50,26 @@ impl Proxy {
         read: impl FnOnce(&Value) -> Result<T, String>,
     ) -> Option<T> {
         let answered = match &self.later {
-            Some(later) if point != Point::Admission => match later.0.answer(later.1) {
-                Some(answer) => answer,
-                None => {
-                    self.send_now(point, now, question, later);
+            Some(later) if point != Point::Admission => {
+                let (rt, by, _) = later;
+                if rt.is_pending(*by) {
+                    // An earlier question of this attempt is out: this one waits its turn.
+                    self.fault.pend();
                     return None;
                 }
-            },
+                match rt.answer(*by) {
+                    Some(a) => {
+                        if !a.missed && a.question != question {
+                            self.fault.stale();
+                        }
+                        a.answer
+                    }
+                    None => {
+                        self.send_now(point, now, question, later);
+                        return None;
+                    }
+                }
+            }
             _ => self.process.ask(point, &self.at, now.as_micros(), question),
         };
         let read = answered.and_then(|a| {
@@ -82,13 +95,13 @@ impl Proxy {
         question: Value,
         (rt, by, site): &(Rc<Realtime>, ActorId, Site),
     ) {
-        match self
+        let sent = self
             .process
-            .send(point, &self.at, now.as_micros(), question)
-        {
+            .send(point, &self.at, now.as_micros(), question.clone());
+        match sent {
             Ok(id) => {
                 let sent = (Rc::clone(&self.process), id);
-                rt.sent(sent, *by, now, site.clone());
+                rt.sent(sent, *by, (now, question), site.clone());
                 self.fault.pend();
             }
             Err(why) => self.fault.report(why),
@@ -150,6 +163,10 @@ pub(crate) struct ExternalDispatch {
 impl Dispatch for ExternalDispatch {
     fn name(&self) -> String {
         self.proxy.name()
+    }
+
+    fn reads_starts(&self) -> bool {
+        true
     }
 
     fn order(&mut self, ask: &DispatchAsk<'_>) -> Vec<usize> {
