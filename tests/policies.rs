@@ -66,6 +66,14 @@ fn run_cli(topology: &str, sets: &[&str]) -> (tempfile::TempDir, i32, String) {
     (dir, o.status.code().unwrap_or(-1), stderr)
 }
 
+/// Runs with `sets`, asserts igemu stopped with exit code 2 saying `says`; gives stderr.
+fn stops_saying(topology: &str, sets: &[&str], says: &str) -> String {
+    let (_, code, stderr) = run_cli(topology, sets);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(says), "`{says}` not in: {stderr}");
+    stderr
+}
+
 fn output(dir: &tempfile::TempDir, file: &str) -> Vec<u8> {
     std::fs::read(dir.path().join("out").join(file))
         .unwrap_or_else(|e| panic!("{file} was written: {e}"))
@@ -317,11 +325,10 @@ fn every_failure_of_an_external_process_is_a_clear_error_within_seconds() {
         soon,
     );
     // A program that is not there is refused before anything runs.
-    let (_, code, stderr) = run_cli(t3, &["lrms.preemption=external:no-such-program-here x"]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("`no-such-program-here` is not found"),
-        "{stderr}"
+    stops_saying(
+        t3,
+        &["lrms.preemption=external:no-such-program-here x"],
+        "`no-such-program-here` is not found",
     );
 }
 
@@ -392,11 +399,10 @@ fn a_named_fallback_decides_instead_and_is_counted() {
     assert_eq!(p["decisions"].as_u64(), Some(6), "one per external request");
     assert_eq!(p["fallbacks"], p["decisions"]);
     // A fallback is a policy igemu has, never a process.
-    let (_, code, stderr) = run_cli(t3, &[&bad, &format!("lrms.preemption_fallback={MOV_PY}")]);
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains("a fallback is a policy igemu ships"),
-        "{stderr}"
+    stops_saying(
+        t3,
+        &[&bad, &format!("lrms.preemption_fallback={MOV_PY}")],
+        "a fallback is a policy igemu ships",
     );
 }
 
@@ -658,11 +664,10 @@ fn in_realtime_a_missed_deadline_falls_back_counted_or_stops_the_run() {
     // Without a fallback the miss ends the run, naming the deadline.
     let mut sets = vec![slow.as_str()];
     sets.extend(realtime);
-    let (_, code, stderr) = run_cli(t3, &sets);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("did not answer within 60 s of emulated time ([external] deadline"),
-        "{stderr}"
+    stops_saying(
+        t3,
+        &sets,
+        "did not answer within 60 s of emulated time ([external] deadline",
     );
 }
 
@@ -1068,11 +1073,10 @@ fn an_external_gateway_may_place_only_its_own_requests_and_each_once() {
     }
     // A request a peer only offered is not this gateway's to place: a clear error.
     let offered = format!("grid.2.igg.implementation={}", misbehave("place-offered"));
-    let (_, code, stderr) = run_cli("topologies/peering-small.toml", &[&offered]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("which was never given to this gateway"),
-        "{stderr}"
+    let stderr = stops_saying(
+        "topologies/peering-small.toml",
+        &[&offered],
+        "which was never given to this gateway",
     );
     assert!(
         stderr.contains("igg.implementation") || stderr.contains("fix the gateway"),
