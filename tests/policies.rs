@@ -333,6 +333,40 @@ fn every_failure_of_an_external_process_is_a_clear_error_within_seconds() {
 }
 
 #[test]
+fn policy_names_with_control_characters_are_refused_shown_escaped() {
+    // A command is named in messages, traces and summaries: an escape sequence or a
+    // right-to-left override in it is refused, and the refusal shows it escaped.
+    for (set, says) in [
+        (
+            "lrms.preemption=external:py\x1b[31mthon3 x",
+            "holds the character \\u{1b}",
+        ),
+        (
+            "igg.dispatch=external:python3 \u{202e}rr.py",
+            "holds the character \\u{202e}",
+        ),
+        (
+            "igg.dispatch=\x1b[31mrr",
+            "`\\u{1b}[31mrr` is not a valid `dispatch`",
+        ),
+        (
+            "igg.dispatch_fallback=\x1b[2Jrr",
+            "`\\u{1b}[2Jrr` is not a valid",
+        ),
+        (
+            "lrms.scheduler=\x1b[31m",
+            "`\\u{1b}[31m` is not a valid `scheduler`",
+        ),
+    ] {
+        let stderr = stops_saying("topologies/paper003-testbed.toml", &[set], says);
+        assert!(
+            !stderr.contains('\x1b') && !stderr.contains('\u{202e}'),
+            "{stderr:?}"
+        );
+    }
+}
+
+#[test]
 fn impossible_answers_are_refused_at_every_decision_point() {
     if !python() {
         return;

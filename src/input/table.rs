@@ -377,7 +377,11 @@ impl<'a> Table<'a> {
             None => {
                 self.diags.error(
                     loc,
-                    format!("`{s}` is not a valid `{key}` in {}", self.what),
+                    format!(
+                        "`{}` is not a valid `{key}` in {}",
+                        super::diag::shown(s),
+                        self.what
+                    ),
                     Some(suggest(s, choices)),
                 );
                 None

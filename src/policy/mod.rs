@@ -93,6 +93,16 @@ pub fn describe(chosen: &Chosen, shipped: Option<String>) -> String {
 /// Checks an `external:CMD ARGS` name: its words, and that the program can be found (a
 /// path that exists, or a name on `PATH`). Returns what is wrong, if anything.
 pub fn check_external(name: &str) -> Result<Vec<String>, String> {
+    use crate::input::diag::{shown, shows_as_itself};
+    // The command is named in messages, traces and summaries: nothing in it may reach a
+    // terminal raw.
+    if let Some(c) = name.chars().find(|&c| c != '\t' && !shows_as_itself(c)) {
+        return Err(format!(
+            "`{}` holds the character {} (a control or invisible character); a command is written in visible characters",
+            shown(name),
+            shown(&c.to_string())
+        ));
+    }
     let rest = name.strip_prefix(EXTERNAL_PREFIX).unwrap_or(name);
     let words = words::split(rest).map_err(|e| format!("`{name}`: {e}"))?;
     let Some(program) = words.first() else {

@@ -2,7 +2,7 @@
 //! looked up in the run's [`Registry`] or written `external:CMD ARGS`, its fallback
 //! (`lrms.preemption_fallback`), and the `[external]` settings of external processes.
 
-use crate::input::diag::suggest;
+use crate::input::diag::{shown, suggest};
 use crate::input::table::Table;
 use crate::policy::{check_external, Point, Registry, EXTERNAL_PREFIX};
 use crate::time::EmuDuration;
@@ -90,7 +90,7 @@ pub(super) fn read_choice(
     choices.push("external:CMD ARGS");
     t.diags.error(
         loc,
-        format!("`{name}` is not a valid `{key}` in {}", t.what),
+        format!("`{}` is not a valid `{key}` in {}", shown(name), t.what),
         Some(suggest(name, &choices)),
     );
     None
@@ -115,7 +115,7 @@ pub(super) fn read_fallback(
         .collect();
     t.diags.error(
         loc,
-        format!("`{name}` is not a valid `{fkey}` in {}", t.what),
+        format!("`{}` is not a valid `{fkey}` in {}", shown(name), t.what),
         Some(format!(
             "a fallback is a policy igemu ships (not a program's own, not an external process): {}",
             suggest(name, &shipped)
