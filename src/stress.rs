@@ -297,27 +297,7 @@ pub fn stress(
     style: Style,
 ) -> Vec<StressRun> {
     let settings = plan.settings;
-    let mut todo = Vec::new();
-    for s in settings {
-        for &seed in plan.seeds {
-            for &schedule in plan.schedules {
-                let mut sets = user_sets.to_vec();
-                sets.extend(s.sets.iter().cloned());
-                sets.push(crate::topology::seed_override(seed));
-                match plan.pace {
-                    Pace::Virtual => sets.push("emulation.mode=\"virtual\"".to_string()),
-                    Pace::Realtime { speedup, .. } => {
-                        sets.push("emulation.mode=\"realtime\"".to_string());
-                        sets.push(format!("emulation.speedup={speedup:?}"));
-                    }
-                }
-                // Always set, so that schedule 0 is FIFO whatever the topology or the
-                // user's overrides say.
-                sets.push(format!("emulation.interleaving={schedule}"));
-                todo.push((s.name.clone(), seed, schedule, sets));
-            }
-        }
-    }
+    let todo = planned_runs(user_sets, plan);
     let total = todo.len();
     let (pace, threads) = match plan.pace {
         Pace::Virtual => (Pace::Virtual, 1),
@@ -334,35 +314,7 @@ pub fn stress(
                 let Some((fault, seed, schedule, sets)) = next else {
                     break;
                 };
-                let overrides = Overrides {
-                    sets: sets.clone(),
-                    registry: plan.registry.clone(),
-                };
-                let loaded = topology::load_file(topology, &overrides);
-                let (outcome, ended, faults) =
-                    match loaded.map_err(|r| r.to_string()).and_then(|t| {
-                        run(
-                            t,
-                            &RunOptions {
-                                broken,
-                                threads,
-                                ..RunOptions::default()
-                            },
-                        )
-                        .map_err(|e| e.to_string())
-                    }) {
-                        Ok(r) => {
-                            let s = &r.summary;
-                            let unfinished =
-                                s.requests.local.unfinished + s.requests.external.unfinished;
-                            (
-                                Ok((s.invariant_violations, s.violation_examples.clone())),
-                                (s.requests.total - unfinished, s.requests.total),
-                                s.faults.clone(),
-                            )
-                        }
-                        Err(e) => (Err(e), (0, 0), Default::default()),
-                    };
+                let (outcome, ended, faults) = stress_one(topology, &sets, plan, broken, threads);
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                 if let Ok(mut p) = progress.lock() {
                     let fraction = n as f64 / total.max(1) as f64;
@@ -391,6 +343,74 @@ pub fn stress(
     let place = |r: &StressRun| (settings.iter().position(|s| s.name == r.fault), r.seed);
     out.sort_by_key(|r| (place(r), r.schedule));
     out
+}
+
+/// Every run `plan` makes, in order: its fault setting's name, seed, schedule and the
+/// overrides that make it (`user_sets` first).
+fn planned_runs(
+    user_sets: &[String],
+    plan: &StressPlan<'_>,
+) -> Vec<(String, u64, u64, Vec<String>)> {
+    let mut todo = Vec::new();
+    for s in plan.settings {
+        for &seed in plan.seeds {
+            for &schedule in plan.schedules {
+                let mut sets = user_sets.to_vec();
+                sets.extend(s.sets.iter().cloned());
+                sets.push(crate::topology::seed_override(seed));
+                match plan.pace {
+                    Pace::Virtual => sets.push("emulation.mode=\"virtual\"".to_string()),
+                    Pace::Realtime { speedup, .. } => {
+                        sets.push("emulation.mode=\"realtime\"".to_string());
+                        sets.push(format!("emulation.speedup={speedup:?}"));
+                    }
+                }
+                // Always set, so that schedule 0 is FIFO whatever the topology or the
+                // user's overrides say.
+                sets.push(format!("emulation.interleaving={schedule}"));
+                todo.push((s.name.clone(), seed, schedule, sets));
+            }
+        }
+    }
+    todo
+}
+
+/// A run's invariant violations and examples of them, or why it could not run.
+type Violations = Result<(u64, Vec<String>), String>;
+
+/// What one stress run of `topology` with `sets` found: its violations (or why it could
+/// not run), the requests that ended of all, and the faults injected.
+fn stress_one(
+    topology: &Path,
+    sets: &[String],
+    plan: &StressPlan<'_>,
+    broken: Broken,
+    threads: usize,
+) -> (Violations, (u64, u64), crate::fault::FaultCounts) {
+    let overrides = Overrides {
+        sets: sets.to_vec(),
+        registry: plan.registry.clone(),
+    };
+    let options = RunOptions {
+        broken,
+        threads,
+        ..RunOptions::default()
+    };
+    let ran = topology::load_file(topology, &overrides)
+        .map_err(|r| r.to_string())
+        .and_then(|t| run(t, &options).map_err(|e| e.to_string()));
+    match ran {
+        Ok(r) => {
+            let s = &r.summary;
+            let unfinished = s.requests.local.unfinished + s.requests.external.unfinished;
+            (
+                Ok((s.invariant_violations, s.violation_examples.clone())),
+                (s.requests.total - unfinished, s.requests.total),
+                s.faults.clone(),
+            )
+        }
+        Err(e) => (Err(e), (0, 0), Default::default()),
+    }
 }
 
 /// The report `igemu stress` prints.

@@ -1196,36 +1196,7 @@ pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>
             .iter()
             .map(str::to_string)
             .collect();
-        match &header {
-            None if h.len() < 3
-                || h[0] != "run"
-                || h[1] != "seed"
-                || h.last().is_some_and(|e| e != "error") =>
-            {
-                return Err(format!(
-                    "{}: not a sweep's run file (its columns must start with run,seed and end \
-                     with error)",
-                    f.display()
-                ))
-            }
-            None => {
-                let mut names = std::collections::HashSet::new();
-                if let Some(twice) = h.iter().find(|c| !names.insert(c.as_str())) {
-                    return Err(format!(
-                        "{}:1: column `{twice}` comes twice; each column is one metric or varied key",
-                        f.display()
-                    ));
-                }
-                header = Some(h)
-            }
-            Some(prev) if *prev != h => {
-                return Err(format!(
-                    "{}: columns differ from the first file's",
-                    f.display()
-                ))
-            }
-            _ => {}
-        }
+        check_header(f, &mut header, h)?;
         let (_, param_cols, metric_cols) = header.as_deref().map_or_else(Default::default, columns);
         for rec in r.records() {
             let rec = rec.map_err(|e| crate::input::csv_problem(f, &e))?;
@@ -1243,21 +1214,12 @@ pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>
                     run_files[other].display()
                 ));
             }
-            for &c in &metric_cols {
-                let cell = rec.get(c).unwrap_or_default();
-                let Ok(x) = cell.parse::<f64>() else { continue };
-                let column = header.as_ref().map_or("", |h| h[c].as_str());
-                if !x.is_finite() {
-                    return Err(format!(
-                        "{at}: `{cell}` in column {column} is not a finite number"
-                    ));
-                }
-                if x.abs() > MAX_METRIC {
-                    return Err(format!(
-                        "{at}: `{cell}` in column {column} is beyond ±{MAX_METRIC:e}, more than any run measures"
-                    ));
-                }
-            }
+            check_metric_cells(
+                &at,
+                &rec,
+                header.as_deref().unwrap_or_default(),
+                &metric_cols,
+            )?;
             // A seed runs once per point: two rows of one would count one run as two samples.
             let sample: Vec<String> = std::iter::once(1)
                 .chain(param_cols.iter().copied())
@@ -1283,6 +1245,70 @@ pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>
     let header = header.ok_or("no run files")?;
     rows.sort_by_key(|(index, _)| *index);
     Ok((header, rows.into_iter().map(|(_, row)| row).collect()))
+}
+
+/// Checks run file `f`'s columns `h`: the first file's must be a sweep's (run, seed, …,
+/// error; no column twice) and become `header`; every later file's must equal them.
+fn check_header(
+    f: &std::path::Path,
+    header: &mut Option<Vec<String>>,
+    h: Vec<String>,
+) -> Result<(), String> {
+    match header {
+        None if h.len() < 3
+            || h[0] != "run"
+            || h[1] != "seed"
+            || h.last().is_some_and(|e| e != "error") =>
+        {
+            Err(format!(
+                "{}: not a sweep's run file (its columns must start with run,seed and end \
+                 with error)",
+                f.display()
+            ))
+        }
+        None => {
+            let mut names = std::collections::HashSet::new();
+            if let Some(twice) = h.iter().find(|c| !names.insert(c.as_str())) {
+                return Err(format!(
+                    "{}:1: column `{twice}` comes twice; each column is one metric or varied key",
+                    f.display()
+                ));
+            }
+            *header = Some(h);
+            Ok(())
+        }
+        Some(prev) if *prev != h => Err(format!(
+            "{}: columns differ from the first file's",
+            f.display()
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Checks the metric cells of row `rec` (at `at`): a number must be finite and within
+/// ±[`MAX_METRIC`] (an empty or textual cell is a failed run's, left as it is).
+fn check_metric_cells(
+    at: &str,
+    rec: &csv::StringRecord,
+    names: &[String],
+    metric_cols: &[usize],
+) -> Result<(), String> {
+    for &c in metric_cols {
+        let cell = rec.get(c).unwrap_or_default();
+        let Ok(x) = cell.parse::<f64>() else { continue };
+        let column = names.get(c).map_or("", String::as_str);
+        if !x.is_finite() {
+            return Err(format!(
+                "{at}: `{cell}` in column {column} is not a finite number"
+            ));
+        }
+        if x.abs() > MAX_METRIC {
+            return Err(format!(
+                "{at}: `{cell}` in column {column} is beyond ±{MAX_METRIC:e}, more than any run measures"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A run file's columns — run, seed, the varied keys (prefixed `set:`), the metrics, error —

@@ -183,7 +183,15 @@ pub(crate) fn run(
                 })
                 .collect()
         });
-    let results = policy_failure_first(results)?;
+    merge(policy_failure_first(results)?)
+}
+
+/// The shards' results as one run's: the latest end, the observations added up (lateness
+/// histograms too) and how many threads they ran on. A shard's error is the run's; a
+/// shard's panic goes on.
+fn merge(
+    results: Vec<std::thread::Result<Result<ShardResult, Error>>>,
+) -> Result<(EmuTime, Observed, usize), Error> {
     let mut merged: Option<(EmuTime, Observed, Option<hdrhistogram::Histogram<u64>>)> = None;
     let mut seen = std::collections::HashSet::new();
     for r in results {

@@ -214,9 +214,9 @@ fn decided(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>) {
     }
 }
 
+/// Carries out one effect the gateway's core asked for.
 fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, effect: Effect) {
     let emu = &office.emu;
-    let me = &office.me;
     match effect {
         Effect::Send { to, msg } => {
             if let Some(peer) = office.peers.borrow().get(&to) {
@@ -227,26 +227,7 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, effect: Ef
                 emu.send_link((office.grid, to), office.id, peer, msg);
             }
         }
-        Effect::Timer { at, timer } => {
-            let id = office.id;
-            let handle = match timer {
-                Timer::Tick => {
-                    emu.send_at(at, id, Rc::clone(me), NegotiationTick);
-                    return;
-                }
-                Timer::Offer(n) => emu.send_at_cancellable(at, id, Rc::clone(me), OfferTimeout(n)),
-                Timer::Redirect(negotiation, lease) => {
-                    let msg = RedirectTimeout { negotiation, lease };
-                    emu.send_at_cancellable(at, id, Rc::clone(me), msg)
-                }
-                Timer::Report(lease) => {
-                    emu.send_at_cancellable(at, id, Rc::clone(me), RemoteLeaseTimeout(lease))
-                }
-            };
-            if let Some(old) = office.timers.borrow_mut().insert(timer, handle) {
-                old.cancel();
-            }
-        }
+        Effect::Timer { at, timer } => set_timer(office, at, timer),
         Effect::Cancel(timer) => {
             if let Some(handle) = office.timers.borrow_mut().remove(&timer) {
                 handle.cancel();
@@ -263,42 +244,72 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, effect: Ef
             to_try,
             source,
         } => relocate(office, gateway, relocation, to_try, source),
-        Effect::Dve { note, posted } => {
-            let Some(dve) = office.dve.clone() else {
-                return;
-            };
-            let (emu, from) = (Rc::clone(emu), office.id);
-            let tell = move || match note {
-                DveNote::Started(lease, cluster) => {
-                    emu.send(from, &dve, LeaseStarted { lease, cluster })
-                }
-                DveNote::Ended(lease, state) => emu.send(from, &dve, LeaseEnded { lease, state }),
-            };
-            if posted {
-                office.emu.spawn(async move { tell() });
-            } else {
-                tell();
-            }
+        Effect::Dve { note, posted } => tell_dve(office, note, posted),
+        Effect::Observe(o) => observe(office, o),
+    }
+}
+
+/// Sets the gateway's `timer` for `at`, replacing (cancelling) the one it had; the
+/// negotiation tick is never cancelled, so it is not kept.
+fn set_timer(office: &Rc<Office>, at: crate::EmuTime, timer: Timer) {
+    let (emu, me) = (&office.emu, &office.me);
+    let id = office.id;
+    let handle = match timer {
+        Timer::Tick => {
+            emu.send_at(at, id, Rc::clone(me), NegotiationTick);
+            return;
         }
-        Effect::Observe(o) => {
-            let mut m = emu.metrics.borrow_mut();
-            match o {
-                Observation::Rejected(lease, reason) => {
-                    m.reject_reason(lease, reason);
-                    m.ended(lease, crate::model::RequestState::Rejected, emu.now())
-                }
-                Observation::OfferSent(n) => m.offer_sent(n, office.grid),
-                Observation::OfferSettled(n) => m.offer_settled(n),
-                Observation::Received {
-                    from,
-                    lease,
-                    negotiation,
-                    amount,
-                } => m.received(office.grid, from, lease, negotiation, amount),
-                Observation::Paid { to, units, amount } => m.paid(office.grid, to, units, amount),
-                Observation::Outcomes(o) => m.outcomes(office.grid, &o),
-            }
+        Timer::Offer(n) => emu.send_at_cancellable(at, id, Rc::clone(me), OfferTimeout(n)),
+        Timer::Redirect(negotiation, lease) => {
+            let msg = RedirectTimeout { negotiation, lease };
+            emu.send_at_cancellable(at, id, Rc::clone(me), msg)
         }
+        Timer::Report(lease) => {
+            emu.send_at_cancellable(at, id, Rc::clone(me), RemoteLeaseTimeout(lease))
+        }
+    };
+    if let Some(old) = office.timers.borrow_mut().insert(timer, handle) {
+        old.cancel();
+    }
+}
+
+/// Tells the DVE, if there is one, of a lease's start or end; `posted` tells it after the
+/// current message is handled.
+fn tell_dve(office: &Rc<Office>, note: DveNote, posted: bool) {
+    let Some(dve) = office.dve.clone() else {
+        return;
+    };
+    let (emu, from) = (Rc::clone(&office.emu), office.id);
+    let tell = move || match note {
+        DveNote::Started(lease, cluster) => emu.send(from, &dve, LeaseStarted { lease, cluster }),
+        DveNote::Ended(lease, state) => emu.send(from, &dve, LeaseEnded { lease, state }),
+    };
+    if posted {
+        office.emu.spawn(async move { tell() });
+    } else {
+        tell();
+    }
+}
+
+/// Records what the gateway observed in the run's metrics.
+fn observe(office: &Rc<Office>, o: Observation) {
+    let emu = &office.emu;
+    let mut m = emu.metrics.borrow_mut();
+    match o {
+        Observation::Rejected(lease, reason) => {
+            m.reject_reason(lease, reason);
+            m.ended(lease, crate::model::RequestState::Rejected, emu.now())
+        }
+        Observation::OfferSent(n) => m.offer_sent(n, office.grid),
+        Observation::OfferSettled(n) => m.offer_settled(n),
+        Observation::Received {
+            from,
+            lease,
+            negotiation,
+            amount,
+        } => m.received(office.grid, from, lease, negotiation, amount),
+        Observation::Paid { to, units, amount } => m.paid(office.grid, to, units, amount),
+        Observation::Outcomes(o) => m.outcomes(office.grid, &o),
     }
 }
 

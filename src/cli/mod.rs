@@ -296,104 +296,178 @@ fn sweep(
     flags: SweepFlags,
     registry: &Registry,
 ) -> Result<(), Error> {
-    let SweepFlags {
-        resume,
-        overwrite,
-        style,
-    } = flags;
     let jobs = jobs_or_cores(jobs)?;
     let spec = crate::sweep::parse_with(file, registry)?;
-    let shard = match shard.as_deref().map(parse_shard) {
-        None => (0, 1),
-        Some(Some(s)) => s,
-        Some(None) => {
-            return Err(Error::Usage(
-                "--shard takes I/N with 0 ≤ I < N, e.g. --shard 0/4".into(),
-            ))
-        }
+    let shard = sweep_shard(shard.as_deref())?;
+    let first = check_sweep_points(&spec, registry)?;
+    let files = SweepFiles::new(file, &spec, out, shard, first.as_ref());
+    let mut record =
+        crate::sweep::SweepRecord::new(file, &spec, &files.metrics, first.as_ref(), shard);
+    // Nothing below writes before `start_sweep_out`, so the run file is there or not
+    // throughout these checks.
+    let resuming = flags.resume && files.runs.exists();
+    let mut done = if resuming {
+        resumed_runs(&spec, &files, &record)?
+    } else {
+        BTreeMap::new()
     };
+    start_sweep_out(&files, &mut record, &done, resuming, flags.overwrite)?;
+    let skipped = done.len();
+    let (ran, failed) = run_sweep(&spec, &files, &mut done, jobs, flags.style)?;
+    finish_sweep(&files, &mut record, (ran, skipped, failed))
+}
+
+/// The shard `--shard I/N` asks for, `(0, 1)` (the whole sweep) without it.
+fn sweep_shard(shard: Option<&str>) -> Result<(usize, usize), Error> {
+    match shard.map(parse_shard) {
+        None => Ok((0, 1)),
+        Some(Some(s)) => Ok(s),
+        Some(None) => Err(Error::Usage(
+            "--shard takes I/N with 0 ≤ I < N, e.g. --shard 0/4".into(),
+        )),
+    }
+}
+
+/// Loads the topology with every varied value of the first seed, returning the first point's.
+fn check_sweep_points(
+    spec: &crate::sweep::Sweep,
+    registry: &Registry,
+) -> Result<Option<Topology>, Error> {
     // Check the topology and every varied value once before running anything.
     let mut first = None;
     for r in spec.runs().iter().filter(|r| r.seed == spec.seeds[0]) {
         let t = topology::load_file(&spec.topology, &overrides(spec.overrides(r), registry))?;
         first.get_or_insert(t);
     }
-    let stem = file
-        .file_stem()
-        .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
-    let out = out.unwrap_or_else(|| PathBuf::from("out").join(format!("sweep-{stem}")));
-    let metrics: Vec<String> = if spec.metrics.is_empty() {
-        first
-            .as_ref()
-            .map(crate::sweep::metric_names)
-            .unwrap_or_default()
-    } else {
-        spec.metrics.clone()
-    };
-    let runs = if shard.1 > 1 {
-        out.join(format!("runs-{}-of-{}.csv", shard.0, shard.1))
-    } else {
-        out.join("runs.csv")
-    };
-    let header = crate::sweep::runs_header(&spec, &metrics);
-    let record_path = out.join(crate::sweep::record_name(shard));
-    let mut record = crate::sweep::SweepRecord::new(file, &spec, &metrics, first.as_ref(), shard);
-    if resume && runs.exists() {
-        // The run file shows the varied values, seeds and metrics; what it cannot show — the
-        // topology file's contents and the fixed [set] — the record beside it does.
-        let old = crate::sweep::SweepRecord::read(&record_path)
-            .map_err(|e| Error::Input(format!("igemu: {e}")))?;
-        let changes = old.map(|o| o.changes(&record)).unwrap_or_default();
-        if !changes.is_empty() {
-            return Err(Error::Input(format!(
-                "igemu: {}: its runs were made from other inputs: {}; resume only with the \
-                 inputs that made them, or give another --out to start over",
-                record_path.display(),
-                changes.join("; ")
-            )));
+    Ok(first)
+}
+
+/// Where a sweep (or one shard of it) writes, and what its run file holds.
+struct SweepFiles {
+    /// The output folder.
+    out: PathBuf,
+    /// The run file: `runs.csv`, or a shard's `runs-I-of-N.csv`.
+    runs: PathBuf,
+    /// The record beside it: `sweep.json`, or a shard's `sweep-I-of-N.json`.
+    record_path: PathBuf,
+    /// The run file's columns.
+    header: Vec<String>,
+    /// The summary keys each run's row holds.
+    metrics: Vec<String>,
+    /// The shard run: (I, N), `(0, 1)` for the whole sweep.
+    shard: (usize, usize),
+}
+
+impl SweepFiles {
+    /// The files of sweep `spec` (read from `file`) into `--out` (`out/sweep-<stem>` without).
+    fn new(
+        file: &Path,
+        spec: &crate::sweep::Sweep,
+        out: Option<PathBuf>,
+        shard: (usize, usize),
+        first: Option<&Topology>,
+    ) -> SweepFiles {
+        let stem = file
+            .file_stem()
+            .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
+        let out = out.unwrap_or_else(|| PathBuf::from("out").join(format!("sweep-{stem}")));
+        let metrics: Vec<String> = if spec.metrics.is_empty() {
+            first.map(crate::sweep::metric_names).unwrap_or_default()
+        } else {
+            spec.metrics.clone()
+        };
+        let runs = if shard.1 > 1 {
+            out.join(format!("runs-{}-of-{}.csv", shard.0, shard.1))
+        } else {
+            out.join("runs.csv")
+        };
+        SweepFiles {
+            header: crate::sweep::runs_header(spec, &metrics),
+            record_path: out.join(crate::sweep::record_name(shard)),
+            out,
+            runs,
+            metrics,
+            shard,
         }
     }
-    let mut done = if resume && runs.exists() {
-        crate::sweep::read_done(&spec, &header, &runs)
-            .map_err(|e| Error::Input(format!("igemu: {e}")))?
-    } else {
-        BTreeMap::new()
-    };
-    // Resumed, the run file and its record were checked above: they are this sweep's, and
-    // so are a whole sweep's points.csv and paired.csv, rewritten from them at the end (with
-    // or without a record: an older igemu wrote none).
+}
+
+/// The finished runs `--resume` keeps from the run file, refused if made from other inputs.
+fn resumed_runs(
+    spec: &crate::sweep::Sweep,
+    files: &SweepFiles,
+    record: &crate::sweep::SweepRecord,
+) -> Result<BTreeMap<usize, Vec<String>>, Error> {
+    // The run file shows the varied values, seeds and metrics; what it cannot show — the
+    // topology file's contents and the fixed [set] — the record beside it does.
+    let old = crate::sweep::SweepRecord::read(&files.record_path)
+        .map_err(|e| Error::Input(format!("igemu: {e}")))?;
+    let changes = old.map(|o| o.changes(record)).unwrap_or_default();
+    if !changes.is_empty() {
+        return Err(Error::Input(format!(
+            "igemu: {}: its runs were made from other inputs: {}; resume only with the \
+             inputs that made them, or give another --out to start over",
+            files.record_path.display(),
+            changes.join("; ")
+        )));
+    }
+    crate::sweep::read_done(spec, &files.header, &files.runs)
+        .map_err(|e| Error::Input(format!("igemu: {e}")))
+}
+
+/// Readies the output folder, then writes the record and the run file of the runs `done`.
+fn start_sweep_out(
+    files: &SweepFiles,
+    record: &mut crate::sweep::SweepRecord,
+    done: &BTreeMap<usize, Vec<String>>,
+    resuming: bool,
+    overwrite: bool,
+) -> Result<(), Error> {
+    let SweepFiles { out, runs, .. } = files;
+    // Resumed, the run file and its record were checked: they are this sweep's, and so are
+    // a whole sweep's points.csv and paired.csv, rewritten from them at the end (with or
+    // without a record: an older igemu wrote none).
     let mut keep = Vec::new();
-    if resume && runs.exists() {
-        keep.extend([runs.clone(), record_path.clone()]);
+    if resuming {
+        keep.extend([runs.clone(), files.record_path.clone()]);
         if runs.ends_with("runs.csv") {
             keep.extend(["points.csv", "paired.csv"].map(|n| out.join(n)));
         }
     }
     let keep: Vec<&Path> = keep.iter().map(PathBuf::as_path).collect();
-    prepare_sweep_out(&out, &record, &keep, overwrite)?;
-    create_dir(&out)?;
-    let file_name = |p: &Path| {
-        p.file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().to_string())
-    };
-    record.outputs = vec![file_name(&runs)];
+    prepare_sweep_out(out, record, &keep, overwrite)?;
+    create_dir(out)?;
+    let file_name = runs
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().to_string());
+    record.outputs = vec![file_name];
     // The record first: a run file never stands without the record of what made it (which
     // a later sweep into this folder would take for another sweep's).
-    record.write(&record_path).map_err(Error::Failed)?;
+    record.write(&files.record_path).map_err(Error::Failed)?;
     // The run file holds the finished runs (none, or those kept for --resume), and every
     // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
     // process) loses only the runs in flight.
-    crate::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
+    crate::sweep::write_rows(&files.header, done, runs).map_err(Error::Failed)
+}
+
+/// Runs this shard's runs not in `done`, appending each row as it ends; returns (ran, failed).
+fn run_sweep(
+    spec: &crate::sweep::Sweep,
+    files: &SweepFiles,
+    done: &mut BTreeMap<usize, Vec<String>>,
+    jobs: usize,
+    style: Style,
+) -> Result<(usize, usize), Error> {
+    let (i, n) = files.shard;
     let todo: Vec<crate::sweep::RunSpec> = spec
         .runs()
         .into_iter()
-        .filter(|r| r.index % shard.1 == shard.0 && !done.contains_key(&r.index))
+        .filter(|r| r.index % n == i && !done.contains_key(&r.index))
         .collect();
-    let skipped = done.len();
-    let mut sink = crate::sweep::RowSink::append(&runs).map_err(Error::Failed)?;
+    let mut sink = crate::sweep::RowSink::append(&files.runs).map_err(Error::Failed)?;
     let mut write_error = None;
-    let (ran, failed) = crate::sweep::execute(&spec, todo, jobs, style, |o| {
-        let row = crate::sweep::run_row(o, &metrics);
+    let (ran, failed) = crate::sweep::execute(spec, todo, jobs, style, |o| {
+        let row = crate::sweep::run_row(o, &files.metrics);
         if let Err(e) = sink.write(&row) {
             write_error.get_or_insert(e);
         }
@@ -403,29 +477,39 @@ fn sweep(
         return Err(Error::Failed(e));
     }
     // Finished: the file again in run order, so it is the same whatever order runs ended in.
-    crate::sweep::write_rows(&header, &done, &runs).map_err(Error::Failed)?;
+    crate::sweep::write_rows(&files.header, done, &files.runs).map_err(Error::Failed)?;
+    Ok((ran, failed))
+}
+
+/// Writes a whole sweep's points and the finished record; says how the runs went.
+fn finish_sweep(
+    files: &SweepFiles,
+    record: &mut crate::sweep::SweepRecord,
+    (ran, skipped, failed): (usize, usize, usize),
+) -> Result<(), Error> {
+    let SweepFiles { out, runs, .. } = files;
     let ran = if skipped > 0 {
         format!("{ran} runs ({skipped} already done, kept)")
     } else {
         format!("{ran} runs")
     };
     record.finished = true;
-    if shard.1 > 1 {
+    if files.shard.1 > 1 {
         // A shard's points would be partial: only `sweep merge` of every shard writes them.
-        record.write(&record_path).map_err(Error::Failed)?;
+        record.write(&files.record_path).map_err(Error::Failed)?;
         say!(
             "{ran} ({failed} failed): {} (join the shards with `igemu sweep merge`)",
             runs.display()
         );
     } else {
-        let points = crate::sweep::summarize(std::slice::from_ref(&runs), &out.join("points.csv"))
+        let points = crate::sweep::summarize(std::slice::from_ref(runs), &out.join("points.csv"))
             .map_err(Error::Failed)?;
-        let paired = write_paired(std::slice::from_ref(&runs), &out).map_err(Error::Failed)?;
+        let paired = write_paired(std::slice::from_ref(runs), out).map_err(Error::Failed)?;
         record.outputs.push("points.csv".into());
         record
             .outputs
             .extend(paired.then(|| "paired.csv".to_string()));
-        record.write(&record_path).map_err(Error::Failed)?;
+        record.write(&files.record_path).map_err(Error::Failed)?;
         say!(
             "{ran} ({failed} failed), {points} points: {} and {}",
             runs.display(),
@@ -788,58 +872,18 @@ fn read_trace<J>(
 }
 
 fn inspect(file: &Path) -> Result<(), Error> {
-    use crate::workload::{gwf, swf, tracefile};
+    use crate::workload::tracefile;
     // Streamed a line at a time: `/dev/zero` is refused at its first line, and memory holds
     // the jobs, not the file.
     let reader = tracefile::open(file)
         .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", file.display())))?;
-    let out_of_memory = |e: tracefile::OutOfMemory| {
-        Error::Input(format!(
-            "{}: {e}; {}",
-            file.display(),
-            tracefile::OutOfMemory::FIX
-        ))
-    };
     let is_gwf = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gwf"));
     let s = if is_gwf {
-        let trace = read_trace(
-            file,
-            gwf::read(reader),
-            "GWF job lines have 29 whitespace-separated fields",
-        )?;
-        say!("{}", file.display());
-        for (k, v) in trace.header.iter().take(10) {
-            say!("  {k}: {v}");
-        }
-        let sites = trace.sites();
-        let mut shown: Vec<String> = sites
-            .iter()
-            .take(20)
-            .map(|(site, n)| format!("{site}: {n} jobs"))
-            .collect();
-        if sites.len() > shown.len() {
-            shown.push(format!("and {} more", sites.len() - shown.len()));
-        }
-        if shown.is_empty() {
-            shown.push("none given".into());
-        }
-        say!("  sites           {} (OrigSiteID)", shown.join(", "));
-        gwf::summarize(&trace).map_err(out_of_memory)?
+        inspect_gwf(file, reader)?
     } else {
-        let trace = read_trace(
-            file,
-            swf::read(reader),
-            "SWF job lines have 18 numeric fields",
-        )?;
-        say!("{}", file.display());
-        for (k, v) in trace.header.iter().filter(|(k, _)| {
-            ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
-        }) {
-            say!("  {k}: {v}");
-        }
-        swf::summarize(&trace).map_err(out_of_memory)?
+        inspect_swf(file, reader)?
     };
     if s.jobs == 0 {
         return Err(Error::Input(format!(
@@ -847,6 +891,63 @@ fn inspect(file: &Path) -> Result<(), Error> {
             file.display()
         )));
     }
+    print_trace_summary(&s);
+    Ok(())
+}
+
+/// The error for a trace too large to summarise in memory.
+fn out_of_memory(file: &Path) -> impl Fn(crate::workload::tracefile::OutOfMemory) -> Error + '_ {
+    use crate::workload::tracefile::OutOfMemory;
+    move |e: OutOfMemory| Error::Input(format!("{}: {e}; {}", file.display(), OutOfMemory::FIX))
+}
+
+/// Reads a GWF trace, prints its header and sites, and returns its summary.
+fn inspect_gwf(file: &Path, reader: std::fs::File) -> Result<crate::workload::swf::Summary, Error> {
+    use crate::workload::gwf;
+    let trace = read_trace(
+        file,
+        gwf::read(reader),
+        "GWF job lines have 29 whitespace-separated fields",
+    )?;
+    say!("{}", file.display());
+    for (k, v) in trace.header.iter().take(10) {
+        say!("  {k}: {v}");
+    }
+    let sites = trace.sites();
+    let mut shown: Vec<String> = sites
+        .iter()
+        .take(20)
+        .map(|(site, n)| format!("{site}: {n} jobs"))
+        .collect();
+    if sites.len() > shown.len() {
+        shown.push(format!("and {} more", sites.len() - shown.len()));
+    }
+    if shown.is_empty() {
+        shown.push("none given".into());
+    }
+    say!("  sites           {} (OrigSiteID)", shown.join(", "));
+    gwf::summarize(&trace).map_err(out_of_memory(file))
+}
+
+/// Reads an SWF trace, prints its header's main fields, and returns its summary.
+fn inspect_swf(file: &Path, reader: std::fs::File) -> Result<crate::workload::swf::Summary, Error> {
+    use crate::workload::swf;
+    let trace = read_trace(
+        file,
+        swf::read(reader),
+        "SWF job lines have 18 numeric fields",
+    )?;
+    say!("{}", file.display());
+    for (k, v) in trace.header.iter().filter(|(k, _)| {
+        ["Computer", "MaxProcs", "MaxNodes", "UnixStartTime"].contains(&k.as_str())
+    }) {
+        say!("  {k}: {v}");
+    }
+    swf::summarize(&trace).map_err(out_of_memory(file))
+}
+
+/// Prints a trace's job count and, if any job is usable, their statistics.
+fn print_trace_summary(s: &crate::workload::swf::Summary) {
     say!(
         "  jobs            {} ({} usable as leases, {} skipped: no size or no run time)",
         s.jobs,
@@ -855,7 +956,7 @@ fn inspect(file: &Path) -> Result<(), Error> {
     );
     if s.usable == 0 {
         // Nothing to take statistics of.
-        return Ok(());
+        return;
     }
     say!(
         "  span            {:.0} s ({:.2} days)",
@@ -877,7 +978,6 @@ fn inspect(file: &Path) -> Result<(), Error> {
         s.runtime.1,
         s.runtime.2
     );
-    Ok(())
 }
 
 fn load(path: Option<&PathBuf>, overrides: &Overrides) -> Result<Topology, Error> {
@@ -1061,26 +1161,7 @@ fn replay(args: ReplayArgs, registry: &Registry) -> Result<(), Error> {
     }
     let header = crate::read_record_header(&args.record)?;
     let p = &header.provenance;
-    let topology = p.topology_path.as_ref().map(PathBuf::from);
-    if let Some(path) = &topology {
-        if !path.is_file() {
-            return Err(Error::Input(format!(
-                "igemu: {}: the record names the topology {}, which cannot be read from here; run igemu replay from the directory the record was made in",
-                args.record.display(),
-                path.display()
-            )));
-        }
-        let now = crate::file_hash(path);
-        if now != p.topology_hash {
-            return Err(Error::Input(format!(
-                "igemu: {}: the topology {} has changed since the record was made (hash {} then, {} now); replay needs the file as it was",
-                args.record.display(),
-                path.display(),
-                p.topology_hash.as_deref().unwrap_or("none"),
-                now.as_deref().unwrap_or("none (unreadable)")
-            )));
-        }
-    }
+    let topology = recorded_topology(&args.record, p)?;
     let flaw = match crate::Broken::from_name(&header.broken) {
         Some(crate::Broken::None) => None,
         Some(crate::Broken::LateAck) => Some(FlawArg::LateAck),
@@ -1132,6 +1213,31 @@ fn replay(args: ReplayArgs, registry: &Registry) -> Result<(), Error> {
         },
         registry,
     )
+}
+
+/// The topology file a record names, refused unless it is readable and unchanged since.
+fn recorded_topology(record: &Path, p: &crate::Provenance) -> Result<Option<PathBuf>, Error> {
+    let topology = p.topology_path.as_ref().map(PathBuf::from);
+    if let Some(path) = &topology {
+        if !path.is_file() {
+            return Err(Error::Input(format!(
+                "igemu: {}: the record names the topology {}, which cannot be read from here; run igemu replay from the directory the record was made in",
+                record.display(),
+                path.display()
+            )));
+        }
+        let now = crate::file_hash(path);
+        if now != p.topology_hash {
+            return Err(Error::Input(format!(
+                "igemu: {}: the topology {} has changed since the record was made (hash {} then, {} now); replay needs the file as it was",
+                record.display(),
+                path.display(),
+                p.topology_hash.as_deref().unwrap_or("none"),
+                now.as_deref().unwrap_or("none (unreadable)")
+            )));
+        }
+    }
+    Ok(topology)
 }
 
 /// Refuses a record path the run would lose or that would destroy something else
@@ -1534,7 +1640,60 @@ fn trace_filter(args: &RunArgs) -> Result<crate::trace::TraceFilter, Error> {
 
 fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let trace_filter = trace_filter(&args)?;
-    let mut sets = args.sets;
+    let mut sets = run_sets(&args);
+    let topo = load_run_topology(&args, &mut sets, registry)?;
+    check_run_flags(&args, &topo)?;
+    let provenance = crate::Provenance {
+        speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
+        ..crate::Provenance::of(args.topology.as_deref(), &sets)
+    };
+    let out = &args.out;
+    // Held until the outputs (and the report) are in place.
+    let _held = prepare_out(out, args.overwrite, &provenance)?;
+    let server = start_live_view(args.serve.as_deref())?;
+    let watch = crate::progress::RunWatch::start(&topo, Style::detect(args.quiet));
+    let options = RunOptions {
+        trace_dir: args.trace.then(|| out.clone()),
+        stage_trace: true,
+        trace_filter,
+        intervals: true,
+        provenance: Some(provenance),
+        progress: Some(watch.now()),
+        broken: broken(args.broken_protocol),
+        record_load: false,
+        record: args.record.clone(),
+        replay: args.replay.clone(),
+        live: server.as_ref().map(crate::serve::LiveServer::feed),
+        threads: usize::from(args.threads),
+    };
+    let result = run(topo, &options);
+    watch.finish();
+    if let Some(server) = server {
+        server.stop();
+    }
+    let result = result?;
+    write_run_outputs(&result, out, args.overwrite)?;
+    say!("{}", result.human_summary());
+    say!("  outputs in {}/", out.display());
+    tell_record_and_replay(&result, &args)?;
+    if args.report {
+        say!(
+            "  report: {}",
+            crate::report::write(out, &crate::report::Options::default())?.display()
+        );
+    }
+    if result.summary.invariant_violations > 0 {
+        return Err(Error::Failed(format!(
+            "invariant violations: {:?}",
+            result.summary.violation_examples
+        )));
+    }
+    Ok(())
+}
+
+/// The `--set` overrides with `run`'s own flags (seed, mode, speed-up) added after them.
+fn run_sets(args: &RunArgs) -> Vec<String> {
+    let mut sets = args.sets.clone();
     // Explicit flags are overrides like any other, applied last so they win.
     if let Some(s) = args.seed {
         sets.push(crate::topology::seed_override(s));
@@ -1552,28 +1711,42 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         Some(SpeedupArg::Auto) => sets.push("emulation.speedup=1.0".into()),
         None => {}
     }
-    let mut topo = load(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
+    sets
+}
+
+/// Loads the run's topology; `--speedup auto` replaces its placeholder in `sets` first.
+fn load_run_topology(
+    args: &RunArgs,
+    sets: &mut Vec<String>,
+    registry: &Registry,
+) -> Result<Topology, Error> {
+    let topo = load(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
     if args.speedup.is_some() && topo.emulation.mode == crate::time::ClockMode::Virtual {
         return Err(Error::Usage(
             "--speedup applies to realtime mode only, and this run is in virtual mode; add --mode realtime, or drop --speedup".into(),
         ));
     }
-    if let Some(SpeedupArg::Auto) = args.speedup {
-        let mut calibration = sets.clone();
-        calibration.push("emulation.mode=\"virtual\"".into());
-        let calibration = load(args.topology.as_ref(), &overrides(calibration, registry))?;
-        let choice = crate::choose_speedup(calibration)?;
-        say!(
-            "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s and this machine's waits, the latest {:.3} ms late)",
-            choice.speedup,
-            choice.predicted_p99_ms / 1000.0,
-            choice.calibration_wall_s,
-            choice.wake_latest_ms
-        );
-        sets.pop(); // the placeholder
-        sets.push(format!("emulation.speedup={:?}", choice.speedup));
-        topo = load(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
-    }
+    let Some(SpeedupArg::Auto) = args.speedup else {
+        return Ok(topo);
+    };
+    let mut calibration = sets.clone();
+    calibration.push("emulation.mode=\"virtual\"".into());
+    let calibration = load(args.topology.as_ref(), &overrides(calibration, registry))?;
+    let choice = crate::choose_speedup(calibration)?;
+    say!(
+        "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s and this machine's waits, the latest {:.3} ms late)",
+        choice.speedup,
+        choice.predicted_p99_ms / 1000.0,
+        choice.calibration_wall_s,
+        choice.wake_latest_ms
+    );
+    sets.pop(); // the placeholder
+    sets.push(format!("emulation.speedup={:?}", choice.speedup));
+    load(args.topology.as_ref(), &overrides(sets.clone(), registry))
+}
+
+/// Refuses flags the run's mode cannot honour (`--serve`, `--threads`) and a bad `--record`.
+fn check_run_flags(args: &RunArgs, topo: &Topology) -> Result<(), Error> {
     if args.serve.is_some() && topo.emulation.mode == crate::time::ClockMode::Virtual {
         return Err(Error::Usage(
             "--serve shows a realtime run as it goes, and this run is in virtual mode; add --mode realtime".into(),
@@ -1597,57 +1770,40 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         let inputs: Vec<PathBuf> = args.topology.iter().cloned().collect();
         check_record_path(record, &args.out, &inputs)?;
     }
-    let provenance = crate::Provenance {
-        speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
-        ..crate::Provenance::of(args.topology.as_deref(), &sets)
+    Ok(())
+}
+
+/// Starts the live view `--serve ADDR` asks for, and says where it is.
+fn start_live_view(serve: Option<&str>) -> Result<Option<crate::serve::LiveServer>, Error> {
+    let Some(addr) = serve else {
+        return Ok(None);
     };
-    let out = args.out;
-    // Held until the outputs (and the report) are in place.
-    let _held = prepare_out(&out, args.overwrite, &provenance)?;
-    let server = match &args.serve {
-        Some(addr) => {
-            let server = crate::serve::LiveServer::start(addr).map_err(|e| {
-                Error::Usage(format!(
-                    "--serve {addr}: cannot listen there ({e}); give a free address such as 127.0.0.1:8080 (port 0 picks one)"
-                ))
-            })?;
-            say!("live view: http://{}/", server.addr());
-            Some(server)
-        }
-        None => None,
-    };
-    let watch = crate::progress::RunWatch::start(&topo, Style::detect(args.quiet));
-    let options = RunOptions {
-        trace_dir: args.trace.then(|| out.clone()),
-        stage_trace: true,
-        trace_filter,
-        intervals: true,
-        provenance: Some(provenance),
-        progress: Some(watch.now()),
-        broken: broken(args.broken_protocol),
-        record_load: false,
-        record: args.record.clone(),
-        replay: args.replay.clone(),
-        live: server.as_ref().map(crate::serve::LiveServer::feed),
-        threads: usize::from(args.threads),
-    };
-    let result = run(topo, &options);
-    watch.finish();
-    if let Some(server) = server {
-        server.stop();
-    }
-    let result = result?;
-    result.write_outputs(&out)?;
-    let theirs: Vec<String> = (sweep_files(&out).into_iter())
-        .chain(stress_files(&out).into_iter().map(str::to_string))
+    let server = crate::serve::LiveServer::start(addr).map_err(|e| {
+        Error::Usage(format!(
+            "--serve {addr}: cannot listen there ({e}); give a free address such as 127.0.0.1:8080 (port 0 picks one)"
+        ))
+    })?;
+    say!("live view: http://{}/", server.addr());
+    Ok(Some(server))
+}
+
+/// Writes the run's outputs into `out`, then removes what `--overwrite` replaces there.
+fn write_run_outputs(result: &crate::RunResult, out: &Path, overwrite: bool) -> Result<(), Error> {
+    result.write_outputs(out)?;
+    let theirs: Vec<String> = (sweep_files(out).into_iter())
+        .chain(stress_files(out).into_iter().map(str::to_string))
         .collect();
-    if args.overwrite && !theirs.is_empty() {
+    if overwrite && !theirs.is_empty() {
         // The run is whole: a sweep's files or a stress test's, which --overwrite replaces,
         // go (records first).
-        remove_outputs(&out, &theirs)?;
+        remove_outputs(out, &theirs)?;
     }
-    say!("{}", result.human_summary());
-    say!("  outputs in {}/", out.display());
+    Ok(())
+}
+
+/// Says how the record (`--record`) and the replay (`igemu replay`) went; fails if either failed.
+fn tell_record_and_replay(result: &crate::RunResult, args: &RunArgs) -> Result<(), Error> {
+    let out = &args.out;
     match (&result.recorded, &args.record) {
         (Some(Ok(n)), Some(path)) => say!(
             "  record: {n} deliveries in {} (igemu replay {0})",
@@ -1678,18 +1834,6 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
             )));
         }
         _ => {}
-    }
-    if args.report {
-        say!(
-            "  report: {}",
-            crate::report::write(&out, &crate::report::Options::default())?.display()
-        );
-    }
-    if result.summary.invariant_violations > 0 {
-        return Err(Error::Failed(format!(
-            "invariant violations: {:?}",
-            result.summary.violation_examples
-        )));
     }
     Ok(())
 }
@@ -1757,7 +1901,7 @@ fn dispatch(command: Command, registry: &Registry) -> Result<(), Error> {
         } => merge(&out, &files, overwrite),
         Command::Sweep {
             command: None,
-            file: Some(file),
+            file,
             out,
             jobs,
             shard,
@@ -1765,7 +1909,9 @@ fn dispatch(command: Command, registry: &Registry) -> Result<(), Error> {
             overwrite,
             quiet,
         } => sweep(
-            &file,
+            &file.ok_or_else(|| {
+                Error::Usage("sweep needs a sweep file (or `igemu sweep merge`)".into())
+            })?,
             out,
             jobs,
             shard,
@@ -1776,27 +1922,22 @@ fn dispatch(command: Command, registry: &Registry) -> Result<(), Error> {
             },
             registry,
         ),
-        Command::Sweep {
-            command: None,
-            file: None,
-            ..
-        } => Err(Error::Usage(
-            "sweep needs a sweep file (or `igemu sweep merge`)".into(),
-        )),
         Command::Validate { files, sets } => validate(&files, sets, registry),
-        Command::Report { dir, window, out } => {
-            let window = window
-                .as_deref()
-                .map(crate::report::Window::parse)
-                .transpose()
-                .map_err(|e| Error::Usage(format!("--window: {e}")))?;
-            let path = crate::report::write(&dir, &crate::report::Options { window, out })?;
-            say!("{}", path.display());
-            Ok(())
-        }
+        Command::Report { dir, window, out } => report(&dir, window.as_deref(), out),
         Command::Run(args) => run_one(args, registry),
         Command::Replay(args) => replay(args, registry),
     }
+}
+
+/// `igemu report DIR`: writes the run's or sweep's report page and prints its path.
+fn report(dir: &Path, window: Option<&str>, out: Option<PathBuf>) -> Result<(), Error> {
+    let window = window
+        .map(crate::report::Window::parse)
+        .transpose()
+        .map_err(|e| Error::Usage(format!("--window: {e}")))?;
+    let path = crate::report::write(dir, &crate::report::Options { window, out })?;
+    say!("{}", path.display());
+    Ok(())
 }
 
 /// Runs the `igemu` command line on this process's arguments with the policies of
@@ -1908,21 +2049,94 @@ fn stress(
              (e.g. --first-seed 7 --seeds 1 runs seed 7 alone)"
         )));
     }
-    let pace = match (mode, speedup) {
-        (Mode::Virtual, Some(_)) => {
-            return Err(Error::Usage(
-                "--speedup applies to realtime mode only, and stress runs in virtual mode by default; add --mode realtime, or drop --speedup".into(),
-            ))
-        }
-        (Mode::Virtual, None) => crate::stress::Pace::Virtual,
-        (Mode::Realtime, Some(speedup)) => crate::stress::Pace::Realtime { speedup, threads },
-        (Mode::Realtime, None) => {
-            return Err(Error::Usage(
-                "stress --mode realtime needs --speedup S (emulated seconds per wall second; each run takes its emulated length / S of wall time)".into(),
-            ))
-        }
+    let pace = stress_pace(mode, speedup, threads)?;
+    let topo = load_stress_topology(path, sets, (pace, threads), interleavings, registry)?;
+    let chosen = chosen_faults(&crate::stress::presets(&topo), faults)?;
+    check_stress_sets(sets, &chosen)?;
+    let count = seeds;
+    let seeds =
+        crate::stress::seed_range(first_seed, seeds).map_err(|e| Error::Usage(e.message))?;
+    let schedules = stress_schedules(interleavings)?;
+    let seeds: Vec<u64> = seeds.collect();
+    let plan = crate::stress::StressPlan {
+        pace,
+        settings: &chosen,
+        seeds: &seeds,
+        schedules: &schedules,
+        registry,
     };
-    // The runs' own mode and speed-up, checked once here rather than failing every run.
+    if plan.runs() as u64 > MAX_STRESS_RUNS {
+        return Err(Error::Usage(format!(
+            "{} runs ({} fault settings x {} seeds x {} schedules) is more than {MAX_STRESS_RUNS}; ask for fewer",
+            plan.runs(),
+            chosen.len(),
+            seeds.len(),
+            schedules.len()
+        )));
+    }
+    let inputs = stress_inputs(
+        (path, sets),
+        (first_seed, count),
+        &chosen,
+        interleavings,
+        (pace, threads),
+        broken,
+    );
+    // Before the runs, so that a bad directory wastes none.
+    let replaced = match out {
+        Some((dir, overwrite)) => prepare_stress_out(dir, &inputs, overwrite)?,
+        None => Replaced::default(),
+    };
+    let style = Style::detect(quiet);
+    let runs = crate::stress::stress(path, sets, &plan, jobs, broken, style);
+    print!("{}", crate::stress::report(path, &runs));
+    if let Some((dir, _)) = out {
+        write_stress_out(dir, path, &inputs, &runs, &replaced)?;
+    }
+    if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
+        Ok(())
+    } else {
+        Err(Error::Failed(
+            "invariant violations or failed runs (report above)".into(),
+        ))
+    }
+}
+
+/// What stress.json records as the inputs of a stress test.
+fn stress_inputs(
+    (path, sets): (&Path, &[String]),
+    (first_seed, count): (u64, u64),
+    chosen: &[crate::stress::FaultSetting],
+    interleavings: u64,
+    (pace, threads): (crate::stress::Pace, usize),
+    broken: crate::Broken,
+) -> crate::stress::StressInputs {
+    let (mode_name, speedup) = match pace {
+        crate::stress::Pace::Virtual => ("virtual", None),
+        crate::stress::Pace::Realtime { speedup, .. } => ("realtime", Some(speedup)),
+    };
+    crate::stress::StressInputs {
+        provenance: crate::Provenance::of(Some(path), sets),
+        first_seed,
+        seeds: count,
+        faults: chosen.iter().map(|p| p.name.clone()).collect(),
+        interleavings,
+        mode: mode_name.into(),
+        speedup,
+        threads,
+        broken: broken.name().into(),
+    }
+}
+
+/// The topology with the runs' own mode and speed-up, checked once here rather than failing
+/// every run; with `--threads`, checked against what needs one thread.
+fn load_stress_topology(
+    path: &Path,
+    sets: &[String],
+    (pace, threads): (crate::stress::Pace, usize),
+    interleavings: u64,
+    registry: &Registry,
+) -> Result<Topology, Error> {
     let mut checked = sets.to_vec();
     if let crate::stress::Pace::Realtime { speedup, .. } = pace {
         checked.push("emulation.mode=\"realtime\"".into());
@@ -1944,7 +2158,51 @@ fn stress(
             why::INTERLEAVING,
         )],
     )?;
-    let presets = crate::stress::presets(&topo);
+    Ok(topo)
+}
+
+/// The interleaving schedules `--interleavings N` asks for: schedule 0 (the natural order)
+/// without it, 1..=N with it.
+fn stress_schedules(interleavings: u64) -> Result<Vec<u64>, Error> {
+    if interleavings > MAX_STRESS_INTERLEAVINGS {
+        return Err(Error::Usage(format!(
+            "--interleavings {interleavings} is more than {MAX_STRESS_INTERLEAVINGS}; run several stress tests with more seeds instead"
+        )));
+    }
+    Ok(if interleavings == 0 {
+        vec![0]
+    } else {
+        (1..=interleavings).collect()
+    })
+}
+
+/// How stress runs are paced: `--mode` and `--speedup` must agree.
+fn stress_pace(
+    mode: Mode,
+    speedup: Option<f64>,
+    threads: usize,
+) -> Result<crate::stress::Pace, Error> {
+    match (mode, speedup) {
+        (Mode::Virtual, Some(_)) => {
+            Err(Error::Usage(
+                "--speedup applies to realtime mode only, and stress runs in virtual mode by default; add --mode realtime, or drop --speedup".into(),
+            ))
+        }
+        (Mode::Virtual, None) => Ok(crate::stress::Pace::Virtual),
+        (Mode::Realtime, Some(speedup)) => Ok(crate::stress::Pace::Realtime { speedup, threads }),
+        (Mode::Realtime, None) => {
+            Err(Error::Usage(
+                "stress --mode realtime needs --speedup S (emulated seconds per wall second; each run takes its emulated length / S of wall time)".into(),
+            ))
+        }
+    }
+}
+
+/// The fault settings `--faults` names, each once, in the order given.
+fn chosen_faults(
+    presets: &[crate::stress::FaultSetting],
+    faults: &[String],
+) -> Result<Vec<crate::stress::FaultSetting>, Error> {
     let mut chosen = Vec::new();
     for f in faults {
         match presets.iter().find(|p| p.name == *f) {
@@ -1960,8 +2218,12 @@ fn stress(
             }
         }
     }
-    // Keys stress sets in every run after the user's overrides: an override of one would be
-    // ignored while the reproduce lines listed it.
+    Ok(chosen)
+}
+
+/// Refuses a `--set` of a key stress sets itself in every run after the user's overrides:
+/// it would be ignored while the reproduce lines listed it.
+fn check_stress_sets(sets: &[String], chosen: &[crate::stress::FaultSetting]) -> Result<(), Error> {
     let mut own: Vec<(String, String)> = [
         ("emulation.mode", "--mode"),
         ("emulation.speedup", "--speedup"),
@@ -1969,7 +2231,7 @@ fn stress(
     ]
     .map(|(k, by)| (k.to_string(), by.to_string()))
     .to_vec();
-    for p in &chosen {
+    for p in chosen {
         for set in &p.sets {
             if let Some((key, _)) = set.split_once('=') {
                 own.push((key.trim().to_string(), format!("--faults {}", p.name)));
@@ -1984,83 +2246,33 @@ fn stress(
             )));
         }
     }
-    let count = seeds;
-    let seeds =
-        crate::stress::seed_range(first_seed, seeds).map_err(|e| Error::Usage(e.message))?;
-    if interleavings > MAX_STRESS_INTERLEAVINGS {
-        return Err(Error::Usage(format!(
-            "--interleavings {interleavings} is more than {MAX_STRESS_INTERLEAVINGS}; run several stress tests with more seeds instead"
-        )));
+    Ok(())
+}
+
+/// Writes stress.csv and stress.json into `dir`, then removes what `--overwrite` replaces.
+fn write_stress_out(
+    dir: &Path,
+    path: &Path,
+    inputs: &crate::stress::StressInputs,
+    runs: &[crate::stress::StressRun],
+    replaced: &Replaced,
+) -> Result<(), Error> {
+    if replaced.their_record {
+        // Another stress test's record goes first: a stress.csv never stands beside a
+        // stress.json saying other inputs made it.
+        remove_outputs(dir, &["stress.json"])?;
     }
-    let schedules: Vec<u64> = if interleavings == 0 {
-        vec![0]
-    } else {
-        (1..=interleavings).collect()
-    };
-    let seeds: Vec<u64> = seeds.collect();
-    let plan = crate::stress::StressPlan {
-        pace,
-        settings: &chosen,
-        seeds: &seeds,
-        schedules: &schedules,
-        registry,
-    };
-    if plan.runs() as u64 > MAX_STRESS_RUNS {
-        return Err(Error::Usage(format!(
-            "{} runs ({} fault settings x {} seeds x {} schedules) is more than {MAX_STRESS_RUNS}; ask for fewer",
-            plan.runs(),
-            chosen.len(),
-            seeds.len(),
-            schedules.len()
-        )));
+    let csv = crate::stress::to_csv(path, runs).map_err(|e| Error::Failed(e.to_string()))?;
+    write_atomically(&dir.join("stress.csv"), &csv)?;
+    let json = crate::stress::to_json(path, inputs, runs).to_string() + "\n";
+    write_atomically(&dir.join("stress.json"), json.as_bytes())?;
+    if !replaced.others.is_empty() {
+        // The results are whole: a run's or a sweep's files, which --overwrite replaces,
+        // go (records first).
+        remove_outputs(dir, &replaced.others)?;
     }
-    let (mode_name, speedup) = match pace {
-        crate::stress::Pace::Virtual => ("virtual", None),
-        crate::stress::Pace::Realtime { speedup, .. } => ("realtime", Some(speedup)),
-    };
-    let inputs = crate::stress::StressInputs {
-        provenance: crate::Provenance::of(Some(path), sets),
-        first_seed,
-        seeds: count,
-        faults: chosen.iter().map(|p| p.name.clone()).collect(),
-        interleavings,
-        mode: mode_name.into(),
-        speedup,
-        threads,
-        broken: broken.name().into(),
-    };
-    // Before the runs, so that a bad directory wastes none.
-    let replaced = match out {
-        Some((dir, overwrite)) => prepare_stress_out(dir, &inputs, overwrite)?,
-        None => Replaced::default(),
-    };
-    let style = Style::detect(quiet);
-    let runs = crate::stress::stress(path, sets, &plan, jobs, broken, style);
-    print!("{}", crate::stress::report(path, &runs));
-    if let Some((dir, _)) = out {
-        if replaced.their_record {
-            // Another stress test's record goes first: a stress.csv never stands beside a
-            // stress.json saying other inputs made it.
-            remove_outputs(dir, &["stress.json"])?;
-        }
-        let csv = crate::stress::to_csv(path, &runs).map_err(|e| Error::Failed(e.to_string()))?;
-        write_atomically(&dir.join("stress.csv"), &csv)?;
-        let json = crate::stress::to_json(path, &inputs, &runs).to_string() + "\n";
-        write_atomically(&dir.join("stress.json"), json.as_bytes())?;
-        if !replaced.others.is_empty() {
-            // The results are whole: a run's or a sweep's files, which --overwrite replaces,
-            // go (records first).
-            remove_outputs(dir, &replaced.others)?;
-        }
-        say!("results in {}/stress.csv and stress.json", dir.display());
-    }
-    if runs.iter().all(|r| matches!(r.outcome, Ok((0, _)))) {
-        Ok(())
-    } else {
-        Err(Error::Failed(
-            "invariant violations or failed runs (report above)".into(),
-        ))
-    }
+    say!("results in {}/stress.csv and stress.json", dir.display());
+    Ok(())
 }
 
 /// `igemu trace`'s arguments.
@@ -2284,9 +2496,40 @@ fn open_trace(file: &Path) -> Result<std::io::BufReader<std::fs::File>, Error> {
 }
 
 fn trace(args: TraceArgs) -> Result<(), Error> {
-    use crate::trace::render::{self, Line};
-    let file = args.file.clone();
-    let inputs = [file.clone()];
+    use crate::trace::render::Line;
+    check_trace_outputs(&args)?;
+    let file = args.file.as_path();
+    if args.negotiations {
+        return trace_negotiations(file, args.out.as_deref());
+    }
+    let mut sink = LineSink::new(&args)?;
+    let selected = match (args.why, args.negotiation, args.request.as_deref()) {
+        (Some(seq), _, _) => trace_why(file, seq, &mut sink),
+        (None, Some(n), _) => trace_negotiation(file, n, args.vm_steps, &mut sink),
+        (None, None, Some(r)) => trace_request(file, r, &mut sink),
+        (None, None, None) => (|| {
+            for e in crate::trace::render::events(open_trace(file)?) {
+                sink.push(&Line::Message(e.map_err(trace_error(file))?))?;
+                if !sink.wants_more() {
+                    break;
+                }
+            }
+            Ok(())
+        })(),
+    };
+    match selected {
+        Ok(()) => sink.finish(),
+        Err(e) => {
+            sink.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// Refuses an output file of `igemu trace` that would overwrite its input or a file that is
+/// not one of its own kind.
+fn check_trace_outputs(args: &TraceArgs) -> Result<(), Error> {
+    let inputs = [args.file.clone()];
     let outputs: [(&str, &Option<PathBuf>, crate::OutputKind); 3] = [
         (
             "--mermaid",
@@ -2311,10 +2554,14 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             crate::check_output_file(option, path, &inputs, kind)?;
         }
     }
-    // `igemu: file:line: problem`, prefixed as the CLI's plain errors are (a file's
-    // diagnostics, `file:line: error:`, are not); line 0 is the file as a whole (it could not
-    // be read), so no line is named.
-    let bad = |e: render::ReadError| {
+    Ok(())
+}
+
+/// `igemu: file:line: problem`, prefixed as the CLI's plain errors are (a file's
+/// diagnostics, `file:line: error:`, are not); line 0 is the file as a whole (it could not
+/// be read), so no line is named.
+fn trace_error(file: &Path) -> impl Fn(crate::trace::render::ReadError) -> Error + '_ {
+    move |e| {
         let place = match e.line {
             0 => file.display().to_string(),
             n => format!("{}:{n}", file.display()),
@@ -2323,130 +2570,126 @@ fn trace(args: TraceArgs) -> Result<(), Error> {
             "igemu: {place}: {} (each line of a trace is one JSON record; see docs/trace-format.md)",
             e.message
         ))
-    };
-    if args.negotiations {
-        let mut tally = render::NegotiationTally::new();
-        for e in render::events(open_trace(&file)?) {
-            tally.push(&e.map_err(bad)?);
-        }
-        let rows = match &args.out {
-            Some(path) => {
-                let out = TempOut::beside(path)?;
-                let tmp = out.tmp.clone();
-                let written = render::write_negotiations_csv(tally.rows(), out)
-                    .map_err(std::io::Error::from)
-                    .and_then(|(out, n)| {
-                        drop(out);
-                        std::fs::rename(&tmp, path).map(|_| n)
-                    });
-                if written.is_err() {
-                    let _ = std::fs::remove_file(&tmp);
-                }
-                written.map_err(Error::output(path))?
-            }
-            None => {
-                let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-                match render::write_negotiations_csv(tally.rows(), stdout) {
-                    Ok((_, n)) => n,
-                    Err(e) => match e.kind() {
-                        // The reader went away (`| head`): not an error.
-                        csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
-                            return Ok(())
-                        }
-                        _ => return Err(Error::output("standard output")(e.into())),
-                    },
-                }
-            }
-        };
-        tell!("{rows} offered request(s) in negotiations");
-        return Ok(());
     }
-    let mut sink = LineSink::new(&args)?;
-    let selected = (|| -> Result<(), Error> {
-        match (args.why, args.negotiation, args.request.as_deref()) {
-            (Some(seq), _, _) => {
-                // --why reads backwards from the end, seeking: a pipe cannot seek (it said
-                // "line 0: Illegal seek") and a device reads as empty (`/dev/zero` had "no
-                // message 0"), so only a regular file is read.
-                let meta = std::fs::metadata(&file);
-                if meta.as_ref().is_ok_and(|m| m.is_dir()) {
-                    return Err(Error::Usage(format!(
-                        "{}: that is a folder; give its trace.jsonl",
-                        file.display()
-                    )));
-                }
-                if meta.is_ok_and(|m| !m.is_file()) {
-                    return Err(Error::Usage(format!(
-                        "{}: --why reads the trace backwards from its end, so it needs a regular file, not a pipe or a device; save the trace to a file first (--request, --negotiation and --negotiations read a pipe)",
-                        file.display()
-                    )));
-                }
-                let chain = render::why(open_trace(&file)?, seq).map_err(bad)?;
-                if chain.events.is_empty() {
-                    return Err(Error::Usage(format!(
-                        "{} has no message {seq} (messages are numbered by `seq`)",
-                        file.display()
-                    )));
-                }
-                if let Some(c) = chain.cut_at {
-                    tell!(
-                        "the chain goes on with message {c}, which {} does not hold (a trace written with --trace-kinds, --trace-actors or --trace-window)",
-                        file.display()
-                    );
-                }
-                chain
-                    .events
-                    .into_iter()
-                    .try_for_each(|e| sink.push(&Line::Message(e)))
+}
+
+/// `igemu trace --negotiations`: one CSV row per offered request, to `out` or stdout.
+fn trace_negotiations(file: &Path, out: Option<&Path>) -> Result<(), Error> {
+    use crate::trace::render;
+    let mut tally = render::NegotiationTally::new();
+    for e in render::events(open_trace(file)?) {
+        tally.push(&e.map_err(trace_error(file))?);
+    }
+    let rows = match out {
+        Some(path) => {
+            let out = TempOut::beside(path)?;
+            let tmp = out.tmp.clone();
+            let written = render::write_negotiations_csv(tally.rows(), out)
+                .map_err(std::io::Error::from)
+                .and_then(|(out, n)| {
+                    drop(out);
+                    std::fs::rename(&tmp, path).map(|_| n)
+                });
+            if written.is_err() {
+                let _ = std::fs::remove_file(&tmp);
             }
-            (None, Some(n), _) => {
-                let mut view = render::NegotiationView::new(n, args.vm_steps);
-                for e in render::events(open_trace(&file)?) {
-                    view.push(e.map_err(bad)?);
-                }
-                let lines = view.finish();
-                if lines.is_empty() {
-                    return Err(Error::Usage(format!(
-                        "{} has no negotiation {n} (`igemu trace {} --negotiations` lists them)",
-                        file.display(),
-                        file.display()
-                    )));
-                }
-                lines.iter().try_for_each(|l| sink.push(l))
-            }
-            (None, None, Some(r)) => {
-                let mut filter = render::RequestFilter::new(r);
-                for e in render::events(open_trace(&file)?) {
-                    let e = e.map_err(bad)?;
-                    if filter.keep(&e) {
-                        sink.push(&Line::Message(e))?;
-                        if !sink.wants_more() {
-                            return Ok(());
-                        }
+            written.map_err(Error::output(path))?
+        }
+        None => {
+            let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            match render::write_negotiations_csv(tally.rows(), stdout) {
+                Ok((_, n)) => n,
+                Err(e) => match e.kind() {
+                    // The reader went away (`| head`): not an error.
+                    csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+                        return Ok(())
                     }
-                }
-                match filter.unknown() {
-                    Some(why) => Err(Error::Usage(format!("{}: {why}", file.display()))),
-                    None => Ok(()),
-                }
-            }
-            (None, None, None) => {
-                for e in render::events(open_trace(&file)?) {
-                    sink.push(&Line::Message(e.map_err(bad)?))?;
-                    if !sink.wants_more() {
-                        break;
-                    }
-                }
-                Ok(())
+                    _ => return Err(Error::output("standard output")(e.into())),
+                },
             }
         }
-    })();
-    match selected {
-        Ok(()) => sink.finish(),
-        Err(e) => {
-            sink.abandon();
-            Err(e)
+    };
+    tell!("{rows} offered request(s) in negotiations");
+    Ok(())
+}
+
+/// `igemu trace --why SEQ`: the chain of messages that led to message `seq`.
+fn trace_why(file: &Path, seq: u64, sink: &mut LineSink) -> Result<(), Error> {
+    use crate::trace::render::{self, Line};
+    // --why reads backwards from the end, seeking: a pipe cannot seek (it said
+    // "line 0: Illegal seek") and a device reads as empty (`/dev/zero` had "no
+    // message 0"), so only a regular file is read.
+    let meta = std::fs::metadata(file);
+    if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "{}: that is a folder; give its trace.jsonl",
+            file.display()
+        )));
+    }
+    if meta.is_ok_and(|m| !m.is_file()) {
+        return Err(Error::Usage(format!(
+            "{}: --why reads the trace backwards from its end, so it needs a regular file, not a pipe or a device; save the trace to a file first (--request, --negotiation and --negotiations read a pipe)",
+            file.display()
+        )));
+    }
+    let chain = render::why(open_trace(file)?, seq).map_err(trace_error(file))?;
+    if chain.events.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} has no message {seq} (messages are numbered by `seq`)",
+            file.display()
+        )));
+    }
+    if let Some(c) = chain.cut_at {
+        tell!(
+            "the chain goes on with message {c}, which {} does not hold (a trace written with --trace-kinds, --trace-actors or --trace-window)",
+            file.display()
+        );
+    }
+    chain
+        .events
+        .into_iter()
+        .try_for_each(|e| sink.push(&Line::Message(e)))
+}
+
+/// `igemu trace --negotiation N`: its messages and one line per redirected lease.
+fn trace_negotiation(
+    file: &Path,
+    n: u64,
+    vm_steps: bool,
+    sink: &mut LineSink,
+) -> Result<(), Error> {
+    use crate::trace::render;
+    let mut view = render::NegotiationView::new(n, vm_steps);
+    for e in render::events(open_trace(file)?) {
+        view.push(e.map_err(trace_error(file))?);
+    }
+    let lines = view.finish();
+    if lines.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} has no negotiation {n} (`igemu trace {} --negotiations` lists them)",
+            file.display(),
+            file.display()
+        )));
+    }
+    lines.iter().try_for_each(|l| sink.push(l))
+}
+
+/// `igemu trace --request ID`: the messages about one request.
+fn trace_request(file: &Path, request: &str, sink: &mut LineSink) -> Result<(), Error> {
+    use crate::trace::render::{self, Line};
+    let mut filter = render::RequestFilter::new(request);
+    for e in render::events(open_trace(file)?) {
+        let e = e.map_err(trace_error(file))?;
+        if filter.keep(&e) {
+            sink.push(&Line::Message(e))?;
+            if !sink.wants_more() {
+                return Ok(());
+            }
         }
+    }
+    match filter.unknown() {
+        Some(why) => Err(Error::Usage(format!("{}: {why}", file.display()))),
+        None => Ok(()),
     }
 }
 

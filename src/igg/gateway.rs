@@ -418,36 +418,7 @@ impl Gateway {
                 let order = self.order(&req, now, &Loads::default(), &offers);
                 out.push(self.place_in(req, order));
             }
-            Input::Unplaced { req, refusal } => {
-                let foreign = self.broker.origin_of(req.id).is_some();
-                // Paper 001 §4.1, external workflow: a request every cluster refuses is offered
-                // to the peers (once) before it is rejected. Home cannot serve it, so its home
-                // cost is unbounded: any contract is worth trying, any counter-offer worth
-                // taking.
-                let lease = req.id;
-                if !foreign && self.broker.has_contracts() && self.refused_here.insert(lease) {
-                    let units = req.units();
-                    self.broker.enqueue_unservable(req, units);
-                    return out;
-                }
-                // Peering's verdict when the peers were tried (the clusters refused first);
-                // else the clusters' own refusal.
-                let reason = self
-                    .broker
-                    .peering_reason(lease)
-                    .or(refusal.map(Refusal::reason))
-                    .unwrap_or(RejectReason::NoCluster);
-                out.push(Effect::Observe(Observation::Rejected(lease, reason)));
-                if foreign {
-                    // Its origin learns of it as of one an LRMS ended.
-                    self.lease_ended(lease, RequestState::Rejected, now, &mut out);
-                } else {
-                    out.push(Effect::Dve {
-                        note: DveNote::Ended(lease, RequestState::Rejected),
-                        posted: false,
-                    });
-                }
-            }
+            Input::Unplaced { req, refusal } => self.unplaced(req, refusal, now, &mut out),
             Input::Relocate { relocation, from } => out.push(self.relocate(relocation, from)),
             Input::Relocated { lease, to } => self.relocated(lease, to),
             Input::Crash(crash) => {
@@ -458,6 +429,45 @@ impl Gateway {
             }
         }
         out
+    }
+
+    /// A request no cluster placed: offered to the peers once when it is this Grid's own,
+    /// else rejected (and its origin told when it came from a peer).
+    fn unplaced(
+        &mut self,
+        req: LeaseRequest,
+        refusal: Option<Refusal>,
+        now: EmuTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let foreign = self.broker.origin_of(req.id).is_some();
+        // Paper 001 §4.1, external workflow: a request every cluster refuses is offered
+        // to the peers (once) before it is rejected. Home cannot serve it, so its home
+        // cost is unbounded: any contract is worth trying, any counter-offer worth
+        // taking.
+        let lease = req.id;
+        if !foreign && self.broker.has_contracts() && self.refused_here.insert(lease) {
+            let units = req.units();
+            self.broker.enqueue_unservable(req, units);
+            return;
+        }
+        // Peering's verdict when the peers were tried (the clusters refused first);
+        // else the clusters' own refusal.
+        let reason = self
+            .broker
+            .peering_reason(lease)
+            .or(refusal.map(Refusal::reason))
+            .unwrap_or(RejectReason::NoCluster);
+        out.push(Effect::Observe(Observation::Rejected(lease, reason)));
+        if foreign {
+            // Its origin learns of it as of one an LRMS ended.
+            self.lease_ended(lease, RequestState::Rejected, now, out);
+        } else {
+            out.push(Effect::Dve {
+                note: DveNote::Ended(lease, RequestState::Rejected),
+                posted: false,
+            });
+        }
     }
 
     fn report_timed_out(&mut self, lease: RequestId, now: EmuTime, out: &mut Vec<Effect>) {

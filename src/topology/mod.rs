@@ -449,37 +449,8 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     if let Some((v, _)) = t.positive_number("steepness", MAX_STEEPNESS) {
         p.steepness = v;
     }
-    if let Some(n) = t.get("unit_cost") {
-        match &n.kind {
-            node::NodeKind::Array(a) if a.len() == 2 => {
-                let num = |x: &Node| match x.kind {
-                    node::NodeKind::Int(i) => Some(i as f64),
-                    node::NodeKind::Float(f) => Some(f),
-                    _ => None,
-                };
-                // NaN fails every comparison, so it is refused with the rest.
-                match (num(&a[0]), num(&a[1])) {
-                    (Some(lo), Some(hi)) if lo > 0.0 && lo <= hi && hi <= MAX_PRICE => {
-                        p.unit_cost = (lo, hi)
-                    }
-                    _ => t.diags.error(
-                        &n.loc,
-                        format!(
-                            "`unit_cost` = {} in [peering] is out of range",
-                            n.toml_text().unwrap_or_default()
-                        ),
-                        Some(format!(
-                            "write [low, high] with 0 < low ≤ high ≤ {MAX_PRICE:e}, e.g. [0.9, 1.0]"
-                        )),
-                    ),
-                }
-            }
-            _ => t.diags.error(
-                &n.loc,
-                "`unit_cost` must be [low, high]",
-                Some("e.g. unit_cost = [0.9, 1.0]".into()),
-            ),
-        }
+    if let Some(range) = read_unit_cost(&t) {
+        p.unit_cost = range;
     }
     if p.ticket_ttl <= p.offer_timeout {
         t.diags.error(
@@ -490,6 +461,43 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     }
     t.finish();
     p
+}
+
+/// `unit_cost` of `[peering]`, if set and valid: [low, high] with 0 < low ≤ high ≤
+/// [`MAX_PRICE`].
+fn read_unit_cost(t: &Table<'_>) -> Option<(f64, f64)> {
+    let n = t.get("unit_cost")?;
+    match &n.kind {
+        node::NodeKind::Array(a) if a.len() == 2 => {
+            let num = |x: &Node| match x.kind {
+                node::NodeKind::Int(i) => Some(i as f64),
+                node::NodeKind::Float(f) => Some(f),
+                _ => None,
+            };
+            // NaN fails every comparison, so it is refused with the rest.
+            match (num(&a[0]), num(&a[1])) {
+                (Some(lo), Some(hi)) if lo > 0.0 && lo <= hi && hi <= MAX_PRICE => {
+                    return Some((lo, hi))
+                }
+                _ => t.diags.error(
+                    &n.loc,
+                    format!(
+                        "`unit_cost` = {} in [peering] is out of range",
+                        n.toml_text().unwrap_or_default()
+                    ),
+                    Some(format!(
+                        "write [low, high] with 0 < low ≤ high ≤ {MAX_PRICE:e}, e.g. [0.9, 1.0]"
+                    )),
+                ),
+            }
+        }
+        _ => t.diags.error(
+            &n.loc,
+            "`unit_cost` must be [low, high]",
+            Some("e.g. unit_cost = [0.9, 1.0]".into()),
+        ),
+    }
+    None
 }
 
 fn read_link_faults(t: &Table<'_>, into: &mut crate::fault::LinkFaults) {
@@ -1298,25 +1306,7 @@ fn read_hosts(t: &Table<'_>, what: &str, total: &mut u64) -> Vec<HostSpec> {
         let Some((n, loc)) = count else { continue };
         in_cluster += n;
         *total += n;
-        if in_cluster > MAX_CLUSTER_HOSTS && in_cluster - n <= MAX_CLUSTER_HOSTS {
-            h.diags.error(
-                loc,
-                format!("{what} has {in_cluster} hosts so far, more than {MAX_CLUSTER_HOSTS}"),
-                Some(format!(
-                    "a cluster has at most {MAX_CLUSTER_HOSTS} hosts (hosts are numbered in 16 bits); split it into several clusters"
-                )),
-            );
-        }
-        if *total > MAX_TOPOLOGY_HOSTS && *total - n <= MAX_TOPOLOGY_HOSTS {
-            h.diags.error(
-                loc,
-                format!("the topology has {total} hosts so far, more than {MAX_TOPOLOGY_HOSTS}"),
-                Some(format!(
-                    "a topology has at most {MAX_TOPOLOGY_HOSTS} hosts: each host and VM takes about 1 KB while a run lasts (docs/performance.md)"
-                )),
-            );
-        }
-        if in_cluster > MAX_CLUSTER_HOSTS || *total > MAX_TOPOLOGY_HOSTS {
+        if over_host_limits(&h, what, (n, loc), (in_cluster, *total)) {
             continue;
         }
         if let (Some(cores), Some(memory_mb), Some(mips)) = (cores, memory_mb, mips) {
@@ -1328,6 +1318,36 @@ fn read_hosts(t: &Table<'_>, what: &str, total: &mut u64) -> Vec<HostSpec> {
         }
     }
     hosts
+}
+
+/// Whether a hosts group of `n` hosts (at `loc`) takes its cluster (`in_cluster` hosts so
+/// far, this group's included) or the topology (`total`) past their limits; says so the
+/// first time each is passed.
+fn over_host_limits(
+    h: &Table<'_>,
+    what: &str,
+    (n, loc): (u64, &Loc),
+    (in_cluster, total): (u64, u64),
+) -> bool {
+    if in_cluster > MAX_CLUSTER_HOSTS && in_cluster - n <= MAX_CLUSTER_HOSTS {
+        h.diags.error(
+            loc,
+            format!("{what} has {in_cluster} hosts so far, more than {MAX_CLUSTER_HOSTS}"),
+            Some(format!(
+                "a cluster has at most {MAX_CLUSTER_HOSTS} hosts (hosts are numbered in 16 bits); split it into several clusters"
+            )),
+        );
+    }
+    if total > MAX_TOPOLOGY_HOSTS && total - n <= MAX_TOPOLOGY_HOSTS {
+        h.diags.error(
+            loc,
+            format!("the topology has {total} hosts so far, more than {MAX_TOPOLOGY_HOSTS}"),
+            Some(format!(
+                "a topology has at most {MAX_TOPOLOGY_HOSTS} hosts: each host and VM takes about 1 KB while a run lasts (docs/performance.md)"
+            )),
+        );
+    }
+    in_cluster > MAX_CLUSTER_HOSTS || total > MAX_TOPOLOGY_HOSTS
 }
 
 fn read_topology(
@@ -1512,17 +1532,12 @@ fn read_grids(
     let mut grids: Vec<Grid> = Vec::new();
     let mut clusters: Vec<Cluster> = Vec::new();
     let grid_nodes = top.tables("grid");
-    match top.get("grid") {
-        None => top.missing("grid", "add at least one [[grid]] with a [[grid.cluster]]"),
-        Some(n) if grid_nodes.is_empty() && matches!(n.kind, node::NodeKind::Array(_)) => {
-            diags.error(
-                &n.loc,
-                "`grid` is empty: the topology has no Grid",
-                Some("add at least one [[grid]] with a [[grid.cluster]]".into()),
-            );
-        }
-        Some(_) => {}
-    }
+    require_tables(
+        top,
+        ("grid", grid_nodes.is_empty()),
+        "`grid` is empty: the topology has no Grid".into(),
+        "add at least one [[grid]] with a [[grid.cluster]]",
+    );
     for (gi, gnode) in grid_nodes.into_iter().enumerate() {
         let Some(g) = Table::of(gnode, format!("grid #{}", gi + 1), diags) else {
             continue;
@@ -1549,17 +1564,12 @@ fn read_grids(
         let gid = GridId(grids.len() as u16);
         let mut ids = Vec::new();
         let cluster_nodes = g.tables("cluster");
-        match g.get("cluster") {
-            None => g.missing("cluster", "a grid needs at least one [[grid.cluster]]"),
-            Some(n) if cluster_nodes.is_empty() && matches!(n.kind, node::NodeKind::Array(_)) => {
-                diags.error(
-                    &n.loc,
-                    format!("`cluster` of {what} is empty: the Grid has no cluster"),
-                    Some("a grid needs at least one [[grid.cluster]]".into()),
-                );
-            }
-            Some(_) => {}
-        }
+        require_tables(
+            &g,
+            ("cluster", cluster_nodes.is_empty()),
+            format!("`cluster` of {what} is empty: the Grid has no cluster"),
+            "a grid needs at least one [[grid.cluster]]",
+        );
         for (ci, cnode) in cluster_nodes.into_iter().enumerate() {
             let siblings: Vec<&Cluster> = ids
                 .iter()
@@ -1625,25 +1635,7 @@ fn read_cluster(
         .map(|t| read_lrms_table(t, cx.registry))
         .unwrap_or_default();
     if let (Some(p), Some(s), Some(t)) = (provider, own.scheduler, own_table.as_ref()) {
-        let wanted = if p.easy() {
-            SchedulerKind::Easy
-        } else {
-            SchedulerKind::Conservative
-        };
-        if s != wanted {
-            if let Some(n) = t.get("scheduler") {
-                diags.error(
-                    &n.loc,
-                    format!(
-                        "{cwhat} sets scheduler = \"{}\" but its grid's provider policy \"{}\" backfills with \"{}\"",
-                        s.as_str(),
-                        p.as_str(),
-                        wanted.as_str()
-                    ),
-                    Some("remove the cluster's scheduler, or choose the grid's [igg] provider that matches it".into()),
-                );
-            }
-        }
+        check_provider_scheduler(t, p, s, &cwhat);
     }
     c.finish();
     let profile_name = own.profile.or(lrms_defaults.profile);
@@ -1671,6 +1663,48 @@ fn read_cluster(
         hosts,
         lrms,
     })
+}
+
+/// Reports array-of-tables `key` of `t` missing, or present but empty (`empty` says what
+/// that means); `hint` says how to add one.
+fn require_tables(t: &Table<'_>, (key, none_read): (&str, bool), empty: String, hint: &str) {
+    match t.get(key) {
+        None => t.missing(key, hint),
+        Some(n) if none_read && matches!(n.kind, node::NodeKind::Array(_)) => {
+            t.diags.error(&n.loc, empty, Some(hint.into()));
+        }
+        Some(_) => {}
+    }
+}
+
+/// A cluster (`cwhat`) whose own `[lrms]` table `t` sets `scheduler` must backfill as its
+/// Grid's provider policy `provider` does (§6.3).
+fn check_provider_scheduler(
+    t: &Table<'_>,
+    provider: ProviderPolicy,
+    scheduler: SchedulerKind,
+    cwhat: &str,
+) {
+    let wanted = if provider.easy() {
+        SchedulerKind::Easy
+    } else {
+        SchedulerKind::Conservative
+    };
+    if scheduler == wanted {
+        return;
+    }
+    if let Some(n) = t.get("scheduler") {
+        t.diags.error(
+            &n.loc,
+            format!(
+                "{cwhat} sets scheduler = \"{}\" but its grid's provider policy \"{}\" backfills with \"{}\"",
+                scheduler.as_str(),
+                provider.as_str(),
+                wanted.as_str()
+            ),
+            Some("remove the cluster's scheduler, or choose the grid's [igg] provider that matches it".into()),
+        );
+    }
 }
 
 /// A cluster's LRMS settings: its own `[lrms]` keys, else the topology's, else the
