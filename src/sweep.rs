@@ -185,9 +185,22 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         policies: Default::default(),
         plugins: Vec::new(),
     };
+    // The summary's `seed` is the run's own, which the run file shows in its `seed` column:
+    // a metric of that name would make the column twice.
     serde_json::to_value(&skeleton)
-        .map(|v| numeric(&v).into_keys().collect())
+        .map(|v| {
+            numeric(&v)
+                .into_keys()
+                .filter(|k| !is_run_column(k))
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+/// Whether `name` is a column every run file has (run, seed, error) or a varied key's
+/// (`set:…`), so no metric may take it.
+pub fn is_run_column(name: &str) -> bool {
+    matches!(name, "run" | "seed" | "error") || name.starts_with("set:")
 }
 
 /// Reports every metric name that no run of the sweep's topology can produce, at its place,
@@ -197,6 +210,7 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
     if metrics.is_empty() {
         return;
     }
+    check_metric_columns(metrics, diags);
     let Some(first) = sweep.runs().into_iter().next() else {
         return;
     };
@@ -207,7 +221,7 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
     };
     let names = metric_names(&topo);
     for (m, loc) in metrics {
-        if names.iter().any(|n| n == m) {
+        if is_run_column(m) || names.iter().any(|n| n == m) {
             continue;
         }
         let renamed = renamed_metric(m).filter(|n| names.contains(n));
@@ -231,6 +245,22 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
             }
         };
         diags.error(loc, format!("unknown metric `{m}`"), Some(hint));
+    }
+}
+
+/// Reports a metric named like a column every run file has: the run file would have that
+/// column twice, and the sweep would fail after its last run.
+fn check_metric_columns(metrics: &[(String, Loc)], diags: &Diags) {
+    for (m, loc) in metrics.iter().filter(|(m, _)| is_run_column(m)) {
+        diags.error(
+            loc,
+            format!("metric `{m}` is a column of the run file already"),
+            Some(
+                "every run's row shows run, seed, its varied values (set:<key>) and error; \
+                 drop it from metrics"
+                    .into(),
+            ),
+        );
     }
 }
 
@@ -1105,6 +1135,49 @@ pub fn write_rows(
     std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Runs what a sweep does after its last run — points.csv and paired.csv from the run file
+/// — on stand-in rows for every run (each metric a number), in a temporary folder, so a
+/// sweep that would fail there fails before its first run, not after hours of work.
+pub fn preflight(sweep: &Sweep, header: &[String], metrics: &[String]) -> Result<(), String> {
+    let dir = TempDir::new()?;
+    let rows: BTreeMap<usize, Vec<String>> = sweep
+        .runs()
+        .into_iter()
+        .map(|spec| {
+            // Values that differ between seeds, so spreads and intervals are computed too.
+            let value = 1.0 + (spec.seed % 7) as f64;
+            let m = metrics.iter().map(|k| (k.clone(), value)).collect();
+            let index = spec.index;
+            (index, run_row(&(spec, Ok(m)), metrics))
+        })
+        .collect();
+    let runs = dir.0.join("runs.csv");
+    write_rows(header, &rows, &runs)?;
+    let runs = [runs];
+    summarize(&runs, &dir.0.join("points.csv"))?;
+    paired(&runs, &dir.0.join("paired.csv"))?;
+    Ok(())
+}
+
+/// A folder of its own under the system's temporary folder, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("igemu-preflight-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Appends rows to a run file, flushing each to the operating system as it is written, so
 /// an interrupted sweep keeps every finished run's row.
 pub struct RowSink {
@@ -1462,6 +1535,22 @@ mod tests {
         assert!((t975(40) - 2.0211).abs() < 1e-4);
         assert!(t975(0).is_nan());
         assert!(mean_ci(&[5.0]).1.is_nan());
+    }
+
+    /// The pre-flight runs the end of a sweep on stand-in rows: a run file whose columns
+    /// collide fails there, before any run, and a sound one passes.
+    #[test]
+    fn preflight_finds_what_the_end_of_a_sweep_would_fail_on() {
+        let text =
+            "topology = \"t.toml\"\nseeds = 3\n[vary]\n\"igg.dispatch\" = [\"rr\", \"lrf\"]\n";
+        let sweep = parse_text(text, Path::new("s.toml")).expect("a sound sweep");
+        let metrics = vec!["awrt_s".to_string(), "utilization_pct".to_string()];
+        let header = runs_header(&sweep, &metrics);
+        preflight(&sweep, &header, &metrics).expect("a sound sweep passes");
+        let twice = vec!["awrt_s".to_string(), "seed".to_string()];
+        let e = preflight(&sweep, &runs_header(&sweep, &twice), &twice).unwrap_err();
+        assert!(e.contains("column `seed` comes twice"), "{e}");
+        assert!(is_run_column("seed") && is_run_column("set:x") && !is_run_column("seeds"));
     }
 
     /// The problems `parse_text` reports for a sweep file varying `key` over `values` (TOML).

@@ -1802,6 +1802,67 @@ fn small_sweep(dir: &Path, end: &str) -> PathBuf {
     sweep
 }
 
+/// The documented default, "every numeric summary key", made runs.csv's `seed` column twice
+/// (the summary has a `seed` too): every run ran, then the sweep exited 1 with no points.csv.
+/// Now the default leaves the run file's own columns out, a metric named like one is refused
+/// at its place before anything runs, and whatever the end of a sweep would fail on is tried
+/// on stand-in rows first.
+#[test]
+fn a_sweep_without_metrics_writes_points_and_run_columns_are_refused_as_metrics() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let text = std::fs::read_to_string(&sweep).expect("readable");
+    let without = text.replace("metrics = [\"utilization_pct\", \"makespan_s\"]\n", "");
+    assert_ne!(without, text, "the metrics line was removed");
+    std::fs::write(&sweep, without).expect("written");
+    let out = dir.path().join("out");
+    let o = igemu(&[
+        "sweep",
+        sweep.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let points = std::fs::read_to_string(out.join("points.csv")).expect("points.csv written");
+    assert!(points.contains(",awrt_s,"), "{points}");
+    assert!(
+        !points.contains(",seed,"),
+        "the seed is no metric: {points}"
+    );
+    let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv written");
+    let header = runs.lines().next().unwrap_or_default();
+    assert_eq!(
+        header.split(',').filter(|c| *c == "seed").count(),
+        1,
+        "{header}"
+    );
+
+    for name in ["seed", "run", "error", "set:igg.dispatch"] {
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad,
+            text.replace("\"makespan_s\"", &format!("\"makespan_s\", \"{name}\"")),
+        )
+        .expect("written");
+        let out = dir.path().join(format!("bad-{}", name.replace(':', "-")));
+        let o = igemu(&[
+            "sweep",
+            bad.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("bad.toml:3:"))
+                && stderr(&o).contains("column of the run file"),
+            "{name}: {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{name}: nothing ran, nothing was written");
+    }
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]

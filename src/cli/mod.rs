@@ -301,6 +301,12 @@ fn sweep(
     let shard = sweep_shard(shard.as_deref())?;
     let first = check_sweep_points(&spec, registry)?;
     let files = SweepFiles::new(file, &spec, out, shard, first.as_ref());
+    crate::sweep::preflight(&spec, &files.header, &files.metrics).map_err(|e| {
+        Error::Input(format!(
+            "igemu: {}: the sweep would fail after its runs: {e}",
+            file.display()
+        ))
+    })?;
     let mut record =
         crate::sweep::SweepRecord::new(file, &spec, &files.metrics, first.as_ref(), shard);
     // Nothing below writes before `start_sweep_out`, so the run file is there or not
