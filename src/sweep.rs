@@ -1081,7 +1081,10 @@ pub fn read_done(
         )));
     }
     let runs = sweep.runs();
+    let (_, _, metric_cols) = columns(header);
     let mut done = BTreeMap::new();
+    // The line each run was met at: a second row of one run is refused, not let replace it.
+    let mut met: BTreeMap<usize, u64> = BTreeMap::new();
     for rec in r.records() {
         let rec = match rec {
             Ok(rec) => rec,
@@ -1108,6 +1111,16 @@ pub fn read_done(
                 &row[2..2 + sweep.vary.len()]
             )));
         };
+        let line = rec.position().map_or(0, |p| p.line());
+        let at = format!("{}:{line}", path.display());
+        if let Some(before) = met.insert(spec.index, line) {
+            return Err(format!(
+                "{at}: run {} again (also at line {before}); a run file holds each run once — \
+                 remove one of the rows, or give another --out to start over",
+                spec.index
+            ));
+        }
+        check_metric_cells(&at, &rec, header, &metric_cols)?;
         if row[header.len() - 1].is_empty() {
             done.insert(spec.index, row);
         }
@@ -1358,8 +1371,8 @@ fn check_header(
     }
 }
 
-/// Checks the metric cells of row `rec` (at `at`): a number must be finite and within
-/// ±[`MAX_METRIC`] (an empty or textual cell is a failed run's, left as it is).
+/// Checks the metric cells of row `rec` (at `at`): each is empty (not reported, or a failed
+/// run's) or a finite number within ±[`MAX_METRIC`].
 fn check_metric_cells(
     at: &str,
     rec: &csv::StringRecord,
@@ -1368,8 +1381,19 @@ fn check_metric_cells(
 ) -> Result<(), String> {
     for &c in metric_cols {
         let cell = rec.get(c).unwrap_or_default();
-        let Ok(x) = cell.parse::<f64>() else { continue };
         let column = names.get(c).map_or("", String::as_str);
+        // Empty is a metric the run did not report, or a failed run's; anything else must be
+        // a number (text was once dropped silently, the point's mean made of fewer runs).
+        if cell.is_empty() {
+            continue;
+        }
+        let Ok(x) = cell.parse::<f64>() else {
+            return Err(format!(
+                "{at}: `{}` in column {column} is not a number (a metric cell is a number, or \
+                 empty for a run that did not report it)",
+                crate::input::diag::shown(cell)
+            ));
+        };
         if !x.is_finite() {
             return Err(format!(
                 "{at}: `{cell}` in column {column} is not a finite number"

@@ -935,6 +935,15 @@ fn merge_refuses_values_and_run_numbers_no_sweep_writes_at_their_place() {
             "run,seed,m,m,error\n0,1,2,3,\n",
             "bad.csv:1: column `m` comes twice",
         ),
+        // Text in a metric cell was dropped silently: the point's mean of fewer runs.
+        (
+            "run,seed,m,error\n0,1,2,\n1,2,fast,\n",
+            "bad.csv:3: `fast` in column m is not a number",
+        ),
+        (
+            "run,seed,m,error\n0,1,\u{1b}[2J,\n",
+            "bad.csv:2: `\\u{1b}[2J` in column m is not a number",
+        ),
     ] {
         let bad = tmp_str(&tmp, "bad.csv");
         std::fs::write(&bad, body).expect("written");
@@ -1860,6 +1869,54 @@ fn a_sweep_without_metrics_writes_points_and_run_columns_are_refused_as_metrics(
             stderr(&o)
         );
         assert!(!out.exists(), "{name}: nothing ran, nothing was written");
+    }
+}
+
+/// `--resume` keeps the finished rows of the run file: a row of text where a metric is, a NaN,
+/// or a second row of one run were taken as they were (the text dropped from the means, the
+/// second row replacing the first, the NaN failing only at the end with exit 1). Each is
+/// refused before anything runs, at its line, with exit 2, and the file is left as it was.
+#[test]
+fn resume_refuses_a_run_file_with_text_nan_or_a_run_twice_at_its_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sweep = small_sweep(dir.path(), "1h");
+    let ok = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let runs = out.join("runs.csv");
+    let whole = std::fs::read_to_string(&runs).expect("runs.csv");
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 5, "{whole}");
+    // Row of run 1 (line 3): its first metric replaced.
+    let with_cell = |cell: &str| {
+        let mut cells: Vec<&str> = lines[2].split(',').collect();
+        cells[3] = cell;
+        cells.join(",")
+    };
+    for (edited, expect) in [
+        (
+            [lines[0], lines[1], &with_cell("quick"), lines[3], lines[4]].join("\n"),
+            "runs.csv:3: `quick` in column utilization_pct is not a number".to_string(),
+        ),
+        (
+            [lines[0], lines[1], &with_cell("NaN"), lines[3], lines[4]].join("\n"),
+            "runs.csv:3: `NaN` in column utilization_pct is not a finite number".to_string(),
+        ),
+        (
+            [lines[0], lines[1], lines[2], lines[3], lines[4], lines[2]].join("\n"),
+            "runs.csv:6: run 1 again (also at line 3)".to_string(),
+        ),
+    ] {
+        let edited = edited + "\n";
+        std::fs::write(&runs, &edited).expect("written");
+        let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume", "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{edited}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&expect), "{expect}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(&runs).expect("runs.csv"),
+            edited,
+            "left as it was"
+        );
     }
 }
 
