@@ -447,7 +447,7 @@ pub struct RecordHeader {
 }
 
 /// The version of the record format this igemu writes and reads.
-pub const RECORD_FORMAT: u32 = 2;
+pub const RECORD_FORMAT: u32 = 3;
 
 /// How a replay went: the deliveries made in the record's order, or where it first left it.
 pub type ReplayOutcome = Result<u64, String>;
@@ -1543,8 +1543,13 @@ fn open_record(
     let mut out = std::io::BufWriter::new(file);
     // Invariant: the header is plain data; serialising it cannot fail.
     let line = serde_json::to_string(&header).expect("a record header serialises");
-    writeln!(out, "{line}").map_err(Error::output(staged.clone()))?;
-    Ok((time::record::OrderLog::new(Box::new(out)), staged))
+    let line = line + "\n";
+    out.write_all(line.as_bytes())
+        .map_err(Error::output(staged.clone()))?;
+    Ok((
+        time::record::OrderLog::new(Box::new(out), line.as_bytes()),
+        staged,
+    ))
 }
 
 /// The file name a record at `path` gets; an error, known before the run rather than after
@@ -1622,7 +1627,13 @@ fn open_replay(path: &Path, topo: &Topology) -> Result<(time::record::OrderScrip
     )
     .map_err(|e| unreadable(path, e))?;
     Ok((
-        time::record::OrderScript::new(Box::new(reader), 2),
+        // As a delivery line is, the header is hashed without its line end (CRLF reads
+        // the same), newline added.
+        time::record::OrderScript::new(
+            Box::new(reader),
+            2,
+            format!("{}\n", skip.trim_end_matches(['\r', '\n'])).as_bytes(),
+        ),
         header.interleaving > 0,
     ))
 }

@@ -915,6 +915,36 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
         );
         assert!(err.contains("has seed 3"), "{err}");
     }
+    // A header edited to name another override (one that changes nothing this run does): the
+    // replay ran it, exit 0, "each in the recorded order"; the end line's hash covers the
+    // header now.
+    {
+        let from = "\"overrides\":[";
+        assert!(lines[0].contains(from), "{}", lines[0]);
+        let header = if lines[0].contains("\"overrides\":[]") {
+            lines[0].replace("\"overrides\":[]", "\"overrides\":[\"lrms.cp_alpha=0.5\"]")
+        } else {
+            lines[0].replace(from, "\"overrides\":[\"lrms.cp_alpha=0.5\",")
+        };
+        let mut edited = lines.clone();
+        edited[0] = &header;
+        let file = dir.join("sets.rec");
+        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
+        let out = igemu(&[
+            "replay",
+            &s(&file),
+            "--out",
+            &s(&dir.join("sets")),
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("edited or damaged"), "{err}");
+        // Its outputs say they are not the record's run.
+        let replay = &summary_of(&dir.join("sets"))["replay"];
+        let diverged = replay["diverged"].as_str().unwrap_or_default();
+        assert!(diverged.contains("edited or damaged"), "{replay}");
+    }
     // A record given as a pipe: read twice, so refused as what it is, before anything runs.
     #[cfg(unix)]
     {
