@@ -1863,8 +1863,7 @@ fn a_sweep_without_metrics_writes_points_and_run_columns_are_refused_as_metrics(
         ]);
         assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
         assert!(
-            stderr(&o).contains(&format!("bad.toml:3:"))
-                && stderr(&o).contains("column of the run file"),
+            stderr(&o).contains("bad.toml:3:") && stderr(&o).contains("column of the run file"),
             "{name}: {}",
             stderr(&o)
         );
