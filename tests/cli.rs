@@ -1919,6 +1919,128 @@ fn resume_refuses_a_run_file_with_text_nan_or_a_run_twice_at_its_line() {
     }
 }
 
+/// `--overwrite` removed or replaced any file named like igemu's outputs (a user's
+/// points.csv, stress.json, sweep.json …). Now a file of such a name that igemu did not write
+/// is refused by every command that writes into the folder, named, and left as it was; and
+/// the root of the file system is no output folder.
+#[test]
+fn overwrite_replaces_only_igemus_own_files_and_the_root_is_no_output_folder() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    for (name, text) in [
+        ("points.csv", "my,own,table\n1,2,3\n"),
+        ("stress.json", "{\"mine\": true}\n"),
+        ("sweep.json", "{}\n"),
+        ("summary.json", "{\"provenance\": {}}\n"),
+        ("report.html", "<!DOCTYPE html><title>My page</title>\n"),
+    ] {
+        let out = dir.path().join(format!("out-{name}"));
+        std::fs::create_dir_all(&out).expect("mkdir");
+        std::fs::write(out.join(name), text).expect("written");
+        for args in [
+            vec!["run", "--out", s(&out), "--overwrite", "--quiet"],
+            vec![
+                "sweep",
+                s(&sweep),
+                "--out",
+                s(&out),
+                "--overwrite",
+                "--quiet",
+            ],
+            vec![
+                "stress",
+                "topologies/peering-small.toml",
+                "--seeds",
+                "1",
+                "--out",
+                s(&out),
+                "--overwrite",
+                "--quiet",
+            ],
+        ] {
+            let o = igemu(&args);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(name) && stderr(&o).contains("not written by igemu"),
+                "{name} {args:?}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                std::fs::read_to_string(out.join(name)).expect("still there"),
+                text,
+                "{name} {args:?}: left as it was"
+            );
+            let left: Vec<_> = std::fs::read_dir(&out).expect("dir").collect();
+            assert_eq!(left.len(), 1, "{name} {args:?}: nothing else written");
+        }
+    }
+    // igemu's own files are still replaced with --overwrite.
+    let out = dir.path().join("own");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = igemu(&["run", "--out", s(&out), "--overwrite", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("summary.json").exists() && !out.join("points.csv").exists());
+
+    for root in ["/", "/tmp/.."] {
+        let o = igemu(&["run", "--out", root, "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{root}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("root of the file system"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!Path::new("/summary.json").exists());
+}
+
+/// A sweep run again into its folder left the last sweep's points.csv, paired.csv and
+/// report.html while it ran: interrupted, they stood beside a partial run file and were
+/// drawn as whole. They go when the sweep starts, and come back when it ends.
+#[test]
+fn a_sweep_run_again_removes_its_points_until_it_ends() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sweep = small_sweep(dir.path(), "1h");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = igemu(&["report", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("points.csv").exists() && out.join("report.html").exists());
+    // The same sweep again, with runs long enough to stop it while it runs.
+    let long = small_sweep(dir.path(), "2000h");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args([
+            "sweep",
+            s(&long),
+            "--out",
+            s(&out),
+            "--overwrite",
+            "--quiet",
+            "--jobs",
+            "1",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("igemu starts");
+    // The run file is rewritten (header only) once the folder is ready for the new runs.
+    let started = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(out.join("runs.csv")).is_ok_and(|t| t.lines().count() == 1)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "the re-run started");
+    for gone in ["points.csv", "paired.csv", "report.html"] {
+        assert!(
+            !out.join(gone).exists(),
+            "{gone} left beside a partial run file"
+        );
+    }
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]
