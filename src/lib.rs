@@ -1574,12 +1574,22 @@ pub fn read_record_header(path: &Path) -> Result<RecordHeader, Error> {
         &mut first,
     )
     .map_err(|e| unreadable(path, e))?;
-    let header: RecordHeader = serde_json::from_str(first.trim_end()).map_err(|e| {
+    let not_one = |why: String| {
         Error::Input(format!(
-            "igemu: {}: line 1 is not an igemu record header ({e}); records are written by `igemu run --record FILE`",
+            "igemu: {}: line 1 is not an igemu record header ({why}); records are written by `igemu run --record FILE`",
             path.display()
         ))
-    })?;
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(first.trim_end()).map_err(|e| not_one(e.to_string()))?;
+    // Its strings are shown (the mode, the igemu that wrote it) before the end line's hash
+    // is checked.
+    if let Some(place) = input::unshowable_json(&value) {
+        return Err(not_one(format!(
+            "`{place}` holds a control or invisible character"
+        )));
+    }
+    let header: RecordHeader = serde_json::from_value(value).map_err(|e| not_one(e.to_string()))?;
     if header.igemu_record != RECORD_FORMAT {
         return Err(Error::Input(format!(
             "igemu: {}: record format {} (this igemu reads format {RECORD_FORMAT}); replay it with the igemu that wrote it ({})",

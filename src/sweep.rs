@@ -913,12 +913,24 @@ impl SweepRecord {
         match crate::input::read_capped(path, crate::input::MAX_JSON_BYTES) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", path.display())),
-            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
-                format!(
-                    "{}: not a sweep record ({e}); delete it, or give another --out",
-                    path.display()
-                )
-            }),
+            Ok(text) => {
+                let not_one = |why: String| {
+                    format!(
+                        "{}: not a sweep record ({why}); delete it, or give another --out",
+                        path.display()
+                    )
+                };
+                let v: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| not_one(e.to_string()))?;
+                if let Some(place) = crate::input::unshowable_json(&v) {
+                    return Err(not_one(format!(
+                        "`{place}` holds a control or invisible character"
+                    )));
+                }
+                serde_json::from_value(v)
+                    .map(Some)
+                    .map_err(|e| not_one(e.to_string()))
+            }
         }
     }
 

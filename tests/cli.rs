@@ -2041,6 +2041,75 @@ fn a_sweep_run_again_removes_its_points_until_it_ends() {
     }
 }
 
+/// Text from input reached the terminal and diagrams raw: a newline in a trace record's `kind`
+/// added lines to a Mermaid diagram, and an escape sequence in a trace or in a topology's
+/// `name` (a file's or an override's) set the window title and cleared the screen. Such
+/// records and values are refused, at their place, shown escaped; nothing raw is printed.
+#[test]
+fn control_characters_from_traces_and_topologies_never_reach_a_terminal_or_diagram() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let raw = |o: &Output| {
+        let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(o));
+        all.chars()
+            .find(|&c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+    };
+    let trace = dir.path().join("t.jsonl");
+    for (line, field) in [
+        (
+            r#"{"seq":0,"t_us":0,"from":"igg:a","to":"igg:b","kind":"PeerOffer\nparticipant X","negotiation":1}"#,
+            "kind",
+        ),
+        (
+            r#"{"seq":0,"t_us":0,"from":"igg:a","to":"igg:b\u001b]0;pwned\u0007","kind":"PeerOffer","negotiation":1}"#,
+            "to",
+        ),
+    ] {
+        std::fs::write(&trace, format!("{line}\n")).expect("written");
+        let mermaid = dir.path().join("m.mmd");
+        for args in [
+            vec!["trace", s(&trace)],
+            vec![
+                "trace",
+                s(&trace),
+                "--negotiation",
+                "1",
+                "--mermaid",
+                s(&mermaid),
+            ],
+            vec!["trace", s(&trace), "--negotiations"],
+        ] {
+            let o = igemu(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(&format!("t.jsonl:1: `{field}` holds a control")),
+                "{}",
+                stderr(&o)
+            );
+            assert_eq!(raw(&o), None, "{args:?}");
+            assert!(!mermaid.exists(), "no diagram written");
+        }
+    }
+    let o = igemu(&[
+        "run",
+        "--set",
+        "name=\"x\u{1b}[2J\"",
+        "--out",
+        s(&dir.path().join("o")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("U+001B"), "{}", stderr(&o));
+    assert_eq!(raw(&o), None);
+    let o = igemu(&[
+        "run",
+        "--set",
+        "name=x\u{7}",
+        "--out",
+        s(&dir.path().join("o")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(raw(&o), None);
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]

@@ -945,6 +945,29 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
         let diverged = replay["diverged"].as_str().unwrap_or_default();
         assert!(diverged.contains("edited or damaged"), "{replay}");
     }
+    // A header whose strings hold an escape sequence: refused before any is shown (the
+    // replay printed its mode before the hash was checked).
+    {
+        let header = lines[0].replacen("\"mode\":\"", "\"mode\":\"\\u001b]0;pwned\\u0007", 1);
+        assert_ne!(header, lines[0]);
+        let mut edited = lines.clone();
+        edited[0] = &header;
+        let file = dir.join("esc.rec");
+        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
+        let out = igemu(&[
+            "replay",
+            &s(&file),
+            "--out",
+            &s(&dir.join("esc")),
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("`.mode` holds a control"), "{err}");
+        assert!(
+            !err.contains('\u{1b}') && !String::from_utf8_lossy(&out.stdout).contains('\u{1b}')
+        );
+    }
     // A record given as a pipe: read twice, so refused as what it is, before anything runs.
     #[cfg(unix)]
     {

@@ -30,6 +30,29 @@ pub const MAX_JSON_BYTES: u64 = 16 << 20;
 /// metric), so a longer line is a wrong file. The files themselves are streamed, uncapped.
 pub const MAX_CSV_LINE: usize = 1 << 20;
 
+/// The place (`a.b[2]`) of the first key or string in `v` holding a control or invisible
+/// character ([`diag::acts_invisibly`]; a tab aside), if one does. igemu's own JSON files (records,
+/// summaries) hold none; read back and shown in a message, such a character would act in the
+/// terminal instead of showing.
+pub fn unshowable_json(v: &serde_json::Value) -> Option<String> {
+    // A tab shows as space; a line end would fake a line of the message showing it.
+    let bad = |s: &str| s.chars().any(|c| c != '\t' && diag::acts_invisibly(c));
+    match v {
+        serde_json::Value::String(s) if bad(s) => Some(String::new()),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| unshowable_json(x).map(|p| format!("[{i}]{p}"))),
+        serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
+            if bad(k) {
+                return Some(format!(".{}", diag::shown(k)));
+            }
+            unshowable_json(x).map(|p| format!(".{k}{p}"))
+        }),
+        _ => None,
+    }
+}
+
 /// Reads a text file of at most `cap` bytes; a larger one (or an endless one such as
 /// `/dev/zero`) is an error saying so, without reading more than `cap` bytes of it. A regular
 /// file's size is checked before reading, and the buffer never grows past `cap + 1` bytes (a
@@ -293,5 +316,18 @@ mod tests {
             message,
             format!("runs.csv:1: longer than {MAX_CSV_LINE} bytes; not a CSV row igemu writes (check the path)")
         );
+    }
+
+    #[test]
+    fn unshowable_json_names_the_place_of_a_control_character() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"a": {"b": ["ok", "x\u001b[2J"]}, "c": "fine"}"#)
+                .expect("json");
+        assert_eq!(unshowable_json(&v).as_deref(), Some(".a.b[1]"));
+        let key: serde_json::Value = serde_json::from_str(r#"{"k\u202e": 1}"#).expect("json");
+        assert_eq!(unshowable_json(&key).as_deref(), Some(".k\\u{202e}"));
+        let fine: serde_json::Value =
+            serde_json::from_str(r#"{"t": "§ 4.2 – µs, tab\there"}"#).expect("json");
+        assert_eq!(unshowable_json(&fine), None);
     }
 }
