@@ -2110,6 +2110,66 @@ fn control_characters_from_traces_and_topologies_never_reach_a_terminal_or_diagr
     assert_eq!(raw(&o), None);
 }
 
+/// `--trace-actors igg:alpa` ran with exit 0 and an empty trace, where `--trace-kinds` said
+/// "did you mean". A pattern naming no actor of the run is refused before it, with the closest
+/// name; and every actor a traced run names is in the catalogue the check uses, so no real
+/// actor is ever refused.
+#[test]
+fn trace_actor_patterns_that_name_no_actor_are_refused_with_the_closest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("o");
+    let o = igemu(&[
+        "run",
+        "--trace",
+        "--trace-actors",
+        "igg:alpha,igg:alpa",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`igg:alpa` names no actor of this run; did you mean `igg:alpha`?"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "nothing ran");
+    for topology in [
+        "topologies/quickstart.toml",
+        "topologies/peering-small.toml",
+    ] {
+        let o = igemu(&[
+            "run",
+            topology,
+            "--trace",
+            "--out",
+            s(&out),
+            "--overwrite",
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let topo = igemu::topology::load_file(
+            &common::path(topology),
+            &igemu::topology::Overrides::default(),
+        )
+        .expect("loads");
+        let catalogue = igemu::trace::actor_catalogue(&topo);
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).expect("trace");
+        let mut names = std::collections::BTreeSet::new();
+        for line in trace.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("json");
+            names.extend(["from", "to"].map(|k| v[k].as_str().unwrap_or_default().to_string()));
+        }
+        assert!(names.len() > 5, "{names:?}");
+        for name in names {
+            igemu::trace::check_actor_patterns(&[name.clone()], &catalogue)
+                .unwrap_or_else(|e| panic!("{topology}: {name}: {e}"));
+        }
+        for p in ["igg:", "host:", "vm:", "director", "lrms:*"] {
+            igemu::trace::check_actor_patterns(&[p.to_string()], &catalogue).expect(p);
+        }
+    }
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]

@@ -1667,6 +1667,13 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let mut sets = run_sets(&args);
     let topo = load_run_topology(&args, &mut sets, registry)?;
     check_run_flags(&args, &topo)?;
+    if !trace_filter.actors.is_empty() {
+        crate::trace::check_actor_patterns(
+            &trace_filter.actors,
+            &crate::trace::actor_catalogue(&topo),
+        )
+        .map_err(|e| Error::Usage(format!("--trace-actors: {e}")))?;
+    }
     let provenance = crate::Provenance {
         speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
         ..crate::Provenance::of(args.topology.as_deref(), &sets)

@@ -46,12 +46,17 @@ fn sign(name: &str) -> Option<Sign> {
     })
 }
 
-/// Whether the file `dir/name` is recognisably igemu's. A name igemu does not write is not.
+/// Whether the file `dir/name` may be replaced as igemu's: it is recognisably igemu's, or
+/// empty (nothing to lose; a trace filtered to nothing is empty). A name igemu does not
+/// write is not.
 pub(super) fn is_igemus(dir: &Path, name: &str) -> bool {
     let path = dir.join(name);
     let Some(sign) = sign(name) else {
         return false;
     };
+    if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return true;
+    }
     if let Sign::JsonString(keys) = sign {
         // Capped: a summary.json that is a link to /dev/zero is no run's.
         let Ok(text) = crate::input::read_capped(&path, crate::input::MAX_JSON_BYTES) else {
@@ -65,9 +70,14 @@ pub(super) fn is_igemus(dir: &Path, name: &str) -> bool {
             .try_fold(&v, |v, k| v.get(k))
             .is_some_and(serde_json::Value::is_string);
     }
-    let Ok(head) = crate::input::read_capped_bytes(&path, 64 * 1024) else {
+    // The first 64 KiB: enough for any first line igemu writes, whatever the file's size.
+    let mut head = Vec::new();
+    let read = std::fs::File::open(&path).and_then(|f| {
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, 64 * 1024), &mut head)
+    });
+    if read.is_err() {
         return false;
-    };
+    }
     let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let first = String::from_utf8_lossy(first);
     let first = first.trim_end_matches('\r');
@@ -119,7 +129,8 @@ mod tests {
     use super::*;
 
     /// Each output name is recognised by its own sign, and the same name holding something
-    /// else (text, another CSV, JSON without igemu's keys, an empty file) is not.
+    /// else (text, another CSV, JSON without igemu's keys) is not; an empty file holds
+    /// nothing to lose.
     #[test]
     fn igemus_files_are_told_from_files_that_share_their_names() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -180,9 +191,14 @@ mod tests {
                 "{e}"
             );
             write(name, "");
-            assert!(!is_igemus(d, name), "{name}: empty");
+            assert!(is_igemus(d, name), "{name}: empty, nothing to lose");
             std::fs::remove_file(d.join(name)).expect("remove");
         }
+        // A large file is told by its first line (a whole read was capped, and failed).
+        let big = "{\"seq\":0,\"kind\":\"Arrive\"}\n".repeat(10_000);
+        write("trace.jsonl", &big);
+        assert!(is_igemus(d, "trace.jsonl"));
+        std::fs::remove_file(d.join("trace.jsonl")).expect("remove");
         // Names igemu does not write are none of its business.
         write("notes.txt", "anything");
         write("points.txt", "anything");
