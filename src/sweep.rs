@@ -64,14 +64,57 @@ pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
 /// [`parse`], with the policies its runs may name.
 pub fn parse_with(path: &Path, registry: &crate::policy::Registry) -> Result<Sweep, Box<Report>> {
     let shown = path.display().to_string();
-    let text = crate::input::read_capped(path, crate::input::MAX_TOML_BYTES).map_err(|e| {
-        Box::new(Report::unreadable(
-            &shown,
-            &e,
-            "check the sweep file's path",
-        ))
-    })?;
-    parse_text_with(&text, path, registry)
+    let text = crate::input::read_toml(path, "check the sweep file's path")?;
+    let diags = Diags::default();
+    match parse_str(&text, path, &diags, registry) {
+        Some(s) if diags.is_empty() => {
+            check_topology_file(&s.topology, &text, path, &diags);
+            if diags.is_empty() {
+                return Ok(s);
+            }
+        }
+        _ => {}
+    }
+    Err(Box::new(Report::of_file(&shown, &text, diags.into_vec())))
+}
+
+/// Reports, at the sweep file's `topology` key, a topology file that cannot be read: the
+/// sweep's own place and the path as resolved (relative to the sweep file's folder), rather
+/// than the topology reader's bare "does not exist".
+fn check_topology_file(topology: &Path, text: &str, path: &Path, diags: &Diags) {
+    let problem = match std::fs::metadata(topology) {
+        Ok(m) if m.is_file() => return,
+        Ok(_) => "is not a file".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+        Err(e) => format!("cannot be read ({e})"),
+    };
+    // The key's place: parsed again (cheap, and the sweep parsed once already).
+    let scratch = Diags::default();
+    let Some(root) = parse_document(text, Origin::File, &scratch) else {
+        return;
+    };
+    let Some(t) = Table::of(&root, "the sweep file", &scratch) else {
+        return;
+    };
+    let Some((written, loc)) = t.str("topology") else {
+        return;
+    };
+    diags.error(
+        loc,
+        format!(
+            "the topology `{}` ({}) {problem}",
+            crate::input::diag::shown(written),
+            topology.display()
+        ),
+        Some(format!(
+            "a sweep's topology path is relative to the sweep file's folder ({}); give the \
+             path of a topology file, e.g. topology = \"../topologies/quickstart.toml\"",
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .display()
+        )),
+    );
 }
 
 /// Reads sweep text as if from the file at `path` (which resolves its topology).

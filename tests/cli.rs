@@ -2170,6 +2170,50 @@ fn trace_actor_patterns_that_name_no_actor_are_refused_with_the_closest() {
     }
 }
 
+/// A sweep naming a missing topology gave the topology reader's message (no sweep file, no
+/// line, `igemu run`'s hint), and a topology that is not UTF-8 gave no line and "check the
+/// path". Each now names its place and what to do.
+#[test]
+fn a_missing_topology_and_a_file_that_is_not_utf8_are_reported_at_their_place() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("s.toml");
+    std::fs::write(&sweep, "seeds = 2\ntopology = \"nope.toml\"\n").expect("written");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&dir.path().join("o"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("s.toml:2:12: error: the topology `nope.toml`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("does not exist") && err.contains("relative to the sweep file's folder"),
+        "{err}"
+    );
+    assert!(!err.contains("igemu run"), "{err}");
+
+    let mut bytes = b"# a comment\nname = \"caf".to_vec();
+    bytes.push(0xE9); // Latin-1 é
+    bytes.extend_from_slice(b"\"\n");
+    let topo = dir.path().join("latin1.toml");
+    std::fs::write(&topo, bytes).expect("written");
+    for args in [
+        vec!["validate", s(&topo)],
+        vec!["run", s(&topo), "--out", s(&dir.path().join("r"))],
+    ] {
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("latin1.toml:2:12: error: byte 0xE9 is not UTF-8 text"),
+            "{err}"
+        );
+        assert!(
+            err.contains("save the file as UTF-8") && !err.contains("check the path"),
+            "{err}"
+        );
+    }
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]

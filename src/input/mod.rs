@@ -53,6 +53,35 @@ pub fn unshowable_json(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// Reads a TOML file (a topology or a sweep) of at most [`MAX_TOML_BYTES`]; a file that
+/// cannot be read is reported with `hint`, and one that is not UTF-8 at the line and column
+/// of its first byte that is not (a file saved in Latin-1 or UTF-16 said only "stream did
+/// not contain valid UTF-8" and "check the path").
+pub(crate) fn read_toml(path: &Path, hint: &str) -> Result<String, Box<Report>> {
+    let shown = path.display().to_string();
+    let bytes = read_capped_bytes(path, MAX_TOML_BYTES)
+        .map_err(|e| Box::new(Report::unreadable(&shown, &e, hint)))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let byte = e.as_bytes().get(at).copied().unwrap_or_default();
+        // The text before `at` is the same in the lossy copy, so the place reads right.
+        let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        let d = Diagnostic {
+            loc: diag::Loc::File {
+                start: at,
+                end: at + 1,
+            },
+            message: format!("byte 0x{byte:02X} is not UTF-8 text"),
+            hint: Some(
+                "TOML files are UTF-8: save the file as UTF-8 (one in Latin-1 or UTF-16 reads \
+                 as this), or remove the byte"
+                    .into(),
+            ),
+        };
+        Box::new(Report::of_file(&shown, &text, vec![d]))
+    })
+}
+
 /// Reads a text file of at most `cap` bytes; a larger one (or an endless one such as
 /// `/dev/zero`) is an error saying so, without reading more than `cap` bytes of it. A regular
 /// file's size is checked before reading, and the buffer never grows past `cap + 1` bytes (a
