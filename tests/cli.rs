@@ -2161,7 +2161,7 @@ fn trace_actor_patterns_that_name_no_actor_are_refused_with_the_closest() {
         }
         assert!(names.len() > 5, "{names:?}");
         for name in names {
-            igemu::trace::check_actor_patterns(&[name.clone()], &catalogue)
+            igemu::trace::check_actor_patterns(std::slice::from_ref(&name), &catalogue)
                 .unwrap_or_else(|e| panic!("{topology}: {name}: {e}"));
         }
         for p in ["igg:", "host:", "vm:", "director", "lrms:*"] {
