@@ -3054,9 +3054,20 @@ fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
     let merged = dir.path().join("merged");
     std::fs::create_dir_all(&merged).expect("made");
     std::fs::copy(out.join("sweep.json"), merged.join("sweep.json")).expect("copied");
-    let files = ["runs.csv", "points.csv", "paired.csv"];
-    for file in files {
-        std::fs::write(merged.join(file), "old\n").expect("written");
+    // (Each with igemu's columns: --overwrite replaces igemu's files only.)
+    let files = [
+        ("runs.csv", "run,seed,set:igg.dispatch,makespan_s,error\n"),
+        (
+            "points.csv",
+            "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\n",
+        ),
+        (
+            "paired.csv",
+            "key,a,b,metric,n,mean_diff,ci95_low,ci95_high\n",
+        ),
+    ];
+    for (file, old) in files {
+        std::fs::write(merged.join(file), old).expect("written");
     }
     // A disk with no room left: no file may grow past 0 bytes; the first write ends the
     // process (SIGXFSZ), as a full disk and a Ctrl-C at once would.
@@ -3075,10 +3086,10 @@ fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
         "killed writing: {}",
         stderr(&o)
     );
-    for file in files {
+    for (file, old) in files {
         assert_eq!(
             std::fs::read_to_string(merged.join(file)).expect("still there"),
-            "old\n",
+            old,
             "{file}"
         );
     }
@@ -4140,9 +4151,26 @@ fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
     // A stray file beside the shards is the only thing --overwrite removes there: the shards
     // and their records, the merge's own inputs, stay.
     std::fs::remove_file(shards.join("sweep.json")).expect("removed");
-    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let stray = "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\nrr,m,1,2,2,2\n";
+    std::fs::write(shards.join("points.csv"), stray).expect("written");
     let o = merge(&shards, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = merge(&shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A points.csv igemu did not write is refused even with --overwrite, and kept.
+    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let o = merge(&shards, &["--overwrite"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not written by igemu"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(shards.join("points.csv")).expect("kept"),
+        "stray\n"
+    );
+    std::fs::remove_file(shards.join("points.csv")).expect("removed");
     let o = merge(&shards, &["--overwrite"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for kept in [

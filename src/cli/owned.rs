@@ -14,8 +14,8 @@ enum Sign {
     EndColumns(&'static str),
     /// The first line is a sweep's run file header: `run,seed,…,error`.
     RunFile,
-    /// A JSON object with a string at this path of keys.
-    JsonString(&'static [&'static str]),
+    /// A JSON object with a string at one of these paths of keys (a number indexes an array).
+    JsonString(&'static [&'static [&'static str]]),
     /// A trace: the first line is a JSON object with `seq` and `kind`.
     Trace,
     /// A report page: an HTML document whose title begins `igemu `.
@@ -27,7 +27,7 @@ enum Sign {
 fn sign(name: &str) -> Option<Sign> {
     use Sign::*;
     Some(match name {
-        "summary.json" => JsonString(&["provenance", "igemu"]),
+        "summary.json" => JsonString(&[&["provenance", "igemu"]]),
         "requests.csv" => Columns("request_id,grid,cluster,origin,lease_type,vms,"),
         "decisions.csv" => Columns("at_s,cluster,local_request,"),
         "intervals.csv" => Columns("request_id,vm,grid,cluster,host,"),
@@ -37,10 +37,14 @@ fn sign(name: &str) -> Option<Sign> {
         "points.csv" => EndColumns("metric,n,mean,ci95_low,ci95_high"),
         "paired.csv" => Columns("key,a,b,"),
         "stress.csv" => Columns("faults,seed,schedule,violations,"),
-        "stress.json" => JsonString(&["inputs", "provenance", "igemu"]),
-        "sweep.json" => JsonString(&["igemu"]),
+        // Older stress tests recorded no inputs; their results' reproduce lines are igemu's.
+        "stress.json" => JsonString(&[
+            &["inputs", "provenance", "igemu"],
+            &["results", "0", "reproduce"],
+        ]),
+        "sweep.json" => JsonString(&[&["igemu"]]),
         "runs.csv" => RunFile,
-        _ if super::shard_file(name) && name.ends_with(".json") => JsonString(&["igemu"]),
+        _ if super::shard_file(name) && name.ends_with(".json") => JsonString(&[&["igemu"]]),
         _ if super::shard_file(name) => RunFile,
         _ => return None,
     })
@@ -65,10 +69,15 @@ pub(super) fn is_igemus(dir: &Path, name: &str) -> bool {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
             return false;
         };
+        let at = |path: &[&str]| {
+            path.iter().try_fold(&v, |v, k| match k.parse::<usize>() {
+                Ok(i) => v.get(i),
+                Err(_) => v.get(k),
+            })
+        };
         return keys
             .iter()
-            .try_fold(&v, |v, k| v.get(k))
-            .is_some_and(serde_json::Value::is_string);
+            .any(|path| at(path).is_some_and(serde_json::Value::is_string));
     }
     // The first 64 KiB: enough for any first line igemu writes, whatever the file's size.
     let mut head = Vec::new();
