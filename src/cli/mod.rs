@@ -1476,6 +1476,11 @@ fn remove_outputs(dir: &Path, names: &[impl AsRef<str>]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether `a` and `b` name one file (also through links or `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+}
+
 /// Makes `out` ready for the sweep `record` describes, so that it holds one whole sweep: a
 /// run's outputs there, or another sweep's — a record of other inputs with its files, or
 /// results with no record to say what made them — are refused unless `overwrite`, which
@@ -1487,12 +1492,7 @@ fn prepare_sweep_out(
     keep: &[&Path],
     overwrite: bool,
 ) -> Result<(), Error> {
-    let same = |a: &Path, b: &Path| {
-        a == b
-            || std::fs::canonicalize(a)
-                .is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
-    };
-    let kept = |name: &str| keep.iter().any(|k| same(k, &out.join(name)));
+    let kept = |name: &str| keep.iter().any(|k| same_file(k, &out.join(name)));
     owned::refuse_foreign(out)?;
     // The record saying what made a file: points.csv and paired.csv are the whole sweep's.
     let record_of = |name: &str| -> String {
