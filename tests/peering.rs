@@ -789,7 +789,8 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     assert!(csv(&live) == csv(&again), "the replay's requests differ");
     assert!(again.join("trace.jsonl").exists());
     // The order comes from the record, not from the schedule's number: with the header
-    // edited to name another schedule, the replay still gives the recorded run.
+    // edited to name another schedule, the replay still gives the recorded run — and says
+    // the record was edited (the end line's hash covers the header), exit 2.
     let text = std::fs::read_to_string(&rec).expect("record");
     let (header, body) = text.split_once('\n').expect("a header line");
     assert!(header.contains("emulation.interleaving=1"), "{header}");
@@ -798,7 +799,11 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     std::fs::write(&other, format!("{edited}\n{body}")).expect("write");
     let by_record = dir.join("by-record");
     let followed = igemu(&["replay", &s(&other), "--out", &s(&by_record), "--quiet"]);
-    assert_eq!(followed.status.code(), Some(1), "{followed:?}");
+    assert_eq!(followed.status.code(), Some(2), "{followed:?}");
+    assert!(
+        String::from_utf8_lossy(&followed.stderr).contains("edited or damaged"),
+        "{followed:?}"
+    );
     assert!(
         csv(&live) == csv(&by_record),
         "the replay followed the schedule, not the record"
