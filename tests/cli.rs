@@ -3272,6 +3272,230 @@ fn the_live_view_shows_a_realtime_run_as_it_goes_and_stops_with_it() {
     assert!(dom.contains("busy/b1"), "no clusters drawn");
 }
 
+/// A realtime run of the small peering topology serving its live view (`--serve ADDR` and
+/// `extra`), started in the background: the child and the address it says it serves at.
+fn live_run(serve: &str, extra: &[&str], out: &Path) -> (std::process::Child, Option<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(["run", "topologies/peering-small.toml", "--mode", "realtime"])
+        // About 25 s of wall time: these tests end it sooner.
+        .args(["--speedup", "20000", "--quiet", "--serve", serve])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let addr = first
+        .strip_prefix("live view: http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .map(str::to_string);
+    (child, addr)
+}
+
+/// Ends a child this test started and returns its standard error.
+fn end(mut child: std::process::Child) -> String {
+    use std::io::Read;
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err
+}
+
+/// `--serve` on an address that is not loopback is refused (exit 2, nothing written) unless
+/// `--serve-public` says so; then it serves, with a warning that other machines can see it.
+#[test]
+fn the_live_view_listens_beyond_loopback_only_when_told_to_and_says_so() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("o");
+    let out_s = out.to_str().expect("utf-8 path");
+    for addr in ["0.0.0.0:0", "[::]:0", "0:0"] {
+        let ran = refused(
+            &[
+                "run",
+                "topologies/peering-small.toml",
+                "--mode",
+                "realtime",
+                "--speedup",
+                "1000",
+                "--quiet",
+                "--serve",
+                addr,
+                "--out",
+                out_s,
+            ],
+            "--serve-public",
+        );
+        assert!(
+            stderr(&ran).contains("not a loopback address"),
+            "{addr}: {}",
+            stderr(&ran)
+        );
+        assert!(!out.exists(), "{addr}: outputs written");
+    }
+    // The flag alone means nothing.
+    let ran = igemu(&["run", "--serve-public", "--out", out_s]);
+    assert_eq!(ran.status.code(), Some(2), "{}", stderr(&ran));
+    assert!(!out.exists());
+    // Told to: it listens on every interface (port 0: a free one), and warns.
+    let (child, addr) = live_run("0.0.0.0:0", &["--serve-public"], &out);
+    let port = addr
+        .as_deref()
+        .and_then(|a| a.strip_prefix("0.0.0.0:"))
+        .map(str::to_string);
+    // Reached here through loopback only.
+    let page = port
+        .as_ref()
+        .map(|p| http_get(&format!("127.0.0.1:{p}"), "/"))
+        .unwrap_or_default();
+    let err = end(child);
+    assert!(port.is_some(), "no address on 0.0.0.0: {addr:?}: {err}");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        err.contains("warning") && err.contains("reachable from other machines"),
+        "{err}"
+    );
+    // Loopback needs no flag and gets no warning.
+    let (child, addr) = live_run("localhost:0", &[], &tmp.path().join("o2"));
+    let err = end(child);
+    assert!(addr.is_some(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
+/// The first line of the answer to `GET path`, or what went wrong; bounded in time.
+fn http_status(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(5);
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, timeout) else {
+        return "cannot connect".into();
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    if write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").is_err() {
+        return "cannot send".into();
+    }
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    out.lines().next().unwrap_or("no answer").to_string()
+}
+
+/// `n` sockets holding connections to `addr` the slow way: each sends the start of a request
+/// line, then a byte a second, and is opened again as soon as the server answers or closes
+/// it. Says on `ready` how many are open at first; ends when `stop` is set or after 20 s.
+/// Returns how many times a socket was opened again.
+fn slowloris(
+    addr: std::net::SocketAddr,
+    n: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ready: std::sync::mpsc::Sender<usize>,
+) -> usize {
+    use std::io::{ErrorKind, Read, Write};
+    use std::time::{Duration, Instant};
+    let open = || -> Option<std::net::TcpStream> {
+        let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+        s.write_all(b"GET /").ok()?;
+        s.set_nonblocking(true).ok()?;
+        Some(s)
+    };
+    let mut sockets: Vec<(Option<std::net::TcpStream>, Instant)> =
+        (0..n).map(|_| (open(), Instant::now())).collect();
+    let _ = ready.send(sockets.iter().filter(|s| s.0.is_some()).count());
+    let end = Instant::now() + Duration::from_secs(20);
+    let mut reopened = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < end {
+        for (socket, last) in &mut sockets {
+            let mut alive = socket.as_mut().is_some_and(|s| {
+                // Any answer (503, 408) or a close ends this one.
+                matches!(s.read(&mut [0u8; 512]), Err(e) if e.kind() == ErrorKind::WouldBlock)
+            });
+            if alive && last.elapsed() >= Duration::from_secs(1) {
+                alive = socket.as_mut().is_some_and(|s| s.write(b"a").is_ok());
+                *last = Instant::now();
+            }
+            if !alive {
+                *socket = open();
+                *last = Instant::now();
+                reopened += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reopened
+}
+
+/// 200 slow sockets (slowloris) do not starve the live view: page loads and an event stream
+/// are all answered while they are held. (The threaded server of before had 16 places, each
+/// held 2 s by a slow socket: 0 to 2 of 40 page loads got through.)
+#[test]
+fn slow_sockets_do_not_starve_the_live_view() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    const SLOW: usize = 200;
+    const LOADS: usize = 40;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (child, addr) = live_run("127.0.0.1:0", &[], &tmp.path().join("o"));
+    let Some(addr) = addr.and_then(|a| a.parse::<std::net::SocketAddr>().ok()) else {
+        panic!("no address: {}", end(child));
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (ready, opened) = std::sync::mpsc::channel();
+    let held = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || slowloris(addr, SLOW, stop, ready))
+    };
+    let opened = opened.recv().unwrap_or(0);
+    // Let the server take them all in.
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    let statuses: Vec<String> = (0..LOADS)
+        .map(|_| {
+            let s = http_status(addr, "/");
+            std::thread::sleep(Duration::from_millis(20));
+            s
+        })
+        .collect();
+    let loads = start.elapsed();
+    // An event stream: its head and a first frame.
+    let mut events = String::new();
+    if let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let by = Instant::now() + Duration::from_secs(5);
+        let mut buf = [0u8; 4096];
+        while Instant::now() < by && !events.contains("data: {") {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => events.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(_) => {}
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let reopened = held.join().expect("slow sockets");
+    let err = end(child);
+    let ok = statuses
+        .iter()
+        .filter(|s| s.starts_with("HTTP/1.1 200"))
+        .count();
+    eprintln!(
+        "with {opened} slow sockets held ({reopened} reopened): {ok} of {LOADS} page loads answered 200 OK in {loads:?}"
+    );
+    assert_eq!(ok, LOADS, "{statuses:?}\n{err}");
+    assert_eq!(opened, SLOW, "{err}");
+    assert!(
+        events.starts_with("HTTP/1.1 200")
+            && events.contains("text/event-stream")
+            && events.contains("data: {"),
+        "{events}"
+    );
+}
+
 /// Single-file outputs are written beside their path and renamed into place; a path where
 /// that would destroy something is refused, exit 2, and left as it was: a device (here a
 /// link to `/dev/null`, which the rename must not touch), a FIFO, a directory, the command's
