@@ -27,14 +27,20 @@ pub(super) const MAX_HOST_ROWS: usize = 2_000;
 /// shipped paper 002 run has 1.64 M.
 pub(super) const MAX_EXACT_SPANS: u64 = 2_000_000;
 
-/// Bars (and marks) a Gantt chart draws at most: about 10 MB of page.
+/// Bars (and marks) a Gantt chart drawn span by span draws at most: about 10 MB of page.
 pub(super) const MAX_GANTT_BARS: usize = 60_000;
+
+/// Bars a merged Gantt chart draws at most: about 4 MB of page.
+pub(super) const MAX_MERGED_BARS: usize = 20_000;
 
 /// Cells of the merged charts in all (48 bytes each).
 const MAX_RASTER_CELLS: usize = 1_000_000;
 
-/// Bytes a bar takes on the page, about: its rectangle and tooltip.
-const BAR_BYTES: usize = 170;
+/// Bytes a bar takes on the page, about: its rectangle and tooltip (170 to 210 measured).
+const BAR_BYTES: usize = 200;
+
+/// Bytes of a chart's block besides its bars, at most: heading, notes, axes.
+const BLOCK_BYTES: usize = 8 << 10;
 
 /// How a cluster is drawn: its spans kept (index into [`Kept::spans`]), merged per pixel
 /// as read (index into [`Kept::rasters`]), or not at all.
@@ -99,7 +105,11 @@ pub(super) fn section(
             Plan::Merged(k) => merged_block(&cluster, &kept.rasters[k], Why::Kept, room(body)),
             Plan::Skip => continue,
         };
-        push_chart(body, &block, &mut left_out);
+        if block.is_empty() {
+            left_out += 1;
+        } else {
+            push_chart(body, &block, &mut left_out);
+        }
     }
     left_out_note(
         body,
@@ -216,7 +226,7 @@ impl Cluster<'_> {
 
 /// The bars a chart may draw in `room` bytes of page.
 fn bars_for(room: usize) -> usize {
-    (room / BAR_BYTES).min(MAX_GANTT_BARS)
+    (room.saturating_sub(BLOCK_BYTES) / BAR_BYTES).min(MAX_GANTT_BARS)
 }
 
 /// A cluster's block drawn span by span (up to a bound on rows, so that a huge cluster's
@@ -239,7 +249,7 @@ fn exact_block(
     let hidden = count.saturating_sub((all_held.len() + shown_idle.len()) as u64);
     let mut hosts: Vec<u32> = held.iter().copied().chain(shown_idle).collect();
     hosts.sort_unstable();
-    let Some(svg) = svg::gantt(
+    let drawn = svg::gantt(
         &cluster.name(),
         &cluster.scale,
         &hosts,
@@ -247,7 +257,8 @@ fn exact_block(
         &chart.marks,
         &chart.names,
         bars_for(room),
-    ) else {
+    );
+    let Some(svg) = drawn.filter(|svg| svg.len() + BLOCK_BYTES <= room) else {
         let mut raster = HostRaster::new(cluster.scale, count as u32, MAX_RASTER_CELLS);
         for s in spans_of {
             if let Some(drawn) = svg::Drawn::of(s.state()) {
@@ -293,10 +304,16 @@ enum Why {
     Bars,
 }
 
-/// A cluster's block merged per pixel; empty when even the merged chart has no room.
+/// A cluster's block merged per pixel, in wider cells until it fits `room`; empty when even
+/// a cell per row does not.
 fn merged_block(cluster: &Cluster, raster: &HostRaster, why: Why, room: usize) -> String {
-    let Some((svg, bucket)) = svg::merged_gantt(&cluster.name(), raster, bars_for(room)) else {
-        return String::new();
+    let mut budget = bars_for(room).min(MAX_MERGED_BARS);
+    let (svg, bucket) = loop {
+        match svg::merged_gantt(&cluster.name(), raster, budget) {
+            Some((svg, bucket)) if svg.len() + BLOCK_BYTES <= room => break (svg, bucket),
+            _ if budget > 1 => budget /= 2,
+            _ => return String::new(),
+        }
     };
     let (census, c) = (cluster.census, cluster.c);
     let (g, name) = cluster.key();
@@ -313,8 +330,7 @@ fn merged_block(cluster: &Cluster, raster: &HostRaster, why: Why, room: usize) -
             "the run has more spans than a page draws one by one ({MAX_EXACT_SPANS} in all)"
         ),
         Why::Bars => format!(
-            "drawn span by span, this chart would take more than {} bars",
-            bars_for(room)
+            "drawn span by span, this chart would take more than a chart may ({MAX_GANTT_BARS} bars) or than the page has room for"
         ),
     };
     let per_row = raster.hosts_per_row();
@@ -460,6 +476,101 @@ impl ClusterChart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::{render, Options};
+
+    /// A `summary.json` with every key the page reads, no requests, and `clusters` as
+    /// (`grid/cluster`, hosts).
+    fn summary(end: f64, clusters: &[(&str, u64)]) -> String {
+        let counts = r#"{"completed": 0, "rejected": 0, "cancelled": 0, "unfinished": 0}"#;
+        let clusters: Vec<String> = (clusters.iter())
+            .map(|(name, hosts)| format!("\"{name}\": {{\"hosts\": {hosts}}}"))
+            .collect();
+        format!(
+            r#"{{"topology": "t", "mode": "virtual", "seed": 1, "policies": {{}}, "emulated_end_s": {end}, "wall_s": 0, "requests": {{"total": 0, "local": {counts}, "external": {counts}}}, "clusters": {{{}}}, "grids": {{}}}}"#,
+            clusters.join(", ")
+        )
+    }
+
+    /// Writes a run directory of `summary` and `intervals` rows (after the header).
+    fn run_dir(summary: &str, intervals: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("summary.json"), summary).expect("written");
+        let header = "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\n";
+        std::fs::write(
+            dir.path().join("intervals.csv"),
+            format!("{header}{intervals}"),
+        )
+        .expect("written");
+        dir
+    }
+
+    /// A cluster with more busy hosts than a chart draws: the first MAX_HOST_ROWS are drawn
+    /// and the rest counted, so the page stays small (60 000 busy hosts made 1.4 GB).
+    #[test]
+    fn a_chart_draws_at_most_max_host_rows_busy_hosts_and_counts_the_rest() {
+        let n = MAX_HOST_ROWS + 500;
+        let rows: String = (0..n)
+            .map(|h| format!("r{h},0,g,c,{h},cancellable,running,1,99\n"))
+            .collect();
+        let dir = run_dir(&summary(100.0, &[("g/c", n as u64)]), &rows);
+        let page = render(dir.path(), &Options::default()).expect("renders");
+        assert!(
+            page.contains(&format!(
+                "Only the first {MAX_HOST_ROWS} hosts that held a VM are drawn (to host {}); 500 more held one",
+                MAX_HOST_ROWS - 1
+            )),
+            "no note"
+        );
+        assert!(page.contains(&format!("{n} hosts ({n} held a VM), {n} VM spans")));
+        assert!(page.contains(&format!("Gantt chart of gantt g/c: {MAX_HOST_ROWS} hosts")));
+    }
+
+    /// A chart that would draw more bars than a chart may, span by span, is drawn merged per
+    /// pixel and says why; a small cluster beside it is still drawn span by span.
+    #[test]
+    fn a_chart_too_large_to_draw_span_by_span_is_drawn_merged() {
+        // 100 hosts × 650 spans a pixel and a half apart: a bar each, 65 000 in all.
+        let mut rows = String::new();
+        for h in 0..100 {
+            for k in 0..650 {
+                let start = f64::from(k) * 1.5;
+                rows += &format!(
+                    "r{h}-{k},0,g,big,{h},migratable,running,{start},{}\n",
+                    start + 0.2
+                );
+            }
+        }
+        rows += "s,0,g,small,0,suspendable,running,0,900\n";
+        let dir = run_dir(&summary(988.0, &[("g/big", 100), ("g/small", 1)]), &rows);
+        let page = render(dir.path(), &Options::default()).expect("renders");
+        assert!(
+            page.contains("g/big — 100 hosts (100 held a VM), 65000 VM spans, merged per pixel")
+        );
+        assert!(page.contains(&format!(
+            "Merged per pixel: drawn span by span, this chart would take more than a chart may ({MAX_GANTT_BARS} bars)"
+        )));
+        assert!(page.contains("Each row stands for 1 host and each cell for"));
+        assert!(page.contains("g/small — 1 hosts (1 held a VM), 1 VM spans, 0 preemptions"));
+        assert!(page.matches("<rect class=\"r2\"").count() <= MAX_MERGED_BARS);
+    }
+
+    /// The first pass counts spans per cluster, in the order clusters appear, and which
+    /// hosts held a VM, without keeping a row.
+    #[test]
+    fn the_census_counts_spans_and_busy_hosts_per_cluster() {
+        let rows = "a,0,g,b,3,cancellable,running,0,5\na,1,g,a,0,cancellable,running,0,7\nb,0,g,b,70,cancellable,booting,2,4\n";
+        let dir = run_dir(&summary(10.0, &[("g/a", 2), ("g/b", 100)]), rows);
+        let summary = super::super::summary::read(&dir.path().join("summary.json")).expect("read");
+        let index = ClusterIndex::new(&summary);
+        let census =
+            spans::census(&dir.path().join("intervals.csv"), &summary, &index).expect("counted");
+        // Clusters by summary index: g/a is 0, g/b is 1; g/b appears first.
+        assert_eq!(census.order, vec![1, 0]);
+        assert_eq!(census.spans, vec![1, 2]);
+        assert_eq!(census.busy_hosts(1).collect::<Vec<_>>(), vec![3, 70]);
+        assert!(census.held(0, 0) && !census.held(0, 1));
+        assert_eq!(census.end, 7.0);
+    }
 
     fn row(request: &str, host: u32, state: &str, start: f64, end: f64) -> Span {
         Span {

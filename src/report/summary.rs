@@ -40,8 +40,11 @@ pub(super) struct Summary {
     /// Request counts.
     pub requests: RequestTotals,
     /// Each cluster's (grid, cluster) and host count, in the file's order.
-    pub clusters: Vec<((String, String), u64)>,
+    pub clusters: ClusterHosts,
 }
+
+/// Clusters as (grid, cluster) with their host counts.
+pub(super) type ClusterHosts = Vec<((String, String), u64)>;
 
 /// What a key must hold.
 #[derive(Copy, Clone, Debug)]
@@ -275,7 +278,7 @@ fn request_totals(keys: &Keys, summary: &Value) -> Result<RequestTotals, Error> 
 }
 
 /// `clusters`: each `grid/cluster` with its host count.
-fn cluster_hosts(keys: &Keys, summary: &Value) -> Result<Vec<((String, String), u64)>, Error> {
+fn cluster_hosts(keys: &Keys, summary: &Value) -> Result<ClusterHosts, Error> {
     let clusters = keys.need(summary, "", "clusters", Want::Object)?;
     let mut out = Vec::new();
     for (name, _) in clusters.as_object().into_iter().flatten() {

@@ -9,7 +9,7 @@ mod ci;
 mod gantt;
 mod merged;
 
-pub use ci::{ci_chart, CiLine, CiPoint, CiSeries};
+pub use ci::{ci_chart, CiLine, CiPoint, CiSeries, Extent, Merged};
 pub use gantt::{gantt, lanes, Drawn, HostSpan, Mark};
 pub use merged::{merged_gantt, HostRaster, MAX_BANDS};
 

@@ -24,9 +24,23 @@ pub struct CiPoint {
     pub low: f64,
     /// Upper bound.
     pub high: f64,
-    /// When it stands for several points: how many, their x range and their means' range.
-    pub merged: Option<(usize, (f64, f64), (f64, f64))>,
+    /// When it stands for several points, what they were.
+    pub merged: Option<Merged>,
 }
+
+/// The points a merged [`CiPoint`] stands for.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Merged {
+    /// How many.
+    pub count: usize,
+    /// Their x range.
+    pub x: (f64, f64),
+    /// Their means' range.
+    pub means: (f64, f64),
+}
+
+/// The range of some data, `None` without data.
+pub type Extent = Option<(f64, f64)>;
 
 /// A line of [`CiPoint`]s: one policy, say.
 #[derive(Clone, Debug)]
@@ -39,7 +53,7 @@ pub struct CiSeries {
 
 /// The x range a chart shows for data from `lo` to `hi` (`None` without data): categories
 /// half a step beyond their first and last, numbers a little beyond theirs.
-fn x_extent(data: Option<(f64, f64)>, categorical: bool) -> (f64, f64) {
+fn x_extent(data: Extent, categorical: bool) -> (f64, f64) {
     let (lo, hi) = data.unwrap_or((0.0, 1.0));
     if categorical {
         (-0.5, hi + 0.5)
@@ -53,7 +67,7 @@ fn x_extent(data: Option<(f64, f64)>, categorical: bool) -> (f64, f64) {
 
 /// The y range a chart shows for data from `lo` to `hi`: from zero when the data are all of
 /// one sign and not far from it, as the papers draw.
-fn y_extent(data: Option<(f64, f64)>) -> (f64, f64) {
+fn y_extent(data: Extent) -> (f64, f64) {
     let (mut lo, hi) = data.unwrap_or((0.0, 1.0));
     if lo > 0.0 && lo < 0.5 * hi {
         lo = 0.0;
@@ -90,7 +104,7 @@ struct Cell {
 
 impl CiLine {
     /// An empty line of a chart whose x data run over `data`.
-    pub fn new(data: Option<(f64, f64)>, categorical: bool) -> CiLine {
+    pub fn new(data: Extent, categorical: bool) -> CiLine {
         CiLine {
             extent: x_extent(data, categorical),
             categorical,
@@ -139,7 +153,11 @@ impl CiLine {
                     mean: c.mean_sum / n as f64,
                     low: c.low,
                     high: c.high,
-                    merged: Some((n, c.x, c.means)),
+                    merged: Some(Merged {
+                        count: n,
+                        x: c.x,
+                        means: c.means,
+                    }),
                 },
             })
             .collect()
@@ -164,7 +182,7 @@ pub fn ci_chart(
     (name, x_label, y_label): (&str, &str, &str),
     series: &[CiSeries],
     categories: Option<&[String]>,
-    data: (Option<(f64, f64)>, Option<(f64, f64)>),
+    data: (Extent, Extent),
 ) -> String {
     let (x_lo, x_hi) = x_extent(data.0, categories.is_some());
     let (y_lo, y_hi) = y_extent(data.1);
@@ -273,7 +291,11 @@ fn draw_series(
                 format!("{}: {} [{}, {}]", s.name, number(p.mean), number(lo), number(hi)),
                 format!(r#"fill="{colour}""#),
             ),
-            Some((n, (x0, x1), (m0, m1))) => (
+            Some(Merged {
+                count: n,
+                x: (x0, x1),
+                means: (m0, m1),
+            }) => (
                 format!(
                     "{}: {n} points merged within a pixel, x {}–{}: means {}–{}, intervals from {} to {}",
                     s.name,
@@ -330,7 +352,11 @@ mod tests {
         assert!(marks.len() <= PLOT_W as usize + 1, "{} marks", marks.len());
         assert_eq!(merged, marks.len());
         let m = &marks[1];
-        let (n, (x0, x1), (lo, hi)) = m.merged.expect("merged");
+        let Merged {
+            count: n,
+            x: (x0, x1),
+            means: (lo, hi),
+        } = m.merged.expect("merged");
         assert!(n > 90 && x0 < m.x && m.x < x1, "{m:?}");
         assert_eq!((lo, hi, m.low, m.high), (0.0, 6.0, -1.0, 7.0));
         // Ten points over the whole axis: each drawn as it is.

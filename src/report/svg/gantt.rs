@@ -117,10 +117,6 @@ pub fn lanes(lifetimes: &[(f64, f64)]) -> (Vec<usize>, usize) {
     (lane_of, used)
 }
 
-/// A Gantt chart of one cluster: one row per host (hosts with no VM included when listed in
-/// `hosts`), one lane per VM alive at once, VM states coloured by lease type; `marks` as
-/// red triangles. `names` labels instances in tooltips.
-
 /// Where each instance and host goes: instances' lanes, and the hosts' rows (host, lanes) in
 /// host order.
 struct Layout {
