@@ -192,10 +192,11 @@ fn draw(
         let top = TOP + b as f64 * band_h;
         let (first, last) = raster.band_hosts(b);
         if b % label_every.max(1) == 0 {
+            // Host numbers alone: a range is too wide for the margin with a word before it.
             let label = if first == last {
                 format!("host {first}")
             } else {
-                format!("hosts {first}–{last}")
+                format!("{first}–{last}")
             };
             let _ = write!(
                 svg,
