@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::html::{left_out_note, page, plain, push_chart, table, table_of, TABLE_ROWS};
+use super::html::{left_out_note, page, plain, push_chart, table_of, TABLE_ROWS};
 use super::read::{read_text, text_shown, Rows, REGENERATE};
 use super::svg::{self, escape, number, CiLine, CiPoint, CiSeries};
 use crate::Error;
@@ -504,7 +504,13 @@ fn sweep_provenance(body: &mut String, dir: &Path) -> Result<(), Error> {
         .iter()
         .map(|(k, v)| vec![k.clone(), plain(v)])
         .collect();
-    table(body, &["what", "value"], &rows, 9);
+    table_of(
+        body,
+        &["what", "value"],
+        &rows,
+        9,
+        (rows.len(), "sweep.json"),
+    );
     Ok(())
 }
 
