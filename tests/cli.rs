@@ -2450,6 +2450,16 @@ fn a_sweep_run_again_removes_its_points_until_it_ends() {
             "{gone} left beside a partial run file"
         );
     }
+    // The report says what the folder holds and how to finish it.
+    let o = igemu(&["report", s(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds an unfinished sweep (sweep.json says so")
+            && stderr(&o).contains(&format!("igemu sweep {} --out", s(&long)))
+            && stderr(&o).contains("--resume"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Text from input reached the terminal and diagrams raw: a newline in a trace record's `kind`

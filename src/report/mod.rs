@@ -130,12 +130,40 @@ pub fn render(dir: &Path, options: &Options) -> Result<String, Error> {
         run::report(dir, options.window)
     } else if dir.join("points.csv").exists() {
         sweep::report(dir)
+    } else if let Some(record) = unfinished_sweep(dir) {
+        // Its points are written when its last run ends (a sweep started again removes the
+        // last ones first): drawn now, they would be another sweep's, or none.
+        Err(Error::Usage(format!(
+            "{} holds an unfinished sweep ({record} says so: it was interrupted, or is still \
+             running); resume it with `igemu sweep {} --out {0} --resume`, then report it",
+            dir.display(),
+            crate::sweep::SweepRecord::read(&dir.join(&record))
+                .ok()
+                .flatten()
+                .map_or_else(|| "SWEEP_FILE".to_string(), |r| r.sweep_path.clone())
+        )))
     } else {
         Err(Error::Usage(format!(
             "{} holds neither a run's outputs (summary.json) nor a finished sweep's (points.csv); run `igemu run --out {0}` or `igemu sweep FILE --out {0}` first",
             dir.display()
         )))
     }
+}
+
+/// The record (`sweep.json`, or a shard's) of an unfinished sweep in `dir`, if one is there.
+fn unfinished_sweep(dir: &Path) -> Option<String> {
+    let names = std::fs::read_dir(dir).ok()?;
+    let mut records: Vec<String> = names
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("sweep") && n.ends_with(".json"))
+        .collect();
+    records.sort();
+    records.into_iter().find(|n| {
+        crate::sweep::SweepRecord::read(&dir.join(n))
+            .ok()
+            .flatten()
+            .is_some_and(|r| !r.finished)
+    })
 }
 
 #[cfg(test)]
