@@ -244,9 +244,8 @@ pub(super) fn read(
     let start = w
         .duration("start")
         .map_or(EmuTime::ZERO, |(d, _)| EmuTime::ZERO + d);
-    let max_jobs = w
-        .positive("max_requests", 10_000_000)
-        .map_or(1_000_000, |(v, _)| v as usize);
+    let max_given = w.positive("max_requests", MAX_WORKLOAD_REQUESTS as u64);
+    let max_jobs = max_given.map_or(DEFAULT_MAX_REQUESTS, |(v, _)| v as usize);
     // Arrivals `rate_factor` times as frequent: the model generates over a span that many
     // times longer and its arrival times are divided by it (the usual way to vary a trace's
     // load without changing its jobs).
@@ -297,7 +296,18 @@ pub(super) fn read(
         return Vec::new();
     }
     let seed = stream_seed(run_seed, &format!("workload:{}", target.name));
-    let jobs = read_jobs(w, model, (model_span, max_vms, max_jobs), seed, base_dir);
+    // Never more than one past the topology's cap is generated (an error below).
+    let room = MAX_TOPOLOGY_REQUESTS.saturating_sub(sink.requests.len()) + 1;
+    let limits = (model_span, max_vms, max_jobs.min(room));
+    let jobs = read_jobs(w, model, limits, seed, base_dir);
+    let modelled = matches!(
+        model,
+        WorkloadModel::Das2 | WorkloadModel::Lublin99 | WorkloadModel::Gwa
+    );
+    if max_given.is_none() && jobs.len() >= max_jobs && modelled {
+        too_many(w, target.name, (&jobs, rate), span);
+        return Vec::new();
+    }
     let mix = read_mix(w.table("mix"));
     let (deadlines, soft) = read_deadlines(w.table("deadlines"));
     if let (Origin::Local, Some(n)) = (target.origin, w.get("mix")) {
@@ -352,6 +362,33 @@ pub(super) fn read(
 /// Requests in a topology: far beyond any study (requests are numbered in 32 bits, and each
 /// holds memory for the whole run).
 pub(super) const MAX_TOPOLOGY_REQUESTS: usize = 100_000_000;
+
+/// The largest `max_requests` of a workload.
+const MAX_WORKLOAD_REQUESTS: usize = 10_000_000;
+
+/// A workload's `max_requests` when it sets none.
+const DEFAULT_MAX_REQUESTS: usize = 1_000_000;
+
+/// Refuses a model that generates past the default request cap within its span: parameters
+/// that make an absurd number of requests, which the cap would silently cut to its first
+/// [`DEFAULT_MAX_REQUESTS`] (arriving in a fraction of the span).
+fn too_many(w: &Table<'_>, name: &str, (jobs, rate): (&[workload::Job], f64), span: EmuDuration) {
+    let reached = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64() / rate);
+    w.diags.error(
+        &w.node.loc,
+        format!(
+            "workload `{}` makes more than {DEFAULT_MAX_REQUESTS} requests (the default \
+             max_requests): request {} arrives {reached:.0} s into a span of {} s",
+            super::shown(name),
+            jobs.len(),
+            span.as_secs_f64()
+        ),
+        Some(format!(
+            "lower the model's arrival rate or shorten the span; or set max_requests (at \
+             most {MAX_WORKLOAD_REQUESTS}) to keep only the first requests"
+        )),
+    );
+}
 
 /// The jobs of `model` over `span` (at most `max_jobs`, none over `max_vms`); settings for
 /// another model are a problem.

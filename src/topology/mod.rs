@@ -2,6 +2,7 @@
 //! validation that reports every problem with its place, and the validated [`Topology`] the
 //! emulation is built from.
 
+mod bounds;
 mod build;
 mod generated;
 mod names;
@@ -708,6 +709,9 @@ pub struct Topology {
     pub registry: Registry,
     /// How external policy processes are run (`[external]`).
     pub external: ExternalSettings,
+    /// What validation warns about (`file:line:col: warning: ...`, with a hint): settings
+    /// that are valid but make a slow or unbounded run. `validate` and `run` print them.
+    pub warnings: Vec<String>,
 }
 
 impl Topology {
@@ -901,7 +905,13 @@ pub fn load_str(
         )
     });
     match topo {
-        Some(t) if diags.is_empty() => Ok(t),
+        Some(mut t) if diags.is_empty() => {
+            let mut warnings = Report::of_file(path, text, diags.take_warnings());
+            warnings.sets = overrides.sets.clone();
+            warnings.profiles = profiles_seen;
+            t.warnings = warnings.warnings();
+            Ok(t)
+        }
         _ => {
             let mut diagnostics = diags.into_vec();
             diagnostics.sort_by_key(|d| match d.loc {
@@ -1397,6 +1407,7 @@ fn read_topology(
     let contracts = read_contracts(&top, &names);
     let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
     let w = workloads::read_workloads(&top, &names, &clusters, run_seed, base_dir);
+    let places = w.places;
     top.finish();
     let topo = Topology {
         name,
@@ -1411,12 +1422,15 @@ fn read_topology(
         request_labels: w.labels,
         registry: registry.clone(),
         external,
+        warnings: Vec::new(),
     };
     check_scaled_durations(&topo, &top);
     // Only a topology read without problems is whole enough to count its timers (a cluster
     // may name a Grid that failed to read).
     if top.diags.is_empty() {
         check_periodic_events(&topo, &top);
+        bounds::check_round_trips(&topo, &top);
+        bounds::check_offered_load(&topo, &places, &top);
     }
     Some(topo)
 }

@@ -16,6 +16,8 @@ use crate::model::{ClusterId, GridId, LeaseRequest, Origin, RequestId};
 pub(super) struct Workloads {
     /// The workloads.
     pub workloads: Vec<Workload>,
+    /// Where each workload is written, by index.
+    pub places: Vec<Loc>,
     /// Every request of the topology, indexed by id.
     pub requests: Vec<LeaseRequest>,
     /// Their labels (ids as written, or generated).
@@ -187,6 +189,7 @@ fn read_workload(
     w.finish();
     if let (Some(origin), Some(grid)) = (origin, grid) {
         ids.sort_by_key(|id| (out.requests[id.0 as usize].arrival, id.0));
+        out.places.push(wnode.loc.clone());
         out.workloads.push(Workload {
             name: wname,
             origin,
