@@ -1249,11 +1249,14 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
     }
     for c in &topo.clusters {
         let l = &c.lrms;
-        let scheduler = match l.backfilling {
+        let mut scheduler = match l.backfilling {
             lrms::Backfilling::Fcfs => "fcfs".to_string(),
             lrms::Backfilling::Conservative => "conservative".to_string(),
             lrms::Backfilling::Easy { pivots } => format!("easy ({pivots} pivots)"),
         };
+        if let Some(depth) = l.backfill_depth {
+            scheduler += &format!(", backfill depth {depth}");
+        }
         let shipped = |point| {
             policy::registry::described(
                 point,

@@ -677,6 +677,7 @@ impl Replay {
             compress: false,
             locals: igemu::lrms::LocalRequests::Reserved,
             partitions: false,
+            backfill_depth: None,
         };
         let mut reqs: Vec<LeaseRequest> = bed
             .externals

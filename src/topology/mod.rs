@@ -204,6 +204,9 @@ pub struct LrmsSettings {
     pub locals: crate::lrms::LocalRequests,
     /// Local and Grid partitions (from the Grid's provider policy).
     pub partitions: crate::lrms::provider::Partitions,
+    /// How many waiting requests, from the front of the queue, a scheduling pass considers
+    /// (`backfill_depth`, Slurm's `bf_max_job_test`); `None`: every one.
+    pub backfill_depth: Option<usize>,
 }
 
 impl SchedulerKind {
@@ -954,6 +957,9 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
     t.named::<PreemptionName>("preemption").map(|(v, _)| v)
 }
 
+/// The largest `lrms.backfill_depth`: a depth past any queue a run could hold.
+const MAX_BACKFILL_DEPTH: u64 = 1_000_000_000;
+
 /// `[lrms]` keys as read from one table; unset keys inherit.
 #[derive(Clone, Default)]
 struct LrmsOverrides<'a> {
@@ -973,6 +979,7 @@ struct LrmsOverrides<'a> {
     search_budget: Option<usize>,
     compress: Option<bool>,
     locals: Option<crate::lrms::LocalRequests>,
+    backfill_depth: Option<usize>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> {
@@ -1004,6 +1011,9 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
         locals: t
             .named::<crate::lrms::LocalRequests>("locals")
             .map(|(v, _)| v),
+        backfill_depth: t
+            .positive("backfill_depth", MAX_BACKFILL_DEPTH)
+            .map(|(v, _)| v as usize),
     };
     t.finish();
     o
@@ -1773,6 +1783,7 @@ fn merge_lrms(
         compress: pick!(compress, false),
         locals: pick!(locals, crate::lrms::LocalRequests::Reserved),
         partitions: crate::lrms::provider::Partitions::Single,
+        backfill_depth: own.backfill_depth.or(lrms_defaults.backfill_depth),
         profile,
     }
 }
