@@ -68,6 +68,9 @@ pub struct Emulation {
     /// Which perturbed order same-time deliveries run in (interleaving exploration, in
     /// either mode; see [`crate::time::interleave`]); 0: the FIFO order.
     pub interleaving: u64,
+    /// The most messages the run may send: past it, it stops with an error
+    /// (`max_messages`; runs on one thread); `None`: no cap.
+    pub max_messages: Option<u64>,
 }
 
 named_enum! {
@@ -1178,6 +1181,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
             },
             reference_mips: None,
             interleaving: 0,
+            max_messages: None,
         });
     };
     let mode = t.named::<ModeName>("mode").map(|(m, _)| m);
@@ -1185,6 +1189,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
     let seed = read_seed(&t).unwrap_or(1);
     let reference_mips = t.positive("reference_mips", 1 << 30).map(|(v, _)| v as u32);
     let interleaving = t.uint("interleaving", i64::MAX as u64);
+    let max_messages = t.positive("max_messages", i64::MAX as u64).map(|(v, _)| v);
     let mut ok = true;
     let end = match t.get("end") {
         None => Some(EndCondition::AllDone {
@@ -1242,6 +1247,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         end: end?,
         reference_mips,
         interleaving: interleaving.map_or(0, |(k, _)| k),
+        max_messages,
     })
 }
 
