@@ -489,6 +489,36 @@ fn a_suspension_is_traced_back_to_the_local_request_that_caused_it() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("SubmitLocal request=7"));
 }
 
+#[test]
+fn a_run_past_its_message_cap_stops_with_an_error_saying_so() {
+    let full = run(quickstart(&[]), &RunOptions::default()).expect("runs");
+    let sent = full.summary.messages;
+    // A cap at what the run sends lets it finish as before.
+    let cap = format!("emulation.max_messages={sent}");
+    let same = run(quickstart(&[&cap]), &RunOptions::default()).expect("runs");
+    assert_eq!(same.summary.messages, sent);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let options = RunOptions {
+        trace_dir: Some(dir.path().to_path_buf()),
+        ..RunOptions::default()
+    };
+    let cap = format!("emulation.max_messages={}", sent / 2);
+    let Err(err) = run(quickstart(&[&cap]), &options) else {
+        panic!("a run past its cap was not stopped");
+    };
+    assert_eq!(err.exit_code(), 2);
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "the run sent more than {} messages (emulation.max_messages)",
+            sent / 2
+        )),
+        "{text}"
+    );
+    // The partial trace is not left behind.
+    assert!(!dir.path().join("trace.jsonl").exists());
+}
+
 /// Settings of a random federation for [`random_settings_topology`], drawn over wide ranges
 /// (absurd values included): per Grid its hosts (count, cores) and external workload
 /// (arrival scale as a power of ten of seconds, how many requests, mean ln run time); the
@@ -520,7 +550,10 @@ fn micros(exponent: f64) -> u64 {
 fn random_settings_topology(s: &Settings) -> String {
     let mut t = format!("[emulation]\nseed = {}\nend = \"6h\"\n", s.seed);
     let scheduler = ["fcfs", "conservative", "easy"][usize::from(s.lrms.0 % 3)];
-    t += &format!("[lrms]\nscheduler = \"{scheduler}\"\ncompress = {}\n", s.lrms.2);
+    t += &format!(
+        "[lrms]\nscheduler = \"{scheduler}\"\ncompress = {}\n",
+        s.lrms.2
+    );
     if let Some(depth) = s.lrms.1 {
         t += &format!("backfill_depth = {depth}\n");
     }
@@ -561,7 +594,10 @@ fn random_settings_topology(s: &Settings) -> String {
     for g in 1..s.grids.len() {
         if s.contracts % 3 > 0 {
             let kind = kind[usize::from(s.contracts % 3 - 1)];
-            t += &format!("[[contract]]\nfrom = \"g{}\"\nto = \"g{g}\"\nkind = \"{kind}\"\n", g - 1);
+            t += &format!(
+                "[[contract]]\nfrom = \"g{}\"\nto = \"g{g}\"\nkind = \"{kind}\"\n",
+                g - 1
+            );
         }
     }
     t
