@@ -519,6 +519,10 @@ fn a_run_past_its_message_cap_stops_with_an_error_saying_so() {
     assert!(!dir.path().join("trace.jsonl").exists());
 }
 
+/// A Grid's hosts (count, cores) and external workload (arrival scale as a power of ten of
+/// seconds, how many requests, mean ln run time).
+type GridSettings = ((u8, u8), (f64, u16, f64));
+
 /// Settings of a random federation for [`random_settings_topology`], drawn over wide ranges
 /// (absurd values included): per Grid its hosts (count, cores) and external workload
 /// (arrival scale as a power of ten of seconds, how many requests, mean ln run time); the
@@ -529,7 +533,7 @@ fn a_run_past_its_message_cap_stops_with_an_error_saying_so() {
 /// (scheduler 0 FCFS, 1 conservative, 2 EASY; backfill depth; compression); the seed.
 #[derive(Clone, Debug)]
 struct Settings {
-    grids: Vec<((u8, u8), (f64, u16, f64))>,
+    grids: Vec<GridSettings>,
     contracts: u8,
     timeout_exp: f64,
     ttl_factor: u8,
@@ -590,10 +594,10 @@ fn random_settings_topology(s: &Settings) -> String {
             10f64.powf(scale),
         );
     }
-    let kind = ["fixed-price", "price-range"];
+    let kinds = ["", "fixed-price", "price-range"];
     for g in 1..s.grids.len() {
-        if s.contracts % 3 > 0 {
-            let kind = kind[usize::from(s.contracts % 3 - 1)];
+        let kind = kinds[usize::from(s.contracts % 3)];
+        if !kind.is_empty() {
             t += &format!(
                 "[[contract]]\nfrom = \"g{}\"\nto = \"g{g}\"\nkind = \"{kind}\"\n",
                 g - 1

@@ -42,6 +42,13 @@ pub(super) fn read_workloads(
         read_workload(wnode, wi, place, &mut out);
     }
     check_unique_ids(&out, grids.diags);
+    // Each workload's place: where the table of its name is (names are unique, or reported).
+    out.places = (out.workloads.iter())
+        .map(|w| {
+            let source = out.sources.iter().find(|(_, name, _)| *name == w.name);
+            source.map_or(top.node.loc.clone(), |(_, _, loc)| loc.clone())
+        })
+        .collect();
     out
 }
 
@@ -189,7 +196,6 @@ fn read_workload(
     w.finish();
     if let (Some(origin), Some(grid)) = (origin, grid) {
         ids.sort_by_key(|id| (out.requests[id.0 as usize].arrival, id.0));
-        out.places.push(wnode.loc.clone());
         out.workloads.push(Workload {
             name: wname,
             origin,
