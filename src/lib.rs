@@ -447,7 +447,7 @@ pub struct RecordHeader {
 }
 
 /// The version of the record format this igemu writes and reads.
-pub const RECORD_FORMAT: u32 = 2;
+pub const RECORD_FORMAT: u32 = 3;
 
 /// How a replay went: the deliveries made in the record's order, or where it first left it.
 pub type ReplayOutcome = Result<u64, String>;
@@ -1561,8 +1561,13 @@ fn open_record(
     let mut out = std::io::BufWriter::new(file);
     // Invariant: the header is plain data; serialising it cannot fail.
     let line = serde_json::to_string(&header).expect("a record header serialises");
-    writeln!(out, "{line}").map_err(Error::output(staged.clone()))?;
-    Ok((time::record::OrderLog::new(Box::new(out)), staged))
+    let line = line + "\n";
+    out.write_all(line.as_bytes())
+        .map_err(Error::output(staged.clone()))?;
+    Ok((
+        time::record::OrderLog::new(Box::new(out), line.as_bytes()),
+        staged,
+    ))
 }
 
 /// The file name a record at `path` gets; an error, known before the run rather than after
@@ -1587,12 +1592,22 @@ pub fn read_record_header(path: &Path) -> Result<RecordHeader, Error> {
         &mut first,
     )
     .map_err(|e| unreadable(path, e))?;
-    let header: RecordHeader = serde_json::from_str(first.trim_end()).map_err(|e| {
+    let not_one = |why: String| {
         Error::Input(format!(
-            "igemu: {}: line 1 is not an igemu record header ({e}); records are written by `igemu run --record FILE`",
+            "igemu: {}: line 1 is not an igemu record header ({why}); records are written by `igemu run --record FILE`",
             path.display()
         ))
-    })?;
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(first.trim_end()).map_err(|e| not_one(e.to_string()))?;
+    // Its strings are shown (the mode, the igemu that wrote it) before the end line's hash
+    // is checked.
+    if let Some(place) = input::unshowable_json(&value) {
+        return Err(not_one(format!(
+            "`{place}` holds a control or invisible character"
+        )));
+    }
+    let header: RecordHeader = serde_json::from_value(value).map_err(|e| not_one(e.to_string()))?;
     if header.igemu_record != RECORD_FORMAT {
         return Err(Error::Input(format!(
             "igemu: {}: record format {} (this igemu reads format {RECORD_FORMAT}); replay it with the igemu that wrote it ({})",
@@ -1640,7 +1655,13 @@ fn open_replay(path: &Path, topo: &Topology) -> Result<(time::record::OrderScrip
     )
     .map_err(|e| unreadable(path, e))?;
     Ok((
-        time::record::OrderScript::new(Box::new(reader), 2),
+        // As a delivery line is, the header is hashed without its line end (CRLF reads
+        // the same), newline added.
+        time::record::OrderScript::new(
+            Box::new(reader),
+            2,
+            format!("{}\n", skip.trim_end_matches(['\r', '\n'])).as_bytes(),
+        ),
         header.interleaving > 0,
     ))
 }

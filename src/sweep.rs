@@ -64,14 +64,57 @@ pub fn parse(path: &Path) -> Result<Sweep, Box<Report>> {
 /// [`parse`], with the policies its runs may name.
 pub fn parse_with(path: &Path, registry: &crate::policy::Registry) -> Result<Sweep, Box<Report>> {
     let shown = path.display().to_string();
-    let text = crate::input::read_capped(path, crate::input::MAX_TOML_BYTES).map_err(|e| {
-        Box::new(Report::unreadable(
-            &shown,
-            &e,
-            "check the sweep file's path",
-        ))
-    })?;
-    parse_text_with(&text, path, registry)
+    let text = crate::input::read_toml(path, "check the sweep file's path")?;
+    let diags = Diags::default();
+    match parse_str(&text, path, &diags, registry) {
+        Some(s) if diags.is_empty() => {
+            check_topology_file(&s.topology, &text, path, &diags);
+            if diags.is_empty() {
+                return Ok(s);
+            }
+        }
+        _ => {}
+    }
+    Err(Box::new(Report::of_file(&shown, &text, diags.into_vec())))
+}
+
+/// Reports, at the sweep file's `topology` key, a topology file that cannot be read: the
+/// sweep's own place and the path as resolved (relative to the sweep file's folder), rather
+/// than the topology reader's bare "does not exist".
+fn check_topology_file(topology: &Path, text: &str, path: &Path, diags: &Diags) {
+    let problem = match std::fs::metadata(topology) {
+        Ok(m) if m.is_file() => return,
+        Ok(_) => "is not a file".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+        Err(e) => format!("cannot be read ({e})"),
+    };
+    // The key's place: parsed again (cheap, and the sweep parsed once already).
+    let scratch = Diags::default();
+    let Some(root) = parse_document(text, Origin::File, &scratch) else {
+        return;
+    };
+    let Some(t) = Table::of(&root, "the sweep file", &scratch) else {
+        return;
+    };
+    let Some((written, loc)) = t.str("topology") else {
+        return;
+    };
+    diags.error(
+        loc,
+        format!(
+            "the topology `{}` ({}) {problem}",
+            crate::input::diag::shown(written),
+            topology.display()
+        ),
+        Some(format!(
+            "a sweep's topology path is relative to the sweep file's folder ({}); give the \
+             path of a topology file, e.g. topology = \"../topologies/quickstart.toml\"",
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .display()
+        )),
+    );
 }
 
 /// Reads sweep text as if from the file at `path` (which resolves its topology).
@@ -185,9 +228,22 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         policies: Default::default(),
         plugins: Vec::new(),
     };
+    // The summary's `seed` is the run's own, which the run file shows in its `seed` column:
+    // a metric of that name would make the column twice.
     serde_json::to_value(&skeleton)
-        .map(|v| numeric(&v).into_keys().collect())
+        .map(|v| {
+            numeric(&v)
+                .into_keys()
+                .filter(|k| !is_run_column(k))
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+/// Whether `name` is a column every run file has (run, seed, error) or a varied key's
+/// (`set:…`), so no metric may take it.
+pub fn is_run_column(name: &str) -> bool {
+    matches!(name, "run" | "seed" | "error") || name.starts_with("set:")
 }
 
 /// Reports every metric name that no run of the sweep's topology can produce, at its place,
@@ -197,6 +253,7 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
     if metrics.is_empty() {
         return;
     }
+    check_metric_columns(metrics, diags);
     let Some(first) = sweep.runs().into_iter().next() else {
         return;
     };
@@ -207,7 +264,7 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
     };
     let names = metric_names(&topo);
     for (m, loc) in metrics {
-        if names.iter().any(|n| n == m) {
+        if is_run_column(m) || names.iter().any(|n| n == m) {
             continue;
         }
         let renamed = renamed_metric(m).filter(|n| names.contains(n));
@@ -231,6 +288,22 @@ fn check_metrics(sweep: &Sweep, metrics: &[(String, Loc)], diags: &Diags) {
             }
         };
         diags.error(loc, format!("unknown metric `{m}`"), Some(hint));
+    }
+}
+
+/// Reports a metric named like a column every run file has: the run file would have that
+/// column twice, and the sweep would fail after its last run.
+fn check_metric_columns(metrics: &[(String, Loc)], diags: &Diags) {
+    for (m, loc) in metrics.iter().filter(|(m, _)| is_run_column(m)) {
+        diags.error(
+            loc,
+            format!("metric `{m}` is a column of the run file already"),
+            Some(
+                "every run's row shows run, seed, its varied values (set:<key>) and error; \
+                 drop it from metrics"
+                    .into(),
+            ),
+        );
     }
 }
 
@@ -883,12 +956,24 @@ impl SweepRecord {
         match crate::input::read_capped(path, crate::input::MAX_JSON_BYTES) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", path.display())),
-            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
-                format!(
-                    "{}: not a sweep record ({e}); delete it, or give another --out",
-                    path.display()
-                )
-            }),
+            Ok(text) => {
+                let not_one = |why: String| {
+                    format!(
+                        "{}: not a sweep record ({why}); delete it, or give another --out",
+                        path.display()
+                    )
+                };
+                let v: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| not_one(e.to_string()))?;
+                if let Some(place) = crate::input::unshowable_json(&v) {
+                    return Err(not_one(format!(
+                        "`{place}` holds a control or invisible character"
+                    )));
+                }
+                serde_json::from_value(v)
+                    .map(Some)
+                    .map_err(|e| not_one(e.to_string()))
+            }
         }
     }
 
@@ -1051,7 +1136,10 @@ pub fn read_done(
         )));
     }
     let runs = sweep.runs();
+    let (_, _, metric_cols) = columns(header);
     let mut done = BTreeMap::new();
+    // The line each run was met at: a second row of one run is refused, not let replace it.
+    let mut met: BTreeMap<usize, u64> = BTreeMap::new();
     for rec in r.records() {
         let rec = match rec {
             Ok(rec) => rec,
@@ -1078,6 +1166,16 @@ pub fn read_done(
                 &row[2..2 + sweep.vary.len()]
             )));
         };
+        let line = rec.position().map_or(0, |p| p.line());
+        let at = format!("{}:{line}", path.display());
+        if let Some(before) = met.insert(spec.index, line) {
+            return Err(format!(
+                "{at}: run {} again (also at line {before}); a run file holds each run once — \
+                 remove one of the rows, or give another --out to start over",
+                spec.index
+            ));
+        }
+        check_metric_cells(&at, &rec, header, &metric_cols)?;
         if row[header.len() - 1].is_empty() {
             done.insert(spec.index, row);
         }
@@ -1103,6 +1201,49 @@ pub fn write_rows(
     w.flush().map_err(|e| fail(&e))?;
     drop(w);
     std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Runs what a sweep does after its last run — points.csv and paired.csv from the run file
+/// — on stand-in rows for every run (each metric a number), in a temporary folder, so a
+/// sweep that would fail there fails before its first run, not after hours of work.
+pub fn preflight(sweep: &Sweep, header: &[String], metrics: &[String]) -> Result<(), String> {
+    let dir = TempDir::new()?;
+    let rows: BTreeMap<usize, Vec<String>> = sweep
+        .runs()
+        .into_iter()
+        .map(|spec| {
+            // Values that differ between seeds, so spreads and intervals are computed too.
+            let value = 1.0 + (spec.seed % 7) as f64;
+            let m = metrics.iter().map(|k| (k.clone(), value)).collect();
+            let index = spec.index;
+            (index, run_row(&(spec, Ok(m)), metrics))
+        })
+        .collect();
+    let runs = dir.0.join("runs.csv");
+    write_rows(header, &rows, &runs)?;
+    let runs = [runs];
+    summarize(&runs, &dir.0.join("points.csv"))?;
+    paired(&runs, &dir.0.join("paired.csv"))?;
+    Ok(())
+}
+
+/// A folder of its own under the system's temporary folder, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("igemu-preflight-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Appends rows to a run file, flushing each to the operating system as it is written, so
@@ -1285,8 +1426,8 @@ fn check_header(
     }
 }
 
-/// Checks the metric cells of row `rec` (at `at`): a number must be finite and within
-/// ±[`MAX_METRIC`] (an empty or textual cell is a failed run's, left as it is).
+/// Checks the metric cells of row `rec` (at `at`): each is empty (not reported, or a failed
+/// run's) or a finite number within ±[`MAX_METRIC`].
 fn check_metric_cells(
     at: &str,
     rec: &csv::StringRecord,
@@ -1295,8 +1436,19 @@ fn check_metric_cells(
 ) -> Result<(), String> {
     for &c in metric_cols {
         let cell = rec.get(c).unwrap_or_default();
-        let Ok(x) = cell.parse::<f64>() else { continue };
         let column = names.get(c).map_or("", String::as_str);
+        // Empty is a metric the run did not report, or a failed run's; anything else must be
+        // a number (text was once dropped silently, the point's mean made of fewer runs).
+        if cell.is_empty() {
+            continue;
+        }
+        let Ok(x) = cell.parse::<f64>() else {
+            return Err(format!(
+                "{at}: `{}` in column {column} is not a number (a metric cell is a number, or \
+                 empty for a run that did not report it)",
+                crate::input::diag::shown(cell)
+            ));
+        };
         if !x.is_finite() {
             return Err(format!(
                 "{at}: `{cell}` in column {column} is not a finite number"
@@ -1462,6 +1614,22 @@ mod tests {
         assert!((t975(40) - 2.0211).abs() < 1e-4);
         assert!(t975(0).is_nan());
         assert!(mean_ci(&[5.0]).1.is_nan());
+    }
+
+    /// The pre-flight runs the end of a sweep on stand-in rows: a run file whose columns
+    /// collide fails there, before any run, and a sound one passes.
+    #[test]
+    fn preflight_finds_what_the_end_of_a_sweep_would_fail_on() {
+        let text =
+            "topology = \"t.toml\"\nseeds = 3\n[vary]\n\"igg.dispatch\" = [\"rr\", \"lrf\"]\n";
+        let sweep = parse_text(text, Path::new("s.toml")).expect("a sound sweep");
+        let metrics = vec!["awrt_s".to_string(), "utilization_pct".to_string()];
+        let header = runs_header(&sweep, &metrics);
+        preflight(&sweep, &header, &metrics).expect("a sound sweep passes");
+        let twice = vec!["awrt_s".to_string(), "seed".to_string()];
+        let e = preflight(&sweep, &runs_header(&sweep, &twice), &twice).unwrap_err();
+        assert!(e.contains("column `seed` comes twice"), "{e}");
+        assert!(is_run_column("seed") && is_run_column("set:x") && !is_run_column("seeds"));
     }
 
     /// The problems `parse_text` reports for a sweep file varying `key` over `values` (TOML).

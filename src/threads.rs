@@ -207,7 +207,7 @@ fn merge(
                 all.metrics.merge(r.observed.metrics);
                 let hist = match (hist, r.lateness) {
                     (Some(mut a), Some(b)) => {
-                        // Same bounds on every clock: adding cannot fail.
+                        // Every clock's histogram grows as needed: adding cannot fail.
                         let _ = a.add(&b);
                         Some(a)
                     }

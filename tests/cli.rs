@@ -993,6 +993,15 @@ fn merge_refuses_values_and_run_numbers_no_sweep_writes_at_their_place() {
             "run,seed,m,m,error\n0,1,2,3,\n",
             "bad.csv:1: column `m` comes twice",
         ),
+        // Text in a metric cell was dropped silently: the point's mean of fewer runs.
+        (
+            "run,seed,m,error\n0,1,2,\n1,2,fast,\n",
+            "bad.csv:3: `fast` in column m is not a number",
+        ),
+        (
+            "run,seed,m,error\n0,1,\u{1b}[2J,\n",
+            "bad.csv:2: `\\u{1b}[2J` in column m is not a number",
+        ),
     ] {
         let bad = tmp_str(&tmp, "bad.csv");
         std::fs::write(&bad, body).expect("written");
@@ -1860,6 +1869,409 @@ fn small_sweep(dir: &Path, end: &str) -> PathBuf {
     sweep
 }
 
+/// The documented default, "every numeric summary key", made runs.csv's `seed` column twice
+/// (the summary has a `seed` too): every run ran, then the sweep exited 1 with no points.csv.
+/// Now the default leaves the run file's own columns out, a metric named like one is refused
+/// at its place before anything runs, and whatever the end of a sweep would fail on is tried
+/// on stand-in rows first.
+#[test]
+fn a_sweep_without_metrics_writes_points_and_run_columns_are_refused_as_metrics() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let text = std::fs::read_to_string(&sweep).expect("readable");
+    let without = text.replace("metrics = [\"utilization_pct\", \"makespan_s\"]\n", "");
+    assert_ne!(without, text, "the metrics line was removed");
+    std::fs::write(&sweep, without).expect("written");
+    let out = dir.path().join("out");
+    let o = igemu(&[
+        "sweep",
+        sweep.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let points = std::fs::read_to_string(out.join("points.csv")).expect("points.csv written");
+    assert!(points.contains(",awrt_s,"), "{points}");
+    assert!(
+        !points.contains(",seed,"),
+        "the seed is no metric: {points}"
+    );
+    let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv written");
+    let header = runs.lines().next().unwrap_or_default();
+    assert_eq!(
+        header.split(',').filter(|c| *c == "seed").count(),
+        1,
+        "{header}"
+    );
+
+    for name in ["seed", "run", "error", "set:igg.dispatch"] {
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad,
+            text.replace("\"makespan_s\"", &format!("\"makespan_s\", \"{name}\"")),
+        )
+        .expect("written");
+        let out = dir.path().join(format!("bad-{}", name.replace(':', "-")));
+        let o = igemu(&[
+            "sweep",
+            bad.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("bad.toml:3:") && stderr(&o).contains("column of the run file"),
+            "{name}: {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{name}: nothing ran, nothing was written");
+    }
+}
+
+/// `--resume` keeps the finished rows of the run file: a row of text where a metric is, a NaN,
+/// or a second row of one run were taken as they were (the text dropped from the means, the
+/// second row replacing the first, the NaN failing only at the end with exit 1). Each is
+/// refused before anything runs, at its line, with exit 2, and the file is left as it was.
+#[test]
+fn resume_refuses_a_run_file_with_text_nan_or_a_run_twice_at_its_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sweep = small_sweep(dir.path(), "1h");
+    let ok = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let runs = out.join("runs.csv");
+    let whole = std::fs::read_to_string(&runs).expect("runs.csv");
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 5, "{whole}");
+    // Row of run 1 (line 3): its first metric replaced.
+    let with_cell = |cell: &str| {
+        let mut cells: Vec<&str> = lines[2].split(',').collect();
+        cells[3] = cell;
+        cells.join(",")
+    };
+    for (edited, expect) in [
+        (
+            [lines[0], lines[1], &with_cell("quick"), lines[3], lines[4]].join("\n"),
+            "runs.csv:3: `quick` in column utilization_pct is not a number".to_string(),
+        ),
+        (
+            [lines[0], lines[1], &with_cell("NaN"), lines[3], lines[4]].join("\n"),
+            "runs.csv:3: `NaN` in column utilization_pct is not a finite number".to_string(),
+        ),
+        (
+            [lines[0], lines[1], lines[2], lines[3], lines[4], lines[2]].join("\n"),
+            "runs.csv:6: run 1 again (also at line 3)".to_string(),
+        ),
+    ] {
+        let edited = edited + "\n";
+        std::fs::write(&runs, &edited).expect("written");
+        let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume", "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{edited}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&expect), "{expect}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(&runs).expect("runs.csv"),
+            edited,
+            "left as it was"
+        );
+    }
+}
+
+/// `--overwrite` removed or replaced any file named like igemu's outputs (a user's
+/// points.csv, stress.json, sweep.json …). Now a file of such a name that igemu did not write
+/// is refused by every command that writes into the folder, named, and left as it was; and
+/// the root of the file system is no output folder.
+#[test]
+fn overwrite_replaces_only_igemus_own_files_and_the_root_is_no_output_folder() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    for (name, text) in [
+        ("points.csv", "my,own,table\n1,2,3\n"),
+        ("stress.json", "{\"mine\": true}\n"),
+        ("sweep.json", "{}\n"),
+        ("summary.json", "{\"provenance\": {}}\n"),
+        ("report.html", "<!DOCTYPE html><title>My page</title>\n"),
+    ] {
+        let out = dir.path().join(format!("out-{name}"));
+        std::fs::create_dir_all(&out).expect("mkdir");
+        std::fs::write(out.join(name), text).expect("written");
+        for args in [
+            vec!["run", "--out", s(&out), "--overwrite", "--quiet"],
+            vec![
+                "sweep",
+                s(&sweep),
+                "--out",
+                s(&out),
+                "--overwrite",
+                "--quiet",
+            ],
+            vec![
+                "stress",
+                "topologies/peering-small.toml",
+                "--seeds",
+                "1",
+                "--out",
+                s(&out),
+                "--overwrite",
+                "--quiet",
+            ],
+        ] {
+            let o = igemu(&args);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(name) && stderr(&o).contains("not written by igemu"),
+                "{name} {args:?}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                std::fs::read_to_string(out.join(name)).expect("still there"),
+                text,
+                "{name} {args:?}: left as it was"
+            );
+            let left: Vec<_> = std::fs::read_dir(&out).expect("dir").collect();
+            assert_eq!(left.len(), 1, "{name} {args:?}: nothing else written");
+        }
+    }
+    // igemu's own files are still replaced with --overwrite.
+    let out = dir.path().join("own");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = igemu(&["run", "--out", s(&out), "--overwrite", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("summary.json").exists() && !out.join("points.csv").exists());
+
+    for root in ["/", "/tmp/.."] {
+        let o = igemu(&["run", "--out", root, "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{root}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("root of the file system"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!Path::new("/summary.json").exists());
+}
+
+/// A sweep run again into its folder left the last sweep's points.csv, paired.csv and
+/// report.html while it ran: interrupted, they stood beside a partial run file and were
+/// drawn as whole. They go when the sweep starts, and come back when it ends.
+#[test]
+fn a_sweep_run_again_removes_its_points_until_it_ends() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sweep = small_sweep(dir.path(), "1h");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = igemu(&["report", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("points.csv").exists() && out.join("report.html").exists());
+    // The same sweep again, with runs long enough to stop it while it runs.
+    let long = small_sweep(dir.path(), "2000h");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args([
+            "sweep",
+            s(&long),
+            "--out",
+            s(&out),
+            "--overwrite",
+            "--quiet",
+            "--jobs",
+            "1",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("igemu starts");
+    // The run file is rewritten (header only) once the folder is ready for the new runs.
+    let started = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(out.join("runs.csv")).is_ok_and(|t| t.lines().count() == 1)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "the re-run started");
+    for gone in ["points.csv", "paired.csv", "report.html"] {
+        assert!(
+            !out.join(gone).exists(),
+            "{gone} left beside a partial run file"
+        );
+    }
+}
+
+/// Text from input reached the terminal and diagrams raw: a newline in a trace record's `kind`
+/// added lines to a Mermaid diagram, and an escape sequence in a trace or in a topology's
+/// `name` (a file's or an override's) set the window title and cleared the screen. Such
+/// records and values are refused, at their place, shown escaped; nothing raw is printed.
+#[test]
+fn control_characters_from_traces_and_topologies_never_reach_a_terminal_or_diagram() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let raw = |o: &Output| {
+        let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(o));
+        all.chars()
+            .find(|&c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+    };
+    let trace = dir.path().join("t.jsonl");
+    for (line, field) in [
+        (
+            r#"{"seq":0,"t_us":0,"from":"igg:a","to":"igg:b","kind":"PeerOffer\nparticipant X","negotiation":1}"#,
+            "kind",
+        ),
+        (
+            r#"{"seq":0,"t_us":0,"from":"igg:a","to":"igg:b\u001b]0;pwned\u0007","kind":"PeerOffer","negotiation":1}"#,
+            "to",
+        ),
+    ] {
+        std::fs::write(&trace, format!("{line}\n")).expect("written");
+        let mermaid = dir.path().join("m.mmd");
+        for args in [
+            vec!["trace", s(&trace)],
+            vec![
+                "trace",
+                s(&trace),
+                "--negotiation",
+                "1",
+                "--mermaid",
+                s(&mermaid),
+            ],
+            vec!["trace", s(&trace), "--negotiations"],
+        ] {
+            let o = igemu(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(&format!("t.jsonl:1: `{field}` holds a control")),
+                "{}",
+                stderr(&o)
+            );
+            assert_eq!(raw(&o), None, "{args:?}");
+            assert!(!mermaid.exists(), "no diagram written");
+        }
+    }
+    let o = igemu(&[
+        "run",
+        "--set",
+        "name=\"x\u{1b}[2J\"",
+        "--out",
+        s(&dir.path().join("o")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("U+001B"), "{}", stderr(&o));
+    assert_eq!(raw(&o), None);
+    let o = igemu(&[
+        "run",
+        "--set",
+        "name=x\u{7}",
+        "--out",
+        s(&dir.path().join("o")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(raw(&o), None);
+}
+
+/// `--trace-actors igg:alpa` ran with exit 0 and an empty trace, where `--trace-kinds` said
+/// "did you mean". A pattern naming no actor of the run is refused before it, with the closest
+/// name; and every actor a traced run names is in the catalogue the check uses, so no real
+/// actor is ever refused.
+#[test]
+fn trace_actor_patterns_that_name_no_actor_are_refused_with_the_closest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("o");
+    let o = igemu(&[
+        "run",
+        "--trace",
+        "--trace-actors",
+        "igg:alpha,igg:alpa",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`igg:alpa` names no actor of this run; did you mean `igg:alpha`?"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "nothing ran");
+    for topology in [
+        "topologies/quickstart.toml",
+        "topologies/peering-small.toml",
+    ] {
+        let o = igemu(&[
+            "run",
+            topology,
+            "--trace",
+            "--out",
+            s(&out),
+            "--overwrite",
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let topo = igemu::topology::load_file(
+            &common::path(topology),
+            &igemu::topology::Overrides::default(),
+        )
+        .expect("loads");
+        let catalogue = igemu::trace::actor_catalogue(&topo);
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).expect("trace");
+        let mut names = std::collections::BTreeSet::new();
+        for line in trace.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("json");
+            names.extend(["from", "to"].map(|k| v[k].as_str().unwrap_or_default().to_string()));
+        }
+        assert!(names.len() > 5, "{names:?}");
+        for name in names {
+            igemu::trace::check_actor_patterns(std::slice::from_ref(&name), &catalogue)
+                .unwrap_or_else(|e| panic!("{topology}: {name}: {e}"));
+        }
+        for p in ["igg:", "host:", "vm:", "director", "lrms:*"] {
+            igemu::trace::check_actor_patterns(&[p.to_string()], &catalogue).expect(p);
+        }
+    }
+}
+
+/// A sweep naming a missing topology gave the topology reader's message (no sweep file, no
+/// line, `igemu run`'s hint), and a topology that is not UTF-8 gave no line and "check the
+/// path". Each now names its place and what to do.
+#[test]
+fn a_missing_topology_and_a_file_that_is_not_utf8_are_reported_at_their_place() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = dir.path().join("s.toml");
+    std::fs::write(&sweep, "seeds = 2\ntopology = \"nope.toml\"\n").expect("written");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&dir.path().join("o"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("s.toml:2:12: error: the topology `nope.toml`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("does not exist") && err.contains("relative to the sweep file's folder"),
+        "{err}"
+    );
+    assert!(!err.contains("igemu run"), "{err}");
+
+    let mut bytes = b"# a comment\nname = \"caf".to_vec();
+    bytes.push(0xE9); // Latin-1 é
+    bytes.extend_from_slice(b"\"\n");
+    let topo = dir.path().join("latin1.toml");
+    std::fs::write(&topo, bytes).expect("written");
+    for args in [
+        vec!["validate", s(&topo)],
+        vec!["run", s(&topo), "--out", s(&dir.path().join("r"))],
+    ] {
+        let o = igemu(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("latin1.toml:2:12: error: byte 0xE9 is not UTF-8 text"),
+            "{err}"
+        );
+        assert!(
+            err.contains("save the file as UTF-8") && !err.contains("check the path"),
+            "{err}"
+        );
+    }
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]
@@ -2700,9 +3112,20 @@ fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
     let merged = dir.path().join("merged");
     std::fs::create_dir_all(&merged).expect("made");
     std::fs::copy(out.join("sweep.json"), merged.join("sweep.json")).expect("copied");
-    let files = ["runs.csv", "points.csv", "paired.csv"];
-    for file in files {
-        std::fs::write(merged.join(file), "old\n").expect("written");
+    // (Each with igemu's columns: --overwrite replaces igemu's files only.)
+    let files = [
+        ("runs.csv", "run,seed,set:igg.dispatch,makespan_s,error\n"),
+        (
+            "points.csv",
+            "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\n",
+        ),
+        (
+            "paired.csv",
+            "key,a,b,metric,n,mean_diff,ci95_low,ci95_high\n",
+        ),
+    ];
+    for (file, old) in files {
+        std::fs::write(merged.join(file), old).expect("written");
     }
     // A disk with no room left: no file may grow past 0 bytes; the first write ends the
     // process (SIGXFSZ), as a full disk and a Ctrl-C at once would.
@@ -2721,10 +3144,10 @@ fn a_sweep_summary_that_cannot_be_written_leaves_the_old_one_whole() {
         "killed writing: {}",
         stderr(&o)
     );
-    for file in files {
+    for (file, old) in files {
         assert_eq!(
             std::fs::read_to_string(merged.join(file)).expect("still there"),
-            "old\n",
+            old,
             "{file}"
         );
     }
@@ -3786,9 +4209,26 @@ fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
     // A stray file beside the shards is the only thing --overwrite removes there: the shards
     // and their records, the merge's own inputs, stay.
     std::fs::remove_file(shards.join("sweep.json")).expect("removed");
-    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let stray = "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\nrr,m,1,2,2,2\n";
+    std::fs::write(shards.join("points.csv"), stray).expect("written");
     let o = merge(&shards, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = merge(&shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A points.csv igemu did not write is refused even with --overwrite, and kept.
+    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let o = merge(&shards, &["--overwrite"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not written by igemu"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(shards.join("points.csv")).expect("kept"),
+        "stray\n"
+    );
+    std::fs::remove_file(shards.join("points.csv")).expect("removed");
     let o = merge(&shards, &["--overwrite"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for kept in [

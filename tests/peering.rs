@@ -789,7 +789,8 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     assert!(csv(&live) == csv(&again), "the replay's requests differ");
     assert!(again.join("trace.jsonl").exists());
     // The order comes from the record, not from the schedule's number: with the header
-    // edited to name another schedule, the replay still gives the recorded run.
+    // edited to name another schedule, the replay still gives the recorded run — and says
+    // the record was edited (the end line's hash covers the header), exit 2.
     let text = std::fs::read_to_string(&rec).expect("record");
     let (header, body) = text.split_once('\n').expect("a header line");
     assert!(header.contains("emulation.interleaving=1"), "{header}");
@@ -798,7 +799,11 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     std::fs::write(&other, format!("{edited}\n{body}")).expect("write");
     let by_record = dir.join("by-record");
     let followed = igemu(&["replay", &s(&other), "--out", &s(&by_record), "--quiet"]);
-    assert_eq!(followed.status.code(), Some(1), "{followed:?}");
+    assert_eq!(followed.status.code(), Some(2), "{followed:?}");
+    assert!(
+        String::from_utf8_lossy(&followed.stderr).contains("edited or damaged"),
+        "{followed:?}"
+    );
     assert!(
         csv(&live) == csv(&by_record),
         "the replay followed the schedule, not the record"
@@ -914,6 +919,59 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
             "{err}"
         );
         assert!(err.contains("has seed 3"), "{err}");
+    }
+    // A header edited to name another override (one that changes nothing this run does): the
+    // replay ran it, exit 0, "each in the recorded order"; the end line's hash covers the
+    // header now.
+    {
+        let from = "\"overrides\":[";
+        assert!(lines[0].contains(from), "{}", lines[0]);
+        let header = if lines[0].contains("\"overrides\":[]") {
+            lines[0].replace("\"overrides\":[]", "\"overrides\":[\"lrms.cp_alpha=0.5\"]")
+        } else {
+            lines[0].replace(from, "\"overrides\":[\"lrms.cp_alpha=0.5\",")
+        };
+        let mut edited = lines.clone();
+        edited[0] = &header;
+        let file = dir.join("sets.rec");
+        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
+        let out = igemu(&[
+            "replay",
+            &s(&file),
+            "--out",
+            &s(&dir.join("sets")),
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("edited or damaged"), "{err}");
+        // Its outputs say they are not the record's run.
+        let replay = &summary_of(&dir.join("sets"))["replay"];
+        let diverged = replay["diverged"].as_str().unwrap_or_default();
+        assert!(diverged.contains("edited or damaged"), "{replay}");
+    }
+    // A header whose strings hold an escape sequence: refused before any is shown (the
+    // replay printed its mode before the hash was checked).
+    {
+        let header = lines[0].replacen("\"mode\":\"", "\"mode\":\"\\u001b]0;pwned\\u0007", 1);
+        assert_ne!(header, lines[0]);
+        let mut edited = lines.clone();
+        edited[0] = &header;
+        let file = dir.join("esc.rec");
+        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
+        let out = igemu(&[
+            "replay",
+            &s(&file),
+            "--out",
+            &s(&dir.join("esc")),
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("`.mode` holds a control"), "{err}");
+        assert!(
+            !err.contains('\u{1b}') && !String::from_utf8_lossy(&out.stdout).contains('\u{1b}')
+        );
     }
     // A record given as a pipe: read twice, so refused as what it is, before anything runs.
     #[cfg(unix)]

@@ -959,11 +959,14 @@ fn merging_something_that_is_not_a_run_file_is_an_input_error() {
 fn the_fuzz_corpus_passes_every_reader_check() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
     type Check = fn(&[u8]);
-    let targets: [(&str, Check); 4] = [
+    let targets: [(&str, Check); 7] = [
         ("fuzz_topology", igemu::fuzzing::check_topology),
         ("fuzz_swf", igemu::fuzzing::check_swf),
         ("fuzz_sweep", igemu::fuzzing::check_sweep),
         ("fuzz_trace", igemu::fuzzing::check_trace),
+        ("fuzz_record", igemu::fuzzing::check_record),
+        ("fuzz_run_file", igemu::fuzzing::check_run_file),
+        ("fuzz_report", igemu::fuzzing::check_report),
     ];
     for (target, check) in targets {
         let dir = corpus.join(target);

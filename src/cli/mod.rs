@@ -3,6 +3,8 @@
 //! 2 bad input). [`main_with`] runs it with a [`Registry`] of policies: the `igemu` binary's
 //! has those igemu ships, a user's own binary adds its own.
 
+mod owned;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -223,6 +225,15 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
 /// a run of hours), or holds something that is not a file where igemu keeps one of its
 /// outputs.
 fn create_dir(dir: &Path) -> Result<(), Error> {
+    // The root of the file system (`/`, or a path that resolves to it) is no output folder:
+    // a run's files would land among the system's.
+    if std::fs::canonicalize(dir).is_ok_and(|c| c.parent().is_none()) {
+        return Err(Error::Usage(format!(
+            "--out {}: that is the root of the file system; give a folder of its own for the \
+             outputs, e.g. --out out/run1 (it is created if needed)",
+            dir.display()
+        )));
+    }
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(Error::Usage(format!(
             "--out {}: that is a file, not a directory; give a directory (it is created if needed)",
@@ -301,6 +312,12 @@ fn sweep(
     let shard = sweep_shard(shard.as_deref())?;
     let first = check_sweep_points(&spec, registry)?;
     let files = SweepFiles::new(file, &spec, out, shard, first.as_ref());
+    crate::sweep::preflight(&spec, &files.header, &files.metrics).map_err(|e| {
+        Error::Input(format!(
+            "igemu: {}: the sweep would fail after its runs: {e}",
+            file.display()
+        ))
+    })?;
     let mut record =
         crate::sweep::SweepRecord::new(file, &spec, &files.metrics, first.as_ref(), shard);
     // Nothing below writes before `start_sweep_out`, so the run file is there or not
@@ -444,6 +461,10 @@ fn start_sweep_out(
     // The record first: a run file never stands without the record of what made it (which
     // a later sweep into this folder would take for another sweep's).
     record.write(&files.record_path).map_err(Error::Failed)?;
+    // The whole sweep's points, paired differences and report are rewritten at its end:
+    // left while it runs, an interrupted re-run left them beside a partial run file, and the
+    // report drew them as if whole.
+    remove_outputs(out, &["points.csv", "paired.csv"])?;
     // The run file holds the finished runs (none, or those kept for --resume), and every
     // run's row is appended and flushed as it finishes: an interrupted sweep (Ctrl-C ends the
     // process) loses only the runs in flight.
@@ -1410,6 +1431,7 @@ fn prepare_stress_out(
     overwrite: bool,
 ) -> Result<Replaced, Error> {
     create_dir(dir)?;
+    owned::refuse_foreign(dir)?;
     let others: Vec<String> = (sweep_files(dir).into_iter())
         .chain(run_files(dir).into_iter().map(str::to_string))
         .collect();
@@ -1471,6 +1493,11 @@ fn remove_outputs(dir: &Path, names: &[impl AsRef<str>]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether `a` and `b` name one file (also through links or `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+}
+
 /// Makes `out` ready for the sweep `record` describes, so that it holds one whole sweep: a
 /// run's outputs there, or another sweep's — a record of other inputs with its files, or
 /// results with no record to say what made them — are refused unless `overwrite`, which
@@ -1482,12 +1509,8 @@ fn prepare_sweep_out(
     keep: &[&Path],
     overwrite: bool,
 ) -> Result<(), Error> {
-    let same = |a: &Path, b: &Path| {
-        a == b
-            || std::fs::canonicalize(a)
-                .is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
-    };
-    let kept = |name: &str| keep.iter().any(|k| same(k, &out.join(name)));
+    let kept = |name: &str| keep.iter().any(|k| same_file(k, &out.join(name)));
+    owned::refuse_foreign(out)?;
     // The record saying what made a file: points.csv and paired.csv are the whole sweep's.
     let record_of = |name: &str| -> String {
         match name {
@@ -1570,6 +1593,7 @@ fn prepare_out(
 ) -> Result<Option<std::fs::File>, Error> {
     create_dir(out)?;
     let held = hold_out(out)?;
+    owned::refuse_foreign(out)?;
     stress_results_in(out, overwrite)?;
     for name in crate::RUN_OUTPUTS {
         let _ = std::fs::remove_file(crate::staged(out, name));
@@ -1660,6 +1684,13 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let mut sets = run_sets(&args);
     let topo = load_run_topology(&args, &mut sets, registry)?;
     check_run_flags(&args, &topo)?;
+    if !trace_filter.actors.is_empty() {
+        crate::trace::check_actor_patterns(
+            &trace_filter.actors,
+            &crate::trace::actor_catalogue(&topo),
+        )
+        .map_err(|e| Error::Usage(format!("--trace-actors: {e}")))?;
+    }
     let provenance = crate::Provenance {
         speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
         ..crate::Provenance::of(args.topology.as_deref(), &sets)

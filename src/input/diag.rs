@@ -252,6 +252,33 @@ impl fmt::Display for Report {
 /// controls, byte order mark, ...) is no letter, digit or ASCII character.
 const BLANK_LETTERS: [char; 4] = ['\u{115F}', '\u{1160}', '\u{3164}', '\u{FFA0}'];
 
+/// Whether `c` would act or hide rather than show in free text (a description, a topology's
+/// title): a control character (C0, DEL, C1: escape sequences, carriage returns), a line or
+/// paragraph separator, or a default-ignorable code point (zero-width characters,
+/// bidirectional controls, the byte order mark, variation selectors, tags, the Hangul
+/// fillers). Other punctuation and symbols (`§`, `–`, `µ`) show as themselves.
+pub(crate) fn acts_invisibly(c: char) -> bool {
+    c.is_control()
+        || BLANK_LETTERS.contains(&c)
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{17B4}'..='\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFF0}'..='\u{FFFB}'
+                | '\u{1BCA0}'..='\u{1BCA3}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0000}'..='\u{E0FFF}'
+        )
+}
+
 /// Whether a message may show `c` as it is: a space, visible ASCII, or a letter or digit of
 /// any script that shows as something.
 pub(crate) fn shows_as_itself(c: char) -> bool {

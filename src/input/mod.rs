@@ -30,6 +30,58 @@ pub const MAX_JSON_BYTES: u64 = 16 << 20;
 /// metric), so a longer line is a wrong file. The files themselves are streamed, uncapped.
 pub const MAX_CSV_LINE: usize = 1 << 20;
 
+/// The place (`a.b[2]`) of the first key or string in `v` holding a control or invisible
+/// character ([`diag::acts_invisibly`]; a tab aside), if one does. igemu's own JSON files (records,
+/// summaries) hold none; read back and shown in a message, such a character would act in the
+/// terminal instead of showing.
+pub fn unshowable_json(v: &serde_json::Value) -> Option<String> {
+    // A tab shows as space; a line end would fake a line of the message showing it.
+    let bad = |s: &str| s.chars().any(|c| c != '\t' && diag::acts_invisibly(c));
+    match v {
+        serde_json::Value::String(s) if bad(s) => Some(String::new()),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| unshowable_json(x).map(|p| format!("[{i}]{p}"))),
+        serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
+            if bad(k) {
+                return Some(format!(".{}", diag::shown(k)));
+            }
+            unshowable_json(x).map(|p| format!(".{k}{p}"))
+        }),
+        _ => None,
+    }
+}
+
+/// Reads a TOML file (a topology or a sweep) of at most [`MAX_TOML_BYTES`]; a file that
+/// cannot be read is reported with `hint`, and one that is not UTF-8 at the line and column
+/// of its first byte that is not (a file saved in Latin-1 or UTF-16 said only "stream did
+/// not contain valid UTF-8" and "check the path").
+pub(crate) fn read_toml(path: &Path, hint: &str) -> Result<String, Box<Report>> {
+    let shown = path.display().to_string();
+    let bytes = read_capped_bytes(path, MAX_TOML_BYTES)
+        .map_err(|e| Box::new(Report::unreadable(&shown, &e, hint)))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let byte = e.as_bytes().get(at).copied().unwrap_or_default();
+        // The text before `at` is the same in the lossy copy, so the place reads right.
+        let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        let d = Diagnostic {
+            loc: diag::Loc::File {
+                start: at,
+                end: at + 1,
+            },
+            message: format!("byte 0x{byte:02X} is not UTF-8 text"),
+            hint: Some(
+                "TOML files are UTF-8: save the file as UTF-8 (one in Latin-1 or UTF-16 reads \
+                 as this), or remove the byte"
+                    .into(),
+            ),
+        };
+        Box::new(Report::of_file(&shown, &text, vec![d]))
+    })
+}
+
 /// Reads a text file of at most `cap` bytes; a larger one (or an endless one such as
 /// `/dev/zero`) is an error saying so, without reading more than `cap` bytes of it. A regular
 /// file's size is checked before reading, and the buffer never grows past `cap + 1` bytes (a
@@ -293,5 +345,18 @@ mod tests {
             message,
             format!("runs.csv:1: longer than {MAX_CSV_LINE} bytes; not a CSV row igemu writes (check the path)")
         );
+    }
+
+    #[test]
+    fn unshowable_json_names_the_place_of_a_control_character() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"a": {"b": ["ok", "x\u001b[2J"]}, "c": "fine"}"#)
+                .expect("json");
+        assert_eq!(unshowable_json(&v).as_deref(), Some(".a.b[1]"));
+        let key: serde_json::Value = serde_json::from_str(r#"{"k\u202e": 1}"#).expect("json");
+        assert_eq!(unshowable_json(&key).as_deref(), Some(".k\\u{202e}"));
+        let fine: serde_json::Value =
+            serde_json::from_str(r#"{"t": "§ 4.2 – µs, tab\there"}"#).expect("json");
+        assert_eq!(unshowable_json(&fine), None);
     }
 }

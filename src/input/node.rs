@@ -121,7 +121,10 @@ impl Origin<'_> {
 fn convert(value: &Spanned<DeValue<'_>>, origin: Origin<'_>, diags: &Diags) -> Node {
     let loc = origin.loc(value.span());
     let kind = match value.get_ref() {
-        DeValue::String(s) => NodeKind::Str(s.to_string()),
+        DeValue::String(s) => {
+            check_visible(s, &loc, "string", diags);
+            NodeKind::Str(s.to_string())
+        }
         DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
             Ok(v) => NodeKind::Int(v),
             Err(_) => {
@@ -164,6 +167,7 @@ fn convert_table(table: &DeTable<'_>, origin: Origin<'_>, diags: &Diags) -> Vec<
                 name: k.get_ref().to_string(),
                 loc: origin.loc(k.span()),
             };
+            check_visible(&key.name, &key.loc, "key", diags);
             (key, convert(v, origin, diags))
         })
         .collect()
@@ -244,10 +248,41 @@ pub(crate) fn override_value(raw: &str, index: usize, diags: &Diags) -> Node {
     let huge = |v: &DeValue<'_>| matches!(v, DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err());
     match DeValue::parse(raw) {
         Ok(v) if !huge(v.get_ref()) => convert(&v, Origin::Set(index), diags),
-        _ => Node {
-            kind: NodeKind::Str(raw.to_string()),
-            loc: Loc::Set(index),
-        },
+        _ => {
+            check_visible(raw, &Loc::Set(index), "value", diags);
+            Node {
+                kind: NodeKind::Str(raw.to_string()),
+                loc: Loc::Set(index),
+            }
+        }
+    }
+}
+
+/// Refuses, at `loc`, text (a `what`: string, key) holding a control or invisible character
+/// (tabs and line ends aside): igemu shows the strings of its inputs in terminals, Mermaid
+/// diagrams, CSVs and pages, where an escape sequence would act (clear the screen, set the
+/// window title) and a newline add lines, instead of showing.
+fn check_visible(text: &str, loc: &Loc, what: &str, diags: &Diags) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let line_end = c == '\n' || (c == '\r' && chars.peek() == Some(&'\n'));
+        if c == '\t' || line_end || !super::diag::acts_invisibly(c) {
+            continue;
+        }
+        diags.error(
+            loc,
+            format!(
+                "the {what} `{}` holds the character U+{:04X}, a control or invisible character",
+                super::diag::shown(text),
+                u32::from(c)
+            ),
+            Some(
+                "write visible characters: igemu shows this text in terminals, diagrams and \
+                 CSVs, where such a character would act instead of showing"
+                    .into(),
+            ),
+        );
+        return;
     }
 }
 

@@ -309,12 +309,12 @@ impl Realtime {
 
 /// Adds `took` to `site`'s histogram in `all`.
 fn record(all: &mut BTreeMap<Site, Histogram<u64>>, site: &Site, took: EmuDuration) {
-    let h = all.entry(site.clone()).or_insert_with(|| {
-        // Invariant: 1 µs .. 1 day with 3 significant figures is a valid range (as timer
-        // lateness's).
-        Histogram::new_with_bounds(1, 86_400_000_000, 3).expect("static histogram bounds are valid")
-    });
-    let _ = h.record(took.as_micros().clamp(1, 86_400_000_000));
+    // As timer lateness's: growing as needed, so a high speed-up's long waits are kept, not
+    // clamped to a top bucket that would read as the p99.
+    let h = all
+        .entry(site.clone())
+        .or_insert_with(crate::time::lateness_histogram);
+    crate::time::record_lateness(h, took.as_micros().max(1));
 }
 
 thread_local! {

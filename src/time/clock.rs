@@ -461,13 +461,27 @@ impl Lateness {
     }
 }
 
+/// An empty histogram of timer lateness in emulated µs, growing as needed: a wall second late
+/// at ×1e9 is 31 emulated years, and a fixed top (it was one day) clamped such values and
+/// printed the top bucket as the p99.
+pub(crate) fn lateness_histogram() -> Histogram<u64> {
+    // Invariant: 3 significant figures is a valid precision.
+    Histogram::new(3).expect("3 significant figures is a valid precision")
+}
+
+/// Records `late` µs, growing the histogram to hold it (a saturating record would clamp it to
+/// the current top); only a value it cannot grow to (past u64::MAX / 2 µs) is clamped.
+pub(crate) fn record_lateness(h: &mut Histogram<u64>, late: u64) {
+    if h.record(late).is_err() {
+        h.saturating_record(late);
+    }
+}
+
 impl Clock {
     /// A clock starting at emulated time zero now. Must be created inside the tokio runtime
     /// that will drive it (paused for [`ClockMode::Virtual`]).
     pub fn new(mode: ClockMode) -> Clock {
-        // Invariant: 1 µs .. 1 day with 3 significant figures is a valid histogram range.
-        let hist = Histogram::new_with_bounds(1, 86_400_000_000, 3)
-            .expect("static histogram bounds are valid");
+        let hist = lateness_histogram();
         // The newest clock on a thread owns its count of work in flight.
         let epoch = EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         FLIGHT.with(|f| f.set((epoch, 0)));
@@ -973,8 +987,7 @@ impl Clock {
             timers = timers.saturating_add(u32::from(event.timer));
             if let (Some(wall), true) = (wall, event.timer) {
                 let late = wall.since(EmuTime::from_micros(due)).as_micros().max(1);
-                // Saturating record: a value beyond the histogram's range is clamped, not lost.
-                self.inner.lateness_us.borrow_mut().saturating_record(late);
+                record_lateness(&mut self.inner.lateness_us.borrow_mut(), late);
             }
             self.inner.fired.set(self.inner.fired.get() + 1);
             ran |= event.run(EmuTime::from_micros(due));
@@ -1334,6 +1347,22 @@ mod tests {
 
     fn us(n: u64) -> std::time::Duration {
         std::time::Duration::from_micros(n)
+    }
+
+    /// At ×1e9 a timer a wall second late is 1e15 emulated µs late: the p99 says so, within
+    /// the histogram's 3 significant figures, instead of a one-day top bucket.
+    #[test]
+    fn lateness_beyond_a_day_is_kept_not_clamped() {
+        let mut h = lateness_histogram();
+        (0..98).for_each(|_| record_lateness(&mut h, 1_000));
+        (0..2).for_each(|_| record_lateness(&mut h, 1_000_000_000_000_000));
+        let l = Lateness::of(&h);
+        assert!((l.p50 - 1.0).abs() < 0.01, "{l:?}");
+        assert!((l.p99 / 1e12 - 1.0).abs() < 0.001, "{l:?}");
+        assert!((l.max / 1e12 - 1.0).abs() < 0.001, "{l:?}");
+        let mut merged = lateness_histogram();
+        merged.add(&h).expect("histograms that grow add up");
+        assert_eq!(Lateness::of(&merged).samples, 100);
     }
 
     #[test]

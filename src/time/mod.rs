@@ -11,6 +11,7 @@ pub mod record;
 pub mod remote;
 mod text;
 
+pub(crate) use clock::{lateness_histogram, record_lateness};
 pub use clock::{
     wait_lateness_probe, Clock, ClockMode, Group, InstantLoad, Lateness, Members, Near,
     OrderOutcome, Stopwatch, TimerHandle, Work,

@@ -7,9 +7,10 @@
 //! 3600000000 task 17    the 18th task the run spawned started at t = 3600 s
 //! ```
 //!
-//! The last line, `end <deliveries> <hash>` (the count and the FNV-1a hash of every delivery
-//! line, newline included, in hex), says the record is whole: a record cut short, edited or
-//! with lines after it is damaged, whatever a replay makes of its deliveries.
+//! The last line, `end <deliveries> <hash>` (the count, and the FNV-1a hash of the header line
+//! and every delivery line, newlines included, in hex), says the record is whole: a record cut
+//! short, edited (its header too: the overrides it names are what a replay runs) or with lines
+//! after it is damaged, whatever a replay makes of its deliveries.
 //!
 //! Actor numbers are trace ids (registration order, the same in every run of a topology),
 //! task numbers count the spawns. Per receiver, the lines in order are the order it received
@@ -32,12 +33,15 @@ pub struct OrderLog {
 }
 
 impl OrderLog {
-    /// A log writing to `out` (after whatever the caller wrote first: the header).
-    pub fn new(out: Box<dyn Write>) -> OrderLog {
+    /// A log writing to `out` after the caller wrote `header` (its first line, newline
+    /// included), which the end line's hash covers too.
+    pub fn new(out: Box<dyn Write>, header: &[u8]) -> OrderLog {
+        let mut hash = Fnv::new();
+        hash.add(header);
         OrderLog {
             out,
             written: 0,
-            hash: Fnv::new(),
+            hash,
             error: None,
         }
     }
@@ -104,13 +108,16 @@ pub struct OrderScript {
 const MAX_LINE: u64 = 256;
 
 impl OrderScript {
-    /// A script reading deliveries from `input`, whose first line is line `first_line`.
-    pub fn new(input: Box<dyn BufRead>, first_line: u64) -> OrderScript {
+    /// A script reading deliveries from `input`, whose first line is line `first_line`, after
+    /// `header` (the lines before, newlines included), which the end line's hash covers too.
+    pub fn new(input: Box<dyn BufRead>, first_line: u64, header: &[u8]) -> OrderScript {
+        let mut hash = Fnv::new();
+        hash.add(header);
         OrderScript {
             input,
             line: first_line,
             read: 0,
-            hash: Fnv::new(),
+            hash,
             ended: false,
             buf: String::new(),
         }
@@ -151,7 +158,7 @@ impl OrderScript {
             let whole = format!("{} {:016x}", self.read, self.hash.0);
             if end != whole {
                 return Err(format!(
-                    "line {at}: the end line says `{end}`, the deliveries before it make `{whole}` (deliveries, hash): the record was edited or damaged"
+                    "line {at}: the end line says `{end}`, its header and deliveries make `{whole}` (deliveries, hash): the record was edited or damaged"
                 ));
             }
             self.ended = true;
@@ -228,13 +235,13 @@ mod tests {
             (7, Lane::Task(u64::MAX)),
         ];
         let buf = Shared::default();
-        let mut log = OrderLog::new(Box::new(buf.clone()));
+        let mut log = OrderLog::new(Box::new(buf.clone()), b"");
         for &(t, l) in &lanes {
             log.log(t, l);
         }
         assert_eq!(log.finish().ok(), Some(4));
         let bytes = buf.0.borrow().clone();
-        let mut script = OrderScript::new(Box::new(std::io::Cursor::new(bytes)), 2);
+        let mut script = OrderScript::new(Box::new(std::io::Cursor::new(bytes)), 2, b"");
         for &want in &lanes {
             assert_eq!(script.next_delivery(), Ok(Some(want)));
         }
@@ -245,7 +252,7 @@ mod tests {
     #[test]
     fn a_record_cut_edited_or_extended_is_damaged_whatever_its_lines_say() {
         let buf = Shared::default();
-        let mut log = OrderLog::new(Box::new(buf.clone()));
+        let mut log = OrderLog::new(Box::new(buf.clone()), b"");
         for t in 0..6u64 {
             log.log(
                 t,
@@ -260,8 +267,11 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[6].starts_with("end 6 "), "{text}");
         let read_all = |body: &str| -> Result<u64, String> {
-            let mut s =
-                OrderScript::new(Box::new(std::io::Cursor::new(body.as_bytes().to_vec())), 2);
+            let mut s = OrderScript::new(
+                Box::new(std::io::Cursor::new(body.as_bytes().to_vec())),
+                2,
+                b"",
+            );
             while s.next_delivery()?.is_some() {}
             Ok(s.read())
         };
@@ -277,6 +287,18 @@ mod tests {
         swapped.swap(1, 2);
         let edited = read_all(&join(&swapped)).expect_err("swapped");
         assert!(edited.contains("edited or damaged"), "{edited}");
+        // Another header than the one the log was written after.
+        let mut s = OrderScript::new(
+            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+            2,
+            b"{\"seed\":2}\n",
+        );
+        let header = (|| -> Result<u64, String> {
+            while s.next_delivery()?.is_some() {}
+            Ok(s.read())
+        })()
+        .expect_err("another header");
+        assert!(header.contains("edited or damaged"), "{header}");
         // Anything after the end line.
         let mut longer = lines.clone();
         longer.push(lines[0]);
@@ -295,14 +317,17 @@ mod tests {
             ),
             ("1 2 3\n-1 task 3\n", "line 11: `-1` is not a time in µs"),
         ] {
-            let mut s =
-                OrderScript::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), 10);
+            let mut s = OrderScript::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                10,
+                b"",
+            );
             assert!(s.next_delivery().is_ok());
             let err = s.next_delivery().expect_err(text);
             assert!(err.starts_with(says), "{err}");
         }
         let long = format!("1 2 {}\n", "3".repeat(1000));
-        let mut s = OrderScript::new(Box::new(std::io::Cursor::new(long.into_bytes())), 1);
+        let mut s = OrderScript::new(Box::new(std::io::Cursor::new(long.into_bytes())), 1, b"");
         assert!(s.next_delivery().expect_err("long").contains("longer than"));
     }
 }

@@ -849,15 +849,11 @@ impl Overrides {
 /// Reads and validates a topology file.
 pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Report>> {
     let shown = path.display().to_string();
-    let text = match crate::input::read_capped(path, crate::input::MAX_TOML_BYTES) {
-        Ok(t) => t,
-        Err(e) => {
-            let hint = "check the path; `igemu run` with no file runs the embedded quickstart";
-            let mut report = Report::unreadable(&shown, &e, hint);
-            report.sets = overrides.sets.clone();
-            return Err(Box::new(report));
-        }
-    };
+    let hint = "check the path; `igemu run` with no file runs the embedded quickstart";
+    let text = crate::input::read_toml(path, hint).map_err(|mut report| {
+        report.sets = overrides.sets.clone();
+        report
+    })?;
     let stem = path
         .file_stem()
         .map_or("topology".into(), |s| s.to_string_lossy().to_string());

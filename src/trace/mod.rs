@@ -106,7 +106,57 @@ pub fn actor_matches(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// The actors a run of `topo` has, by trace name, for checking `--trace-actors` patterns
+/// before the run: the director, each Grid's IGG and DVE, each cluster's LRMS, users and
+/// hosts, and one `vm:REQUEST/` prefix per request (its VMs are `vm:REQUEST/0`, `/1`, …).
+/// DVEs and users are listed for every Grid and cluster, though a run starts them only
+/// where a workload needs them.
+pub fn actor_catalogue(topo: &crate::topology::Topology) -> Vec<String> {
+    let mut names = vec!["director".to_string()];
+    for g in &topo.grids {
+        names.push(format!("igg:{}", g.name));
+        names.push(format!("dve:{}", g.name));
+    }
+    for c in &topo.clusters {
+        let q = c.qualified_name(topo);
+        names.push(format!("lrms:{q}"));
+        names.push(format!("users:{q}"));
+        names.extend((0..c.hosts.len()).map(|i| format!("host:{q}/{i}")));
+    }
+    names.extend(topo.request_labels.iter().map(|r| format!("vm:{r}/")));
+    names
+}
+
+/// Refuses a `--trace-actors` pattern that names no actor of the run (it kept nothing, and
+/// the run said nothing), with the closest name the run has.
+pub fn check_actor_patterns(patterns: &[String], catalogue: &[String]) -> Result<(), String> {
+    for p in patterns {
+        let narrowed = p.strip_suffix('*').unwrap_or(p);
+        let hit = catalogue.iter().any(|name| {
+            // A VM's name is its request's prefix and a number: a pattern within one is
+            // taken as naming a VM of it.
+            actor_matches(p, name) || (name.starts_with("vm:") && narrowed.starts_with(name))
+        });
+        if hit {
+            continue;
+        }
+        let shown = crate::input::diag::shown(p);
+        let hint = match crate::input::diag::did_you_mean(p, catalogue.iter().map(String::as_str)) {
+            Some(c) => format!("did you mean `{c}`? "),
+            None => String::new(),
+        };
+        return Err(format!(
+            "`{shown}` names no actor of this run; {hint}actors are named director, igg:GRID, \
+             dve:GRID, lrms:GRID/CLUSTER, users:GRID/CLUSTER, host:GRID/CLUSTER/N and \
+             vm:REQUEST/N; end a pattern with `:`, `/` or `*` to match a prefix (`igg:`, \
+             `host:das2/`, `lrms:das2/fs*`)"
+        ));
+    }
+    Ok(())
+}
+
 impl TraceFilter {
+    /// Whether the filter keeps everything.impl TraceFilter {
     /// Whether the filter keeps everything.
     pub fn is_empty(&self) -> bool {
         *self == TraceFilter::default()

@@ -71,6 +71,28 @@ pub struct Item {
 }
 
 impl Event {
+    /// The first text field holding a control or invisible character, if one does: igemu's
+    /// names hold none, and such a character read from a trace would act in a terminal (an
+    /// escape sequence), add lines to a Mermaid diagram (a newline) or hide (a bidirectional
+    /// control).
+    pub fn unshowable(&self) -> Option<&'static str> {
+        let bad = |s: &str| s.chars().any(crate::input::diag::acts_invisibly);
+        let fields = [
+            ("from", Some(&self.from)),
+            ("to", Some(&self.to)),
+            ("kind", Some(&self.kind)),
+            ("request", self.request.as_ref()),
+            ("verdict", self.verdict.as_ref()),
+        ];
+        if let Some((name, _)) = fields.iter().find(|(_, v)| v.is_some_and(|v| bad(v))) {
+            return Some(name);
+        }
+        self.items
+            .iter()
+            .any(|i| bad(&i.request) || i.verdict.as_deref().is_some_and(bad))
+            .then_some("items")
+    }
+
     /// Whether the record is about request `r`: by its own id or as one of its batch.
     pub fn mentions(&self, r: &str) -> bool {
         self.request.as_deref() == Some(r) || self.items.iter().any(|i| i.request == r)
@@ -180,6 +202,17 @@ impl<R: BufRead> Iterator for Events<R> {
                             message: out_of_order(e.seq, before),
                         }),
                         _ => Ok(e),
+                    })
+                    .and_then(|e| match e.unshowable() {
+                        Some(field) => Err(ReadError {
+                            line: self.line,
+                            message: format!(
+                                "`{field}` holds a control or invisible character, which no \
+                                 trace igemu writes holds (it would act in a terminal or add \
+                                 lines to a diagram instead of showing)"
+                            ),
+                        }),
+                        None => Ok(e),
                     }),
                 Err(e) => Err(ReadError {
                     line: self.line,
@@ -893,7 +926,7 @@ impl Mermaid {
             }
             Line::Lease(l) => l.text(),
         };
-        let label = label.replace([';', '#'], " ");
+        let label = diagram_text(&label);
         match t {
             Some(t) => format!("    P{f}->>P{t}: {label}\n"),
             None => format!("    Note over P{f}: {label}\n"),
@@ -904,10 +937,26 @@ impl Mermaid {
     pub fn head(&self) -> String {
         let mut out = String::from("sequenceDiagram\n");
         for (i, a) in self.order.iter().enumerate() {
-            out += &format!("    participant P{i} as {a}\n");
+            out += &format!("    participant P{i} as {}\n", diagram_text(a));
         }
         out
     }
+}
+
+/// Text as a Mermaid statement may hold it: `;` and `#` (which end a statement and begin an
+/// entity) and any control or invisible character (a newline would begin a statement of its
+/// own) become spaces. The trace reader refuses such characters already; this holds for
+/// lines made any other way too.
+fn diagram_text(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c == ';' || c == '#' || crate::input::diag::acts_invisibly(c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// A Mermaid `sequenceDiagram` of the lines (see [`Mermaid`]).
@@ -1392,6 +1441,40 @@ mod tests {
         );
         assert_eq!(price(3.0), "3");
         assert_eq!(price(0.1234), "0.123");
+    }
+
+    #[test]
+    fn a_record_with_a_control_character_is_refused_and_diagrams_hold_none() {
+        for (field, line) in [
+            (
+                "kind",
+                r#"{"seq":0,"t_us":0,"from":"a","to":"b","kind":"X\nparticipant Z"}"#,
+            ),
+            (
+                "to",
+                r#"{"seq":0,"t_us":0,"from":"a","to":"b\u001b]0;title\u0007","kind":"X"}"#,
+            ),
+            (
+                "request",
+                r#"{"seq":0,"t_us":0,"from":"a","to":"b","kind":"X","request":"r\u202e1"}"#,
+            ),
+            (
+                "items",
+                r#"{"seq":0,"t_us":0,"from":"a","to":"b","kind":"X","items":[{"request":"r\r"}]}"#,
+            ),
+        ] {
+            let e = parse(line).expect_err(line);
+            assert!(e.contains(&format!("`{field}` holds a control")), "{e}");
+        }
+        // Lines made otherwise are made safe in the diagram: one statement each.
+        let mut e = parse(r#"{"seq":0,"t_us":0,"from":"a","to":"c","kind":"k"}"#)
+            .expect("valid")
+            .remove(0);
+        e.from = "a\nb".into();
+        e.kind = "X\nparticipant Z as evil; #1".into();
+        let m = mermaid(&[Line::Message(e)], false);
+        assert_eq!(m.lines().count(), 4, "{m}");
+        assert!(!m.contains(';') && !m.contains("#1"), "{m}");
     }
 
     #[test]
