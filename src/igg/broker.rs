@@ -803,7 +803,7 @@ impl Broker {
         let Some(r) = self.redirecting.get_mut(&lease) else {
             return Vec::new();
         };
-        r.retries += 1;
+        r.retries = r.retries.saturating_add(1);
         vec![Out::Send {
             peer: r.peer,
             msg: PeerMsg::Redirect {
