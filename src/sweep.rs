@@ -1390,7 +1390,7 @@ pub fn read_runs(run_files: &[PathBuf]) -> Result<(Vec<String>, Vec<Vec<String>>
 
 /// Checks run file `f`'s columns `h`: the first file's must be a sweep's (run, seed, …,
 /// error; no column twice) and become `header`; every later file's must equal them.
-fn check_header(
+pub(crate) fn check_header(
     f: &std::path::Path,
     header: &mut Option<Vec<String>>,
     h: Vec<String>,
@@ -1428,7 +1428,7 @@ fn check_header(
 
 /// Checks the metric cells of row `rec` (at `at`): each is empty (not reported, or a failed
 /// run's) or a finite number within ±[`MAX_METRIC`].
-fn check_metric_cells(
+pub(crate) fn check_metric_cells(
     at: &str,
     rec: &csv::StringRecord,
     names: &[String],
@@ -1465,7 +1465,7 @@ fn check_metric_cells(
 
 /// A run file's columns — run, seed, the varied keys (prefixed `set:`), the metrics, error —
 /// as the error column and the varied keys' and metrics' columns.
-fn columns(header: &[String]) -> (usize, Vec<usize>, Vec<usize>) {
+pub(crate) fn columns(header: &[String]) -> (usize, Vec<usize>, Vec<usize>) {
     let err_col = header.len() - 1;
     let param_cols: Vec<usize> = (2..err_col)
         .filter(|&c| header[c].starts_with("set:"))

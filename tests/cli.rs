@@ -877,6 +877,26 @@ fn link(target: &str, link: &Path) {
     std::os::unix::fs::symlink(target, link).expect("symlink made");
 }
 
+/// A `summary.json` with every key `igemu report` reads: no requests, `clusters` as
+/// (`grid/cluster`, hosts), and `grids` as (name, figures) JSON.
+fn run_summary(end_s: f64, clusters: &[(&str, u64)], grids: &[(&str, &str)]) -> String {
+    let counts = r#"{"completed": 0, "rejected": 0, "cancelled": 0, "unfinished": 0}"#;
+    let clusters: Vec<String> = clusters
+        .iter()
+        .map(|(name, hosts)| format!("\"{name}\": {{\"hosts\": {hosts}}}"))
+        .collect();
+    let grids: Vec<String> = grids
+        .iter()
+        .map(|(name, figures)| format!("\"{name}\": {figures}"))
+        .collect();
+    format!(
+        r#"{{"topology": "t", "mode": "virtual", "seed": 1, "policies": {{}}, "emulated_end_s": {end_s}, "wall_s": 0,
+"requests": {{"total": 0, "local": {counts}, "external": {counts}}}, "clusters": {{{}}}, "grids": {{{}}}}}"#,
+        clusters.join(", "),
+        grids.join(", ")
+    )
+}
+
 #[cfg(unix)]
 #[test]
 fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
@@ -917,7 +937,7 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
     );
     let z4 = dir("z4");
     // The negotiations are listed from the trace for a summary with Grids.
-    let grids = r#"{"topology": "t", "grids": {"g": {"served": 1}}}"#;
+    let grids = run_summary(0.0, &[], &[("g", r#"{"served": 1}"#)]);
     std::fs::write(z4.join("summary.json"), grids).expect("written");
     zeros(&z4.join("trace.jsonl"));
     refused(
@@ -926,7 +946,7 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
     );
     for csv in ["requests.csv", "intervals.csv", "utilization.csv"] {
         let z = dir(&format!("z-{csv}"));
-        std::fs::write(z.join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+        std::fs::write(z.join("summary.json"), run_summary(0.0, &[], &[])).expect("written");
         zeros(&z.join(csv));
         refused(
             &["report", &s(&z)],
@@ -1785,7 +1805,8 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     let o = igemu(&["report", "no/such/dir"]);
     assert_eq!(o.status.code(), Some(2));
     // A malformed intervals.csv is named with its line, and no report is left behind.
-    std::fs::write(dir.path().join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+    let summary = run_summary(0.0, &[("g/c", 1)], &[]);
+    std::fs::write(dir.path().join("summary.json"), &summary).expect("written");
     std::fs::write(
         dir.path().join("intervals.csv"),
         "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s\nr,0,g,c,0,cancellable,running,5,x\n",
@@ -1823,7 +1844,7 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     // And a summary whose end is no run's (the page said "from 0 s to 1157...0 d").
     std::fs::write(
         dir.path().join("summary.json"),
-        "{\"topology\": \"t\", \"emulated_end_s\": 1e300}",
+        run_summary(1e300, &[("g/c", 1)], &[]),
     )
     .expect("written");
     std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
@@ -1834,7 +1855,7 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
         "{}",
         stderr(&o)
     );
-    std::fs::write(dir.path().join("summary.json"), "{\"topology\": \"t\"}").expect("written");
+    std::fs::write(dir.path().join("summary.json"), &summary).expect("written");
     std::fs::write(dir.path().join("intervals.csv"), "").expect("written");
     // So are amounts that are not numbers (they would draw as nothing, or break the SVG).
     std::fs::remove_file(dir.path().join("intervals.csv")).expect("removed");
@@ -1846,6 +1867,396 @@ fn reporting_a_directory_with_no_outputs_or_bad_ones_exits_2() {
     let o = igemu(&["report", dir.path().to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("utilization.csv:2"), "{}", stderr(&o));
+}
+
+/// The run of the embedded quickstart, written into `dir`.
+fn quickstart_run(dir: &Path) -> PathBuf {
+    let out = dir.join("run");
+    let o = igemu(&["run", "--out", out.to_str().expect("utf-8"), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+/// Replaces the first `from` in line `line` (1-based) of the file at `path` by `to`.
+fn edit_line(path: &Path, line: usize, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).expect("readable");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    assert!(
+        lines[line - 1].contains(from),
+        "{}: {}",
+        path.display(),
+        lines[line - 1]
+    );
+    lines[line - 1] = lines[line - 1].replacen(from, to, 1);
+    std::fs::write(path, lines.join("\n") + "\n").expect("written");
+}
+
+/// `igemu report` on `dir` must exit 2 with `expect`, leaving no page behind.
+fn report_refused(dir: &Path, expect: &[&str]) {
+    let o = igemu(&["report", dir.to_str().expect("utf-8")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for e in expect {
+        assert!(err.contains(e), "expected `{e}` in: {err}");
+    }
+    assert!(!dir.join("report.html").exists());
+}
+
+/// A `summary.json` that is not a run's (empty, a key missing or of the wrong type) is
+/// refused naming the key, what was expected and the fix: it drew "0 of 0 requests
+/// completed" beside a table of requests.
+#[test]
+fn a_summary_missing_a_key_or_holding_the_wrong_type_is_refused_with_the_key_and_the_fix() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = quickstart_run(tmp.path());
+    let summary = run.join("summary.json");
+    let whole = std::fs::read_to_string(&summary).expect("summary");
+    let original: serde_json::Value = serde_json::from_str(&whole).expect("json");
+    let fix = "re-run it (same topology and seed) to rewrite the run's directory";
+    std::fs::write(&summary, "{}").expect("written");
+    report_refused(
+        &run,
+        &[
+            "summary.json: error: `topology` is missing; the report expects a string there",
+            fix,
+        ],
+    );
+    let edits: [(&str, serde_json::Value, &str); 4] = [
+        (
+            "/requests/total",
+            "10".into(),
+            "`requests.total` is \"10\" (a string); the report expects a whole number ≥ 0 there",
+        ),
+        (
+            "/requests/local/completed",
+            serde_json::Value::Null,
+            "`requests.local.completed` is null (null); the report expects a whole number ≥ 0",
+        ),
+        (
+            "/utilization_pct",
+            "high".into(),
+            "`utilization_pct` is \"high\" (a string); the report expects a finite number there",
+        ),
+        (
+            "/clusters/alpha~1a1/hosts",
+            (-4).into(),
+            "`clusters.alpha/a1.hosts` is -4 (a number); the report expects a whole number ≥ 0",
+        ),
+    ];
+    for (pointer, value, says) in edits {
+        let mut edited = original.clone();
+        *edited.pointer_mut(pointer).expect(pointer) = value;
+        std::fs::write(&summary, edited.to_string()).expect("written");
+        report_refused(&run, &["summary.json: error: ", says, fix]);
+    }
+    // A key the page reads, gone; and counts that do not add up to the total.
+    let mut edited = original.clone();
+    edited["requests"]
+        .as_object_mut()
+        .expect("requests")
+        .remove("external");
+    std::fs::write(&summary, edited.to_string()).expect("written");
+    report_refused(
+        &run,
+        &["`requests.external` is missing; the report expects an object"],
+    );
+    let mut edited = original.clone();
+    edited["requests"]["total"] = 11.into();
+    std::fs::write(&summary, edited.to_string()).expect("written");
+    report_refused(
+        &run,
+        &["`requests.total` is 11, but `requests.local` and `requests.external` count 10 requests"],
+    );
+    std::fs::write(&summary, whole).expect("written");
+    assert!(igemu(&["report", run.to_str().expect("utf-8")])
+        .status
+        .success());
+}
+
+/// A run's CSV files with a value igemu never writes (a state, a lease type), a row of
+/// another run (a cluster or host its summary does not have), rows out of time order, or
+/// counts that disagree with `summary.json` are refused at file:line, with both numbers.
+#[test]
+fn a_runs_files_that_disagree_or_hold_values_igemu_never_writes_are_refused_at_their_place() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = quickstart_run(tmp.path());
+    let file = |name: &str| run.join(name);
+    let keep: Vec<(String, String)> = ["requests.csv", "intervals.csv", "utilization.csv"]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                std::fs::read_to_string(file(n)).expect("readable"),
+            )
+        })
+        .collect();
+    let restore = || {
+        for (name, text) in &keep {
+            std::fs::write(file(name), text).expect("written");
+        }
+    };
+    // The page drew "7 of 10 requests completed" from the summary beside a table of 9.
+    let requests = &keep[0].1;
+    let cut: Vec<&str> = requests.lines().collect();
+    std::fs::write(file("requests.csv"), cut[..cut.len() - 1].join("\n") + "\n").expect("cut");
+    report_refused(
+        &run,
+        &[
+            "requests.csv: error: it holds 9 requests, but",
+            "summary.json's `requests.total` is 10; the two files are not of one run",
+        ],
+    );
+    restore();
+    edit_line(&file("requests.csv"), 2, ",completed,", ",rejected,");
+    report_refused(
+        &run,
+        &[
+            "requests.csv: error: it holds 6 external requests completed, but",
+            "summary.json's `requests.external.completed` is 7",
+        ],
+    );
+    restore();
+    edit_line(&file("requests.csv"), 3, ",completed,", ",done,");
+    report_refused(
+        &run,
+        &["requests.csv:3: error: `state` is `done`; igemu writes one of completed, rejected, cancelled, unfinished"],
+    );
+    restore();
+    edit_line(&file("intervals.csv"), 2, "suspendable", "spot");
+    report_refused(
+        &run,
+        &["intervals.csv:2: error: `lease_type` is `spot`; igemu writes one of cancellable"],
+    );
+    restore();
+    edit_line(&file("intervals.csv"), 3, "alpha,a1,0,", "alpha,a9,0,");
+    report_refused(
+        &run,
+        &["intervals.csv:3: error: cluster `alpha/a9` is not one of summary.json's `clusters`"],
+    );
+    restore();
+    edit_line(&file("intervals.csv"), 4, "alpha,a1,0,", "alpha,a1,4,");
+    report_refused(
+        &run,
+        &["intervals.csv:4: error: host 4 of alpha/a1, which has 4 hosts in summary.json"],
+    );
+    restore();
+    edit_line(&file("intervals.csv"), 2, ",300,", ",soon,");
+    report_refused(
+        &run,
+        &["intervals.csv:2: error: `start_s` is `soon`, not what igemu writes there"],
+    );
+    restore();
+    edit_line(
+        &file("utilization.csv"),
+        4,
+        "600,alpha,a1,",
+        "100,alpha,a1,",
+    );
+    report_refused(
+        &run,
+        &["utilization.csv:4: error: `time_s` 100 comes after 300 for alpha/a1"],
+    );
+    restore();
+    assert!(igemu(&["report", run.to_str().expect("utf-8")])
+        .status
+        .success());
+}
+
+/// A sweep's files with a NaN where a number must be, text in a numeric cell, a run twice
+/// or a seed twice at a point, `n` that do not add up to the runs, or a `sweep.json` that is
+/// not JSON are refused at file:line (the page drew them as nothing, or not at all).
+#[test]
+fn a_sweeps_files_that_disagree_or_hold_nan_are_refused_at_their_place() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(tmp.path(), "2h");
+    let out = tmp.path().join("out");
+    let o = igemu(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = |name: &str| out.join(name);
+    let keep: Vec<(String, String)> = ["points.csv", "runs.csv", "paired.csv", "sweep.json"]
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                std::fs::read_to_string(file(n)).expect("readable"),
+            )
+        })
+        .collect();
+    let restore = || {
+        for (name, text) in &keep {
+            std::fs::write(file(name), text).expect("written");
+        }
+    };
+    // points.csv: set:igg.dispatch,metric,n,mean,ci95_low,ci95_high.
+    let row = |text: &str, line: usize| -> Vec<String> {
+        text.lines()
+            .nth(line - 1)
+            .expect("a row")
+            .split(',')
+            .map(String::from)
+            .collect()
+    };
+    let mean = row(&keep[0].1, 3)[3].clone();
+    edit_line(&file("points.csv"), 3, &format!(",{mean},"), ",NaN,");
+    report_refused(&out, &["points.csv:3: error: `mean` is NaN, but `n` is 2: over 1 run or more it is a finite number"]);
+    restore();
+    edit_line(&file("points.csv"), 2, ",2,", ",two,");
+    report_refused(
+        &out,
+        &["points.csv:2: error: `n` is `two`; it counts the runs behind the point"],
+    );
+    restore();
+    edit_line(&file("points.csv"), 2, ",2,", ",3,");
+    report_refused(
+        &out,
+        &[
+            "points.csv: error: the `n` of metric `utilization_pct` add up to 5, but",
+            "runs.csv holds 4 runs that measured it",
+        ],
+    );
+    restore();
+    // runs.csv: run,seed,set:igg.dispatch,utilization_pct,makespan_s,error.
+    let runs = &keep[1].1;
+    let last = runs.lines().last().expect("a run").to_string();
+    std::fs::write(file("runs.csv"), format!("{runs}{last}\n")).expect("written");
+    report_refused(&out, &["runs.csv:6: error: run 3 again (also at line 5)"]);
+    let again = last.replacen("3,", "9,", 1);
+    std::fs::write(file("runs.csv"), format!("{runs}{again}\n")).expect("written");
+    report_refused(&out, &["runs.csv:6: error: run 9 has the point (igg.dispatch=bcf) and seed 2 of the run at line 5"]);
+    let cut: Vec<&str> = runs.lines().collect();
+    std::fs::write(file("runs.csv"), cut[..cut.len() - 1].join("\n") + "\n").expect("cut");
+    report_refused(
+        &out,
+        &["add up to 4, but", "runs.csv holds 3 runs that measured it"],
+    );
+    restore();
+    let paired = &keep[2].1;
+    let diff = row(paired, 2)[6].clone();
+    edit_line(&file("paired.csv"), 2, &diff, "x");
+    report_refused(
+        &out,
+        &["paired.csv:2: error: `mean_diff` is `x`, not a number"],
+    );
+    restore();
+    std::fs::write(file("sweep.json"), "{").expect("written");
+    report_refused(&out, &["sweep.json:1: error: not JSON"]);
+    restore();
+    let o = igemu(&["report", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A run of 2.1 M spans (more than a page keeps one by one) on 4 000 busy hosts: the page
+/// stays under its cap, draws that cluster merged per pixel and says so, and still draws a
+/// small cluster span by span. Before, every span was kept (19 M of them took 2 GiB and
+/// more) and this page took about a bar per pixel and host.
+#[test]
+fn a_run_with_millions_of_spans_gives_a_page_under_the_cap_that_says_it_merged() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    let summary = run_summary(60_000.0, &[("g/big", 4_000), ("g/small", 8)], &[]);
+    std::fs::write(dir.join("summary.json"), summary).expect("written");
+    let file = std::fs::File::create(dir.join("intervals.csv")).expect("created");
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(
+        w,
+        "request_id,vm,grid,cluster,host,lease_type,state,start_s,end_s"
+    )
+    .expect("written");
+    let leases = [
+        "cancellable",
+        "suspendable",
+        "migratable",
+        "non-preemptable",
+    ];
+    for i in 0..2_100_000u32 {
+        // Host by host, VMs of 50 s with gaps between them, lease types in turn.
+        let (host, slot) = (i % 4_000, i / 4_000);
+        let start = slot * 100 + host % 7;
+        let lease = leases[(i % 4) as usize];
+        writeln!(
+            w,
+            "r{i},0,g,big,{host},{lease},running,{start},{}",
+            start + 50
+        )
+        .expect("written");
+    }
+    for i in 0..1_000u32 {
+        let start = i * 50;
+        writeln!(
+            w,
+            "s{i},0,g,small,{},suspendable,running,{start},{}",
+            i % 8,
+            start + 40
+        )
+        .expect("written");
+    }
+    w.flush().expect("flushed");
+    drop(w);
+    let o = igemu(&["report", dir.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report");
+    assert!(
+        page.len() <= igemu::report::PAGE_CAP,
+        "{} bytes",
+        page.len()
+    );
+    assert!(
+        page.contains("g/big — 4000 hosts (4000 held a VM), 2100000 VM spans, merged per pixel")
+    );
+    assert!(page.contains("Merged per pixel: the run has more spans than a page draws one by one (2000000 in all). Each row stands for 20 hosts"));
+    assert!(page.contains("g/small — 8 hosts (8 held a VM), 1000 VM spans, 0 preemptions"));
+    assert_eq!(page.matches("<svg class=\"chart\"").count(), 2);
+}
+
+/// A sweep of 200 000 points (5 000 values × 20 policies × 2 metrics): the page stays under
+/// its cap, merges each line's points within a pixel and says so, and its table shows its
+/// first rows and says where the rest are. Before, the page took 44 MB.
+#[test]
+fn a_sweep_of_200k_points_gives_a_page_under_the_cap_that_says_it_merged() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    let file = std::fs::File::create(dir.join("points.csv")).expect("created");
+    let mut w = std::io::BufWriter::new(file);
+    writeln!(w, "set:x,set:policy,metric,n,mean,ci95_low,ci95_high").expect("written");
+    for x in 0..5_000u32 {
+        for p in 0..20u32 {
+            for (m, metric) in ["awrt_s", "utilization_pct"].iter().enumerate() {
+                let mean = f64::from(x * (p + 1)) / 7.0 + m as f64;
+                writeln!(
+                    w,
+                    "{x},p{p},{metric},3,{mean},{},{}",
+                    mean - 1.5,
+                    mean + 1.5
+                )
+                .expect("written");
+            }
+        }
+    }
+    w.flush().expect("flushed");
+    drop(w);
+    let o = igemu(&["report", dir.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report");
+    assert!(
+        page.len() <= igemu::report::PAGE_CAP,
+        "{} bytes",
+        page.len()
+    );
+    assert_eq!(page.matches("<svg class=\"chart\"").count(), 2);
+    assert!(page.contains(
+        "100000 points lie within a pixel of another of their line and are drawn merged"
+    ));
+    assert!(page.contains("300 of 200000 rows shown; the whole table is in points.csv."));
+    // A point per pixel column and line at most.
+    assert!(page.matches("<g class=\"point\">").count() <= 2 * 20 * 988);
 }
 
 /// A sweep of a copy of `peering-small` (so the test can edit it) ending at `end`, varying
@@ -2097,6 +2508,16 @@ fn a_sweep_run_again_removes_its_points_until_it_ends() {
             "{gone} left beside a partial run file"
         );
     }
+    // The report says what the folder holds and how to finish it.
+    let o = igemu(&["report", s(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds an unfinished sweep (sweep.json says so")
+            && stderr(&o).contains(&format!("igemu sweep {} --out", s(&long)))
+            && stderr(&o).contains("--resume"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Text from input reached the terminal and diagrams raw: a newline in a trace record's `kind`
@@ -3328,6 +3749,230 @@ fn the_live_view_shows_a_realtime_run_as_it_goes_and_stops_with_it() {
         stderr(&shown)
     );
     assert!(dom.contains("busy/b1"), "no clusters drawn");
+}
+
+/// A realtime run of the small peering topology serving its live view (`--serve ADDR` and
+/// `extra`), started in the background: the child and the address it says it serves at.
+fn live_run(serve: &str, extra: &[&str], out: &Path) -> (std::process::Child, Option<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(["run", "topologies/peering-small.toml", "--mode", "realtime"])
+        // About 25 s of wall time: these tests end it sooner.
+        .args(["--speedup", "20000", "--quiet", "--serve", serve])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let addr = first
+        .strip_prefix("live view: http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .map(str::to_string);
+    (child, addr)
+}
+
+/// Ends a child this test started and returns its standard error.
+fn end(mut child: std::process::Child) -> String {
+    use std::io::Read;
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err
+}
+
+/// `--serve` on an address that is not loopback is refused (exit 2, nothing written) unless
+/// `--serve-public` says so; then it serves, with a warning that other machines can see it.
+#[test]
+fn the_live_view_listens_beyond_loopback_only_when_told_to_and_says_so() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("o");
+    let out_s = out.to_str().expect("utf-8 path");
+    for addr in ["0.0.0.0:0", "[::]:0", "0:0"] {
+        let ran = refused(
+            &[
+                "run",
+                "topologies/peering-small.toml",
+                "--mode",
+                "realtime",
+                "--speedup",
+                "1000",
+                "--quiet",
+                "--serve",
+                addr,
+                "--out",
+                out_s,
+            ],
+            "--serve-public",
+        );
+        assert!(
+            stderr(&ran).contains("not a loopback address"),
+            "{addr}: {}",
+            stderr(&ran)
+        );
+        assert!(!out.exists(), "{addr}: outputs written");
+    }
+    // The flag alone means nothing.
+    let ran = igemu(&["run", "--serve-public", "--out", out_s]);
+    assert_eq!(ran.status.code(), Some(2), "{}", stderr(&ran));
+    assert!(!out.exists());
+    // Told to: it listens on every interface (port 0: a free one), and warns.
+    let (child, addr) = live_run("0.0.0.0:0", &["--serve-public"], &out);
+    let port = addr
+        .as_deref()
+        .and_then(|a| a.strip_prefix("0.0.0.0:"))
+        .map(str::to_string);
+    // Reached here through loopback only.
+    let page = port
+        .as_ref()
+        .map(|p| http_get(&format!("127.0.0.1:{p}"), "/"))
+        .unwrap_or_default();
+    let err = end(child);
+    assert!(port.is_some(), "no address on 0.0.0.0: {addr:?}: {err}");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        err.contains("warning") && err.contains("reachable from other machines"),
+        "{err}"
+    );
+    // Loopback needs no flag and gets no warning.
+    let (child, addr) = live_run("localhost:0", &[], &tmp.path().join("o2"));
+    let err = end(child);
+    assert!(addr.is_some(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
+/// The first line of the answer to `GET path`, or what went wrong; bounded in time.
+fn http_status(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(5);
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, timeout) else {
+        return "cannot connect".into();
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    if write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").is_err() {
+        return "cannot send".into();
+    }
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    out.lines().next().unwrap_or("no answer").to_string()
+}
+
+/// `n` sockets holding connections to `addr` the slow way: each sends the start of a request
+/// line, then a byte a second, and is opened again as soon as the server answers or closes
+/// it. Says on `ready` how many are open at first; ends when `stop` is set or after 20 s.
+/// Returns how many times a socket was opened again.
+fn slowloris(
+    addr: std::net::SocketAddr,
+    n: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ready: std::sync::mpsc::Sender<usize>,
+) -> usize {
+    use std::io::{ErrorKind, Read, Write};
+    use std::time::{Duration, Instant};
+    let open = || -> Option<std::net::TcpStream> {
+        let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+        s.write_all(b"GET /").ok()?;
+        s.set_nonblocking(true).ok()?;
+        Some(s)
+    };
+    let mut sockets: Vec<(Option<std::net::TcpStream>, Instant)> =
+        (0..n).map(|_| (open(), Instant::now())).collect();
+    let _ = ready.send(sockets.iter().filter(|s| s.0.is_some()).count());
+    let end = Instant::now() + Duration::from_secs(20);
+    let mut reopened = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < end {
+        for (socket, last) in &mut sockets {
+            let mut alive = socket.as_mut().is_some_and(|s| {
+                // Any answer (503, 408) or a close ends this one.
+                matches!(s.read(&mut [0u8; 512]), Err(e) if e.kind() == ErrorKind::WouldBlock)
+            });
+            if alive && last.elapsed() >= Duration::from_secs(1) {
+                alive = socket.as_mut().is_some_and(|s| s.write(b"a").is_ok());
+                *last = Instant::now();
+            }
+            if !alive {
+                *socket = open();
+                *last = Instant::now();
+                reopened += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reopened
+}
+
+/// 200 slow sockets (slowloris) do not starve the live view: page loads and an event stream
+/// are all answered while they are held. (The threaded server of before had 16 places, each
+/// held 2 s by a slow socket: 0 to 2 of 40 page loads got through.)
+#[test]
+fn slow_sockets_do_not_starve_the_live_view() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    const SLOW: usize = 200;
+    const LOADS: usize = 40;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (child, addr) = live_run("127.0.0.1:0", &[], &tmp.path().join("o"));
+    let Some(addr) = addr.and_then(|a| a.parse::<std::net::SocketAddr>().ok()) else {
+        panic!("no address: {}", end(child));
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (ready, opened) = std::sync::mpsc::channel();
+    let held = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || slowloris(addr, SLOW, stop, ready))
+    };
+    let opened = opened.recv().unwrap_or(0);
+    // Let the server take them all in.
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    let statuses: Vec<String> = (0..LOADS)
+        .map(|_| {
+            let s = http_status(addr, "/");
+            std::thread::sleep(Duration::from_millis(20));
+            s
+        })
+        .collect();
+    let loads = start.elapsed();
+    // An event stream: its head and a first frame.
+    let mut events = String::new();
+    if let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let by = Instant::now() + Duration::from_secs(5);
+        let mut buf = [0u8; 4096];
+        while Instant::now() < by && !events.contains("data: {") {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => events.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(_) => {}
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let reopened = held.join().expect("slow sockets");
+    let err = end(child);
+    let ok = statuses
+        .iter()
+        .filter(|s| s.starts_with("HTTP/1.1 200"))
+        .count();
+    eprintln!(
+        "with {opened} slow sockets held ({reopened} reopened): {ok} of {LOADS} page loads answered 200 OK in {loads:?}"
+    );
+    assert_eq!(ok, LOADS, "{statuses:?}\n{err}");
+    assert_eq!(opened, SLOW, "{err}");
+    assert!(
+        events.starts_with("HTTP/1.1 200")
+            && events.contains("text/event-stream")
+            && events.contains("data: {"),
+        "{events}"
+    );
 }
 
 /// Single-file outputs are written beside their path and renamed into place; a path where

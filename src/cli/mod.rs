@@ -6,6 +6,7 @@
 mod owned;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -1148,10 +1149,16 @@ struct RunArgs {
     record: Option<PathBuf>,
     /// Realtime mode: serve a live view of the run at this address (e.g. 127.0.0.1:8080;
     /// port 0 picks a free one): per-cluster utilisation, queues, preemptions, negotiations
-    /// in flight and the last messages, updated four times a second. Loopback unless you
-    /// name another interface; it stops with the run.
+    /// in flight and the last messages, updated four times a second. A loopback address
+    /// only (127.0.0.1, ::1, localhost) unless --serve-public is given; it stops with the
+    /// run.
     #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
+    /// Let --serve listen on an address that is not loopback (0.0.0.0, ::, a LAN address):
+    /// anyone who can reach it can watch the run (no password, no encryption).
+    /// Without it such an address is refused (exit 2); with it a warning is printed.
+    #[arg(long, requires = "serve")]
+    serve_public: bool,
     /// Realtime mode: run the Grids on N threads (each Grid with its clusters, hosts and VMs
     /// on one; at most one per Grid: N above the number of Grids runs one thread per Grid, as
     /// summary.json's `threads` then says), so that handlers run in parallel and messages
@@ -1247,6 +1254,7 @@ fn replay(args: ReplayArgs, registry: &Registry) -> Result<(), Error> {
             record: None,
             replay: Some(args.record),
             serve: None,
+            serve_public: false,
             threads: 1,
         },
         registry,
@@ -1679,18 +1687,22 @@ fn trace_filter(args: &RunArgs) -> Result<crate::trace::TraceFilter, Error> {
     Ok(f)
 }
 
+/// Refuses `--trace-actors` patterns that name no actor of the run of `topo`.
+fn check_trace_actors(filter: &crate::trace::TraceFilter, topo: &Topology) -> Result<(), Error> {
+    if filter.actors.is_empty() {
+        return Ok(());
+    }
+    crate::trace::check_actor_patterns(&filter.actors, &crate::trace::actor_catalogue(topo))
+        .map_err(|e| Error::Usage(format!("--trace-actors: {e}")))
+}
+
 fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let trace_filter = trace_filter(&args)?;
     let mut sets = run_sets(&args);
     let topo = load_run_topology(&args, &mut sets, registry)?;
     check_run_flags(&args, &topo)?;
-    if !trace_filter.actors.is_empty() {
-        crate::trace::check_actor_patterns(
-            &trace_filter.actors,
-            &crate::trace::actor_catalogue(&topo),
-        )
-        .map_err(|e| Error::Usage(format!("--trace-actors: {e}")))?;
-    }
+    check_trace_actors(&trace_filter, &topo)?;
+    let serve_at = live_view_addresses(&args)?;
     let provenance = crate::Provenance {
         speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
         ..crate::Provenance::of(args.topology.as_deref(), &sets)
@@ -1698,7 +1710,7 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let out = &args.out;
     // Held until the outputs (and the report) are in place.
     let _held = prepare_out(out, args.overwrite, &provenance)?;
-    let server = start_live_view(args.serve.as_deref())?;
+    let server = start_live_view(serve_at)?;
     let watch = crate::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
@@ -1821,16 +1833,50 @@ fn check_run_flags(args: &RunArgs, topo: &Topology) -> Result<(), Error> {
     Ok(())
 }
 
-/// Starts the live view `--serve ADDR` asks for, and says where it is.
-fn start_live_view(serve: Option<&str>) -> Result<Option<crate::serve::LiveServer>, Error> {
-    let Some(addr) = serve else {
+/// Where `--serve ADDR` is to listen: every address ADDR resolves to, refused unless each is
+/// loopback or `--serve-public` allows others (before anything is written).
+fn live_view_addresses(args: &RunArgs) -> Result<Option<(&str, Vec<SocketAddr>)>, Error> {
+    let Some(addr) = args.serve.as_deref() else {
         return Ok(None);
     };
-    let server = crate::serve::LiveServer::start(addr).map_err(|e| {
+    let addrs = crate::serve::resolve(addr).map_err(|e| {
+        Error::Usage(format!(
+            "--serve {addr}: not an address to listen on ({e}); give one such as 127.0.0.1:8080 (port 0 picks a free port)"
+        ))
+    })?;
+    let public = crate::serve::not_loopback(&addrs);
+    if !public.is_empty() && !args.serve_public {
+        let list: Vec<String> = public.iter().map(|a| a.ip().to_string()).collect();
+        return Err(Error::Usage(format!(
+            "--serve {addr}: {} is not a loopback address, so the live view would be reachable from other machines; \
+             give 127.0.0.1:PORT (or [::1]:PORT, localhost:PORT), or add --serve-public to allow it",
+            list.join(", ")
+        )));
+    }
+    Ok(Some((addr, addrs)))
+}
+
+/// Starts the live view `--serve ADDR` asks for, and says where it is (and, when it is not
+/// loopback, that other machines can reach it).
+fn start_live_view(
+    at: Option<(&str, Vec<SocketAddr>)>,
+) -> Result<Option<crate::serve::LiveServer>, Error> {
+    let Some((addr, addrs)) = at else {
+        return Ok(None);
+    };
+    let server = crate::serve::LiveServer::start(&addrs).map_err(|e| {
         Error::Usage(format!(
             "--serve {addr}: cannot listen there ({e}); give a free address such as 127.0.0.1:8080 (port 0 picks one)"
         ))
     })?;
+    if !crate::serve::not_loopback(&[server.addr()]).is_empty() {
+        tell!(
+            "igemu: warning: the live view listens on {} (--serve-public), which is not loopback: \
+             the page is reachable from other machines, and anyone who can reach it can watch \
+             the run (no password, no encryption)",
+            server.addr()
+        );
+    }
     say!("live view: http://{}/", server.addr());
     Ok(Some(server))
 }

@@ -3,8 +3,15 @@
 //! bounded by its pixels, not by its input — spans narrower than a pixel merge, series are
 //! averaged per pixel column — so a run of a million spans still draws in a few megabytes.
 
-use std::collections::{BTreeSet, BinaryHeap};
 use std::fmt::Write;
+
+mod ci;
+mod gantt;
+mod merged;
+
+pub use ci::{ci_chart, CiLine, CiPoint, CiSeries, Extent, Merged};
+pub use gantt::{gantt, lanes, Drawn, HostSpan, Mark};
+pub use merged::{merged_gantt, HostRaster, MAX_BANDS};
 
 /// Width of every chart, in SVG user units (pixels at 100 % zoom).
 pub const WIDTH: f64 = 1100.0;
@@ -223,6 +230,11 @@ impl TimeScale {
     pub fn per_pixel(&self) -> f64 {
         (self.end - self.start) / self.width()
     }
+
+    /// The plot area's pixel columns.
+    pub fn pixels(&self) -> usize {
+        self.width().round() as usize
+    }
 }
 
 /// The time axis under a plot whose bottom is at `y`.
@@ -259,323 +271,91 @@ fn open_svg(svg: &mut String, height: f64, name: &str, description: &str) {
     );
 }
 
-/// A state a VM spends on a host, grouped by how the Gantt chart draws it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Drawn {
-    /// Booting: drawn pale.
-    Booting,
-    /// Running: drawn solid.
-    Running,
-    /// A preemption operation (paused, suspending, resuming, migrating): drawn striped.
-    Operation,
-}
-
-impl Drawn {
-    /// How a state of `intervals.csv` is drawn on its host, or `None` for states that hold
-    /// no place on the host (pending, suspended).
-    pub fn of(state: &str) -> Option<Drawn> {
-        match state {
-            "booting" => Some(Drawn::Booting),
-            "running" => Some(Drawn::Running),
-            "paused" | "pausing" | "suspending" | "resuming" | "migrating" => {
-                Some(Drawn::Operation)
-            }
-            _ => None,
-        }
-    }
-
-    fn class(self) -> char {
-        match self {
-            Drawn::Booting => 'b',
-            Drawn::Running => 'r',
-            Drawn::Operation => 'o',
-        }
-    }
-}
-
-/// One span of one VM instance on a host, for the Gantt chart.
-#[derive(Clone, Debug)]
-pub struct HostSpan {
-    /// The host's index in its cluster.
-    pub host: u32,
-    /// Which VM instance: spans of one instance share a lane. Index into the caller's names.
-    pub instance: usize,
-    /// The lease type's index in [`LEASE_TYPES`].
-    pub lease: usize,
-    /// The state's name as in `intervals.csv` (shared: a chart holds a span per VM state).
-    pub state: std::rc::Rc<str>,
-    /// How it is drawn.
-    pub drawn: Drawn,
-    /// Start, seconds.
-    pub start: f64,
-    /// End, seconds (≥ start).
-    pub end: f64,
-}
-
-/// A preemption to mark on the Gantt chart.
-#[derive(Clone, Debug)]
-pub struct Mark {
-    /// The host it happened on.
-    pub host: u32,
-    /// The VM instance it hit (its lane).
-    pub instance: usize,
-    /// When, seconds.
-    pub at: f64,
-    /// What the tooltip says.
-    pub text: String,
-}
-
-/// Assigns each VM instance on a host a lane so that no two instances in one lane overlap,
-/// using as few lanes as the most instances alive at once (intervals sorted by start, each
-/// into the lowest free lane). Returns the lane of each of `lifetimes` (start, end) and the
-/// number of lanes.
-pub fn lanes(lifetimes: &[(f64, f64)]) -> (Vec<usize>, usize) {
-    let mut order: Vec<usize> = (0..lifetimes.len()).collect();
-    // Ties by end, so that an instant instance frees its lane for one starting then.
-    order.sort_by(|&a, &b| {
-        let (x, y) = (lifetimes[a], lifetimes[b]);
-        x.0.total_cmp(&y.0)
-            .then(x.1.total_cmp(&y.1))
-            .then(a.cmp(&b))
-    });
-    let mut lane_of = vec![0; lifetimes.len()];
-    let mut free: BTreeSet<usize> = BTreeSet::new();
-    // Busy lanes by end time (min-heap through Reverse on the bit pattern of a finite,
-    // non-negative f64, which orders like the number).
-    let mut busy: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
-    let mut used = 0;
-    for i in order {
-        let (start, end) = lifetimes[i];
-        while let Some(std::cmp::Reverse((e, lane))) = busy.peek().copied() {
-            if f64::from_bits(e) <= start {
-                busy.pop();
-                free.insert(lane);
-            } else {
-                break;
-            }
-        }
-        let lane = match free.pop_first() {
-            Some(l) => l,
-            None => {
-                used += 1;
-                used - 1
-            }
-        };
-        lane_of[i] = lane;
-        busy.push(std::cmp::Reverse((end.max(start).max(0.0).to_bits(), lane)));
-    }
-    (lane_of, used)
-}
-
-/// A Gantt chart of one cluster: one row per host (hosts with no VM included when listed in
-/// `hosts`), one lane per VM alive at once, VM states coloured by lease type; `marks` as
-/// red triangles. `names` labels instances in tooltips.
-pub fn gantt(
-    name: &str,
-    scale: &TimeScale,
-    hosts: &[u32],
-    spans: &[HostSpan],
-    marks: &[Mark],
-    names: &[String],
-) -> String {
-    // Each instance's lifetime on its host, then lanes per host.
-    let mut lifetime: Vec<(f64, f64)> = vec![(f64::INFINITY, f64::NEG_INFINITY); names.len()];
-    let mut host_of: Vec<u32> = vec![0; names.len()];
-    for s in spans {
-        let l = &mut lifetime[s.instance];
-        *l = (l.0.min(s.start), l.1.max(s.end));
-        host_of[s.instance] = s.host;
-    }
-    let mut instances_of: std::collections::BTreeMap<u32, Vec<usize>> =
-        hosts.iter().map(|h| (*h, Vec::new())).collect();
-    for (i, l) in lifetime.iter().enumerate() {
-        if l.0.is_finite() {
-            instances_of.entry(host_of[i]).or_default().push(i);
-        }
-    }
-    let mut lane = vec![0usize; names.len()];
-    let mut rows: Vec<(u32, usize)> = Vec::with_capacity(instances_of.len());
-    for (host, instances) in &instances_of {
-        let spans_of: Vec<(f64, f64)> = instances.iter().map(|i| lifetime[*i]).collect();
-        let (lanes_of, count) = lanes(&spans_of);
-        for (i, l) in instances.iter().zip(lanes_of) {
-            lane[*i] = l;
-        }
-        rows.push((*host, count.max(1)));
-    }
-    let total_lanes: usize = rows.iter().map(|r| r.1).sum();
-    // Lanes as tall as fit about 600 px, between 1 and 10 px; a gap between hosts when room.
-    let lane_h = (600.0 / total_lanes.max(1) as f64).clamp(1.0, 10.0);
-    let gap = if lane_h >= 3.0 { 2.0 } else { 0.0 };
-    let mut row_top = std::collections::BTreeMap::new();
-    let mut y = TOP;
-    for (host, count) in &rows {
-        row_top.insert(*host, y);
-        y += *count as f64 * lane_h + gap;
-    }
-    let plot_bottom = y;
-    let mut svg = String::new();
-    open_svg(
-        &mut svg,
-        plot_bottom + BOTTOM,
-        name,
-        &format!(
-            "Gantt chart of {name}: {} hosts, VM states coloured by lease type",
-            rows.len()
-        ),
-    );
-    // Host labels and row backgrounds; labels thinned so they never overlap.
-    let label_every = (12.0 / (plot_bottom - TOP).max(1.0) * rows.len() as f64).ceil() as usize;
-    for (k, (host, count)) in rows.iter().enumerate() {
-        let top = row_top[host];
-        let h = *count as f64 * lane_h;
-        if k % 2 == 1 {
-            let _ = write!(
-                svg,
-                r#"<rect class="row" x="{LEFT}" y="{top:.1}" width="{:.1}" height="{h:.1}"/>"#,
-                scale.width()
-            );
-        }
-        if k % label_every.max(1) == 0 {
-            let _ = write!(
-                svg,
-                r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end" dominant-baseline="middle">host {host}</text>"#,
-                LEFT - 6.0,
-                top + h / 2.0
-            );
-        }
-    }
-    // Spans by lane, merged within a pixel.
-    let mut order: Vec<usize> = (0..spans.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (sa, sb) = (&spans[a], &spans[b]);
-        (sa.host, lane[sa.instance])
-            .cmp(&(sb.host, lane[sb.instance]))
-            .then(sa.start.total_cmp(&sb.start))
-    });
-    let mut run: Option<Run> = None;
-    for i in order {
-        let s = &spans[i];
-        let Some(top) = row_top
-            .get(&s.host)
-            .filter(|_| scale.overlaps(s.start, s.end))
-        else {
-            continue;
-        };
-        let y = top + lane[s.instance] as f64 * lane_h;
-        let (x0, x1) = (scale.x(s.start), scale.x(s.end));
-        let class = (s.lease, s.drawn.class());
-        if let Some(r) = &mut run {
-            let same_lane = r.y == y;
-            if same_lane && r.class == class && x0 - r.x1 < 0.5 {
-                r.x1 = r.x1.max(x1);
-                r.count += 1;
-                r.end = r.end.max(s.end);
-                continue;
-            }
-            if same_lane && x1 - x0 < 1.0 && x0 < r.x1 + 1.0 {
-                // Narrower than a pixel and inside the last drawn one: counted, not drawn.
-                r.count += 1;
-                r.end = r.end.max(s.end);
-                continue;
-            }
-            r.draw(&mut svg, lane_h);
-        }
-        run = Some(Run {
-            x0,
-            x1,
-            y,
-            class,
-            count: 1,
-            first: format!(
-                "{} · {} · {}",
-                names[s.instance],
-                LEASE_TYPES[s.lease.min(3)],
-                s.state
-            ),
-            start: s.start,
-            end: s.end,
-        });
-    }
-    if let Some(r) = &run {
-        r.draw(&mut svg, lane_h);
-    }
-    for m in marks {
-        let Some(top) = row_top.get(&m.host).filter(|_| scale.overlaps(m.at, m.at)) else {
-            continue;
-        };
-        let y = top + lane[m.instance] as f64 * lane_h;
-        let x = scale.x(m.at);
-        let _ = write!(
-            svg,
-            r#"<path class="mark" d="M{:.1} {:.1}l4 -7h-8z"><title>{}</title></path>"#,
-            x,
-            y + lane_h.min(4.0),
-            escape(&m.text)
-        );
-    }
-    time_axis(&mut svg, scale, plot_bottom);
-    svg.push_str("</svg>");
-    svg
-}
-
-/// A run of merged spans in one lane, drawn as one rectangle.
-struct Run {
-    x0: f64,
-    x1: f64,
-    y: f64,
-    class: (usize, char),
-    count: usize,
-    first: String,
-    start: f64,
-    end: f64,
-}
-
-impl Run {
-    fn draw(&self, svg: &mut String, lane_h: f64) {
-        let width = (self.x1 - self.x0).max(0.6);
-        let title = if self.count == 1 {
-            format!(
-                "{} {}–{}",
-                self.first,
-                duration(self.start),
-                duration(self.end)
-            )
-        } else {
-            format!(
-                "{} spans, the first {}, {}–{}",
-                self.count,
-                self.first,
-                duration(self.start),
-                duration(self.end)
-            )
-        };
-        let _ = write!(
-            svg,
-            r#"<rect class="{}{}" x="{:.1}" y="{:.1}" width="{width:.1}" height="{:.1}"><title>{}</title></rect>"#,
-            self.class.1,
-            self.class.0,
-            self.x0,
-            self.y,
-            (lane_h - if lane_h >= 3.0 { 0.5 } else { 0.0 }).max(0.5),
-            escape(&title)
-        );
-    }
-}
-
-/// A series of a step function over time: `(time, value)` change points, each value holding
-/// until the next point.
+/// A series of a step function over time, averaged per pixel column ([`Resampler`]).
 #[derive(Clone, Debug)]
 pub struct StepSeries {
     /// Its name in the legend.
     pub name: String,
-    /// Change points in time order.
-    pub points: Vec<(f64, f64)>,
+    /// Its value in each pixel column of the chart's time scale; `None` before its first point.
+    pub columns: Vec<Option<f64>>,
+}
+
+/// A step function — `(time, value)` change points fed in time order, each value holding
+/// until the next — averaged over each of `columns` equal slices of `[start, end]`
+/// (time-weighted) as the points come: a slice's sums are kept, not the points, and they are
+/// the sums a pass over all the points would make, in the same order.
+pub struct Resampler {
+    start: f64,
+    width: f64,
+    valid: bool,
+    sum: Vec<f64>,
+    covered: Vec<f64>,
+    /// The point in force.
+    last: Option<(f64, f64)>,
+}
+
+impl Resampler {
+    /// An empty step function over `columns` slices of `[start, end]`.
+    pub fn new(start: f64, end: f64, columns: usize) -> Resampler {
+        Resampler {
+            start,
+            width: (end - start) / columns as f64,
+            valid: columns > 0 && end > start,
+            sum: vec![0.0; columns],
+            covered: vec![0.0; columns],
+            last: None,
+        }
+    }
+
+    /// A new change point, at `t` (not before the last one's time) to `value`.
+    pub fn push(&mut self, t: f64, value: f64) {
+        if let Some((from, v)) = self.last.replace((t, value)) {
+            self.segment(from, v, Some(t));
+        }
+    }
+
+    /// Each slice's time-weighted mean, `None` for a slice before the first point.
+    pub fn finish(mut self) -> Vec<Option<f64>> {
+        if !self.valid {
+            return vec![None; self.sum.len()];
+        }
+        if let Some((from, v)) = self.last {
+            self.segment(from, v, None);
+        }
+        (self.sum.iter().zip(&self.covered))
+            .map(|(s, c)| (*c > 0.0).then(|| s / c))
+            .collect()
+    }
+
+    /// Adds `value` from `from` to `to` (the end when `None`) to the slices it covers.
+    fn segment(&mut self, from: f64, value: f64, to: Option<f64>) {
+        let columns = self.sum.len();
+        if !self.valid || columns == 0 {
+            return;
+        }
+        // The slices around the ones it covers, by index: float casts saturate, and the
+        // sums below skip any slice it does not reach.
+        let last = (columns - 1) as f64;
+        let index = |t: f64| ((t - self.start) / self.width).floor();
+        let first = (index(from) - 1.0).clamp(0.0, last) as usize;
+        let end = to.map_or(last, |t| (index(t) + 1.0).clamp(0.0, last)) as usize;
+        for c in first..=end {
+            let a = self.start + c as f64 * self.width;
+            let b = self.start + (c + 1) as f64 * self.width;
+            let (lo, hi) = (from.max(a), to.map_or(b, |t| t.min(b)));
+            if hi > lo {
+                self.sum[c] += value * (hi - lo);
+                self.covered[c] += hi - lo;
+            }
+        }
+    }
 }
 
 /// The step function `points` averaged over each of `columns` equal slices of `[start, end]`
-/// (time-weighted), `None` for a slice before the first point.
-pub fn resample(points: &[(f64, f64)], start: f64, end: f64, columns: usize) -> Vec<Option<f64>> {
+/// (time-weighted), `None` for a slice before the first point: what [`Resampler`] computes,
+/// from all the points at once (the reference its test compares with).
+#[cfg(test)]
+fn resample(points: &[(f64, f64)], start: f64, end: f64, columns: usize) -> Vec<Option<f64>> {
     let mut out = vec![None; columns];
     if columns == 0 || end <= start || points.is_empty() {
         return out;
@@ -620,14 +400,10 @@ pub fn step_chart(
     y_max: Option<f64>,
 ) -> String {
     const HEIGHT: f64 = 170.0;
-    let columns = scale.width().round() as usize;
-    let sampled: Vec<Vec<Option<f64>>> = series
-        .iter()
-        .map(|s| resample(&s.points, scale.start, scale.end, columns))
-        .collect();
+    let sampled: Vec<&[Option<f64>]> = series.iter().map(|s| &s.columns[..]).collect();
     let data_max = sampled
         .iter()
-        .flatten()
+        .flat_map(|c| c.iter())
         .flatten()
         .copied()
         .filter(|v| v.is_finite())
@@ -729,185 +505,6 @@ fn legend<'a>(svg: &mut String, names: impl Iterator<Item = &'a str>, top: f64) 
     }
 }
 
-/// One point of a line with a confidence interval.
-#[derive(Clone, Debug)]
-pub struct CiPoint {
-    /// Position on the x axis: a number, or the index of a category.
-    pub x: f64,
-    /// The mean.
-    pub mean: f64,
-    /// The interval's bounds (equal to the mean when it has none).
-    pub low: f64,
-    /// Upper bound.
-    pub high: f64,
-}
-
-/// A line of [`CiPoint`]s: one policy, say.
-#[derive(Clone, Debug)]
-pub struct CiSeries {
-    /// Its name in the legend.
-    pub name: String,
-    /// Its points, in x order.
-    pub points: Vec<CiPoint>,
-}
-
-/// A chart of means with 95 % confidence intervals (whiskers) against `x_label`, one line per
-/// series. With `categories`, x values are indices into them (an axis of policies, say).
-pub fn ci_chart(
-    name: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[CiSeries],
-    categories: Option<&[String]>,
-) -> String {
-    const HEIGHT: f64 = 240.0;
-    let finite = |v: f64| v.is_finite();
-    let xs: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.x))
-        .filter(|v| finite(*v))
-        .collect();
-    let ys: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.points.iter().flat_map(|p| [p.low, p.high, p.mean]))
-        .filter(|v| finite(*v))
-        .collect();
-    let (mut x_lo, mut x_hi) = min_max(&xs).unwrap_or((0.0, 1.0));
-    if categories.is_some() {
-        (x_lo, x_hi) = (-0.5, x_hi + 0.5);
-    } else if x_hi <= x_lo {
-        (x_lo, x_hi) = (x_lo - 1.0, x_hi + 1.0);
-    } else {
-        let pad = (x_hi - x_lo) * 0.04;
-        (x_lo, x_hi) = (x_lo - pad, x_hi + pad);
-    }
-    let (mut y_lo, mut y_hi) = min_max(&ys).unwrap_or((0.0, 1.0));
-    // From zero when the data are all of one sign and not far from it, as the papers draw.
-    if y_lo > 0.0 && y_lo < 0.5 * y_hi {
-        y_lo = 0.0;
-    }
-    if y_hi <= y_lo {
-        (y_lo, y_hi) = (y_lo - 1.0, y_hi + 1.0);
-    } else {
-        let pad = (y_hi - y_lo) * 0.05;
-        y_hi += pad;
-        if y_lo != 0.0 {
-            y_lo -= pad;
-        }
-    }
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let x = |v: f64| LEFT + (v - x_lo) / (x_hi - x_lo) * plot_w;
-    let y = |v: f64| TOP + (1.0 - (v - y_lo) / (y_hi - y_lo)) * HEIGHT;
-    let mut svg = String::new();
-    let legend_h = legend_height(series.len());
-    open_svg(
-        &mut svg,
-        TOP + HEIGHT + BOTTOM + legend_h,
-        name,
-        &format!("{y_label} against {x_label}: means with 95 % confidence intervals"),
-    );
-    y_axis(&mut svg, &ticks(y_lo, y_hi, 5), &y, y_label, HEIGHT);
-    let bottom = TOP + HEIGHT;
-    let _ = write!(
-        svg,
-        r#"<line class="axis" x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}"/>"#,
-        WIDTH - RIGHT
-    );
-    let x_ticks: Vec<(f64, String)> = match categories {
-        Some(names) => names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (i as f64, n.clone()))
-            .collect(),
-        None => ticks(x_lo, x_hi, 8)
-            .into_iter()
-            .map(|t| (t, number(t)))
-            .collect(),
-    };
-    for (t, text) in x_ticks {
-        let _ = write!(
-            svg,
-            r#"<line class="axis" x1="{0:.1}" y1="{bottom}" x2="{0:.1}" y2="{1}"/><text class="tick" x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"#,
-            x(t),
-            bottom + 4.0,
-            bottom + 16.0,
-            escape(&text)
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<text class="label" x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        LEFT + plot_w / 2.0,
-        bottom + 32.0,
-        escape(x_label)
-    );
-    // Offset series sideways a little so their whiskers do not hide one another.
-    let spread = (plot_w / (x_hi - x_lo)).min(60.0) * 0.3;
-    let count = series.len().max(1) as f64;
-    for (k, s) in series.iter().enumerate() {
-        let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
-        let shift = if count > 1.0 {
-            (k as f64 / (count - 1.0) - 0.5) * spread
-        } else {
-            0.0
-        };
-        let mut d = String::new();
-        for p in s.points.iter().filter(|p| finite(p.x) && finite(p.mean)) {
-            let _ = write!(
-                d,
-                "{}{:.1} {:.1}",
-                if d.is_empty() { "M" } else { "L" },
-                x(p.x) + shift,
-                y(p.mean)
-            );
-        }
-        let dash = if k >= SERIES_COLOURS.len() {
-            r#" stroke-dasharray="5 3""#
-        } else {
-            ""
-        };
-        let _ = write!(
-            svg,
-            r#"<path class="line" stroke="{colour}"{dash} d="{d}"/>"#
-        );
-        for p in s.points.iter().filter(|p| finite(p.x) && finite(p.mean)) {
-            let px = x(p.x) + shift;
-            let (lo, hi) = (
-                if finite(p.low) { p.low } else { p.mean },
-                if finite(p.high) { p.high } else { p.mean },
-            );
-            let _ = write!(
-                svg,
-                r#"<g class="point"><title>{}: {} [{}, {}]</title><path class="whisker" stroke="{colour}" d="M{px:.1} {:.1}V{:.1}M{:.1} {:.1}h6M{:.1} {:.1}h6"/><circle cx="{px:.1}" cy="{:.1}" r="3" fill="{colour}"/></g>"#,
-                escape(&s.name),
-                number(p.mean),
-                number(lo),
-                number(hi),
-                y(lo),
-                y(hi),
-                px - 3.0,
-                y(lo),
-                px - 3.0,
-                y(hi),
-                y(p.mean)
-            );
-        }
-    }
-    legend(
-        &mut svg,
-        series.iter().map(|s| s.name.as_str()),
-        bottom + BOTTOM,
-    );
-    svg.push_str("</svg>");
-    svg
-}
-
-fn min_max(values: &[f64]) -> Option<(f64, f64)> {
-    let mut it = values.iter().copied();
-    let first = it.next()?;
-    Some(it.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v))))
-}
-
 /// The `<defs>` every Gantt chart's striped states refer to: one stripe pattern per lease
 /// type. Written once per page.
 pub fn shared_defs() -> String {
@@ -945,45 +542,34 @@ pub fn style() -> String {
 mod tests {
     use super::*;
 
+    /// A resampler fed points one at a time makes exactly the sums of a pass over all of
+    /// them (the page stays the same byte for byte).
     #[test]
-    fn lanes_use_as_many_as_are_alive_at_once_and_never_overlap() {
-        // Brute force: the number of lanes equals the largest number of intervals covering
-        // a point, and intervals in one lane are disjoint.
-        let mut seed = 7u64;
-        for _ in 0..200 {
-            let n = (seed % 30) as usize + 1;
-            let mut spans = Vec::new();
-            for _ in 0..n {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let start = (seed >> 40) as f64 % 100.0;
-                let len = ((seed >> 20) % 30) as f64;
-                spans.push((start, start + len));
-            }
-            let (lane, count) = lanes(&spans);
-            // Alive just after each start; an instant instance at s meets those alive
-            // strictly around s.
-            let most = spans
-                .iter()
-                .map(|&(s, e)| {
-                    if s < e {
-                        spans.iter().filter(|(a, b)| *a <= s && s < *b).count()
-                    } else {
-                        1 + spans.iter().filter(|(a, b)| *a < s && s < *b).count()
-                    }
+    fn resampling_as_points_come_matches_resampling_them_all() {
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as f64 / f64::from(1u32 << 31)
+        };
+        for case in 0..300 {
+            let n = case % 40;
+            let mut t = next() * 50.0 - 10.0;
+            let points: Vec<(f64, f64)> = (0..n)
+                .map(|_| {
+                    // Repeated times too (a step and its undo at one instant).
+                    t += if next() < 0.2 { 0.0 } else { next() * 30.0 };
+                    (t, (next() * 100.0).round())
                 })
-                .max()
-                .unwrap_or(0);
-            assert_eq!(count, most, "{count} lanes for {most} at once");
-            for i in 0..n {
-                for j in 0..i {
-                    if lane[i] == lane[j] {
-                        let (a, b) = (spans[i], spans[j]);
-                        assert!(a.1 <= b.0 || b.1 <= a.0, "{a:?} and {b:?} share a lane");
-                    }
-                }
-            }
+                .collect();
+            let (start, end, columns) = (next() * 20.0, 50.0 + next() * 400.0, 1 + case % 97);
+            let mut r = Resampler::new(start, end, columns);
+            points.iter().for_each(|&(t, v)| r.push(t, v));
+            let (streamed, whole) = (r.finish(), resample(&points, start, end, columns));
+            let bits =
+                |v: &[Option<f64>]| v.iter().map(|x| x.map(f64::to_bits)).collect::<Vec<_>>();
+            assert_eq!(bits(&streamed), bits(&whole), "case {case}: {points:?}");
         }
     }
 
@@ -998,34 +584,6 @@ mod tests {
         // A change in the middle of the second column.
         let v = resample(&[(0.0, 2.0), (15.0, 4.0)], 0.0, 20.0, 2);
         assert_eq!(v, vec![Some(2.0), Some(3.0)]);
-    }
-
-    #[test]
-    fn gantt_merges_spans_narrower_than_a_pixel() {
-        // 10 000 back-to-back 1 s spans of one VM over 10 000 s: far fewer rectangles than
-        // spans (the plot is under 1 000 px wide), and every one present in the count.
-        let spans: Vec<HostSpan> = (0..10_000)
-            .map(|i| HostSpan {
-                host: 0,
-                instance: 0,
-                lease: (i / 2_500) as usize,
-                state: "running".into(),
-                drawn: Drawn::Running,
-                start: i as f64,
-                end: i as f64 + 1.0,
-            })
-            .collect();
-        let svg = gantt(
-            "c",
-            &TimeScale::to(10_000.0),
-            &[0],
-            &spans,
-            &[],
-            &["r".to_string()],
-        );
-        let rects = svg.matches("<rect class=\"r").count();
-        assert!((4..=8).contains(&rects), "{rects} rectangles");
-        assert!(svg.contains("2500 spans"), "merged count missing");
     }
 
     #[test]

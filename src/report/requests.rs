@@ -1,0 +1,182 @@
+//! `requests.csv` read a row at a time for a run's page: counts by origin, lease type and
+//! state, rejections by reason and the first requests redirected to a peer, each row checked
+//! and the counts checked against `summary.json`'s (the page shows both).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+
+use serde::Deserialize;
+
+use super::html::TABLE_ROWS;
+use super::read::{check_time, one_of, Rows};
+use super::spans::Interner;
+use super::summary::{state_names, Summary, ORIGINS};
+use super::svg::{number, LEASE_TYPES};
+use crate::model::RejectReason;
+use crate::Error;
+
+/// A row of `requests.csv` as read, borrowing the row's text.
+#[derive(Deserialize)]
+struct Row<'a> {
+    request_id: &'a str,
+    grid: &'a str,
+    #[serde(default)]
+    cluster: &'a str,
+    origin: &'a str,
+    lease_type: &'a str,
+    #[serde(default)]
+    submit_s: Option<f64>,
+    #[serde(default)]
+    start_s: Option<f64>,
+    #[serde(default)]
+    end_s: Option<f64>,
+    state: &'a str,
+    #[serde(default, borrow)]
+    served_by: Option<&'a str>,
+    #[serde(default, borrow)]
+    reason: Option<&'a str>,
+}
+
+/// What the page shows of `requests.csv`.
+pub(super) struct Requests {
+    /// Rows read.
+    pub rows: u64,
+    /// By origin ([`ORIGINS`]), lease type ([`LEASE_TYPES`]) and state.
+    pub counts: [[[u64; 4]; 4]; 2],
+    /// Rejected requests by reason ([`RejectReason::ALL`]), then those with none recorded.
+    pub reasons: [u64; 8],
+    /// The first [`TABLE_ROWS`] requests served by another Grid than their own, as table
+    /// rows (request, from Grid, served by, cluster, state, submit_s, start_s).
+    pub redirected: Vec<Vec<String>>,
+    /// How many requests were.
+    pub redirected_total: usize,
+    /// Cancelled requests with an end.
+    pub cancelled: u64,
+}
+
+/// The names of rejection reasons, in [`RejectReason::ALL`]'s order.
+pub(super) fn reason_names() -> [&'static str; 7] {
+    RejectReason::ALL.map(RejectReason::as_str)
+}
+
+/// Reads the `requests.csv` at `path`, each row checked, and checks its counts against
+/// `summary`'s.
+pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
+    let mut out = Requests {
+        rows: 0,
+        counts: [[[0; 4]; 4]; 2],
+        reasons: [0; 8],
+        redirected: Vec::new(),
+        redirected_total: 0,
+        cancelled: 0,
+    };
+    let mut rows = Rows::open(path)?;
+    let mut record = csv::StringRecord::new();
+    let (states, reasons) = (state_names(), reason_names());
+    while rows.next(&mut record)? {
+        let r: Row = rows.parse(&record)?;
+        for (what, t) in [
+            ("submit_s", r.submit_s),
+            ("start_s", r.start_s),
+            ("end_s", r.end_s),
+        ] {
+            if let Some(t) = t {
+                check_time(path, rows.line, what, t)?;
+            }
+        }
+        let origin = usize::from(one_of(&rows, "origin", r.origin, &ORIGINS)?);
+        let lease = usize::from(one_of(&rows, "lease_type", r.lease_type, &LEASE_TYPES)?);
+        let state = usize::from(one_of(&rows, "state", r.state, &states)?);
+        let reason = match r.reason.filter(|s| !s.is_empty()) {
+            Some(name) => usize::from(one_of(&rows, "reason", name, &reasons)?),
+            None => reasons.len(),
+        };
+        out.rows += 1;
+        out.counts[origin][lease][state] += 1;
+        if states[state] == "rejected" {
+            out.reasons[reason] += 1;
+        }
+        if states[state] == "cancelled" && r.end_s.is_some() {
+            out.cancelled += 1;
+        }
+        if r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid) {
+            out.redirected_total += 1;
+            if out.redirected.len() < TABLE_ROWS {
+                out.redirected.push(redirected_row(&r));
+            }
+        }
+    }
+    check_counts(path, &out, summary)?;
+    Ok(out)
+}
+
+/// A redirected request's row in the page's table.
+fn redirected_row(r: &Row) -> Vec<String> {
+    vec![
+        r.request_id.to_string(),
+        r.grid.to_string(),
+        r.served_by.unwrap_or_default().to_string(),
+        r.cluster.to_string(),
+        r.state.to_string(),
+        r.submit_s.map_or("–".into(), number),
+        r.start_s.map_or("–".into(), number),
+    ]
+}
+
+/// The counts of `requests` (read from `path`) must be `summary`'s: the page shows both.
+fn check_counts(path: &Path, requests: &Requests, summary: &Summary) -> Result<(), Error> {
+    let refuse = |ours: u64, key: &str, theirs: u64, what: &str| {
+        Error::Input(format!(
+            "{}: error: it holds {ours} {what}, but {}'s `{key}` is {theirs}; the two files are not of one run\n    hint: give the directory of one run, or re-run `igemu run` to rewrite both",
+            path.display(),
+            summary.path.display()
+        ))
+    };
+    let totals = &summary.requests;
+    if requests.rows != totals.total {
+        return Err(refuse(
+            requests.rows,
+            "requests.total",
+            totals.total,
+            "requests",
+        ));
+    }
+    for (o, origin) in ORIGINS.iter().enumerate() {
+        for (s, state) in state_names().iter().enumerate() {
+            let ours: u64 = requests.counts[o].iter().map(|by_state| by_state[s]).sum();
+            let theirs = totals.by[o][s];
+            if ours != theirs {
+                let key = format!("requests.{origin}.{state}");
+                return Err(refuse(
+                    ours,
+                    &key,
+                    theirs,
+                    &format!("{origin} requests {state}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// When each cancelled request that `names` holds ended, from a second pass over the
+/// `requests.csv` at `path` (read whole once already): only the requests an exact Gantt
+/// chart draws are kept.
+pub(super) fn cancelled_ends(
+    path: &Path,
+    names: &Interner,
+) -> Result<HashMap<Rc<str>, f64>, Error> {
+    let mut ends = HashMap::new();
+    let mut rows = Rows::open(path)?;
+    let mut record = csv::StringRecord::new();
+    while rows.next(&mut record)? {
+        let r: Row = rows.parse(&record)?;
+        if let (Some(end), "cancelled") = (r.end_s, r.state) {
+            if let Some(name) = names.find(r.request_id) {
+                ends.insert(name, end);
+            }
+        }
+    }
+    Ok(ends)
+}
