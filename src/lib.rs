@@ -1079,6 +1079,7 @@ async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> Result<EmuTim
     let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken).map_err(Error::Policy)?;
     let driver = actix::spawn(emu.clock.clone().drive());
     let stop = emu.plugins.stopped();
+    let capped = emu.cap.stopped();
     let end = tokio::select! {
         // Invariant: the director holds the sender until it fires; if it were dropped the
         // run is over anyway, so "now" is the end.
@@ -1094,7 +1095,18 @@ async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> Result<EmuTim
             emu.clock.halt();
             emu.now()
         }
+        // The run passed its message cap (its clock is halted already).
+        () = capped.notified() => emu.now(),
     };
+    if let Some((at, cap)) = emu.cap.passed() {
+        return Err(Error::Input(format!(
+            "igemu: the run sent more than {cap} messages (emulation.max_messages) by {at} \
+             emulated, and was stopped there; its outputs are not written\n    hint: settings \
+             that make a run send this many messages are worth a look (timeouts, rates, \
+             periods; `igemu validate` warns of some); raise emulation.max_messages if the run \
+             is meant to be this long"
+        )));
+    }
     match emu.plugins.failure() {
         Some(f) => Err(Error::Policy(f.to_string())),
         None => Ok(end),
@@ -1249,11 +1261,14 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
     }
     for c in &topo.clusters {
         let l = &c.lrms;
-        let scheduler = match l.backfilling {
+        let mut scheduler = match l.backfilling {
             lrms::Backfilling::Fcfs => "fcfs".to_string(),
             lrms::Backfilling::Conservative => "conservative".to_string(),
             lrms::Backfilling::Easy { pivots } => format!("easy ({pivots} pivots)"),
         };
+        if let Some(depth) = l.backfill_depth {
+            scheduler += &format!(", backfill depth {depth}");
+        }
         let shipped = |point| {
             policy::registry::described(
                 point,
@@ -1351,6 +1366,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
             topo.requests.clone().into(),
             faults,
         ));
+        if let Some(cap) = topo.emulation.max_messages {
+            emu.cap.set(cap);
+        }
         if options.intervals {
             // A span per VM instance as a rule (preempted ones have more).
             let vms = topo.requests.iter().map(|r| r.vms as usize);

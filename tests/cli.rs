@@ -147,7 +147,65 @@ fn every_shipped_topology_validates() {
             f.display(),
             stderr(&out)
         );
+        // Nothing to warn about: the papers' scenarios are not floods.
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
     }
+}
+
+/// A Lublin99 stream whose inter-arrival scale is a denormal: a request about every second
+/// for two days, 1066 times what the one 16-host cluster works off.
+const FLOOD: &str = r#"
+[[grid]]
+name = "g"
+[[grid.cluster]]
+name = "c"
+hosts = { count = 16, cores = 4, memory_mb = 16384 }
+[[workload]]
+name = "flood"
+origin = "external"
+grid = "g"
+model = "lublin99"
+[workload.lublin99]
+b_arr = 1e-300
+"#;
+
+#[test]
+fn a_flood_is_warned_about_by_validate_and_run_with_the_fix() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (code, err) = validate_text(dir.path(), "flood.toml", FLOOD);
+    assert_eq!(code, Some(0), "{err}");
+    let file = dir.path().join("flood.toml");
+    let place = format!(
+        "{}:7:1: warning: offered load is 1066.5× the capacity of Grid `g`",
+        file.display()
+    );
+    assert!(err.contains(&place), "{err}");
+    assert!(err.contains("to about 172637 waiting requests"), "{err}");
+    assert!(
+        err.contains("set lrms.backfill_depth (as Slurm's bf_max_job_test)"),
+        "{err}"
+    );
+    // `run` says it too, before it starts (here stopped at once by a message cap).
+    let out = dir.path().join("out");
+    let o = igemu(&[
+        "run",
+        file.to_str().expect("utf-8"),
+        "--set",
+        "emulation.max_messages=10",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("warning: offered load is 1066.5×"), "{err}");
+    assert!(
+        err.contains("the run sent more than 10 messages (emulation.max_messages)"),
+        "{err}"
+    );
+    // A backfill depth of 0 is no depth at all.
+    let (code, err) = validate_quickstart(&["lrms.backfill_depth=0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("backfill_depth"), "{err}");
 }
 
 #[test]

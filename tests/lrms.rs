@@ -226,6 +226,52 @@ fn compression_is_a_topology_setting_that_moves_a_reservation_into_freed_capacit
 }
 
 #[test]
+fn a_backfill_depth_is_a_topology_setting_that_leaves_requests_further_back_alone() {
+    // One 4-core host. `a` takes 3 cores for 100 s, `b` needs all 4 (reserved when `a`
+    // ends), `c` needs 1 core for 50 s and fits the hole beside `a` at once. With
+    // lrms.backfill_depth = 1 a pass considers only `b`, the first waiting request: `c`
+    // waits unscheduled until `b` starts, then is reserved after it (Slurm's
+    // bf_max_job_test leaves a job past its depth alone the same way).
+    let run_with = |scheduler: &str, depth: Option<i64>| {
+        let mut fed = Federation::new("depth")
+            .lrms("scheduler", scheduler)
+            .grid("g", &[("c1", Hosts::new(1, 4, 8192))])
+            .workload(
+                Users::external("ext", "g")
+                    .request(Request::new("a", 0, 3, 1024, 100))
+                    .request(Request::new("b", 0, 4, 1024, 100))
+                    .request(Request::new("c", 0, 1, 1024, 50)),
+            );
+        if let Some(d) = depth {
+            fed = fed.lrms("backfill_depth", d);
+        }
+        let topo = fed.build().unwrap_or_else(|e| panic!("{e}"));
+        let r = run(topo, &RunOptions::default()).expect("runs");
+        assert_eq!(r.summary.invariant_violations, 0);
+        let policies = &r.summary.policies["cluster:g/c1"];
+        assert_eq!(
+            depth.is_some(),
+            policies.contains("backfill depth 1"),
+            "{policies}"
+        );
+        let (b, c) = (record(&r, "b"), record(&r, "c"));
+        assert_eq!(c.state, Some(RequestState::Completed));
+        (b.start, b.end, c.start)
+    };
+    // (FCFS never lets `c` overtake `b`: a depth changes nothing there.)
+    for scheduler in ["conservative", "easy"] {
+        assert_eq!(
+            run_with(scheduler, None).2,
+            Some(EmuTime::ZERO),
+            "{scheduler}"
+        );
+        let (b_start, b_end, c_start) = run_with(scheduler, Some(1));
+        assert!(b_start > Some(EmuTime::ZERO), "{scheduler}");
+        assert_eq!(c_start, b_end, "{scheduler}");
+    }
+}
+
+#[test]
 fn a_preempted_migratable_lease_moves_to_another_cluster_through_the_igg() {
     let dir = tempfile::tempdir().expect("temp dir");
     let r = run_traced(two_clusters("migratable"), dir.path());
@@ -677,6 +723,7 @@ impl Replay {
             compress: false,
             locals: igemu::lrms::LocalRequests::Reserved,
             partitions: false,
+            backfill_depth: None,
         };
         let mut reqs: Vec<LeaseRequest> = bed
             .externals

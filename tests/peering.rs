@@ -1205,3 +1205,61 @@ fn a_refusal_of_an_earlier_redirection_arriving_late_never_brings_a_request_home
         assert_eq!(r.ended.0, r.ended.1);
     }
 }
+
+#[test]
+fn a_timeout_far_shorter_than_the_link_delay_costs_a_few_resends_not_millions() {
+    // Links of 0 to 20 minutes each way (the shortest, 0, lets validation accept a 1 ms
+    // timeout) and 16 requests redirected from a one-core Grid. Each unacknowledged
+    // redirection was resent every millisecond until its acknowledgement came: 126 000
+    // messages (a microsecond: out of memory). Each resend now waits twice as long as the one
+    // before, so a redirection is sent at most about log2(delay / timeout) times.
+    let topo = igemu::topology::load_str(
+        r#"
+        [emulation]
+        seed = 1
+        [peering]
+        contracts = "fixed-price"
+        load_threshold = 0.0
+        offer_timeout = "1ms"
+        [fault]
+        delay = { kind = "uniform", min = "0s", max = "20m" }
+        [[grid]]
+        name = "a"
+        [[grid.cluster]]
+        name = "a1"
+        hosts = { count = 1, cores = 1, memory_mb = 4096 }
+        [[grid]]
+        name = "b"
+        [[grid.cluster]]
+        name = "b1"
+        hosts = { count = 4, cores = 4, memory_mb = 16384 }
+        [[contract]]
+        from = "a"
+        to = "b"
+        kind = "fixed-price"
+        [[workload]]
+        name = "u"
+        origin = "external"
+        grid = "a"
+        model = "das2"
+        span = "10m"
+        max_requests = 16
+        max_vms = 1
+        [workload.das2]
+        arrival_scale = 20
+        "#,
+        "backoff.toml",
+        "backoff",
+        None,
+        &igemu::topology::Overrides::default(),
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+    let r = run(topo, &RunOptions::default()).expect("runs");
+    let s = &r.summary;
+    assert_eq!(s.invariant_violations, 0, "{:?}", s.violation_examples);
+    assert_eq!(s.requests.total, 16);
+    assert_eq!(s.requests.external.unfinished, 0);
+    let o = outcomes(&r);
+    assert!(o.redirected > 0, "{o:?}");
+    assert!(s.messages < 2_000, "{} messages", s.messages);
+}

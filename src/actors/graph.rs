@@ -484,6 +484,7 @@ fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
         compress: lrms.compress,
         locals: lrms.locals,
         partitions: lrms.partitions != Partitions::Single,
+        backfill_depth: lrms.backfill_depth,
     }
 }
 

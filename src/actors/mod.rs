@@ -101,6 +101,7 @@ impl<M> Caused<M> {
     }
 }
 
+pub(crate) mod cap;
 pub mod director;
 pub mod graph;
 pub mod host;
@@ -138,6 +139,8 @@ pub struct Emu {
     shard: std::cell::OnceCell<(usize, std::sync::Arc<shard::Federation>)>,
     /// The run's plug-ins: external processes, decision counts, a failure that ends it.
     pub(crate) plugins: crate::policy::Plugins,
+    /// The cap on the messages it sends (`emulation.max_messages`).
+    pub(crate) cap: cap::MessageCap,
 }
 
 /// Plug-ins report their decisions to the run through its context.
@@ -392,6 +395,16 @@ impl Emu {
             tasks: Cell::new(0),
             shard: std::cell::OnceCell::new(),
             plugins: crate::policy::Plugins::default(),
+            cap: cap::MessageCap::default(),
+        }
+    }
+
+    /// Counts a message recorded: past the run's cap, the run stops (its clock fires no
+    /// more events; the run ends with an error).
+    #[inline]
+    fn counted(&self) {
+        if self.cap.passes(self.tracer.messages(), self.clock.now()) {
+            self.clock.halt();
         }
     }
 
@@ -458,6 +471,7 @@ impl Emu {
             .record_with(self.clock.now(), (from, to.id()), cause, || {
                 (msg.kind(), msg.correlation(), msg.peer())
             });
+        self.counted();
         self.hand_over(from, to, seq, msg);
     }
 
@@ -551,6 +565,7 @@ impl Emu {
             .record_with(now, (from, to.id()), self.tracer.current(), || {
                 (msg.kind(), msg.correlation(), msg.peer())
             });
+        self.counted();
         self.metrics.borrow_mut().peering_message(from_grid);
         let deliveries = self.faults.borrow_mut().deliveries(from_grid, to_grid, now);
         let remote = self.remote(to_grid);
@@ -615,6 +630,7 @@ impl Emu {
             corr,
             self.tracer.current(),
         );
+        self.counted();
         let reply = to.addr.send(Caused::new(seq, msg));
         // The reply is work in flight until the caller resumes with it.
         let awaited = Work::begin();
@@ -625,6 +641,7 @@ impl Emu {
             let (kind, corr) = (answer.kind(), answer.correlation());
             emu.tracer
                 .record(emu.clock.now(), (to_id, from), kind, corr, Some(seq));
+            emu.counted();
             Some(answer)
         }
     }

@@ -1002,7 +1002,21 @@ fn print_trace_summary(s: &crate::workload::swf::Summary) {
     );
 }
 
+/// Prints what validation warned about a topology it accepted, on standard error.
+fn warn(topo: &Topology) {
+    for w in &topo.warnings {
+        tell!("{w}");
+    }
+}
+
 fn load(path: Option<&PathBuf>, overrides: &Overrides) -> Result<Topology, Error> {
+    let topo = load_quiet(path, overrides)?;
+    warn(&topo);
+    Ok(topo)
+}
+
+/// [`load`] without printing its warnings.
+fn load_quiet(path: Option<&PathBuf>, overrides: &Overrides) -> Result<Topology, Error> {
     Ok(match path {
         Some(p) => topology::load_file(p, overrides)?,
         None => topology::load_str(
@@ -1020,13 +1034,16 @@ fn validate(files: &[PathBuf], sets: Vec<String>, registry: &Registry) -> Result
     let mut reports = Vec::new();
     for f in files {
         match topology::load_file(f, &overrides) {
-            Ok(t) => say!(
-                "{}: ok ({} grids, {} clusters, {} requests)",
-                f.display(),
-                t.grids.len(),
-                t.clusters.len(),
-                t.requests.len()
-            ),
+            Ok(t) => {
+                warn(&t);
+                say!(
+                    "{}: ok ({} grids, {} clusters, {} requests)",
+                    f.display(),
+                    t.grids.len(),
+                    t.clusters.len(),
+                    t.requests.len()
+                )
+            }
             Err(report) => reports.push(report.to_string()),
         }
     }
@@ -1774,7 +1791,7 @@ fn load_run_topology(
     };
     let mut calibration = sets.clone();
     calibration.push("emulation.mode=\"virtual\"".into());
-    let calibration = load(args.topology.as_ref(), &overrides(calibration, registry))?;
+    let calibration = load_quiet(args.topology.as_ref(), &overrides(calibration, registry))?;
     let choice = crate::choose_speedup(calibration)?;
     say!(
         "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s and this machine's waits, the latest {:.3} ms late)",
@@ -1785,7 +1802,7 @@ fn load_run_topology(
     );
     sets.pop(); // the placeholder
     sets.push(format!("emulation.speedup={:?}", choice.speedup));
-    load(args.topology.as_ref(), &overrides(sets.clone(), registry))
+    load_quiet(args.topology.as_ref(), &overrides(sets.clone(), registry))
 }
 
 /// Refuses flags the run's mode cannot honour (`--serve`, `--threads`) and a bad `--record`.

@@ -4,9 +4,11 @@
 //! peers; and what each redirection costs. Every input is a method returning the messages
 //! to send ([`Out`]); the gateway (`igg::gateway`) turns them into effects and timeouts.
 //!
-//! Robustness under faults: offers and redirections time out and are retried a bounded number
-//! of times; answers and redirections are idempotent (duplicates are answered again, never
-//! acted on twice); tickets expire. A requester that has sent a redirection never serves the
+//! Robustness under faults: offers time out and are retried a bounded number of times, and a
+//! request a peer's answer leaves out is offered to that peer again at most as often;
+//! redirections are resent until acknowledged, each wait twice the one before
+//! (`igg::backoff`); answers and redirections are idempotent (duplicates are answered again,
+//! never acted on twice); tickets expire. A requester that has sent a redirection never serves the
 //! request itself unless the provider refuses it explicitly, so a lost acknowledgement cannot
 //! make two Grids serve one request.
 
@@ -70,6 +72,17 @@ struct Queued {
     tried: BTreeSet<GridId>,
     /// The plan its current offer follows (set when it is offered).
     plan: Option<OfferPlan>,
+    /// How many answers of its current peer left it out: past `retries`, that peer counts
+    /// as tried (a peer that never answers about it cannot have it offered every round).
+    unanswered: u32,
+}
+
+impl Queued {
+    /// `peer` has had its chance with this request: it is not offered to it again.
+    fn done_with(&mut self, peer: GridId) {
+        self.tried.insert(peer);
+        self.unanswered = 0;
+    }
 }
 
 /// An offer a provider holds until its next evaluation (paper 004 §5.2).
@@ -301,6 +314,7 @@ impl Broker {
             unservable: false,
             tried: BTreeSet::new(),
             plan: None,
+            unanswered: 0,
         });
     }
 
@@ -313,6 +327,7 @@ impl Broker {
             unservable: true,
             tried: BTreeSet::new(),
             plan: None,
+            unanswered: 0,
         });
     }
 
@@ -644,7 +659,7 @@ impl Broker {
                         });
                     }
                     let mut q = q;
-                    q.tried.insert(ob.peer);
+                    q.done_with(ob.peer);
                     if q.unservable {
                         self.verdicts.entry(*lease).or_default().declined += 1;
                     }
@@ -652,8 +667,13 @@ impl Broker {
                 }
             }
         }
-        // Requests the answer did not mention go back to the queue for this peer again.
-        for (_, (q, _)) in items {
+        // Requests the answer did not mention go back to the queue for this peer again, as
+        // many times as an unanswered offer is retried.
+        for (_, (mut q, _)) in items {
+            q.unanswered += 1;
+            if q.unanswered > self.retries {
+                q.done_with(ob.peer);
+            }
             self.queue.push_back(q);
         }
         out
@@ -682,7 +702,7 @@ impl Broker {
             return vec![out];
         }
         for (lease, (mut q, _)) in ob.items {
-            q.tried.insert(ob.peer);
+            q.done_with(ob.peer);
             if q.unservable {
                 self.verdicts.entry(lease).or_default().timed_out += 1;
             }
@@ -777,12 +797,13 @@ impl Broker {
     }
 
     /// No acknowledgement in time: resend the redirection (never serve it here without an
-    /// explicit refusal: the provider may already be running it).
+    /// explicit refusal: the provider may already be running it). The gateway waits twice as
+    /// long for each resend's acknowledgement ([`Broker::redirect_resends`]).
     pub(crate) fn redirect_timed_out(&mut self, lease: RequestId) -> Vec<Out> {
         let Some(r) = self.redirecting.get_mut(&lease) else {
             return Vec::new();
         };
-        r.retries += 1;
+        r.retries = r.retries.saturating_add(1);
         vec![Out::Send {
             peer: r.peer,
             msg: PeerMsg::Redirect {
@@ -796,6 +817,18 @@ impl Broker {
     /// The Grid that redirected `lease` here, while this Grid serves it.
     pub(crate) fn origin_of(&self, lease: RequestId) -> Option<GridId> {
         self.foreign.get(&lease).map(|f| f.0)
+    }
+
+    /// How many times the offer of `negotiation` has been resent (0 before its first
+    /// timeout): its next wait backs off by that much.
+    pub(crate) fn offer_resends(&self, negotiation: NegotiationId) -> u32 {
+        self.outbound.get(&negotiation).map_or(0, |ob| ob.retries)
+    }
+
+    /// How many times the redirection of `lease` has been resent (0 before its first
+    /// timeout): its next wait backs off by that much.
+    pub(crate) fn redirect_resends(&self, lease: RequestId) -> u32 {
+        self.redirecting.get(&lease).map_or(0, |r| r.retries)
     }
 
     /// Negotiation outcomes so far.
@@ -931,6 +964,37 @@ pub(crate) mod tests {
         assert!(outs.is_empty());
         assert_eq!(payment.map(|p| p.amount), Some(100.0));
         assert_eq!(b.outcomes.redirected, 1);
+    }
+
+    #[test]
+    fn a_request_a_peer_never_answers_about_is_offered_to_it_only_retries_plus_one_times() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0);
+        b.enqueue(req(2), 100.0);
+        let mut offered = 0;
+        // The peer answers about request 2 only (rejecting it), then never mentions 1.
+        for round in 0..10 {
+            let out = b.round(EmuTime::ZERO, at(&[(1, 120.0), (2, 120.0)]));
+            let Some(negotiation) = out.iter().find_map(|o| match o {
+                Out::Send {
+                    msg:
+                        PeerMsg::Offer {
+                            negotiation, items, ..
+                        },
+                    ..
+                } if items.iter().any(|it| it.req.id == RequestId(1)) => Some(*negotiation),
+                _ => None,
+            }) else {
+                assert_eq!(out, vec![Out::ServeLocally(req(1))], "round {round}");
+                break;
+            };
+            offered += 1;
+            b.on_answers(negotiation, &[(RequestId(2), Answer::Reject)]);
+        }
+        // `retries` = 2: the first offer and two more, then peer 1 counts as tried (the
+        // 1.5 contract is not worth it at unit cost 1.2) and the request is served here.
+        assert_eq!(offered, 3);
+        assert_eq!(b.queued(), 0);
     }
 
     #[test]

@@ -40,7 +40,8 @@ pub struct GatewaySettings {
     /// update (paper 004 §6.4: 1–6 h).
     pub price_update: (EmuDuration, EmuDuration),
     /// How long an offer (beyond the provider's longest evaluation interval), a redirection
-    /// or a lease report waits for its answer.
+    /// or a lease report waits for its answer; each resend waits twice as long as the one
+    /// before.
     pub offer_timeout: EmuDuration,
     /// Whether the clusters publish their free slots only when asked: at each round, and
     /// for each request placed (otherwise periodically).
@@ -470,15 +471,15 @@ impl Gateway {
         }
     }
 
+    /// A lease report went unacknowledged: sent again, until acknowledged, each time
+    /// waiting twice as long as before (`igg::backoff`).
     fn report_timed_out(&mut self, lease: RequestId, now: EmuTime, out: &mut Vec<Effect>) {
         if let Some((origin, state, attempt)) = self.reports_pending.get(&lease).copied() {
-            self.reports_pending
-                .insert(lease, (origin, state, attempt + 1));
-            out.push(report(origin, lease, Some(state), attempt + 1));
-            out.push(timer(
-                now + self.settings.offer_timeout,
-                Timer::Report(lease),
-            ));
+            let attempt = attempt.saturating_add(1);
+            self.reports_pending.insert(lease, (origin, state, attempt));
+            out.push(report(origin, lease, Some(state), attempt));
+            let wait = super::backoff::wait(self.settings.offer_timeout, attempt);
+            out.push(timer(now + wait, Timer::Report(lease)));
         }
     }
 
@@ -938,9 +939,7 @@ impl Gateway {
     /// Turns the broker's outputs into effects (with their timeouts), then observes the
     /// negotiation outcomes.
     fn carry(&mut self, outs: Vec<Out>, now: EmuTime, out: &mut Vec<Effect>) {
-        // An offer waits for the provider's next round as well as for the network.
-        let timeout = now + self.settings.offer_timeout;
-        let offer_timeout = timeout + self.settings.interval.1;
+        let timeout = self.settings.offer_timeout;
         for o in outs {
             match o {
                 Out::Send { peer, msg } => {
@@ -959,9 +958,19 @@ impl Gateway {
                     };
                     out.push(Effect::Send { to: peer, msg });
                     if let Some(t) = timer {
+                        // Each resend waits twice as long for the network; an offer waits
+                        // for the provider's next round as well.
                         let at = match t {
-                            Timer::Offer(_) => offer_timeout,
-                            _ => timeout,
+                            Timer::Offer(n) => {
+                                let resends = self.broker.offer_resends(n);
+                                now + super::backoff::wait(timeout, resends)
+                                    + self.settings.interval.1
+                            }
+                            Timer::Redirect(_, lease) => {
+                                let resends = self.broker.redirect_resends(lease);
+                                now + super::backoff::wait(timeout, resends)
+                            }
+                            Timer::Tick | Timer::Report(_) => now + timeout,
                         };
                         out.push(Effect::Timer { at, timer: t });
                     }
@@ -1557,6 +1566,97 @@ mod tests {
         assert!(next
             .iter()
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
+    }
+
+    /// When each timer of `effects` named by `which` is due, in seconds.
+    fn timers(effects: &[Effect], which: impl Fn(&Timer) -> bool) -> Vec<u64> {
+        (effects.iter())
+            .filter_map(|e| match e {
+                Effect::Timer { at, timer } if which(timer) => Some(at.as_micros() / 1_000_000),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn unacknowledged_redirections_and_reports_are_resent_at_doubling_intervals() {
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        // The offer reaches the provider, which answers at its round; the answer makes the
+        // requester redirect, and that redirection is never acknowledged.
+        let round = gws[0].on(Input::Tick, EmuTime::from_secs(60));
+        let offer = round.into_iter().find_map(|e| match e {
+            Effect::Send {
+                msg: msg @ PeerMsg::Offer { .. },
+                ..
+            } => Some(msg),
+            _ => None,
+        });
+        let from0 = |msg| Input::Peer {
+            from: GridId(0),
+            msg,
+        };
+        gws[1].on(from0(offer.expect("an offer")), EmuTime::from_secs(61));
+        let answered = gws[1].on(Input::Tick, EmuTime::from_secs(61));
+        let answer = answered.into_iter().find_map(|e| match e {
+            Effect::Send {
+                msg: msg @ PeerMsg::Answer { .. },
+                ..
+            } => Some(msg),
+            _ => None,
+        });
+        let from1 = Input::Peer {
+            from: GridId(1),
+            msg: answer.expect("an answer"),
+        };
+        let redirect = |t: &Timer| matches!(t, Timer::Redirect(..));
+        let mut now = 62;
+        let mut due = timers(&gws[0].on(from1, EmuTime::from_secs(now)), redirect);
+        let (mut waits, mut resent) = (Vec::new(), None);
+        for _ in 0..4 {
+            assert_eq!(due.len(), 1, "one redirection timer: {due:?}");
+            waits.push(due[0] - now);
+            now = due[0];
+            let again = gws[0].on(
+                Input::RedirectTimeout(RequestId(1)),
+                EmuTime::from_secs(now),
+            );
+            due = timers(&again, redirect);
+            resent = again.into_iter().find_map(|e| match e {
+                Effect::Send {
+                    msg: msg @ PeerMsg::Redirect { .. },
+                    ..
+                } => Some(msg),
+                _ => None,
+            });
+            assert!(resent.is_some(), "resent at {now} s");
+        }
+        assert_eq!(waits, vec![30, 60, 120, 240]);
+        // The last copy reaches the provider; the end of the lease is reported to a
+        // requester that never acknowledges, with the same back-off.
+        let provider = &mut gws[1];
+        provider.on(
+            from0(resent.expect("a redirection")),
+            EmuTime::from_secs(now),
+        );
+        let ended = Input::LeaseEnded {
+            lease: RequestId(1),
+            state: RequestState::Completed,
+        };
+        let report = |t: &Timer| matches!(t, Timer::Report(_));
+        let mut now = 5000;
+        let mut due = timers(&provider.on(ended, EmuTime::from_secs(now)), report);
+        let mut waits = Vec::new();
+        for _ in 0..4 {
+            assert_eq!(due.len(), 1, "one report timer: {due:?}");
+            waits.push(due[0] - now);
+            now = due[0];
+            let again = provider.on(Input::ReportTimeout(RequestId(1)), EmuTime::from_secs(now));
+            due = timers(&again, report);
+        }
+        assert_eq!(waits, vec![30, 60, 120, 240]);
     }
 
     #[test]

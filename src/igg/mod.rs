@@ -2,6 +2,7 @@
 //! over its clusters (`dispatch`), peering (cost functions and contracts in `peering`, the
 //! negotiation state in `broker`, the messages in `protocol`) and published slots (`slots`).
 
+pub(crate) mod backoff;
 pub(crate) mod broker;
 pub mod dispatch;
 pub(crate) mod gateway;

@@ -41,10 +41,12 @@ pub struct Diagnostic {
     pub hint: Option<String>,
 }
 
-/// A collector that reading code can push to from anywhere (shared by reference).
+/// A collector that reading code can push to from anywhere (shared by reference): errors,
+/// which refuse the input, and warnings, which let it through but are printed.
 #[derive(Default)]
 pub struct Diags {
     items: RefCell<Vec<Diagnostic>>,
+    warnings: RefCell<Vec<Diagnostic>>,
 }
 
 impl Diags {
@@ -56,13 +58,26 @@ impl Diags {
             hint,
         });
     }
-    /// Whether nothing was recorded.
+    /// Records a warning: the input is valid, but the user should know (a run that will be
+    /// slow or whose queues grow without bound).
+    pub fn warn(&self, loc: &Loc, message: impl Into<String>, hint: Option<String>) {
+        self.warnings.borrow_mut().push(Diagnostic {
+            loc: loc.clone(),
+            message: message.into(),
+            hint,
+        });
+    }
+    /// Whether no error was recorded (warnings do not count).
     pub fn is_empty(&self) -> bool {
         self.items.borrow().is_empty()
     }
     /// The recorded problems.
     pub fn into_vec(self) -> Vec<Diagnostic> {
         self.items.into_inner()
+    }
+    /// The recorded warnings, taken out.
+    pub fn take_warnings(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.warnings.borrow_mut())
     }
 }
 
@@ -185,16 +200,39 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Its diagnostics as warnings, one text each (`place: warning: message`, then the
+    /// hint on a line of its own), for a topology that is valid all the same.
+    pub fn warnings(&self) -> Vec<String> {
+        let lines = Lines::new(&self.text);
+        let mut profile_lines = Vec::new();
+        (self.diagnostics.iter().take(MAX_SHOWN))
+            .map(|d| self.item(d, "warning", &lines, &mut profile_lines))
+            .collect()
+    }
+
+    /// One diagnostic as text, called `what` (error, warning).
+    fn item<'a>(
+        &'a self,
+        d: &Diagnostic,
+        what: &str,
+        lines: &Lines,
+        profile_lines: &mut Vec<(&'a str, Lines<'a>)>,
+    ) -> String {
+        let place = self.place(&d.loc, lines, profile_lines);
+        match &d.hint {
+            Some(h) => format!("{place}: {what}: {}\n    hint: {h}", d.message),
+            None => format!("{place}: {what}: {}", d.message),
+        }
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let lines = Lines::new(&self.text);
         let mut profile_lines = Vec::new();
         for d in self.diagnostics.iter().take(MAX_SHOWN) {
-            let place = self.place(&d.loc, &lines, &mut profile_lines);
-            writeln!(f, "{place}: error: {}", d.message)?;
-            if let Some(h) = &d.hint {
-                writeln!(f, "    hint: {h}")?;
-            }
+            writeln!(f, "{}", self.item(d, "error", &lines, &mut profile_lines))?;
         }
         let n = self.diagnostics.len();
         if n > MAX_SHOWN {

@@ -10,6 +10,7 @@ pub(crate) mod overhead;
 pub mod policy;
 pub mod preemption;
 pub mod provider;
+pub(crate) mod queue;
 pub(crate) mod scheduler;
 pub(crate) mod storage;
 

@@ -6,7 +6,9 @@
 //!   reservation; a large `pivots` behaves as conservative). Deadline-constrained leases always
 //!   get a reservation and are rejected at admission if it would end after their deadline.
 //!   With compression on, capacity freed early (by a preemption, a cancellation) moves every
-//!   waiting reservation forward where it can go, never back.
+//!   waiting reservation forward where it can go, never back. With a backfill depth (Slurm's
+//!   `bf_max_job_test`), a scheduling pass considers only the first waiting leases of the
+//!   queue: those further back hold no reservation and cannot start until they come closer.
 //! * Local requests are decided **when they arrive** (paper 001 §4.1, local steps 1–5): served
 //!   in their requested interval `[start, start + duration)` — reserved at once, so no external
 //!   lease arriving later can take it — or rejected. When the interval is not free, the leases
@@ -47,6 +49,7 @@ use super::contention::{Candidate, Contention};
 use super::overhead::{Operation, OverheadModel};
 use super::policy::PreemptionPolicy;
 use super::preemption::{self, Preemption};
+use super::queue::{Listed, Queue, Rank};
 use super::storage::Storage;
 use crate::model::HostSpec;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
@@ -151,6 +154,9 @@ pub struct Config {
     /// made stay. The local partition's share of the free slots is kept from the IGG by the
     /// actor's publication.
     pub partitions: bool,
+    /// How many waiting leases, from the front of the queue, a scheduling pass considers
+    /// (`lrms.backfill_depth`, Slurm's `bf_max_job_test`); `None`: all of them.
+    pub backfill_depth: Option<usize>,
 }
 
 /// The policies an LRMS core decides with (its decision points).
@@ -334,6 +340,8 @@ struct Lease {
     /// Whether it waits in the backfilling queue (external leases, and local ones where
     /// locals are queued); a local lease that is not was reserved on arrival.
     queued: bool,
+    /// How it is listed in the core's [`Queue`] (kept by [`Core::sync`]).
+    listed: Option<Listed>,
 }
 
 /// What one VM of `req` needs.
@@ -361,6 +369,7 @@ impl Lease {
             reported: 0,
             started_once: false,
             queued: true,
+            listed: None,
         }
     }
 
@@ -416,6 +425,8 @@ pub struct Core {
     /// entry whose lease moved on otherwise is dropped once its start has passed. A tick then
     /// looks at the reservations due, not at every lease.
     starts: BTreeSet<(EmuTime, RequestId)>,
+    /// The leases waiting in the backfilling queue, in queue order.
+    queue: Queue,
     decisions: u64,
 }
 
@@ -491,6 +502,7 @@ impl Clone for Core {
             next_order: self.next_order,
             wakes: self.wakes.clone(),
             starts: self.starts.clone(),
+            queue: self.queue.clone(),
             decisions: self.decisions,
         }
     }
@@ -572,6 +584,7 @@ impl Core {
             next_order: 0,
             wakes: BTreeSet::new(),
             starts: BTreeSet::new(),
+            queue: Queue::default(),
             decisions: 0,
         }
     }
@@ -631,7 +644,46 @@ impl Core {
         let mut lease = Lease::waiting(req, self.cfg.speed, order, now);
         lease.queued = !lease.is_local() || self.cfg.locals == LocalRequests::Queued;
         self.leases.insert(id, lease);
+        self.sync(id);
         id
+    }
+
+    /// Where lease `l` (`id`) stands in the queue: with partitions, Grid leases after local
+    /// ones; deadline leases first, by deadline; then in submission order.
+    fn rank(&self, id: RequestId, l: &Lease) -> Rank {
+        let deadline = l.deadline();
+        let grid_after_locals = u8::from(self.cfg.partitions && !l.is_local());
+        (
+            (grid_after_locals, u8::from(deadline.is_none())),
+            deadline.unwrap_or(EmuTime::NEVER),
+            l.order,
+            id,
+        )
+    }
+
+    /// Brings lease `id`'s listing in the queue up to date with its phase and reservation:
+    /// called after every change of either (and before a lease is forgotten).
+    fn sync(&mut self, id: RequestId) {
+        let Some(l) = self.leases.get(&id) else {
+            return;
+        };
+        let now = (l.phase == Phase::Waiting && l.queued).then(|| Listed {
+            rank: self.rank(id, l),
+            partition: self.partition(l),
+            reserved: l.res.as_ref().map(|r| r.start),
+        });
+        let was = l.listed;
+        self.queue.relist(was, now);
+        if let Some(l) = self.leases.get_mut(&id) {
+            l.listed = now;
+        }
+    }
+
+    /// Forgets lease `id` (and its place in the queue).
+    fn forget(&mut self, id: RequestId) {
+        if let Some(l) = self.leases.remove(&id) {
+            self.queue.relist(l.listed, None);
+        }
     }
 
     // ---- planning ----
@@ -828,6 +880,7 @@ impl Core {
             hosts,
             plans,
         });
+        self.sync(id);
         self.wake(start, out);
     }
 
@@ -840,6 +893,7 @@ impl Core {
                 self.avail.release_from(id, res.start);
                 self.storage.cancel(id, res.start);
             }
+            self.sync(id);
         }
     }
 
@@ -851,14 +905,24 @@ impl Core {
 
     // ---- external leases ----
 
-    /// The start FCFS allows: not before any earlier waiting lease's reservation.
+    /// The start FCFS allows: not before any earlier waiting lease's reservation. Read
+    /// from the queue's counts when no later lease holds a reservation (a lease just
+    /// submitted), else found by a walk.
     fn fcfs_floor(&self, order: u64) -> EmuTime {
-        self.leases
-            .values()
-            .filter(|l| l.order < order && l.phase == Phase::Waiting && l.queued)
-            .filter_map(|l| l.res.as_ref().map(|r| r.start))
-            .max()
-            .unwrap_or(EmuTime::ZERO)
+        let walk = || {
+            (self.leases.values())
+                .filter(|l| l.order < order && l.phase == Phase::Waiting && l.queued)
+                .filter_map(|l| l.res.as_ref().map(|r| r.start))
+                .max()
+                .unwrap_or(EmuTime::ZERO)
+        };
+        match self.queue.latest_start_before(order) {
+            Some(t) => {
+                debug_assert_eq!(t, walk(), "the queue's latest start before #{order}");
+                t
+            }
+            None => walk(),
+        }
     }
 
     /// The EASY partition a lease waits in: with partitions, local leases have their own
@@ -867,20 +931,51 @@ impl Core {
         usize::from(self.cfg.partitions && l.is_local())
     }
 
-    /// Waiting leases holding reservations, per partition.
+    /// Waiting leases holding reservations, per partition (kept by the queue).
     fn reserved_waiting(&self) -> [usize; 2] {
-        let mut n = [0; 2];
-        for l in self.leases.values() {
-            if l.phase == Phase::Waiting && l.queued && l.res.is_some() {
-                n[self.partition(l)] += 1;
-            }
-        }
-        n
+        self.queue.reserved()
     }
 
-    /// Schedules one waiting lease of the queue by the backfilling policy. Returns false only
-    /// for a deadline lease that cannot meet its deadline.
+    /// Checks the queue against a walk over every lease (debug builds: once a pass).
+    fn check_queue(&self) {
+        if cfg!(debug_assertions) {
+            let mut n = [0; 2];
+            let mut waiting: Vec<(Rank, RequestId)> = Vec::new();
+            for (id, l) in &self.leases {
+                if l.phase == Phase::Waiting && l.queued {
+                    n[self.partition(l)] += usize::from(l.res.is_some());
+                    waiting.push((self.rank(*id, l), *id));
+                }
+            }
+            waiting.sort_unstable();
+            let listed: Vec<RequestId> = self.queue.in_order().map(|(id, _)| id).collect();
+            debug_assert_eq!(n, self.queue.reserved(), "reservations the queue counts");
+            debug_assert!(
+                waiting.iter().map(|w| w.1).eq(listed.iter().copied()),
+                "the queue lists the waiting leases in order"
+            );
+        }
+    }
+
+    /// Whether lease `id` is further back in the queue than a pass looks
+    /// ([`Config::backfill_depth`]).
+    fn beyond_depth(&self, id: RequestId) -> bool {
+        let Some(depth) = self.cfg.backfill_depth else {
+            return false;
+        };
+        let Some(listed) = self.leases.get(&id).and_then(|l| l.listed) else {
+            return false;
+        };
+        self.queue.at_least_before(&listed.rank, depth)
+    }
+
+    /// Schedules one waiting lease of the queue by the backfilling policy — unless it is
+    /// beyond the backfill depth, where it waits unscheduled for a later pass. Returns false
+    /// only for a deadline lease that cannot meet its deadline.
     fn schedule_waiting(&mut self, id: RequestId, now: EmuTime, out: &mut Vec<Action>) -> bool {
+        if self.beyond_depth(id) {
+            return true;
+        }
         // Only EASY counts the reservations held (a walk over every lease); the others
         // reserve for every lease.
         let reserved = match self.cfg.backfilling {
@@ -1042,7 +1137,7 @@ impl Core {
         let id = self.insert(req, now);
         let mut out = Vec::new();
         if !self.schedule_waiting(id, now, &mut out) {
-            self.leases.remove(&id);
+            self.forget(id);
             return Err(Refusal::Deadline);
         }
         if let Some(k) = limit {
@@ -1053,7 +1148,7 @@ impl Core {
                 .is_some_and(|r| r.start <= now);
             if !starts_now && waiting >= k {
                 self.drop_reservation(id);
-                self.leases.remove(&id);
+                self.forget(id);
                 // Wakes it asked for were new (`wake` reports only those): take them back.
                 for a in &out {
                     if let Action::Wake(t) = a {
@@ -1070,7 +1165,9 @@ impl Core {
     }
 
     /// Places every waiting external lease that has no reservation (preempted, displaced,
-    /// or not a pivot): deadline leases first (earliest deadline), then submission order.
+    /// not a pivot, or beyond the backfill depth at an earlier pass): deadline leases first
+    /// (earliest deadline), then submission order. With a backfill depth, only the first
+    /// that many waiting leases are looked at.
     /// Without compression existing reservations are kept, so this costs only the affected
     /// leases. With it, every future reservation is taken out and placed again in the same
     /// order (GridSim's conservative backfilling on a cancellation): a lease's old slot is
@@ -1085,27 +1182,15 @@ impl Core {
     /// Leases resuming from images (their plan depends on the storage) and FCFS queues (the
     /// floor depends on other leases) are always placed again.
     fn place_waiting(&mut self, now: EmuTime, out: &mut Vec<Action>) {
-        let (compress, partitions) = (self.cfg.compress, self.cfg.partitions);
-        let mut waiting: Vec<((u8, u8), EmuTime, u64, RequestId)> = self
-            .leases
-            .iter()
-            .filter(|(_, l)| l.phase == Phase::Waiting && l.queued)
-            .filter(|(_, l)| match &l.res {
-                None => true,
-                Some(r) => compress && r.start > now,
-            })
-            .map(|(id, l)| {
-                let deadline = l.deadline();
-                let grid_after_locals = u8::from(partitions && !l.is_local());
-                (
-                    (grid_after_locals, u8::from(deadline.is_none())),
-                    deadline.unwrap_or(EmuTime::NEVER),
-                    l.order,
-                    *id,
-                )
-            })
+        self.check_queue();
+        let compress = self.cfg.compress;
+        // The first `backfill_depth` waiting leases, in queue order: those without a
+        // reservation and, with compression, those whose reservation is still to come.
+        let depth = self.cfg.backfill_depth.unwrap_or(usize::MAX);
+        let waiting: Vec<RequestId> = (self.queue.in_order().take(depth))
+            .filter(|(_, start)| start.is_none_or(|s| compress && s > now))
+            .map(|(id, _)| id)
             .collect();
-        waiting.sort_unstable();
         let mut freed = Freed::new(self.avail.take_freed(now));
         let mut moved = Vec::new();
         // Cluster-wide use, rebuilt only after a change that moves it.
@@ -1116,7 +1201,7 @@ impl Core {
         let mut reserved = self.reserved_waiting();
         let mut free_now: Option<u64> = None;
         let (queue, mut reexamined) = (waiting.len(), 0usize);
-        for (_, _, _, id) in waiting {
+        for id in waiting {
             if self.leases[&id].res.is_some() {
                 reexamined += 1;
                 let cluster = (&mut freed, &mut steps, total);
@@ -1406,7 +1491,7 @@ impl Core {
             // Scheduled like any waiting lease; with partitions, locals come first only among
             // the leases backfilled without a reservation (`place_waiting`).
             if !self.schedule_waiting(id, now, &mut out) {
-                self.leases.remove(&id);
+                self.forget(id);
                 return Err(Refusal::Deadline);
             }
             self.terms(id, reshaped, &mut out);
@@ -1426,7 +1511,7 @@ impl Core {
                 Ok(out)
             }
             Err(r) => {
-                self.leases.remove(&id);
+                self.forget(id);
                 Err(r)
             }
         }
@@ -1920,6 +2005,7 @@ impl Core {
         l.phase = Phase::Cancelling;
         l.work_done = done;
         l.reported = 0;
+        self.sync(id);
     }
 
     /// Pauses and suspends a lease's VMs to the shared storage one after another; a migrating
@@ -1979,6 +2065,7 @@ impl Core {
                 images_ready: images,
             }));
         }
+        self.sync(id);
     }
 
     // ---- migration ----
@@ -1994,7 +2081,7 @@ impl Core {
         }
         if moved {
             // Its VMs are still being suspended here: their cut slots stay until they pass.
-            self.leases.remove(&lease);
+            self.forget(lease);
         } else {
             // No cluster took it: it is suspended and resumed here, which costs eq. 7
             // instead of the eq. 8 it was charged.
@@ -2044,7 +2131,7 @@ impl Core {
                 Ok(out)
             }
             _ => {
-                self.leases.remove(&id);
+                self.forget(id);
                 Err(Refusal::Deadline)
             }
         }
@@ -2058,7 +2145,10 @@ impl Core {
         // Keep only wakes still to come (split_off costs the removed part, not the set).
         self.wakes = self.wakes.split_off(&(now + EmuDuration::from_micros(1)));
         self.start_due(now, &mut out);
-        if matches!(self.cfg.backfilling, Backfilling::Easy { .. }) {
+        // EASY backfills at every event; with a backfill depth, every policy also schedules
+        // here the leases that came within the depth.
+        let easy = matches!(self.cfg.backfilling, Backfilling::Easy { .. });
+        if easy || self.cfg.backfill_depth.is_some() {
             self.place_waiting(now, &mut out);
             self.start_due(now, &mut out);
         }
@@ -2115,6 +2205,7 @@ impl Core {
             if let Some(r) = &l.res {
                 self.starts.insert((r.start, id));
             }
+            self.sync(id);
         }
     }
 
@@ -2131,6 +2222,7 @@ impl Core {
             l.started_once = true;
             out.push(Action::Started(id));
         }
+        self.sync(id);
     }
 
     /// A VM instance of `lease` reached `state` (finished, cancelled or suspended).
@@ -2159,7 +2251,7 @@ impl Core {
             l.work_done = l.duration;
         }
         self.avail.release(lease);
-        self.leases.remove(&lease);
+        self.forget(lease);
         out.push(Action::Ended(lease, outcome));
         self.avail.forget_before(now);
         self.storage.forget_before(now);
@@ -2211,6 +2303,7 @@ mod tests {
             compress: false,
             locals: LocalRequests::Reserved,
             partitions: false,
+            backfill_depth: None,
         }
     }
 
@@ -2294,6 +2387,131 @@ mod tests {
         assert!(started(&a).is_empty());
         assert!(a.contains(&Action::Wake(EmuTime::from_secs(200))), "{a:?}");
         assert!(c.availability().within_capacity());
+    }
+
+    /// The hole-filling scenario of the test above, on a core with backfill depth `depth`:
+    /// what lease 2 (1 core for 50 s, third in line) gets at once.
+    fn third_in_line(backfilling: Backfilling, depth: Option<usize>) -> (Core, Vec<Action>) {
+        let mut cfg = config(backfilling);
+        cfg.backfill_depth = depth;
+        let mut c = Core::new(&hosts(1, 4, 4096), cfg, with(PreemptionPolicy::Nop));
+        let t0 = EmuTime::ZERO;
+        for (id, vms, secs) in [(0, 3, 100), (1, 4, 100)] {
+            c.submit_external(req(id, Origin::External, 0, vms, 100, secs), t0)
+                .unwrap();
+        }
+        let a = c
+            .submit_external(req(2, Origin::External, 0, 1, 100, 50), t0)
+            .unwrap();
+        (c, a)
+    }
+
+    #[test]
+    fn a_lease_beyond_the_backfill_depth_is_not_considered_until_it_comes_closer() {
+        let easy = Backfilling::Easy { pivots: 1 };
+        for backfilling in [Backfilling::Conservative, easy] {
+            // Without a depth, lease 2 fills the hole at once.
+            assert_eq!(started(&third_in_line(backfilling, None).1), vec![2]);
+            // With depth 1, only lease 1 (reserved at 100) is considered: lease 2 gets
+            // nothing though it fits, as Slurm's bf_max_job_test leaves such a job alone.
+            let (mut c, a) = third_in_line(backfilling, Some(1));
+            assert!(
+                a.iter()
+                    .all(|x| !matches!(x, Action::Wake(_) | Action::RunVms { .. })),
+                "{backfilling:?}: {a:?}"
+            );
+            // Lease 0 ends at 100; lease 1 starts, and lease 2, now first in line, is
+            // reserved after it.
+            let t = EmuTime::from_secs(100);
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                out.extend(c.vm_reported(RequestId(0), VmState::Finished, t));
+            }
+            out.extend(c.tick(t));
+            assert_eq!(started(&out), vec![1], "{backfilling:?}");
+            assert!(
+                out.contains(&Action::Wake(EmuTime::from_secs(200))),
+                "{out:?}"
+            );
+            let slot = c.leases().into_iter().find(|l| l.id == RequestId(2));
+            assert_eq!(
+                slot.and_then(|l| l.slot).map(|s| s.0),
+                Some(EmuTime::from_secs(200))
+            );
+        }
+    }
+
+    /// Runs `n` external leases of mixed sizes (a fixed pseudo-random sequence, arriving
+    /// every 7 s) on 3 hosts of 4 cores to their ends, completing VMs when their plans say;
+    /// returns every action in order with its time.
+    fn drive(backfilling: Backfilling, depth: Option<usize>, n: u32) -> Vec<(EmuTime, Action)> {
+        let mut cfg = config(backfilling);
+        cfg.backfill_depth = depth;
+        let mut c = Core::new(&hosts(3, 4, 4096), cfg, with(PreemptionPolicy::Nop));
+        enum Event {
+            Submit(LeaseRequest),
+            Wake,
+            Done(RequestId),
+        }
+        let mut events: BTreeMap<(EmuTime, u64), Event> = BTreeMap::new();
+        let mut x = 12345u64;
+        for i in 0..n {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let (vms, secs) = (1 + (x >> 33) % 12, 20 + (x >> 45) % 300);
+            let r = req(i, Origin::External, 7 * u64::from(i), vms as u32, 100, secs);
+            events.insert((r.arrival, u64::from(i)), Event::Submit(r));
+        }
+        let mut seq = u64::from(n);
+        let mut log = Vec::new();
+        while let Some(((t, _), e)) = events.pop_first() {
+            let out = match e {
+                Event::Submit(r) => c.submit_external(r, t).unwrap_or_default(),
+                Event::Wake => c.tick(t),
+                Event::Done(lease) => c.vm_reported(lease, VmState::Finished, t),
+            };
+            for a in out {
+                seq += 1;
+                match &a {
+                    Action::Wake(at) => {
+                        events.insert((*at, seq), Event::Wake);
+                    }
+                    Action::RunVms { lease, plans } => {
+                        for p in plans.iter() {
+                            let end = p.steps.iter().find(|s| s.1 == VmEvent::Completed);
+                            seq += 1;
+                            events.insert((end.map_or(t, |s| s.0), seq), Event::Done(*lease));
+                        }
+                    }
+                    _ => {}
+                }
+                log.push((t, a));
+            }
+        }
+        log
+    }
+
+    #[test]
+    fn a_backfill_depth_past_the_queue_changes_nothing() {
+        let easy = Backfilling::Easy { pivots: 2 };
+        for backfilling in [Backfilling::Fcfs, Backfilling::Conservative, easy] {
+            let unbounded = drive(backfilling, None, 60);
+            assert_eq!(
+                drive(backfilling, Some(1000), 60),
+                unbounded,
+                "{backfilling:?}"
+            );
+            let ended = |log: &[(EmuTime, Action)]| {
+                log.iter()
+                    .filter(|(_, a)| matches!(a, Action::Ended(..)))
+                    .count()
+            };
+            assert_eq!(ended(&unbounded), 60, "{backfilling:?}");
+            // A shallow depth still runs every lease, in another order.
+            let shallow = drive(backfilling, Some(2), 60);
+            assert_eq!(ended(&shallow), 60, "{backfilling:?}");
+        }
     }
 
     #[test]

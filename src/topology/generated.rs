@@ -228,25 +228,31 @@ fn read_deadlines(t: Option<Table<'_>>) -> (Deadlines, bool) {
     (d, soft)
 }
 
-/// Reads the generator settings of `w` (model `model`) and appends its requests.
-pub(super) fn read(
-    w: &Table<'_>,
-    model: WorkloadModel,
-    target: &Target<'_>,
-    run_seed: u64,
-    base_dir: Option<&Path>,
-    sink: &mut Sink<'_>,
-) -> Vec<RequestId> {
-    let diags: &Diags = w.diags;
+/// When and how much a workload's model generates.
+struct Window {
+    /// The span arrivals fall in.
+    span: EmuDuration,
+    /// Offset of the first arrival.
+    start: EmuTime,
+    /// `max_requests`, if set.
+    max_given: Option<usize>,
+    /// How many times more frequent arrivals are (`rate_factor`).
+    rate: f64,
+    /// The span the model runs over: span × rate.
+    model_span: EmuDuration,
+}
+
+/// The window a workload's model generates over; `None` when the model would run past
+/// 10^12 s (reported).
+fn read_window(w: &Table<'_>, target: &Target<'_>) -> Option<Window> {
     let span = w
         .duration("span")
         .map_or(EmuDuration::from_secs(2 * 86_400), |(d, _)| d);
     let start = w
         .duration("start")
         .map_or(EmuTime::ZERO, |(d, _)| EmuTime::ZERO + d);
-    let max_jobs = w
-        .positive("max_requests", 10_000_000)
-        .map_or(1_000_000, |(v, _)| v as usize);
+    let max_given =
+        (w.positive("max_requests", MAX_WORKLOAD_REQUESTS as u64)).map(|(v, _)| v as usize);
     // Arrivals `rate_factor` times as frequent: the model generates over a span that many
     // times longer and its arrival times are divided by it (the usual way to vary a trace's
     // load without changing its jobs).
@@ -259,7 +265,7 @@ pub(super) fn read(
             .get("rate_factor")
             .or_else(|| w.get("span"))
             .map_or(&w.node.loc, |n| &n.loc);
-        diags.error(
+        w.diags.error(
             at,
             format!(
                 "span × rate_factor = {model_secs} s in workload `{}`: the model would generate past 10^12 s",
@@ -267,10 +273,22 @@ pub(super) fn read(
             ),
             Some("the span the model generates over, span × rate_factor, runs up to 10^12 s; shorten span or lower rate_factor".into()),
         );
-        w.skip(KEYS);
-        return Vec::new();
+        return None;
     }
-    let model_span = EmuDuration::from_secs_f64(model_secs);
+    Some(Window {
+        span,
+        start,
+        max_given,
+        rate,
+        model_span: EmuDuration::from_secs_f64(model_secs),
+    })
+}
+
+/// A workload's VMs: memory, cores each, and the most a request takes (`max_vms`, at most
+/// what the largest cluster it may use holds); `None` when no such cluster holds one
+/// (reported).
+fn read_vms(w: &Table<'_>, target: &Target<'_>) -> Option<(u32, u32, u32)> {
+    let diags: &Diags = w.diags;
     let mem_mb = w
         .positive("mem_mb", 1 << 30)
         .map_or(1024, |(v, _)| v as u32);
@@ -293,11 +311,44 @@ pub(super) fn read(
     } as u32;
     if capacity == 0 {
         diags.error(&w.node.loc, format!("no cluster workload `{}` may use can hold a VM of {mem_mb} MB and {cores_per_vm} core(s)", target.name), Some("lower mem_mb or cores_per_vm".into()));
+        return None;
+    }
+    Some((mem_mb, cores_per_vm, max_vms))
+}
+
+/// Reads the generator settings of `w` (model `model`) and appends its requests.
+pub(super) fn read(
+    w: &Table<'_>,
+    model: WorkloadModel,
+    target: &Target<'_>,
+    run_seed: u64,
+    base_dir: Option<&Path>,
+    sink: &mut Sink<'_>,
+) -> Vec<RequestId> {
+    let diags: &Diags = w.diags;
+    let Some((window, (mem_mb, cores_per_vm, max_vms))) =
+        read_window(w, target).and_then(|window| Some((window, read_vms(w, target)?)))
+    else {
         w.skip(KEYS);
         return Vec::new();
-    }
+    };
+    let Window {
+        span,
+        start,
+        max_given,
+        rate,
+        model_span,
+    } = window;
+    let max_jobs = max_given.unwrap_or(DEFAULT_MAX_REQUESTS);
     let seed = stream_seed(run_seed, &format!("workload:{}", target.name));
-    let jobs = read_jobs(w, model, (model_span, max_vms, max_jobs), seed, base_dir);
+    // Never more than one past the topology's cap is generated (an error below).
+    let room = MAX_TOPOLOGY_REQUESTS.saturating_sub(sink.requests.len()) + 1;
+    let limits = (model_span, max_vms, max_jobs.min(room));
+    let jobs = read_jobs(w, model, limits, seed, base_dir);
+    if max_given.is_none() && jobs.len() >= max_jobs && model.is_modelled() {
+        too_many(w, target.name, (&jobs, rate), span);
+        return Vec::new();
+    }
     let mix = read_mix(w.table("mix"));
     let (deadlines, soft) = read_deadlines(w.table("deadlines"));
     if let (Origin::Local, Some(n)) = (target.origin, w.get("mix")) {
@@ -349,9 +400,46 @@ pub(super) fn read(
     push_requests(&jobs, kinds, target, &shape, sink)
 }
 
+impl WorkloadModel {
+    /// Whether requests come from a model (DAS-2, Lublin99, GWA) rather than a list or a trace.
+    fn is_modelled(self) -> bool {
+        matches!(
+            self,
+            WorkloadModel::Das2 | WorkloadModel::Lublin99 | WorkloadModel::Gwa
+        )
+    }
+}
+
 /// Requests in a topology: far beyond any study (requests are numbered in 32 bits, and each
 /// holds memory for the whole run).
 pub(super) const MAX_TOPOLOGY_REQUESTS: usize = 100_000_000;
+
+/// The largest `max_requests` of a workload.
+const MAX_WORKLOAD_REQUESTS: usize = 10_000_000;
+
+/// A workload's `max_requests` when it sets none.
+const DEFAULT_MAX_REQUESTS: usize = 1_000_000;
+
+/// Refuses a model that generates past the default request cap within its span: parameters
+/// that make an absurd number of requests, which the cap would silently cut to its first
+/// [`DEFAULT_MAX_REQUESTS`] (arriving in a fraction of the span).
+fn too_many(w: &Table<'_>, name: &str, (jobs, rate): (&[workload::Job], f64), span: EmuDuration) {
+    let reached = jobs.last().map_or(0.0, |j| j.arrival.as_secs_f64() / rate);
+    w.diags.error(
+        &w.node.loc,
+        format!(
+            "workload `{}` makes more than {DEFAULT_MAX_REQUESTS} requests (the default \
+             max_requests): request {} arrives {reached:.0} s into a span of {} s",
+            super::shown(name),
+            jobs.len(),
+            span.as_secs_f64()
+        ),
+        Some(format!(
+            "lower the model's arrival rate or shorten the span; or set max_requests (at \
+             most {MAX_WORKLOAD_REQUESTS}) to keep only the first requests"
+        )),
+    );
+}
 
 /// The jobs of `model` over `span` (at most `max_jobs`, none over `max_vms`); settings for
 /// another model are a problem.

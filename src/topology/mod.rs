@@ -2,6 +2,7 @@
 //! validation that reports every problem with its place, and the validated [`Topology`] the
 //! emulation is built from.
 
+mod bounds;
 mod build;
 mod generated;
 mod names;
@@ -67,6 +68,9 @@ pub struct Emulation {
     /// Which perturbed order same-time deliveries run in (interleaving exploration, in
     /// either mode; see [`crate::time::interleave`]); 0: the FIFO order.
     pub interleaving: u64,
+    /// The most messages the run may send: past it, it stops with an error
+    /// (`max_messages`; runs on one thread); `None`: no cap.
+    pub max_messages: Option<u64>,
 }
 
 named_enum! {
@@ -203,6 +207,9 @@ pub struct LrmsSettings {
     pub locals: crate::lrms::LocalRequests,
     /// Local and Grid partitions (from the Grid's provider policy).
     pub partitions: crate::lrms::provider::Partitions,
+    /// How many waiting requests, from the front of the queue, a scheduling pass considers
+    /// (`backfill_depth`, Slurm's `bf_max_job_test`); `None`: every one.
+    pub backfill_depth: Option<usize>,
 }
 
 impl SchedulerKind {
@@ -708,6 +715,9 @@ pub struct Topology {
     pub registry: Registry,
     /// How external policy processes are run (`[external]`).
     pub external: ExternalSettings,
+    /// What validation warns about (`file:line:col: warning: ...`, with a hint): settings
+    /// that are valid but make a slow or unbounded run. `validate` and `run` print them.
+    pub warnings: Vec<String>,
 }
 
 impl Topology {
@@ -897,7 +907,13 @@ pub fn load_str(
         )
     });
     match topo {
-        Some(t) if diags.is_empty() => Ok(t),
+        Some(mut t) if diags.is_empty() => {
+            let mut warnings = Report::of_file(path, text, diags.take_warnings());
+            warnings.sets = overrides.sets.clone();
+            warnings.profiles = profiles_seen;
+            t.warnings = warnings.warnings();
+            Ok(t)
+        }
         _ => {
             let mut diagnostics = diags.into_vec();
             diagnostics.sort_by_key(|d| match d.loc {
@@ -940,6 +956,9 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
     t.named::<PreemptionName>("preemption").map(|(v, _)| v)
 }
 
+/// The largest `lrms.backfill_depth`: a depth past any queue a run could hold.
+const MAX_BACKFILL_DEPTH: u64 = 1_000_000_000;
+
 /// `[lrms]` keys as read from one table; unset keys inherit.
 #[derive(Clone, Default)]
 struct LrmsOverrides<'a> {
@@ -959,6 +978,7 @@ struct LrmsOverrides<'a> {
     search_budget: Option<usize>,
     compress: Option<bool>,
     locals: Option<crate::lrms::LocalRequests>,
+    backfill_depth: Option<usize>,
 }
 
 fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> {
@@ -990,6 +1010,9 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
         locals: t
             .named::<crate::lrms::LocalRequests>("locals")
             .map(|(v, _)| v),
+        backfill_depth: t
+            .positive("backfill_depth", MAX_BACKFILL_DEPTH)
+            .map(|(v, _)| v as usize),
     };
     t.finish();
     o
@@ -1154,6 +1177,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
             },
             reference_mips: None,
             interleaving: 0,
+            max_messages: None,
         });
     };
     let mode = t.named::<ModeName>("mode").map(|(m, _)| m);
@@ -1161,6 +1185,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
     let seed = read_seed(&t).unwrap_or(1);
     let reference_mips = t.positive("reference_mips", 1 << 30).map(|(v, _)| v as u32);
     let interleaving = t.uint("interleaving", i64::MAX as u64);
+    let max_messages = t.positive("max_messages", i64::MAX as u64).map(|(v, _)| v);
     let mut ok = true;
     let end = match t.get("end") {
         None => Some(EndCondition::AllDone {
@@ -1218,6 +1243,7 @@ fn read_emulation(t: Option<Table<'_>>) -> Option<Emulation> {
         end: end?,
         reference_mips,
         interleaving: interleaving.map_or(0, |(k, _)| k),
+        max_messages,
     })
 }
 
@@ -1393,6 +1419,7 @@ fn read_topology(
     let contracts = read_contracts(&top, &names);
     let run_seed = emulation.as_ref().map_or(1, |e| e.seed);
     let w = workloads::read_workloads(&top, &names, &clusters, run_seed, base_dir);
+    let places = w.places;
     top.finish();
     let topo = Topology {
         name,
@@ -1407,12 +1434,15 @@ fn read_topology(
         request_labels: w.labels,
         registry: registry.clone(),
         external,
+        warnings: Vec::new(),
     };
     check_scaled_durations(&topo, &top);
     // Only a topology read without problems is whole enough to count its timers (a cluster
     // may name a Grid that failed to read).
     if top.diags.is_empty() {
         check_periodic_events(&topo, &top);
+        bounds::check_round_trips(&topo, &top);
+        bounds::check_offered_load(&topo, &places, &top);
     }
     Some(topo)
 }
@@ -1755,6 +1785,7 @@ fn merge_lrms(
         compress: pick!(compress, false),
         locals: pick!(locals, crate::lrms::LocalRequests::Reserved),
         partitions: crate::lrms::provider::Partitions::Single,
+        backfill_depth: own.backfill_depth.or(lrms_defaults.backfill_depth),
         profile,
     }
 }

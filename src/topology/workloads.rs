@@ -16,6 +16,8 @@ use crate::model::{ClusterId, GridId, LeaseRequest, Origin, RequestId};
 pub(super) struct Workloads {
     /// The workloads.
     pub workloads: Vec<Workload>,
+    /// Where each workload is written, by index.
+    pub places: Vec<Loc>,
     /// Every request of the topology, indexed by id.
     pub requests: Vec<LeaseRequest>,
     /// Their labels (ids as written, or generated).
@@ -40,6 +42,13 @@ pub(super) fn read_workloads(
         read_workload(wnode, wi, place, &mut out);
     }
     check_unique_ids(&out, grids.diags);
+    // Each workload's place: where the table of its name is (names are unique, or reported).
+    out.places = (out.workloads.iter())
+        .map(|w| {
+            let source = out.sources.iter().find(|(_, name, _)| *name == w.name);
+            source.map_or(top.node.loc.clone(), |(_, _, loc)| loc.clone())
+        })
+        .collect();
     out
 }
 
