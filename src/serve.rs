@@ -220,17 +220,7 @@ pub(crate) fn publish_frame(
             }
         })
         .collect();
-    let recent = emu
-        .tracer
-        .recent()
-        .into_iter()
-        .map(|m| MessageFrame {
-            t_s: m.at.as_secs_f64(),
-            from: emu.tracer.name(m.from),
-            to: emu.tracer.name(m.to),
-            kind: m.kind,
-        })
-        .collect();
+    let recent = recent_messages(emu);
     let frame = Frame {
         topology: &topo.name,
         t_s: now.as_secs_f64(),
@@ -249,6 +239,20 @@ pub(crate) fn publish_frame(
     let json = serde_json::to_string(&frame).expect("a frame serialises");
     drop(metrics);
     feed.publish(json, done);
+}
+
+/// The last messages of the run, as a frame shows them.
+fn recent_messages(emu: &Emu) -> Vec<MessageFrame> {
+    emu.tracer
+        .recent()
+        .into_iter()
+        .map(|m| MessageFrame {
+            t_s: m.at.as_secs_f64(),
+            from: emu.tracer.name(m.from),
+            to: emu.tracer.name(m.to),
+            kind: m.kind,
+        })
+        .collect()
 }
 
 /// Every address `addr` (`HOST:PORT`) resolves to.

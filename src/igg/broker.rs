@@ -620,12 +620,7 @@ impl Broker {
                     })
                 })
             });
-            match (a, next.redirects()) {
-                (Answer::Accept { .. }, _) => self.outcomes.accepted += 1,
-                (Answer::Counter { .. }, Some(_)) => self.outcomes.countered_taken += 1,
-                (Answer::Counter { .. }, None) => self.outcomes.countered_declined += 1,
-                (Answer::Reject, _) => self.outcomes.rejected += 1,
-            }
+            self.count_outcome(a, next.redirects().is_some());
             match next.redirects() {
                 Some(price) => {
                     out.push(Out::Send {
@@ -677,6 +672,16 @@ impl Broker {
             self.queue.push_back(q);
         }
         out
+    }
+
+    /// Counts how a provider answered one request and whether the requester redirected it.
+    fn count_outcome(&mut self, answer: &Answer, redirected: bool) {
+        match (answer, redirected) {
+            (Answer::Accept { .. }, _) => self.outcomes.accepted += 1,
+            (Answer::Counter { .. }, true) => self.outcomes.countered_taken += 1,
+            (Answer::Counter { .. }, false) => self.outcomes.countered_declined += 1,
+            (Answer::Reject, _) => self.outcomes.rejected += 1,
+        }
     }
 
     /// An offer's answer did not come in time: resend it, or give this peer up.

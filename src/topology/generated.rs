@@ -358,16 +358,7 @@ pub(super) fn read(
             Some("remove [workload.mix]".into()),
         );
     }
-    let jobs: Vec<workload::Job> = if rate == 1.0 {
-        jobs
-    } else {
-        jobs.into_iter()
-            .map(|j| workload::Job {
-                arrival: EmuDuration::from_secs_f64(j.arrival.as_secs_f64() / rate),
-                ..j
-            })
-            .collect()
-    };
+    let jobs = scaled_arrivals(jobs, rate);
     let moldable = w.bool("moldable").is_some_and(|(b, _)| b);
     let kinds = workload::assign(&jobs, &mix, &deadlines, stream_seed(seed, "types"));
     let shape = RequestShape {
@@ -398,6 +389,19 @@ pub(super) fn read(
         return Vec::new();
     }
     push_requests(&jobs, kinds, target, &shape, sink)
+}
+
+/// The jobs with their arrivals divided by `rate` (the workload's `arrival_rate`).
+fn scaled_arrivals(jobs: Vec<workload::Job>, rate: f64) -> Vec<workload::Job> {
+    if rate == 1.0 {
+        return jobs;
+    }
+    jobs.into_iter()
+        .map(|j| workload::Job {
+            arrival: EmuDuration::from_secs_f64(j.arrival.as_secs_f64() / rate),
+            ..j
+        })
+        .collect()
 }
 
 impl WorkloadModel {
@@ -637,12 +641,9 @@ fn read_trace(
         } else {
             "a"
         };
-        w.missing(
-            key,
-            &format!(
-                "{article} {name} workload needs [workload.{key}] with path = \"trace.{key}\""
-            ),
-        );
+        let hint =
+            format!("{article} {name} workload needs [workload.{key}] with path = \"trace.{key}\"");
+        w.missing(key, &hint);
         return Vec::new();
     };
     let path = t.req_str(
@@ -698,14 +699,7 @@ fn read_trace(
     match jobs {
         // A workload that replays nothing is a wrong path or trace, not an idle Grid.
         Ok(Ok((jobs, _))) if jobs.is_empty() && site_known => {
-            w.diags.error(
-                loc,
-                format!(
-                    "{}: no job to replay (no job line, or none with a size and a run time)",
-                    full.display()
-                ),
-                Some("give a trace with jobs, or remove this workload".into()),
-            );
+            no_job_to_replay(w.diags, loc, &full);
             jobs
         }
         Ok(Ok((jobs, _))) => jobs,
@@ -724,6 +718,18 @@ fn read_trace(
         Err(ReadError::Stop(e)) => bad_lines(vec![e]),
         Err(ReadError::Malformed(errors)) => bad_lines(errors),
     }
+}
+
+/// The error for a trace that replays nothing: a wrong path or trace, not an idle Grid.
+fn no_job_to_replay(diags: &Diags, loc: &Loc, full: &Path) {
+    diags.error(
+        loc,
+        format!(
+            "{}: no job to replay (no job line, or none with a size and a run time)",
+            full.display()
+        ),
+        Some("give a trace with jobs, or remove this workload".into()),
+    );
 }
 
 /// An error if no job of `trace` was submitted at `site`: most likely a typo. Whether it is
