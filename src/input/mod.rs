@@ -34,7 +34,7 @@ pub const MAX_CSV_LINE: usize = 1 << 20;
 /// character ([`diag::acts_invisibly`]; a tab aside), if one does. igemu's own JSON files (records,
 /// summaries) hold none; read back and shown in a message, such a character would act in the
 /// terminal instead of showing.
-pub fn unshowable_json(v: &serde_json::Value) -> Option<String> {
+pub(crate) fn unshowable_json(v: &serde_json::Value) -> Option<String> {
     // A tab shows as space; a line end would fake a line of the message showing it.
     let bad = |s: &str| s.chars().any(|c| c != '\t' && diag::acts_invisibly(c));
     match v {
