@@ -2007,56 +2007,65 @@ fn a_runs_files_that_disagree_or_hold_values_igemu_never_writes_are_refused_at_t
         ],
     );
     restore();
-    edit_line(&file("requests.csv"), 2, ",completed,", ",rejected,");
-    report_refused(
-        &run,
-        &[
-            "requests.csv: error: it holds 6 external requests completed, but",
-            "summary.json's `requests.external.completed` is 7",
-        ],
-    );
-    restore();
-    edit_line(&file("requests.csv"), 3, ",completed,", ",done,");
-    report_refused(
-        &run,
-        &["requests.csv:3: error: `state` is `done`; igemu writes one of completed, rejected, cancelled, unfinished"],
-    );
-    restore();
-    edit_line(&file("intervals.csv"), 2, "suspendable", "spot");
-    report_refused(
-        &run,
-        &["intervals.csv:2: error: `lease_type` is `spot`; igemu writes one of cancellable"],
-    );
-    restore();
-    edit_line(&file("intervals.csv"), 3, "alpha,a1,0,", "alpha,a9,0,");
-    report_refused(
-        &run,
-        &["intervals.csv:3: error: cluster `alpha/a9` is not one of summary.json's `clusters`"],
-    );
-    restore();
-    edit_line(&file("intervals.csv"), 4, "alpha,a1,0,", "alpha,a1,4,");
-    report_refused(
-        &run,
-        &["intervals.csv:4: error: host 4 of alpha/a1, which has 4 hosts in summary.json"],
-    );
-    restore();
-    edit_line(&file("intervals.csv"), 2, ",300,", ",soon,");
-    report_refused(
-        &run,
-        &["intervals.csv:2: error: `start_s` is `soon`, not what igemu writes there"],
-    );
-    restore();
-    edit_line(
-        &file("utilization.csv"),
-        4,
-        "600,alpha,a1,",
-        "100,alpha,a1,",
-    );
-    report_refused(
-        &run,
-        &["utilization.csv:4: error: `time_s` 100 comes after 300 for alpha/a1"],
-    );
-    restore();
+    let edits: [(&str, usize, &str, &str, &[&str]); 7] = [
+        (
+            "requests.csv",
+            2,
+            ",completed,",
+            ",rejected,",
+            &[
+                "requests.csv: error: it holds 6 external requests completed, but",
+                "summary.json's `requests.external.completed` is 7",
+            ],
+        ),
+        (
+            "requests.csv",
+            3,
+            ",completed,",
+            ",done,",
+            &["requests.csv:3: error: `state` is `done`; igemu writes one of completed, rejected, cancelled, unfinished"],
+        ),
+        (
+            "intervals.csv",
+            2,
+            "suspendable",
+            "spot",
+            &["intervals.csv:2: error: `lease_type` is `spot`; igemu writes one of cancellable"],
+        ),
+        (
+            "intervals.csv",
+            3,
+            "alpha,a1,0,",
+            "alpha,a9,0,",
+            &["intervals.csv:3: error: cluster `alpha/a9` is not one of summary.json's `clusters`"],
+        ),
+        (
+            "intervals.csv",
+            4,
+            "alpha,a1,0,",
+            "alpha,a1,4,",
+            &["intervals.csv:4: error: host 4 of alpha/a1, which has 4 hosts in summary.json"],
+        ),
+        (
+            "intervals.csv",
+            2,
+            ",300,",
+            ",soon,",
+            &["intervals.csv:2: error: `start_s` is `soon`, not what igemu writes there"],
+        ),
+        (
+            "utilization.csv",
+            4,
+            "600,alpha,a1,",
+            "100,alpha,a1,",
+            &["utilization.csv:4: error: `time_s` 100 comes after 300 for alpha/a1"],
+        ),
+    ];
+    for (name, line, from, to, says) in edits {
+        edit_line(&file(name), line, from, to);
+        report_refused(&run, says);
+        restore();
+    }
     assert!(igemu(&["report", run.to_str().expect("utf-8")])
         .status
         .success());

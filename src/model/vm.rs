@@ -126,6 +126,20 @@ impl VmEvent {
 }
 
 impl VmState {
+    /// Every state, in the order of a VM's life (the order `intervals.csv` readers index).
+    pub const ALL: [VmState; 10] = [
+        VmState::Pending,
+        VmState::Booting,
+        VmState::Running,
+        VmState::Paused,
+        VmState::Suspending,
+        VmState::Suspended,
+        VmState::Resuming,
+        VmState::Migrating,
+        VmState::Finished,
+        VmState::Cancelled,
+    ];
+
     /// The state after `event`, or an error naming the impossible transition.
     pub fn next(self, event: VmEvent) -> Result<VmState, String> {
         use VmEvent as E;
@@ -204,18 +218,7 @@ mod tests {
 
     #[test]
     fn each_event_ends_in_one_state_whatever_it_came_from() {
-        let states = [
-            VmState::Pending,
-            VmState::Booting,
-            VmState::Running,
-            VmState::Paused,
-            VmState::Suspending,
-            VmState::Suspended,
-            VmState::Resuming,
-            VmState::Migrating,
-            VmState::Finished,
-            VmState::Cancelled,
-        ];
+        let states = VmState::ALL;
         for e in VmEvent::ALL {
             assert_eq!(VmEvent::from_name(e.name()), Some(e));
             for s in states {

@@ -16,18 +16,7 @@ use crate::model::VmState;
 use crate::Error;
 
 /// The states of `intervals.csv`, as igemu names them; a row's state is an index here.
-pub(super) const VM_STATES: [VmState; 10] = [
-    VmState::Pending,
-    VmState::Booting,
-    VmState::Running,
-    VmState::Paused,
-    VmState::Suspending,
-    VmState::Suspended,
-    VmState::Resuming,
-    VmState::Migrating,
-    VmState::Finished,
-    VmState::Cancelled,
-];
+pub(super) const VM_STATES: [VmState; 10] = VmState::ALL;
 
 /// The name of state `i` of [`VM_STATES`].
 pub(super) fn state_name(i: u8) -> &'static str {
