@@ -147,6 +147,19 @@ fn parse_str(
 ) -> Option<Sweep> {
     let root = parse_document(text, Origin::File, diags)?;
     let t = Table::of(&root, "the sweep file", diags)?;
+    if t.get("topology").is_none() && t.get("grid").is_some() {
+        // A topology given where a sweep goes: one message, not one per key.
+        diags.error(
+            &Loc::WholeFile,
+            "this is a topology file, not a sweep file",
+            Some(format!(
+                "run it with `igemu run {0}`, or sweep it from a sweep file naming it: \
+                 topology = \"{0}\", seeds = 5, and a [vary] table (docs/sweeps.md)",
+                path.display()
+            )),
+        );
+        return None;
+    }
     let topology = t.req_str("topology", "name the topology: topology = \"../file.toml\"");
     let seeds = read_seeds(&t);
     let metrics = read_metrics(&t);

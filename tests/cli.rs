@@ -2702,6 +2702,52 @@ fn a_missing_topology_and_a_file_that_is_not_utf8_are_reported_at_their_place() 
     }
 }
 
+/// A topology given to `sweep` gave nine errors (one per key), a sweep file given to `run` or
+/// `validate` two beside the point, and `report` on a stress test's folder suggested a run
+/// into it that would be refused. Each now says what the file or folder is, in one message.
+#[test]
+fn a_file_or_folder_of_the_wrong_kind_is_named_as_what_it_is() {
+    let o = igemu(&["sweep", "topologies/quickstart.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("this is a topology file, not a sweep file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("1 problem found"), "{}", stderr(&o));
+    for command in ["validate", "run"] {
+        let o = igemu(&[command, "topologies/sweeps/paper000-fig5.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("this is a sweep file, not a topology")
+                && stderr(&o).contains("igemu sweep topologies/sweeps/paper000-fig5.toml")
+                && stderr(&o).contains("1 problem found"),
+            "{command}: {}",
+            stderr(&o)
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("st");
+    let o = igemu(&[
+        "stress",
+        "topologies/quickstart.toml",
+        "--seeds",
+        "1",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = igemu(&["report", s(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds a stress test's results")
+            && !stderr(&o).contains("igemu run --out"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A value of a varied key is compared as a run reads it: `"1h"`, `"60m"` and `3600` set one
 /// end, so listed together they would be one point's runs counted as three points (audit).
 #[test]

@@ -1091,7 +1091,8 @@ fn parse_speedup_number(text: &str) -> Result<f64, String> {
 struct RunArgs {
     /// Topology file (TOML).
     topology: Option<PathBuf>,
-    /// Directory for requests.csv, decisions.csv, summary.json and trace.jsonl.
+    /// Directory for requests.csv, decisions.csv, intervals.csv, utilization.csv,
+    /// summary.json and (with --trace) trace.jsonl.
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Seed of every random stream (overrides emulation.seed).

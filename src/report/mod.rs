@@ -130,6 +130,15 @@ pub fn render(dir: &Path, options: &Options) -> Result<String, Error> {
         run::report(dir, options.window)
     } else if dir.join("points.csv").exists() {
         sweep::report(dir)
+    } else if dir.join("stress.json").exists() || dir.join("stress.csv").exists() {
+        // `igemu run --out` into it would be refused (a folder holds one run, sweep or
+        // stress test), so the usual advice does not apply.
+        Err(Error::Usage(format!(
+            "{} holds a stress test's results (stress.csv, stress.json), which have no report \
+             page: read stress.csv, or replay a run it lists (its `reproduce` command, with an \
+             --out folder of its own) and report that folder",
+            dir.display()
+        )))
     } else if let Some(record) = unfinished_sweep(dir) {
         // Its points are written when its last run ends (a sweep started again removes the
         // last ones first): drawn now, they would be another sweep's, or none.

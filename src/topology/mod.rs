@@ -860,6 +860,15 @@ pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Topology, Box<Rep
     load_str(&text, &shown, &stem, path.parent(), overrides)
 }
 
+/// Whether a document is a sweep file: it names a `topology` and has no `grid`.
+fn is_a_sweep(root: &node::Node) -> bool {
+    let node::NodeKind::Table(entries) = &root.kind else {
+        return false;
+    };
+    let has = |name: &str| entries.iter().any(|(k, _)| k.name == name);
+    has("topology") && !has("grid")
+}
+
 /// Overrides one run takes at most (`--set`, and a sweep's `[set]` and `[vary]`): each is
 /// placed by a walk of its table, so hundreds of thousands would take minutes before the
 /// first error (a sweep file of 16 MiB holds about 800 000).
@@ -877,6 +886,14 @@ pub fn load_str(
     let diags = Diags::default();
     let mut profiles_seen = Vec::new();
     let topo = parse_document(text, NodeOrigin::File, &diags).and_then(|mut root| {
+        if is_a_sweep(&root) {
+            diags.error(
+                &Loc::WholeFile,
+                "this is a sweep file, not a topology",
+                Some(format!("run it with `igemu sweep {path}`")),
+            );
+            return None;
+        }
         if overrides.sets.len() > MAX_OVERRIDES {
             diags.error(
                 &Loc::Set(MAX_OVERRIDES),
