@@ -626,14 +626,16 @@ impl TraceFormat {
     }
 }
 
-/// The jobs of the trace `[workload.<format>]` names, or none (with the problems recorded).
-fn read_trace(
-    w: &Table<'_>,
-    format: TraceFormat,
-    base_dir: Option<&Path>,
-    max_vms: u32,
-    max_jobs: usize,
-) -> Vec<workload::Job> {
+/// What `[workload.<format>]` says: the trace's path (with its place), processors per VM
+/// and, for GWF, the site kept.
+struct TraceTable<'a> {
+    path: (&'a str, &'a Loc),
+    procs_per_vm: u32,
+    site: Option<(String, &'a Loc)>,
+}
+
+/// Reads `[workload.<format>]`; `None`, with the problem recorded, without it or its path.
+fn trace_table<'a>(w: &Table<'a>, format: TraceFormat) -> Option<TraceTable<'a>> {
     let (key, name) = (format.key(), format.name());
     let Some(t) = w.table(key) else {
         let article = if format == TraceFormat::Swf {
@@ -644,7 +646,7 @@ fn read_trace(
         let hint =
             format!("{article} {name} workload needs [workload.{key}] with path = \"trace.{key}\"");
         w.missing(key, &hint);
-        return Vec::new();
+        return None;
     };
     let path = t.req_str(
         "path",
@@ -657,7 +659,28 @@ fn read_trace(
         .then(|| t.str_or_int("site"))
         .flatten();
     t.finish();
-    let Some((path, loc)) = path else {
+    Some(TraceTable {
+        path: path?,
+        procs_per_vm,
+        site,
+    })
+}
+
+/// The jobs of the trace `[workload.<format>]` names, or none (with the problems recorded).
+fn read_trace(
+    w: &Table<'_>,
+    format: TraceFormat,
+    base_dir: Option<&Path>,
+    max_vms: u32,
+    max_jobs: usize,
+) -> Vec<workload::Job> {
+    let name = format.name();
+    let Some(TraceTable {
+        path: (path, loc),
+        procs_per_vm,
+        site,
+    }) = trace_table(w, format)
+    else {
         return Vec::new();
     };
     let full = base_dir.map_or_else(|| Path::new(path).to_path_buf(), |d| d.join(path));

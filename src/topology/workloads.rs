@@ -117,18 +117,7 @@ fn read_workload(
     let Some(w) = Table::of(wnode, format!("workload #{}", wi + 1), diags) else {
         return;
     };
-    let written = w.str("name");
-    let wname = written.map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
-    if let Some((name, loc)) = written {
-        super::check_name(diags, loc, name, "workload name");
-        if out.workloads.iter().any(|x| x.name == wname) {
-            diags.error(
-                loc,
-                format!("workload `{}` is defined twice", super::shown(&wname)),
-                None,
-            );
-        }
-    }
+    let wname = workload_name(&w, wi, &out.workloads);
     let what = format!("workload `{}`", super::shown(&wname));
     let origin = read_origin(&w);
     let grid = w
@@ -182,17 +171,7 @@ fn read_workload(
         // Origin or grid is wrong (reported): the generator's settings are not read.
         w.skip(generated::KEYS);
     }
-    // The trace a replaying workload read (checked above), for commands that must not
-    // write over their inputs.
-    let replays = matches!(model, WorkloadModel::Swf | WorkloadModel::Gwf);
-    let trace_file = (replays.then(|| model.as_str()))
-        .and_then(|key| w.table(key))
-        .and_then(|t| match &t.get("path")?.kind {
-            crate::input::node::NodeKind::Str(p) => {
-                Some(base_dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p)))
-            }
-            _ => None,
-        });
+    let trace_file = replayed_trace(&w, model, base_dir);
     w.finish();
     if let (Some(origin), Some(grid)) = (origin, grid) {
         ids.sort_by_key(|id| (out.requests[id.0 as usize].arrival, id.0));
@@ -205,6 +184,42 @@ fn read_workload(
             trace_file,
         });
     }
+}
+
+/// A workload's name (`w<N>` when it gives none), checked, and refused if an earlier one
+/// of `workloads` has it.
+fn workload_name(w: &Table<'_>, wi: usize, workloads: &[Workload]) -> String {
+    let written = w.str("name");
+    let wname = written.map_or(format!("w{}", wi + 1), |(s, _)| s.to_string());
+    if let Some((name, loc)) = written {
+        super::check_name(w.diags, loc, name, "workload name");
+        if workloads.iter().any(|x| x.name == wname) {
+            w.diags.error(
+                loc,
+                format!("workload `{}` is defined twice", super::shown(&wname)),
+                None,
+            );
+        }
+    }
+    wname
+}
+
+/// The trace a replaying workload read (checked when it was read), for commands that must
+/// not write over their inputs.
+fn replayed_trace(
+    w: &Table<'_>,
+    model: WorkloadModel,
+    base_dir: Option<&Path>,
+) -> Option<std::path::PathBuf> {
+    let replays = matches!(model, WorkloadModel::Swf | WorkloadModel::Gwf);
+    (replays.then(|| model.as_str()))
+        .and_then(|key| w.table(key))
+        .and_then(|t| match &t.get("path")?.kind {
+            crate::input::node::NodeKind::Str(p) => {
+                Some(base_dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p)))
+            }
+            _ => None,
+        })
 }
 
 /// Who submits: `local` users of a cluster, or a grid's `external` users.
