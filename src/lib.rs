@@ -140,6 +140,7 @@ macro_rules! named_enum {
 // one send path; it is not part of the library's API.
 #[doc(hidden)]
 pub mod actors;
+pub mod build_info;
 pub mod cli;
 mod csvout;
 mod error;
@@ -470,6 +471,12 @@ pub struct ReplaySummary {
 pub struct Provenance {
     /// igemu's version.
     pub igemu: String,
+    /// The commit igemu was built from (`None` when the build could not tell).
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// Whether igemu's build files differed from that commit (`None`: unknown).
+    #[serde(default)]
+    pub dirty: Option<bool>,
     /// The topology file, or `None` for the embedded quickstart.
     pub topology_path: Option<String>,
     /// FNV-1a 64 of the topology file's bytes (hex), to tell two versions of a file apart.
@@ -490,8 +497,11 @@ impl Provenance {
     /// The provenance of a run of the file at `path` (or the embedded topology) with `sets`.
     pub fn of(path: Option<&Path>, sets: &[String]) -> Provenance {
         let hash = path.and_then(file_hash);
+        let build = build_info::Build::this();
         Provenance {
-            igemu: env!("CARGO_PKG_VERSION").to_string(),
+            igemu: build_info::VERSION.to_string(),
+            commit: build.commit,
+            dirty: build.dirty,
             topology_path: path.map(|p| p.display().to_string()),
             topology_hash: hash,
             overrides: sets.to_vec(),
@@ -507,7 +517,7 @@ impl Provenance {
     /// topology names, its traces and profiles, are read from its folder, and a path written
     /// otherwise may be another folder's copy) — and the same overrides in the same
     /// order, each compared as the setting it makes (its key and its value as a run reads them:
-    /// `lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). igemu's version is not compared: the
+    /// `lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). igemu's version and build (commit) are not compared: the
     /// same command run again after an upgrade is the same run, as a sweep's record has it.
     pub fn same_run(&self, other: &Provenance) -> bool {
         let topology = match (&self.topology_path, &other.topology_path) {
@@ -1674,6 +1684,8 @@ mod tests {
     fn the_same_run_is_the_same_contents_and_settings_however_spelled() {
         let p = |path: Option<&str>, hash: Option<&str>, sets: &[&str]| Provenance {
             igemu: "0".into(),
+            commit: None,
+            dirty: None,
             topology_path: path.map(String::from),
             topology_hash: hash.map(String::from),
             overrides: sets.iter().map(|s| s.to_string()).collect(),

@@ -17,7 +17,7 @@
 //! "workload.0.das2.arrival_scale" = { from = 3.8, to = 7.0, step = 0.8 }
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -815,6 +815,17 @@ impl Sweep {
 pub struct SweepRecord {
     /// igemu's version.
     pub igemu: String,
+    /// The commit igemu was built from (`None` when the build could not tell); a sweep
+    /// resumed or merged across builds lists every build in `builds`.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// Whether igemu's build files differed from that commit (`None`: unknown).
+    #[serde(default)]
+    pub dirty: Option<bool>,
+    /// Every build that made some of the runs, as `igemu --version` describes it, when
+    /// more than one did (a sweep resumed or shards merged after a rebuild); else empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub builds: Vec<String>,
     /// The sweep file, as given.
     pub sweep_path: String,
     /// FNV-1a 64 of the sweep file's bytes (hex), as [`crate::file_hash`].
@@ -893,8 +904,12 @@ impl SweepRecord {
         first: Option<&topology::Topology>,
         shard: (usize, usize),
     ) -> SweepRecord {
+        let build = crate::build_info::Build::this();
         SweepRecord {
-            igemu: env!("CARGO_PKG_VERSION").to_string(),
+            igemu: crate::build_info::VERSION.to_string(),
+            commit: build.commit,
+            dirty: build.dirty,
+            builds: Vec::new(),
             sweep_path: path.display().to_string(),
             sweep_hash: crate::file_hash(path),
             topology_path: sweep.topology.display().to_string(),
@@ -945,6 +960,30 @@ impl SweepRecord {
             }
         }
         out
+    }
+
+    /// This record's build, as `igemu --version` describes it.
+    fn build(&self) -> String {
+        let build = crate::build_info::Build {
+            commit: self.commit.clone(),
+            dirty: self.dirty,
+        };
+        format!("{} ({})", self.igemu, build.describe())
+    }
+
+    /// Notes that some of the runs were made by `earlier`'s build(s): when they were not all
+    /// made by this one, `builds` lists every build, so a figure made of them says so.
+    pub fn carry_builds(&mut self, earlier: &SweepRecord) {
+        let mut builds: Vec<String> = if earlier.builds.is_empty() {
+            vec![earlier.build()]
+        } else {
+            earlier.builds.clone()
+        };
+        builds.extend(self.builds.iter().cloned());
+        builds.push(self.build());
+        let mut seen = BTreeSet::new();
+        builds.retain(|b| seen.insert(b.clone()));
+        self.builds = if builds.len() > 1 { builds } else { Vec::new() };
     }
 
     /// What differs between two shards' records that would make merging them mix sweeps:
@@ -1834,5 +1873,50 @@ mod tests {
                 "emulation.seed=2"
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::SweepRecord;
+
+    fn record(commit: &str, dirty: bool) -> SweepRecord {
+        serde_json::from_value(serde_json::json!({
+            "igemu": "0.1.0", "commit": commit, "dirty": dirty, "sweep_path": "s.toml",
+            "sweep_hash": null, "topology_path": "t.toml", "topology_hash": null, "set": {},
+            "vary": [], "seeds": [1], "metrics": [], "runs": 1, "shard": null,
+            "policies": {}, "outputs": [], "finished": false
+        }))
+        .expect("a record")
+    }
+
+    #[test]
+    fn a_sweep_made_by_more_than_one_build_lists_each_once() {
+        let mut now = record("bbbbbbbbbbbbbbbb", false);
+        now.carry_builds(&record("bbbbbbbbbbbbbbbb", false));
+        assert!(now.builds.is_empty(), "one build: nothing to list");
+        now.carry_builds(&record("aaaaaaaaaaaaaaaa", true));
+        assert_eq!(
+            now.builds,
+            [
+                "0.1.0 (commit aaaaaaaaaaaa, dirty)",
+                "0.1.0 (commit bbbbbbbbbbbb)"
+            ]
+        );
+        // Resumed once more by the same build: each build still once, the earliest first.
+        let mut later = record("bbbbbbbbbbbbbbbb", false);
+        later.carry_builds(&now);
+        assert_eq!(later.builds, now.builds);
+        // An older record (no commit) still counts as a build of its own.
+        let older: SweepRecord = serde_json::from_value({
+            let mut v = serde_json::to_value(record("x", false)).expect("json");
+            let o = v.as_object_mut().expect("object");
+            o.remove("commit");
+            o.remove("dirty");
+            v
+        })
+        .expect("an older record reads");
+        later.carry_builds(&older);
+        assert_eq!(later.builds[0], "0.1.0 (commit unknown)");
     }
 }

@@ -5007,3 +5007,244 @@ fn too_many_overrides_are_refused_before_any_is_placed() {
         "{err}"
     );
 }
+
+/// Runs `script` (a path from the crate root) with bash and `env`; its output.
+fn bash_script(script: &str, env: &[(&str, &str)]) -> std::process::Child {
+    std::process::Command::new("bash")
+        .arg(common::path(script))
+        .envs(env.iter().copied())
+        .env("IGEMU", env!("CARGO_BIN_EXE_igemu"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bash runs")
+}
+
+/// docs/sweeps.md's Slurm job array, run as Slurm would run it: every task at once with the
+/// variables Slurm sets (here an array `--array=4-8:2`, so the shard is the task's rank, not
+/// its id), one task resubmitted alone (it resumes), then the merge: the merged files
+/// are byte for byte the unsharded sweep's. The docs show the scripts as shipped.
+#[test]
+fn the_slurm_job_array_runs_a_shard_per_task_and_the_merge_joins_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "3h");
+    let out = dir.path().join("array");
+    let task = |id: &str| {
+        let vars = [
+            ("SWEEP", s(&sweep)),
+            ("OUT", s(&out)),
+            ("SLURM_ARRAY_TASK_ID", id),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "4"),
+            ("SLURM_ARRAY_TASK_STEP", "2"),
+            ("SLURM_CPUS_PER_TASK", "1"),
+        ];
+        bash_script("scripts/slurm/sweep-shard.sbatch", &vars)
+    };
+    let tasks: Vec<_> = ["4", "6", "8"].into_iter().map(task).collect();
+    for t in tasks {
+        let o = t.wait_with_output().expect("task ends");
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for i in 0..3 {
+        assert!(out.join(format!("runs-{i}-of-3.csv")).exists(), "shard {i}");
+    }
+    // Shard 1 submitted again, as the docs say to resubmit a failed task: it resumes.
+    let shard1 = std::fs::read(out.join("runs-1-of-3.csv")).expect("shard 1");
+    let vars = [
+        ("SWEEP", s(&sweep)),
+        ("OUT", s(&out)),
+        ("SLURM_ARRAY_TASK_ID", "1"),
+        ("SLURM_ARRAY_TASK_COUNT", "1"),
+        ("SHARDS", "3"),
+    ];
+    let again = bash_script("scripts/slurm/sweep-shard.sbatch", &vars)
+        .wait_with_output()
+        .expect("resubmitted task ends");
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        std::fs::read(out.join("runs-1-of-3.csv")).expect("read"),
+        shard1
+    );
+
+    let merge = [("OUT", s(&out)), ("SHARDS", "3"), ("REPORT", "1")];
+    let o = bash_script("scripts/slurm/sweep-merge.sbatch", &merge)
+        .wait_with_output()
+        .expect("merge ends");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("report.html").exists());
+    let whole = dir.path().join("whole");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&whole), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["runs.csv", "points.csv", "paired.csv"] {
+        let read = |d: &Path| std::fs::read(d.join(f)).expect("written");
+        assert_eq!(read(&out), read(&whole), "{f}");
+    }
+    assert_eq!(
+        json(&out.join("sweep.json"))["merged_from"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+
+    let missing = [("OUT", s(&out)), ("SHARDS", "5")];
+    let o = bash_script("scripts/slurm/sweep-merge.sbatch", &missing)
+        .wait_with_output()
+        .expect("merge ends");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let docs = std::fs::read_to_string(common::path("docs/sweeps.md")).expect("docs");
+    for script in ["sweep-shard.sbatch", "sweep-merge.sbatch", "submit"] {
+        let text = std::fs::read_to_string(common::path(&format!("scripts/slurm/{script}")))
+            .expect("script");
+        assert!(
+            docs.contains(&text),
+            "docs/sweeps.md shows {script} as shipped"
+        );
+    }
+}
+
+/// The git commit (and whether the build's files differed from it) is in `igemu --version`,
+/// `summary.json`, `sweep.json` and both reports: what makes a figure reproducible.
+#[test]
+fn every_output_names_the_build_that_made_it() {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(head) = git(&["rev-parse", "HEAD"]) else {
+        eprintln!("not a git checkout: the build records no commit");
+        return;
+    };
+    let short = &head[..12];
+    let version = igemu(&["--version"]);
+    assert!(String::from_utf8_lossy(&version.stdout).contains(short));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("run");
+    let o = igemu(&["run", "--report", "--out", s(&run)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = &json(&run.join("summary.json"))["provenance"];
+    assert_eq!(p["commit"], head.as_str());
+    assert!(p["dirty"].is_boolean());
+    let page = std::fs::read_to_string(run.join("report.html")).expect("report");
+    assert!(page.contains(short), "the run's report names the commit");
+    let sweep = small_sweep(dir.path(), "1h");
+    let out = dir.path().join("sweep");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&out.join("sweep.json"))["commit"], head.as_str());
+    let o = igemu(&["report", s(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(out.join("report.html")).expect("report");
+    assert!(page.contains(short), "the sweep's report names the commit");
+}
+
+/// Starts igemu with `args` from the crate root, its output piped.
+fn spawn_igemu(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts")
+}
+
+/// Sends `signal` (`INT`, `TERM`) to `child` once `ready` holds (checked every 50 ms, for at
+/// most 60 s); its output after it ends.
+fn interrupt_when(
+    mut child: std::process::Child,
+    signal: &str,
+    ready: impl Fn() -> bool,
+) -> Output {
+    let start = std::time::Instant::now();
+    while !ready() && start.elapsed() < std::time::Duration::from_secs(60) {
+        assert!(
+            child.try_wait().expect("waitable").is_none(),
+            "ended before the signal"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sent = std::process::Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    child.wait_with_output().expect("igemu ends")
+}
+
+/// Ctrl-C used to end igemu with 130 and not a word. Now it says what was kept: a run, that
+/// its folder holds what it held before (nothing of the run is written until the run ends);
+/// a sweep, how many runs its run file keeps and the command that goes on with it (which
+/// then does); a batch system's SIGTERM the same, with 143.
+#[test]
+fn an_interruption_says_what_was_kept_and_how_to_go_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("run");
+    let child = spawn_igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "100",
+        "--quiet",
+        "--out",
+        s(&run),
+    ]);
+    let o = interrupt_when(child, "INT", || run.exists());
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("interrupted (Ctrl-C)") && said.contains("holds what it held before"),
+        "{said}"
+    );
+    assert!(!run.join("summary.json").exists());
+
+    let sweep = dir.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "topology = {:?}\nseeds = 4\nmetrics = [\"makespan_s\"]\n[set]\n\"emulation.end\" = \"4h\"\n\
+             \"emulation.mode\" = \"realtime\"\n\"emulation.speedup\" = 8000\n",
+            common::path("topologies/quickstart.toml").display().to_string()
+        ),
+    )
+    .expect("written");
+    let out = dir.path().join("sweep");
+    let runs = out.join("runs.csv");
+    let child = spawn_igemu(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        s(&out),
+        "--jobs",
+        "1",
+        "--quiet",
+    ]);
+    let one_row = || std::fs::read_to_string(&runs).is_ok_and(|t| t.lines().count() >= 2);
+    let o = interrupt_when(child, "TERM", one_row);
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    let said = stderr(&o);
+    let resume = format!("igemu sweep {} --out {} --resume", s(&sweep), s(&out));
+    assert!(
+        said.contains("interrupted (SIGTERM)") && said.contains(&resume),
+        "{said}"
+    );
+    let kept = std::fs::read_to_string(&runs)
+        .expect("kept")
+        .lines()
+        .count()
+        - 1;
+    assert!(
+        said.contains(&format!("{kept} of 4 runs are kept")),
+        "{kept}: {said}"
+    );
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{kept} already done")));
+}

@@ -3,6 +3,7 @@
 //! 2 bad input). [`main_with`] runs it with a [`Registry`] of policies: the `igemu` binary's
 //! has those igemu ships, a user's own binary adds its own.
 
+mod interrupt;
 mod owned;
 
 use std::collections::BTreeMap;
@@ -36,7 +37,7 @@ use crate::topology::{self, Overrides, Topology};
 use crate::{run, Error, RunOptions};
 
 #[derive(Parser)]
-#[command(name = "igemu", version, about = "An actor-based emulator of InterGrid", long_about = None)]
+#[command(name = "igemu", version = crate::build_info::long_version(), about = "An actor-based emulator of InterGrid", long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -325,14 +326,28 @@ fn sweep(
     // throughout these checks.
     let resuming = flags.resume && files.runs.exists();
     let mut done = if resuming {
-        resumed_runs(&spec, &files, &record)?
+        resumed_runs(&spec, &files, &mut record)?
     } else {
         BTreeMap::new()
     };
     start_sweep_out(&files, &mut record, &done, resuming, flags.overwrite)?;
+    let resume = resume_command(file, &files);
     let skipped = done.len();
-    let (ran, failed) = run_sweep(&spec, &files, &mut done, jobs, flags.style)?;
+    let (ran, failed) = run_sweep(&spec, &files, &mut done, jobs, flags.style, &resume)?;
     finish_sweep(&files, &mut record, (ran, skipped, failed))
+}
+
+/// The command that goes on with an interrupted sweep: its file, folder and shard.
+fn resume_command(file: &Path, files: &SweepFiles) -> String {
+    let shard = match files.shard {
+        (_, 1) => String::new(),
+        (i, n) => format!(" --shard {i}/{n}"),
+    };
+    format!(
+        "igemu sweep {} --out {} --resume{shard}",
+        file.display(),
+        files.out.display()
+    )
 }
 
 /// The shard `--shard I/N` asks for, `(0, 1)` (the whole sweep) without it.
@@ -414,13 +429,13 @@ impl SweepFiles {
 fn resumed_runs(
     spec: &crate::sweep::Sweep,
     files: &SweepFiles,
-    record: &crate::sweep::SweepRecord,
+    record: &mut crate::sweep::SweepRecord,
 ) -> Result<BTreeMap<usize, Vec<String>>, Error> {
     // The run file shows the varied values, seeds and metrics; what it cannot show — the
     // topology file's contents and the fixed [set] — the record beside it does.
     let old = crate::sweep::SweepRecord::read(&files.record_path)
         .map_err(|e| Error::Input(format!("igemu: {e}")))?;
-    let changes = old.map(|o| o.changes(record)).unwrap_or_default();
+    let changes = old.as_ref().map(|o| o.changes(record)).unwrap_or_default();
     if !changes.is_empty() {
         return Err(Error::Input(format!(
             "igemu: {}: its runs were made from other inputs: {}; resume only with the \
@@ -429,8 +444,12 @@ fn resumed_runs(
             changes.join("; ")
         )));
     }
-    crate::sweep::read_done(spec, &files.header, &files.runs)
-        .map_err(|e| Error::Input(format!("igemu: {e}")))
+    let done = crate::sweep::read_done(spec, &files.header, &files.runs)
+        .map_err(|e| Error::Input(format!("igemu: {e}")))?;
+    if let Some(old) = old.filter(|_| !done.is_empty()) {
+        record.carry_builds(&old);
+    }
+    Ok(done)
 }
 
 /// Readies the output folder, then writes the record and the run file of the runs `done`.
@@ -479,6 +498,7 @@ fn run_sweep(
     done: &mut BTreeMap<usize, Vec<String>>,
     jobs: usize,
     style: Style,
+    resume: &str,
 ) -> Result<(usize, usize), Error> {
     let (i, n) = files.shard;
     let todo: Vec<crate::sweep::RunSpec> = spec
@@ -486,6 +506,7 @@ fn run_sweep(
         .into_iter()
         .filter(|r| r.index % n == i && !done.contains_key(&r.index))
         .collect();
+    let kept = interrupted_sweep_keeps(files, done.len(), done.len() + todo.len(), resume);
     let mut sink = crate::sweep::RowSink::append(&files.runs).map_err(Error::Failed)?;
     let mut write_error = None;
     let (ran, failed) = crate::sweep::execute(spec, todo, jobs, style, |o| {
@@ -494,6 +515,7 @@ fn run_sweep(
             write_error.get_or_insert(e);
         }
         done.insert(o.0.index, row);
+        kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     });
     if let Some(e) = write_error {
         return Err(Error::Failed(e));
@@ -501,6 +523,26 @@ fn run_sweep(
     // Finished: the file again in run order, so it is the same whatever order runs ended in.
     crate::sweep::write_rows(&files.header, done, &files.runs).map_err(Error::Failed)?;
     Ok((ran, failed))
+}
+
+/// Says, for an interruption, how many of the `total` runs are kept in the run file (`kept`
+/// so far; the returned counter counts the rest as they end) and the command going on.
+fn interrupted_sweep_keeps(
+    files: &SweepFiles,
+    kept: usize,
+    total: usize,
+    resume: &str,
+) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(kept));
+    let (count, runs, resume) = (counter.clone(), files.runs.clone(), resume.to_string());
+    interrupt::keeps(move || {
+        let kept = count.load(std::sync::atomic::Ordering::Relaxed);
+        format!(
+            "{kept} of {total} runs are kept in {} (runs in flight are lost); go on with `{resume}`",
+            runs.display()
+        )
+    });
+    counter
 }
 
 /// Writes a whole sweep's points and the finished record; says how the runs went.
@@ -697,10 +739,11 @@ fn merged_record(files: &[PathBuf]) -> Result<Option<crate::sweep::SweepRecord>,
             continue;
         };
         finished &= r.finished;
-        match &merged {
+        match &mut merged {
             None => merged = Some((path, r)),
             Some((first, m)) => {
                 let differ = m.shard_mismatch(&r);
+                m.carry_builds(&r);
                 if !differ.is_empty() {
                     return Err(format!(
                         "{} and {} record different sweeps: {}; merge only the shards of one sweep",
@@ -1711,6 +1754,13 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let out = &args.out;
     // Held until the outputs (and the report) are in place.
     let _held = prepare_out(out, args.overwrite, &provenance)?;
+    let dir = out.display().to_string();
+    interrupt::keeps(move || {
+        format!(
+            "the run stopped before writing its outputs; {dir} holds what it held before \
+             (the next run into it removes the temporary files left)"
+        )
+    });
     let server = start_live_view(serve_at)?;
     let watch = crate::progress::RunWatch::start(&topo, Style::detect(args.quiet));
     let options = RunOptions {
@@ -1734,6 +1784,8 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     }
     let result = result?;
     write_run_outputs(&result, out, args.overwrite)?;
+    let dir = out.display().to_string();
+    interrupt::keeps(move || format!("the run's outputs are whole in {dir}/"));
     say!("{}", result.human_summary());
     say!("  outputs in {}/", out.display());
     tell_record_and_replay(&result, &args)?;
@@ -2076,7 +2128,9 @@ pub fn main_with(registry: Registry) -> ExitCode {
         tell!("igemu: the program's policy registry: {problem}; register the policy under another name");
         return ExitCode::from(2);
     }
-    match dispatch(Cli::parse().command, &registry) {
+    let command = Cli::parse().command;
+    interrupt::install();
+    match dispatch(command, &registry) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tell!("{e}");
@@ -2182,6 +2236,7 @@ fn stress(
         Some((dir, overwrite)) => prepare_stress_out(dir, &inputs, overwrite)?,
         None => Replaced::default(),
     };
+    interrupt::keeps(|| STRESS_INTERRUPTED.into());
     let style = Style::detect(quiet);
     let runs = crate::stress::stress(path, sets, &plan, jobs, broken, style);
     print!("{}", crate::stress::report(path, &runs));
@@ -2196,6 +2251,10 @@ fn stress(
         ))
     }
 }
+
+/// What an interrupted stress test keeps.
+const STRESS_INTERRUPTED: &str = "a stress test prints its table and writes its results once \
+    every run has ended, so none was kept; ask for fewer runs, or split them with --first-seed";
 
 /// What stress.json records as the inputs of a stress test.
 fn stress_inputs(

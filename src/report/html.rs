@@ -72,7 +72,7 @@ pub(super) fn page(title: &str, nav: &[(&str, &str)], body: &str) -> String {
     let _ = writeln!(
         html,
         "</main><footer>Written by igemu {} (<code>igemu report</code>). Charts are static SVG; hover a bar or point for its values.</footer><script>{SELF_CHECK}</script></body></html>",
-        env!("CARGO_PKG_VERSION")
+        escape(crate::build_info::long_version())
     );
     html
 }

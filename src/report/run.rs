@@ -47,6 +47,18 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
     ))
 }
 
+/// The build that made the run (`commit …, dirty`), or that an older igemu did not say.
+fn build_of(provenance: &Value) -> String {
+    if provenance.get("commit").is_none() {
+        return "not recorded (an igemu before builds were recorded)".into();
+    }
+    crate::build_info::Build {
+        commit: provenance["commit"].as_str().map(str::to_string),
+        dirty: provenance["dirty"].as_bool(),
+    }
+    .describe()
+}
+
 fn provenance_section(body: &mut String, summary: &Value) {
     body.push_str("<h2 id=\"provenance\">Provenance</h2>");
     let p = &summary["provenance"];
@@ -56,6 +68,7 @@ fn provenance_section(body: &mut String, summary: &Value) {
             "igemu".into(),
             p["igemu"].as_str().unwrap_or("not recorded").into(),
         ],
+        vec!["igemu build".into(), build_of(p)],
         vec![
             "topology file".into(),
             p["topology_path"]

@@ -51,6 +51,7 @@ pub(super) type ClusterHosts = Vec<((String, String), u64)>;
 enum Want {
     Text,
     TextOrNull,
+    FlagOrNull,
     Count,
     Number,
     Seconds,
@@ -63,6 +64,7 @@ impl Want {
         match self {
             Want::Text => v.is_string(),
             Want::TextOrNull => v.is_string() || v.is_null(),
+            Want::FlagOrNull => v.is_boolean() || v.is_null(),
             Want::Count => v.is_u64(),
             Want::Number => v.as_f64().is_some_and(f64::is_finite),
             Want::Seconds => v.as_f64().is_some_and(|t| (0.0..=LAST_SECS).contains(&t)),
@@ -75,6 +77,7 @@ impl Want {
         match self {
             Want::Text => "a string".into(),
             Want::TextOrNull => "a string or null".into(),
+            Want::FlagOrNull => "true, false or null".into(),
             Want::Count => "a whole number ≥ 0".into(),
             Want::Number => "a finite number".into(),
             Want::Seconds => {
@@ -226,6 +229,8 @@ fn check_provenance(keys: &Keys, summary: &Value) -> Result<(), Error> {
         return Ok(());
     };
     keys.may(p, "provenance", "igemu", Want::Text)?;
+    keys.may(p, "provenance", "commit", Want::TextOrNull)?;
+    keys.may(p, "provenance", "dirty", Want::FlagOrNull)?;
     keys.may(p, "provenance", "topology_path", Want::TextOrNull)?;
     keys.may(p, "provenance", "topology_hash", Want::TextOrNull)?;
     let overrides = keys.may(p, "provenance", "overrides", Want::List)?;
