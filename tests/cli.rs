@@ -1769,6 +1769,17 @@ fn a_sweeps_report_plots_each_metric_against_the_varied_key_with_intervals() {
         out.to_str().expect("utf-8"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The terminal gets the points as a table: a header, a row per point, two lines after.
+    let printed = String::from_utf8_lossy(&o.stdout).into_owned();
+    let table: Vec<&str> = printed.lines().skip(1).collect();
+    assert_eq!(table.len(), 1 + 4 + 2, "{printed}");
+    assert!(
+        table[0].contains("dispatch") && table[0].contains("arrival_scale"),
+        "{printed}"
+    );
+    assert!(table[0].contains("makespan_s") && table[0].contains("awrt_s"));
+    assert!(table.iter().all(|l| l.chars().count() <= 100), "{printed}");
+    assert!(table[1].contains(" ± "), "{printed}");
     let o = igemu(&["report", out.to_str().expect("utf-8")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let page = out.join("report.html");
@@ -1777,12 +1788,23 @@ fn a_sweeps_report_plots_each_metric_against_the_varied_key_with_intervals() {
     // One chart per metric, the numeric key on the x axis and one line per policy, a point
     // per (policy, value) with its interval.
     assert_eq!(html.matches("<svg class=\"chart\"").count(), 2);
-    assert!(html.contains("Metrics against workload.0.das2.arrival_scale"));
+    // The arrival scale is drawn as the rate it gives (the topology's shape known), named
+    // with its unit; the raw key is the label's tooltip, and the y axes have units.
+    assert!(html.contains(
+        "Metrics against arrival rate of external requests of workload busy-users (requests/h)"
+    ));
+    assert!(html.contains("<title>workload.0.das2.arrival_scale: the Weibull scale"));
+    assert!(html.contains(">makespan (d)</text>") || html.contains(">makespan (h)</text>"));
     assert_eq!(html.matches("<g class=\"point\">").count(), 2 * 2 * 2);
-    assert!(html.contains("igg.dispatch=rr") && html.contains("igg.dispatch=bcf"));
-    // The table behind it has every row of points.csv.
+    assert!(html.contains(">dispatch: rr</text>") && html.contains(">dispatch: bcf</text>"));
+    assert!(html.contains("<title>igg.dispatch=rr</title>"));
+    // The table behind it is wide: a row per point, a column per metric.
     let points = std::fs::read_to_string(out.join("points.csv")).expect("points");
     assert_eq!(points.lines().count() - 1, 8);
+    let table = &html[html.find("id=\"table\"").expect("table")..];
+    let table = &table[..table.find("</table>").expect("end")];
+    assert_eq!(table.matches("<tr>").count(), 1 + 4);
+    assert!(table.contains("<th>makespan_s</th><th>awrt_s</th>"));
     let Some(chrome) = chromium() else {
         eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
         return;
@@ -2263,7 +2285,8 @@ fn a_sweep_of_200k_points_gives_a_page_under_the_cap_that_says_it_merged() {
     assert!(page.contains(
         "100000 points lie within a pixel of another of their line and are drawn merged"
     ));
-    assert!(page.contains("300 of 200000 rows shown; the whole table is in points.csv."));
+    // A row per point: 100 000 of them.
+    assert!(page.contains("300 of 100000 rows shown; the whole table is in points.csv."));
     // A point per pixel column and line at most.
     assert!(page.matches("<g class=\"point\">").count() <= 2 * 20 * 988);
 }

@@ -579,6 +579,7 @@ fn finish_sweep(
             runs.display(),
             out.join("points.csv").display()
         );
+        print_sweep_table(out);
     }
     if failed > 0 {
         return Err(Error::Failed(format!(
@@ -655,7 +656,22 @@ fn merge(out: &Path, files: &[PathBuf], overwrite: bool) -> Result<(), Error> {
         files.len(),
         out.join("points.csv").display()
     );
+    print_sweep_table(out);
     Ok(())
+}
+
+/// Columns the table printed after a sweep fits in, and the points it lists at most.
+const SWEEP_TABLE: (usize, usize) = (100, 20);
+
+/// Prints the sweep in `out` as a compact table (points, the first metrics) on stdout, as
+/// `run` prints its summary: always, whatever `--quiet` (which hides progress, on stderr).
+fn print_sweep_table(out: &Path) {
+    let (width, rows) = SWEEP_TABLE;
+    match crate::report::sweep_table(out, width, rows) {
+        Ok(table) => say!("{table}"),
+        // The outputs are written; a table that cannot be made is only said.
+        Err(e) => tell!("igemu: no table of the points: {e}"),
+    }
 }
 
 /// `I/N` as a shard (`0 ≤ I < N`).

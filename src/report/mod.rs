@@ -19,6 +19,7 @@
 
 mod hosts;
 mod html;
+mod labels;
 mod read;
 mod requests;
 mod run;
@@ -115,6 +116,12 @@ pub fn write(dir: &Path, options: &Options) -> Result<PathBuf, Error> {
         .unwrap_or_else(|| dir.join("report.html"));
     crate::write_atomically(&path, html.as_bytes()).map_err(Error::output(&path))?;
     Ok(path)
+}
+
+/// The sweep whose outputs are in `dir` as a table for a terminal, at most `width` characters
+/// wide (the swept values and the first metrics, `mean ± half-width`) and `rows` points long.
+pub fn sweep_table(dir: &Path, width: usize, rows: usize) -> Result<String, Error> {
+    sweep::terminal_table(dir, width, rows)
 }
 
 /// The report of `dir` as HTML: a run's if it holds `summary.json`, a sweep's if it holds

@@ -9,7 +9,7 @@ mod ci;
 mod gantt;
 mod merged;
 
-pub use ci::{ci_chart, CiLine, CiPoint, CiSeries, Extent, Merged};
+pub use ci::{ci_chart, CiAxes, CiLine, CiPoint, CiSeries, Extent, Merged};
 pub use gantt::{gantt, lanes, Drawn, HostSpan, Mark};
 pub use merged::{merged_gantt, HostRaster, MAX_BANDS};
 
@@ -418,7 +418,7 @@ pub fn step_chart(
         name,
         &format!("{y_label} over time, one line per series"),
     );
-    y_axis(&mut svg, &ticks(0.0, top, 5), &y, y_label, HEIGHT);
+    y_axis(&mut svg, &ticks(0.0, top, 5), &y, (y_label, ""), HEIGHT);
     for (k, line) in sampled.iter().enumerate() {
         let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
         let dash = if k >= SERIES_COLOURS.len() {
@@ -452,14 +452,21 @@ pub fn step_chart(
     time_axis(&mut svg, scale, TOP + HEIGHT);
     legend(
         &mut svg,
-        series.iter().map(|s| s.name.as_str()),
+        series.iter().map(|s| (s.name.as_str(), "")),
         TOP + HEIGHT + BOTTOM,
     );
     svg.push_str("</svg>");
     svg
 }
 
-fn y_axis(svg: &mut String, ticks: &[f64], y: &dyn Fn(f64) -> f64, label: &str, height: f64) {
+/// The y axis's grid lines, ticks and label (with a tooltip when `title` is not empty).
+fn y_axis(
+    svg: &mut String,
+    ticks: &[f64],
+    y: &dyn Fn(f64) -> f64,
+    (label, title): (&str, &str),
+    height: f64,
+) {
     for t in ticks {
         let _ = write!(
             svg,
@@ -472,10 +479,20 @@ fn y_axis(svg: &mut String, ticks: &[f64], y: &dyn Fn(f64) -> f64, label: &str, 
     }
     let _ = write!(
         svg,
-        r#"<text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        r#"<text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}{}</text>"#,
         TOP + height / 2.0,
+        title_element(title),
         escape(label)
     );
+}
+
+/// A `<title>` (a tooltip) of `text`, or nothing when it is empty.
+fn title_element(text: &str) -> String {
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!("<title>{}</title>", escape(text))
+    }
 }
 
 const LEGEND_PER_ROW: usize = 4;
@@ -484,9 +501,10 @@ fn legend_height(entries: usize) -> f64 {
     entries.div_ceil(LEGEND_PER_ROW) as f64 * 18.0 + 4.0
 }
 
-fn legend<'a>(svg: &mut String, names: impl Iterator<Item = &'a str>, top: f64) {
+/// A legend entry per series, `(name, tooltip)` (no tooltip when empty).
+fn legend<'a>(svg: &mut String, names: impl Iterator<Item = (&'a str, &'a str)>, top: f64) {
     let column = (WIDTH - LEFT) / LEGEND_PER_ROW as f64;
-    for (k, name) in names.enumerate() {
+    for (k, (name, title)) in names.enumerate() {
         let x = LEFT + (k % LEGEND_PER_ROW) as f64 * column;
         let y = top + (k / LEGEND_PER_ROW) as f64 * 18.0 + 9.0;
         let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
@@ -497,9 +515,10 @@ fn legend<'a>(svg: &mut String, names: impl Iterator<Item = &'a str>, top: f64) 
         };
         let _ = write!(
             svg,
-            r#"<line class="line" stroke="{colour}"{dash} x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text class="tick" x="{:.1}" y="{y:.1}" dominant-baseline="middle">{}</text>"#,
+            r#"<g><line class="line" stroke="{colour}"{dash} x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text class="tick" x="{:.1}" y="{y:.1}" dominant-baseline="middle">{}{}</text></g>"#,
             x + 22.0,
             x + 28.0,
+            title_element(title),
             escape(name)
         );
     }

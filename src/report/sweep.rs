@@ -14,8 +14,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::html::{left_out_note, page, plain, push_chart, table_of, TABLE_ROWS};
+use super::labels::{self, Context, KeyAxis, Transform};
 use super::read::{read_text, text_shown, Rows, REGENERATE};
-use super::svg::{self, escape, number, CiLine, CiPoint, CiSeries};
+use super::svg::{self, escape, number, CiAxes, CiLine, CiPoint, CiSeries};
 use crate::Error;
 
 /// Metrics a sweep's page draws at most (a chart each, in the order they first appear).
@@ -173,6 +174,8 @@ struct First {
     metric_at: HashMap<String, usize>,
     /// Per metric charted and key, the range of the key's numeric values.
     x: Vec<Vec<Option<(f64, f64)>>>,
+    /// Per key, the range of its numeric values (all metrics').
+    range: Vec<Option<(f64, f64)>>,
     /// Per metric (all of them), the sum of `n`.
     n: HashMap<String, u64>,
     rows: usize,
@@ -189,6 +192,7 @@ fn first_pass(path: &Path) -> Result<First, Error> {
         if f.rows == 0 {
             f.names = c.names.clone();
             f.keys = c.keys.iter().map(|_| Key::default()).collect();
+            f.range = vec![None; c.keys.len()];
         }
         f.rows += 1;
         *f.n.entry(p.metric.to_string()).or_default() += p.n;
@@ -201,7 +205,10 @@ fn first_pass(path: &Path) -> Result<First, Error> {
         for (k, key) in f.keys.iter_mut().enumerate() {
             let v = record.get(c.keys[k]).unwrap_or_default();
             match v.parse::<f64>().ok().filter(|x| x.is_finite()) {
-                Some(x) => charted.into_iter().for_each(|m| widen(&mut f.x[m][k], x)),
+                Some(x) => {
+                    widen(&mut f.range[k], x);
+                    charted.into_iter().for_each(|m| widen(&mut f.x[m][k], x));
+                }
                 None => key.named = true,
             }
             if key.distinct.len() < MAX_DISTINCT
@@ -237,21 +244,23 @@ fn x_axis(f: &First) -> (Option<usize>, Option<Vec<String>>) {
 
 /// A metric's chart as the second pass builds it.
 struct Chart {
-    lines: Vec<(String, CiLine)>,
+    /// Its lines: legend name, the raw keys and values it stands for, and its points.
+    lines: Vec<(String, String, CiLine)>,
     line_at: HashMap<String, usize>,
     /// Lines not drawn (hashed), and points left out for a category past the axis's.
     hidden_lines: HashSet<u64>,
     off_axis: usize,
     x: Option<(f64, f64)>,
+    /// The lowest mean and the highest interval bound (or mean).
     y: Option<(f64, f64)>,
-    /// Its first rows of the table.
-    rows: Vec<Vec<String>>,
 }
 
-/// The charts of the metrics charted, from a second pass over `points.csv`.
+/// The charts of the metrics charted, from a second pass over `points.csv`, each key's
+/// values drawn on its axis (`axes`).
 fn second_pass(
     path: &Path,
     f: &First,
+    axes: &[KeyAxis],
     (x_key, categories): (Option<usize>, Option<&[String]>),
 ) -> Result<Vec<Chart>, Error> {
     let mut charts: Vec<Chart> = (0..f.metrics.len())
@@ -262,7 +271,6 @@ fn second_pass(
             off_axis: 0,
             x: None,
             y: None,
-            rows: Vec::new(),
         })
         .collect();
     let category_at: HashMap<&str, usize> = (categories.unwrap_or_default().iter().enumerate())
@@ -278,9 +286,6 @@ fn second_pass(
             .iter()
             .map(|k| record.get(*k).unwrap_or_default())
             .collect();
-        if chart.rows.len() < TABLE_ROWS {
-            chart.rows.push(table_row(&values, &p));
-        }
         let x = match (x_key, categories) {
             (Some(k), Some(_)) => match category_at.get(values[k]) {
                 Some(i) => *i as f64,
@@ -289,10 +294,13 @@ fn second_pass(
                     return Ok(());
                 }
             },
-            (Some(k), None) => values[k].parse().unwrap_or(f64::NAN),
+            (Some(k), None) => values[k]
+                .parse()
+                .map_or(f64::NAN, |v| axes[k].transform.apply(v)),
             (None, _) => 0.0,
         };
-        let line = line_name(&f.names, &values, x_key);
+        let line = line_name(axes, &values, x_key);
+        let x_data = x_key.and_then(|k| axes[k].transform.range(f.x[m][k]));
         add_point(
             chart,
             (line, p.metric),
@@ -303,71 +311,68 @@ fn second_pass(
                 high: p.high.or(p.mean).unwrap_or(f64::NAN),
                 merged: None,
             },
-            (x_key.and_then(|k| f.x[m][k]), categories.is_some()),
+            (x_data, categories.is_some()),
         );
         Ok(())
     })?;
     Ok(charts)
 }
 
-/// A point's row of the table behind the plots.
-fn table_row(values: &[&str], p: &Point) -> Vec<String> {
-    let mut row: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-    row.extend([
-        p.metric.to_string(),
-        p.n.to_string(),
-        p.mean.map_or("–".into(), number),
-        p.low.map_or("–".into(), number),
-        p.high.map_or("–".into(), number),
-    ]);
-    row
-}
-
-/// The name of a point's line: the other keys' values.
-fn line_name(names: &[String], values: &[&str], x_key: Option<usize>) -> String {
-    (values.iter().enumerate())
-        .filter(|(k, _)| Some(*k) != x_key)
-        .map(|(k, v)| format!("{}={v}", names[k]))
+/// The name of a point's line — the other keys' values, as a legend shows them
+/// (`dispatch: rr`) — and as the keys are written (`igg.dispatch=rr`, its tooltip).
+fn line_name(axes: &[KeyAxis], values: &[&str], x_key: Option<usize>) -> (String, String) {
+    let others = || (values.iter().enumerate()).filter(|(k, _)| Some(*k) != x_key);
+    let shown = others()
+        .map(|(k, v)| format!("{}: {v}", axes[k].short))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    let raw = others()
+        .map(|(k, v)| format!("{}={v}", axes[k].key))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (shown, raw)
 }
 
-/// Adds point `p` of line `line` (of `metric`) to `chart`, whose x data run over `x_data`.
+/// Adds point `p` of line `line` (legend name and raw keys; of `metric`) to `chart`, whose x
+/// data run over `x_data`.
 fn add_point(
     chart: &mut Chart,
-    (line, metric): (String, &str),
+    ((shown, raw), metric): ((String, String), &str),
     p: CiPoint,
     (x_data, categorical): (Option<(f64, f64)>, bool),
 ) {
     if p.x.is_finite() {
         widen(&mut chart.x, p.x);
     }
-    for v in [p.low, p.high, p.mean]
-        .into_iter()
-        .filter(|v| v.is_finite())
-    {
-        widen(&mut chart.y, v);
+    if p.mean.is_finite() {
+        widen(&mut chart.y, p.mean);
     }
-    let at = match chart.line_at.get(&line) {
+    if let (Some((lo, hi)), true) = (&mut chart.y, p.high.is_finite()) {
+        *hi = hi.max(p.high);
+        *lo = lo.min(p.high);
+    }
+    let at = match chart.line_at.get(&raw) {
         Some(at) => *at,
         None if chart.lines.len() < MAX_LINES => {
-            let name = if line.is_empty() {
-                metric.to_string()
+            let (name, title) = if raw.is_empty() {
+                (metric.to_string(), metric.to_string())
             } else {
-                line.clone()
+                (shown, raw.clone())
             };
-            chart.lines.push((name, CiLine::new(x_data, categorical)));
-            chart.line_at.insert(line, chart.lines.len() - 1);
+            chart
+                .lines
+                .push((name, title, CiLine::new(x_data, categorical)));
+            chart.line_at.insert(raw, chart.lines.len() - 1);
             chart.lines.len() - 1
         }
         None => {
             if chart.hidden_lines.len() < MAX_DISTINCT {
-                chart.hidden_lines.insert(hash64(&line));
+                chart.hidden_lines.insert(hash64(&raw));
             }
             return;
         }
     };
-    chart.lines[at].1.add(p);
+    chart.lines[at].2.add(p);
 }
 
 /// The page of the sweep whose outputs are in `dir`.
@@ -376,31 +381,25 @@ pub(super) fn report(dir: &Path) -> Result<String, Error> {
     let first = first_pass(&path)?;
     super::runs::check(&dir.join("runs.csv"), &path, &first.n)?;
     let (x_key, categories) = x_axis(&first);
-    let charts = second_pass(&path, &first, (x_key, categories.as_deref()))?;
+    let axes = key_axes(&first, &Context::of_sweep(dir));
+    let charts = second_pass(&path, &first, &axes, (x_key, categories.as_deref()))?;
     let mut body = String::new();
     sweep_provenance(&mut body, dir)?;
-    let x_label = x_key.map_or("point".to_string(), |k| first.names[k].clone());
-    let others: Vec<&str> = (first.names.iter().enumerate())
+    let x_axis = x_key.map(|k| &axes[k]);
+    let x_label = x_axis.map_or("point".to_string(), |a| a.label.clone());
+    let others: Vec<&str> = (axes.iter().enumerate())
         .filter(|(k, _)| Some(*k) != x_key)
-        .map(|(_, n)| n.as_str())
+        .map(|(_, a)| a.short.as_str())
         .collect();
     let _ = write!(
         body,
-        "<h2 id=\"plots\">Metrics against {}</h2><p class=\"note\">Means over the seeds with 95 % confidence intervals (Student's t); one line per {}. Hover a point for its values.</p>",
+        "<h2 id=\"plots\">Metrics against {}</h2><p class=\"note\">Means over the seeds with 95 % confidence intervals (Student's t); one line per {}. Every value axis starts at zero; hover an axis's label for the key it draws, a point for its values.</p>",
         escape(&x_label),
-        if first.names.len() > 1 { escape(&others.join(" × ")) } else { "sweep".into() }
+        if axes.len() > 1 { escape(&others.join(" × ")) } else { "sweep".into() }
     );
-    let mut rows: Vec<Vec<String>> = Vec::new();
     let mut left_out = 0;
     for (metric, chart) in first.metrics.iter().zip(charts) {
-        rows.extend(
-            chart
-                .rows
-                .iter()
-                .take(TABLE_ROWS.saturating_sub(rows.len()))
-                .cloned(),
-        );
-        let block = metric_block(metric, &x_label, chart, categories.as_deref());
+        let block = metric_block(metric, x_axis, chart, categories.as_deref());
         push_chart(&mut body, &block, &mut left_out);
     }
     left_out_note(&mut body, left_out, "metrics' charts are", "points.csv");
@@ -408,15 +407,15 @@ pub(super) fn report(dir: &Path) -> Result<String, Error> {
     if more > 0 {
         let _ = write!(body, "<p class=\"note\">{more} more metrics are not drawn: a page draws at most {MAX_CHARTS}, those that first appear in points.csv.</p>");
     }
-    body.push_str("<h2 id=\"table\">The table behind the plots</h2><p class=\"note\">points.csv: per point and metric, the seeds that ran (n), the mean and its 95 % confidence interval.</p>");
-    let mut header: Vec<&str> = first.names.iter().map(|s| s.as_str()).collect();
-    header.extend(["metric", "n", "mean", "ci95_low", "ci95_high"]);
+    let wide = wide_table(&path, &first, &axes)?;
+    body.push_str("<h2 id=\"table\">The table behind the plots</h2><p class=\"note\">One row per point (the swept values), one column per metric: the mean over the seeds ± the half-width of its 95 % confidence interval, in the metric's own unit (its key's suffix: <code>_s</code> seconds, <code>_pct</code> percent; counts without). <code>n</code> counts the seeds; a metric measured by fewer says so. points.csv has a row per point and metric.</p>");
+    let header: Vec<&str> = wide.header.iter().map(String::as_str).collect();
     table_of(
         &mut body,
         &header,
-        &rows,
-        first.names.len() + 1,
-        (first.rows, "points.csv"),
+        &wide.rows,
+        wide.numeric_from,
+        (wide.points, "points.csv"),
     );
     paired_section(&mut body, dir)?;
     let nav = [
@@ -425,45 +424,89 @@ pub(super) fn report(dir: &Path) -> Result<String, Error> {
         ("table", "Table"),
         ("paired", "Paired differences"),
     ];
+    let nav: Vec<(&str, &str)> = (nav.into_iter())
+        .filter(|(anchor, _)| body.contains(&format!("id=\"{anchor}\"")))
+        .collect();
     let name = dir
         .file_name()
         .map_or("sweep".into(), |n| n.to_string_lossy().to_string());
     Ok(page(&format!("igemu sweep: {name}"), &nav, &body))
 }
 
-/// A metric's heading, chart and what its chart merged or left out.
+/// Each varied key as an axis (its numeric values' range; a key of names has none).
+fn key_axes(f: &First, context: &Context) -> Vec<KeyAxis> {
+    (f.names.iter().enumerate())
+        .map(|(k, name)| {
+            let range = if f.keys[k].named { None } else { f.range[k] };
+            KeyAxis::of(name, range, context)
+        })
+        .collect()
+}
+
+/// A metric's heading, chart and what its chart merged or left out: the y axis named for
+/// the metric with its unit ([`labels::metric`]), times drawn in the unit that suits them.
 fn metric_block(
     metric: &str,
-    x_label: &str,
+    x_axis: Option<&KeyAxis>,
     chart: Chart,
     categories: Option<&[String]>,
 ) -> String {
-    let mut block = format!("<h3>{}</h3>", escape(metric));
-    // The heading names the metric; the axis its last part, short enough to fit.
-    let y_label: String = metric
-        .rsplit('.')
-        .next()
-        .unwrap_or(metric)
-        .chars()
-        .take(28)
-        .collect();
+    let quantity = labels::metric(metric);
+    let max = chart.y.map_or(0.0, |(lo, hi)| lo.abs().max(hi.abs()));
+    let (y_label, factor) = quantity.axis(max);
+    let (unit, _) = quantity.unit_text(max);
+    let mut block = format!(
+        "<h3 title=\"{}\">{} <span class=\"note\">({})</span></h3>",
+        escape(metric),
+        escape(&quantity.name),
+        escape(metric)
+    );
     let (mut marks, mut merged) = (0, 0);
+    let scaled = |v: f64| v / factor;
     let series: Vec<CiSeries> = (chart.lines.into_iter())
-        .map(|(name, line)| {
+        .map(|(name, title, line)| {
             let (m, p) = line.merged();
             (marks, merged) = (marks + m, merged + p);
             CiSeries {
                 name,
-                points: line.points(),
+                title,
+                points: (line.points().into_iter())
+                    .map(|p| CiPoint {
+                        mean: scaled(p.mean),
+                        low: scaled(p.low),
+                        high: scaled(p.high),
+                        merged: p.merged.map(|m| svg::Merged {
+                            means: (scaled(m.means.0), scaled(m.means.1)),
+                            ..m
+                        }),
+                        ..p
+                    })
+                    .collect(),
             }
         })
         .collect();
-    block.push_str(&svg::ci_chart(
-        (metric, x_label, &y_label),
-        &series,
-        categories,
-        (chart.x, chart.y),
-    ));
+    let x_label = x_axis.map_or("point", |a| a.label.as_str());
+    let x_title = x_axis.map_or(String::new(), |a| a.about.clone());
+    let x_value = |x: f64| match (x_axis, categories) {
+        (Some(a), Some(names)) => a.value_title(names.get(x as usize).map_or("", |s| s.as_str())),
+        (Some(a), None) => format!(
+            "{} ({} on the axis)",
+            a.value_title(&number(a.transform.invert(x))),
+            number(x)
+        ),
+        (None, _) => "the sweep's one point".to_string(),
+    };
+    let axes = CiAxes {
+        name: metric,
+        x_label,
+        x_title: &x_title,
+        y_label: &y_label,
+        y_title: metric,
+        unit: &unit,
+        x_value: &x_value,
+    };
+    let y = chart.y.map(|(lo, hi)| (scaled(lo), scaled(hi)));
+    block.push_str(&svg::ci_chart(&axes, &series, categories, (chart.x, y)));
     if merged > 0 {
         let _ = write!(block, "<p class=\"note\">{merged} points lie within a pixel of another of their line and are drawn merged, as {marks} hollow points (a point per pixel column and line; hover one for the points it stands for). Every point is in points.csv.</p>");
     }
@@ -474,6 +517,207 @@ fn metric_block(
         let _ = write!(block, "<p class=\"note\">{} points of values past the first {MAX_CATEGORIES} of {x_label} are not drawn; they are in points.csv.</p>", chart.off_axis);
     }
     block
+}
+
+/// The table behind the plots, wide: a row per point, a column per metric.
+struct Wide {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    /// Cells from this column on are numbers.
+    numeric_from: usize,
+    /// Points in the file.
+    points: usize,
+}
+
+/// The wide table of the first [`TABLE_ROWS`] points of the `points.csv` at `path` (a third
+/// pass, keeping only those rows): the keys' values (and, for a key drawn transformed, its
+/// value on the axis), the seeds, then per metric charted `mean ± half-width`. Points are
+/// counted as igemu writes them, each point's metrics on consecutive rows.
+fn wide_table(path: &Path, f: &First, axes: &[KeyAxis]) -> Result<Wide, Error> {
+    let mut header: Vec<String> = Vec::new();
+    for a in axes {
+        header.push(a.key.clone());
+        if a.transform != Transform::Same {
+            header.push(a.label.clone());
+        }
+    }
+    header.push("n".into());
+    let n_at = header.len() - 1;
+    let numeric_from = n_at;
+    header.extend(f.metrics.iter().cloned());
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    // Per row shown: its point's values, and each metric's n.
+    let mut ns: Vec<Vec<Option<u64>>> = Vec::new();
+    let mut at: HashMap<Vec<String>, usize> = HashMap::new();
+    let (mut points, mut last): (usize, Option<u64>) = (0, None);
+    each_point(path, |c, record, p| {
+        let values: Vec<String> = (c.keys.iter())
+            .map(|k| record.get(*k).unwrap_or_default().to_string())
+            .collect();
+        let hash = hash64(&values);
+        let row = match at.get(&values) {
+            Some(row) => Some(*row),
+            None if last != Some(hash) => {
+                points += 1;
+                (rows.len() < TABLE_ROWS).then(|| {
+                    let mut cells = Vec::with_capacity(header.len());
+                    for (k, a) in axes.iter().enumerate() {
+                        cells.push(values[k].clone());
+                        if a.transform != Transform::Same {
+                            let v = values[k].parse::<f64>().ok();
+                            cells.push(v.map_or("–".into(), |v| number(a.transform.apply(v))));
+                        }
+                    }
+                    cells.resize(header.len(), "–".into());
+                    rows.push(cells);
+                    ns.push(vec![None; f.metrics.len()]);
+                    at.insert(values.clone(), rows.len() - 1);
+                    rows.len() - 1
+                })
+            }
+            None => None,
+        };
+        last = Some(hash);
+        if let (Some(row), Some(&m)) = (row, f.metric_at.get(p.metric)) {
+            rows[row][n_at + 1 + m] = mean_cell(&p);
+            ns[row][m] = Some(p.n);
+        }
+        Ok(())
+    })?;
+    for (cells, ns) in rows.iter_mut().zip(&ns) {
+        let most = ns.iter().flatten().copied().max().unwrap_or(0);
+        cells[n_at] = most.to_string();
+        for (m, n) in ns.iter().enumerate() {
+            if let Some(n) = n.filter(|n| *n < most) {
+                cells[n_at + 1 + m].push_str(&format!(" (n = {n})"));
+            }
+        }
+    }
+    Ok(Wide {
+        header,
+        rows,
+        numeric_from,
+        points,
+    })
+}
+
+/// A point's metric as a cell: `mean ± half-width`, the mean alone from one run.
+fn mean_cell(p: &Point) -> String {
+    match (p.mean, p.low, p.high) {
+        (Some(m), Some(l), Some(h)) if l.is_finite() && h.is_finite() && p.n >= 2 => {
+            format!("{} ± {}", number(m), number((h - l) / 2.0))
+        }
+        (Some(m), ..) if m.is_finite() => number(m),
+        _ => "–".into(),
+    }
+}
+
+/// The sweep in `dir` as a table for a terminal, at most `width` characters wide: a row per
+/// point (the first `max_rows`), its swept values and seeds, then as many metrics (`mean ±
+/// half-width`) as fit; a last line says what was left out and where it all is.
+pub(super) fn terminal_table(dir: &Path, width: usize, max_rows: usize) -> Result<String, Error> {
+    let path = dir.join("points.csv");
+    let first = first_pass(&path)?;
+    let axes = key_axes(&first, &Context::default());
+    let wide = wide_table(&path, &first, &axes)?;
+    // The swept values as written (a transformed value is the report's), then n, then metrics.
+    let mut columns: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut c = 0;
+    for a in &axes {
+        let cells = wide
+            .rows
+            .iter()
+            .take(max_rows)
+            .map(|r| r[c].as_str())
+            .collect();
+        let name = a.key.rsplit('.').next().unwrap_or(&a.key);
+        columns.push((name.to_string(), cells));
+        c += if a.transform == Transform::Same { 1 } else { 2 };
+    }
+    let fixed = columns.len() + 1;
+    for (k, h) in wide.header.iter().enumerate().skip(c) {
+        let cells = wide
+            .rows
+            .iter()
+            .take(max_rows)
+            .map(|r| r[k].as_str())
+            .collect();
+        columns.push((h.clone(), cells));
+    }
+    let column_width = |(h, cells): &(String, Vec<&str>)| {
+        cells
+            .iter()
+            .map(|s| s.chars().count())
+            .chain([h.chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let mut used = 0;
+    let mut shown = 0;
+    for (k, col) in columns.iter().enumerate() {
+        let w = column_width(col) + 2;
+        if k >= fixed && used + w > width {
+            break;
+        }
+        used += w;
+        shown += 1;
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: Vec<&str>| {
+        let mut text = String::new();
+        for (k, cell) in cells.iter().enumerate() {
+            let w = column_width(&columns[k]);
+            let pad = w.saturating_sub(cell.chars().count());
+            // Numbers to the right, names to the left.
+            if k + 1 >= fixed {
+                text.push_str(&format!("  {}{cell}", " ".repeat(pad)));
+            } else {
+                text.push_str(&format!("  {cell}{}", " ".repeat(pad)));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(
+        &mut out,
+        columns[..shown].iter().map(|(h, _)| h.as_str()).collect(),
+    );
+    for r in 0..wide.rows.len().min(max_rows) {
+        line(
+            &mut out,
+            columns[..shown].iter().map(|(_, cells)| cells[r]).collect(),
+        );
+    }
+    let mut left: Vec<String> = Vec::new();
+    let rows_left = wide.points.saturating_sub(wide.rows.len().min(max_rows));
+    if rows_left > 0 {
+        left.push(format!("{rows_left} more point{}", plural(rows_left)));
+    }
+    let metrics_left = first.n.len().saturating_sub(shown.saturating_sub(fixed));
+    if metrics_left > 0 {
+        left.push(format!(
+            "{metrics_left} more metric{}",
+            plural(metrics_left)
+        ));
+    }
+    let _ =
+        write!(
+        out,
+        "  mean ± 95 % CI half-width over the seeds{}\n  all in {}; `igemu report {}` draws them",
+        if left.is_empty() { String::new() } else { format!("; {} not shown", left.join(", ")) },
+        path.display(),
+        dir.display()
+    );
+    Ok(out)
+}
+
+/// `s` for a count other than one.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// `sweep.json`'s provenance: every key, as a reader wants it; a file there that is no
@@ -608,6 +852,59 @@ mod tests {
         assert_eq!(
             x_axis(&first),
             (Some(0), Some(vec!["b".to_string(), "a".to_string()]))
+        );
+    }
+
+    /// The table behind the plots is wide: a row per point, a column per metric with its
+    /// mean ± half-width; a metric measured by fewer seeds says so. The terminal's table
+    /// keeps to its width and rows, and says what it left out.
+    #[test]
+    fn the_table_is_a_row_per_point_and_a_column_per_metric() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("points.csv");
+        let mut text = String::from("set:policy,set:x,metric,n,mean,ci95_low,ci95_high\n");
+        for p in ["a", "b"] {
+            for x in 0..30 {
+                let _ = writeln!(text, "{p},{x},awrt_s,3,{x},{},{}", x - 1, x + 1);
+                let _ = writeln!(text, "{p},{x},vm_preemptions,2,5,1,9");
+                let _ = writeln!(text, "{p},{x},a_metric_with_a_long_name_pct,3,1.5,1,2");
+            }
+        }
+        std::fs::write(&path, text).expect("written");
+        let first = first_pass(&path).expect("read");
+        let axes = key_axes(&first, &Context::default());
+        let wide = wide_table(&path, &first, &axes).expect("table");
+        assert_eq!(wide.points, 60);
+        assert_eq!(wide.rows.len(), 60);
+        assert_eq!(
+            wide.header,
+            [
+                "policy",
+                "x",
+                "n",
+                "awrt_s",
+                "vm_preemptions",
+                "a_metric_with_a_long_name_pct"
+            ]
+        );
+        assert_eq!(
+            wide.rows[1],
+            ["a", "1", "3", "1 ± 1", "5 ± 4 (n = 2)", "1.5 ± 0.5"]
+        );
+        let table = terminal_table(dir.path(), 60, 5).expect("table");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 1 + 5 + 2, "{table}");
+        assert!(
+            lines[..6].iter().all(|l| l.chars().count() <= 60),
+            "{table}"
+        );
+        assert!(
+            lines[0].contains("awrt_s") && !lines[0].contains("long_name"),
+            "{table}"
+        );
+        assert!(
+            lines[6].contains("55 more points, 1 more metric not shown"),
+            "{table}"
         );
     }
 }

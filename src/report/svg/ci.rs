@@ -47,8 +47,28 @@ pub type Extent = Option<(f64, f64)>;
 pub struct CiSeries {
     /// Its name in the legend.
     pub name: String,
+    /// Its legend entry's tooltip (the raw keys and values it stands for).
+    pub title: String,
     /// Its points, in x order.
     pub points: Vec<CiPoint>,
+}
+
+/// What a chart of [`CiSeries`] says on and around its axes.
+pub struct CiAxes<'a> {
+    /// The chart's name (`data-chart`).
+    pub name: &'a str,
+    /// The x axis's label, and its tooltip (the raw key).
+    pub x_label: &'a str,
+    /// The x label's tooltip.
+    pub x_title: &'a str,
+    /// The y axis's label (name and unit), and its tooltip (the raw metric).
+    pub y_label: &'a str,
+    /// The y label's tooltip.
+    pub y_title: &'a str,
+    /// The unit written after values in tooltips (empty for none).
+    pub unit: &'a str,
+    /// A point's x position as its tooltip gives it (the raw key and value).
+    pub x_value: &'a dyn Fn(f64) -> String,
 }
 
 /// The x range a chart shows for data from `lo` to `hi` (`None` without data): categories
@@ -65,18 +85,18 @@ fn x_extent(data: Extent, categorical: bool) -> (f64, f64) {
     }
 }
 
-/// The y range a chart shows for data from `lo` to `hi`: from zero when the data are all of
-/// one sign and not far from it, as the papers draw.
+/// The y range a chart shows for means down to `lo` and intervals up to `hi`: from zero (every
+/// value axis of a report starts at zero; docs/outputs.md), or from the lowest mean when one
+/// is below it, to a little above `hi`. Interval bounds below the axis are drawn to it.
 fn y_extent(data: Extent) -> (f64, f64) {
-    let (mut lo, hi) = data.unwrap_or((0.0, 1.0));
-    if lo > 0.0 && lo < 0.5 * hi {
-        lo = 0.0;
-    }
+    let (lo, hi) = data.unwrap_or((0.0, 1.0));
+    let lo = lo.min(0.0);
+    let hi = hi.max(lo);
     if hi <= lo {
-        return (lo - 1.0, hi + 1.0);
+        return (lo, lo + 1.0);
     }
     let pad = (hi - lo) * 0.05;
-    (if lo != 0.0 { lo - pad } else { lo }, hi + pad)
+    (if lo < 0.0 { lo - pad } else { lo }, hi + pad)
 }
 
 /// The plot area's width.
@@ -175,11 +195,12 @@ fn bounds(p: &CiPoint) -> (f64, f64) {
     (finite_or_mean(p.low), finite_or_mean(p.high))
 }
 
-/// A chart of means with 95 % confidence intervals (whiskers) against `x_label`, one line per
-/// series; the axes cover `data`, the x and y extent of the points (drawn or not). With
-/// `categories`, x values are indices into them (an axis of policies, say).
+/// A chart of means with 95 % confidence intervals (whiskers) against the x axis, one line
+/// per series; the axes cover `data`, the x extent of the points and the y extent of their
+/// means (low) and intervals (high), drawn or not. With `categories`, x values are indices
+/// into them (an axis of policies, say).
 pub fn ci_chart(
-    (name, x_label, y_label): (&str, &str, &str),
+    axes: &CiAxes,
     series: &[CiSeries],
     categories: Option<&[String]>,
     data: (Extent, Extent),
@@ -187,16 +208,25 @@ pub fn ci_chart(
     let (x_lo, x_hi) = x_extent(data.0, categories.is_some());
     let (y_lo, y_hi) = y_extent(data.1);
     let x = |v: f64| LEFT + (v - x_lo) / (x_hi - x_lo) * PLOT_W;
-    let y = |v: f64| TOP + (1.0 - (v - y_lo) / (y_hi - y_lo)) * HEIGHT;
+    let y = |v: f64| TOP + (1.0 - (v.clamp(y_lo, y_hi) - y_lo) / (y_hi - y_lo)) * HEIGHT;
     let mut svg = String::new();
     open_svg(
         &mut svg,
         TOP + HEIGHT + BOTTOM + legend_height(series.len()),
-        name,
-        &format!("{y_label} against {x_label}: means with 95 % confidence intervals"),
+        axes.name,
+        &format!(
+            "{} against {}: means with 95 % confidence intervals",
+            axes.y_label, axes.x_label
+        ),
     );
-    y_axis(&mut svg, &ticks(y_lo, y_hi, 5), &y, y_label, HEIGHT);
-    x_axis(&mut svg, &x, (x_lo, x_hi), x_label, categories);
+    y_axis(
+        &mut svg,
+        &ticks(y_lo, y_hi, 5),
+        &y,
+        (axes.y_label, axes.y_title),
+        HEIGHT,
+    );
+    x_axis(&mut svg, &x, (x_lo, x_hi), axes, categories);
     // Offset series sideways a little so their whiskers do not hide one another.
     let spread = (PLOT_W / (x_hi - x_lo)).min(60.0) * 0.3;
     let count = series.len().max(1) as f64;
@@ -206,11 +236,11 @@ pub fn ci_chart(
         } else {
             0.0
         };
-        draw_series(&mut svg, s, k, &|v| x(v) + shift, &y);
+        draw_series(&mut svg, s, k, (&|v| x(v) + shift, &y, y_lo), axes);
     }
     legend(
         &mut svg,
-        series.iter().map(|s| s.name.as_str()),
+        series.iter().map(|s| (s.name.as_str(), s.title.as_str())),
         TOP + HEIGHT + BOTTOM,
     );
     svg.push_str("</svg>");
@@ -222,7 +252,7 @@ fn x_axis(
     svg: &mut String,
     x: &dyn Fn(f64) -> f64,
     (lo, hi): (f64, f64),
-    label: &str,
+    axes: &CiAxes,
     categories: Option<&[String]>,
 ) {
     let bottom = TOP + HEIGHT;
@@ -251,21 +281,22 @@ fn x_axis(
     }
     let _ = write!(
         svg,
-        r#"<text class="label" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        r#"<text class="label" x="{}" y="{}" text-anchor="middle"><title>{}</title>{}</text>"#,
         LEFT + PLOT_W / 2.0,
         bottom + 32.0,
-        escape(label)
+        escape(axes.x_title),
+        escape(axes.x_label)
     );
 }
 
-/// Series `s` (the `k`-th): its line through the means, then each point with its whisker;
-/// merged points hollow.
+/// Series `s` (the `k`-th): its line through the means, then each point with its whisker
+/// (cut at the axis's bottom `y_lo`, without its cap there); merged points hollow.
 fn draw_series(
     svg: &mut String,
     s: &CiSeries,
     k: usize,
-    x: &dyn Fn(f64) -> f64,
-    y: &dyn Fn(f64) -> f64,
+    (x, y, y_lo): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64, f64),
+    axes: &CiAxes,
 ) {
     let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
     let drawn = || (s.points.iter()).filter(|p| p.x.is_finite() && p.mean.is_finite());
@@ -283,12 +314,24 @@ fn draw_series(
         svg,
         r#"<path class="line" stroke="{colour}"{dash} d="{d}"/>"#
     );
+    let unit = if axes.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", axes.unit)
+    };
     for p in drawn() {
         let px = x(p.x);
         let (lo, hi) = bounds(p);
         let (title, fill) = match p.merged {
             None => (
-                format!("{}: {} [{}, {}]", s.name, number(p.mean), number(lo), number(hi)),
+                format!(
+                    "{}, {}: {}{unit} [{}, {}]",
+                    s.name,
+                    (axes.x_value)(p.x),
+                    number(p.mean),
+                    number(lo),
+                    number(hi)
+                ),
                 format!(r#"fill="{colour}""#),
             ),
             Some(Merged {
@@ -297,10 +340,10 @@ fn draw_series(
                 means: (m0, m1),
             }) => (
                 format!(
-                    "{}: {n} points merged within a pixel, x {}–{}: means {}–{}, intervals from {} to {}",
+                    "{}: {n} points merged within a pixel, from {} to {}: means {}–{}{unit}, intervals from {} to {}",
                     s.name,
-                    number(x0),
-                    number(x1),
+                    (axes.x_value)(x0),
+                    (axes.x_value)(x1),
                     number(m0),
                     number(m1),
                     number(lo),
@@ -309,14 +352,17 @@ fn draw_series(
                 format!(r##"fill="#fff" stroke="{colour}""##),
             ),
         };
+        let low_cap = if lo >= y_lo {
+            format!("M{:.1} {:.1}h6", px - 3.0, y(lo))
+        } else {
+            String::new()
+        };
         let _ = write!(
             svg,
-            r#"<g class="point"><title>{}</title><path class="whisker" stroke="{colour}" d="M{px:.1} {:.1}V{:.1}M{:.1} {:.1}h6M{:.1} {:.1}h6"/><circle cx="{px:.1}" cy="{:.1}" r="3" {fill}/></g>"#,
+            r#"<g class="point"><title>{}</title><path class="whisker" stroke="{colour}" d="M{px:.1} {:.1}V{:.1}{low_cap}M{:.1} {:.1}h6"/><circle cx="{px:.1}" cy="{:.1}" r="3" {fill}/></g>"#,
             escape(&title),
             y(lo),
             y(hi),
-            px - 3.0,
-            y(lo),
             px - 3.0,
             y(hi),
             y(p.mean)
@@ -363,10 +409,21 @@ mod tests {
         let mut line = CiLine::new(Some((0.0, 9.0)), false);
         (0..10).for_each(|i| line.add(point(f64::from(i), 1.0)));
         assert!(line.points().iter().all(|p| p.merged.is_none()));
+        let x_value = |x: f64| format!("x = {x}");
+        let axes = CiAxes {
+            name: "c",
+            x_label: "x",
+            x_title: "x",
+            y_label: "y",
+            y_title: "y",
+            unit: "",
+            x_value: &x_value,
+        };
         let svg = ci_chart(
-            ("c", "x", "y"),
+            &axes,
             &[CiSeries {
                 name: "s".into(),
+                title: "s".into(),
                 points: marks,
             }],
             None,
