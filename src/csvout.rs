@@ -84,6 +84,28 @@ impl<W: Write> CsvOut<W> {
         }
     }
 
+    /// Seconds computed from whole microseconds (a difference of two times), as
+    /// [`CsvOut::secs`] writes them, or an empty field for none.
+    pub(crate) fn opt_secs_f64(&mut self, secs: Option<f64>) {
+        match secs {
+            Some(s) => self.secs((s * 1e6).round().max(0.0) as u64),
+            None => self.raw(b""),
+        }
+    }
+
+    /// A ratio with six decimals, trailing zeros dropped (`1.5`, `2`), or an empty field for
+    /// none (or one not finite).
+    pub(crate) fn ratio(&mut self, x: Option<f64>) {
+        match x.filter(|x| x.is_finite()) {
+            Some(x) => {
+                let text = format!("{x:.6}");
+                let text = text.trim_end_matches('0').trim_end_matches('.');
+                self.raw(text.as_bytes());
+            }
+            None => self.raw(b""),
+        }
+    }
+
     /// `true` or `false`, as serde writes a bool.
     pub(crate) fn bool(&mut self, b: bool) {
         self.raw(if b { b"true" } else { b"false" });

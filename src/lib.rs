@@ -203,12 +203,13 @@ use trace::Tracer;
 
 /// The files a run writes into its output directory, in the order they are put in place:
 /// `summary.json` last, so a directory with a `summary.json` holds one whole run.
-pub const RUN_OUTPUTS: [&str; 6] = [
+pub const RUN_OUTPUTS: [&str; 7] = [
     "trace.jsonl",
     "requests.csv",
     "decisions.csv",
     "intervals.csv",
     "utilization.csv",
+    "leases.csv",
     "summary.json",
 ];
 
@@ -404,6 +405,8 @@ pub struct RunOptions {
     pub broken: Broken,
     /// Record every VM instance's state spans (`intervals.csv`; memory grows with them).
     pub intervals: bool,
+    /// Record every lease's events (`leases.csv`; memory grows with them, a few per lease).
+    pub lease_log: bool,
     /// What was run, to record in the summary (the caller knows the file and the overrides).
     pub provenance: Option<Provenance>,
     /// If given, the run stores its emulated time (µs) here as it goes, for a progress
@@ -711,6 +714,9 @@ pub struct Summary {
     pub clusters: BTreeMap<String, PaperMetrics>,
     /// Peering figures per Grid.
     pub grids: BTreeMap<String, metrics::GridFigures>,
+    /// The per-request metrics (waiting time, turnaround, slowdown, bounded slowdown,
+    /// stretch): mean and percentiles overall and per Grid, origin and lease type.
+    pub request_metrics: metrics::RequestMetrics,
     /// What the fault injector did.
     pub faults: fault::FaultCounts,
     /// Number of invariant violations (host over capacity, request ended twice, ...).
@@ -738,6 +744,10 @@ pub struct RunResult {
     pub decisions: Vec<DecisionRecord>,
     /// Every VM instance's state spans (empty unless [`RunOptions::intervals`]).
     pub intervals: Vec<metrics::VmSpan>,
+    /// Every lease's events (empty unless [`RunOptions::lease_log`]).
+    pub lease_log: metrics::LeaseLog,
+    /// Whether they were recorded (`leases.csv` is written then, even with no event).
+    lease_logged: bool,
     /// The summary.
     pub summary: Summary,
     /// The directory this run wrote `trace.jsonl` into directly (not staged): that trace is
@@ -751,7 +761,7 @@ pub struct RunResult {
 }
 
 /// `requests.csv`'s columns: one row per request.
-const REQUEST_COLUMNS: [&str; 20] = [
+const REQUEST_COLUMNS: [&str; 25] = [
     "request_id",
     "grid",
     "cluster",
@@ -773,6 +783,12 @@ const REQUEST_COLUMNS: [&str; 20] = [
     "outcome",
     "reason",
     "displacements",
+    // The per-request metrics ([`metrics::Measures`]), in [`metrics::METRIC_NAMES`]' order.
+    "wait_s",
+    "turnaround_s",
+    "slowdown",
+    "bounded_slowdown",
+    "stretch",
 ];
 
 /// `decisions.csv`'s columns: one row per preemption decision.
@@ -788,6 +804,20 @@ const DECISION_COLUMNS: [&str; 11] = [
     "cost_s",
     "reschedule_s",
     "exact",
+];
+
+/// `leases.csv`'s columns: one row per event of each lease.
+const LEASE_COLUMNS: [&str; 10] = [
+    "time_s",
+    "request_id",
+    "event",
+    "grid",
+    "cluster",
+    "hosts",
+    "vms",
+    "cause",
+    "operation",
+    "planned_s",
 ];
 
 /// `intervals.csv`'s columns: one row per span a VM spent in one state.
@@ -836,7 +866,8 @@ impl RunResult {
         }
         let grid_name = |c: model::ClusterId| &topo.grids[usize::from(topo.cluster(c).grid.0)].name;
         let mut list = Vec::new();
-        for (req, rec) in topo.requests.iter().zip(&self.records) {
+        let measures = metrics::measures(topo, &self.records);
+        for ((req, rec), m) in topo.requests.iter().zip(&self.records).zip(&measures) {
             w.text(topo.label(req.id));
             w.text(&topo.grids[usize::from(req.grid.0)].name);
             w.text(rec.cluster.map_or("", |c| &topo.cluster(c).name));
@@ -873,6 +904,11 @@ impl RunResult {
             w.text(metrics::Outcome::of(req, rec).as_str());
             w.text(rec.reason.map_or("", model::RejectReason::as_str));
             w.uint(u64::from(rec.displacements));
+            w.opt_secs_f64(m.wait_s);
+            w.opt_secs_f64(m.turnaround_s);
+            for ratio in [m.slowdown, m.bounded_slowdown, m.stretch] {
+                w.ratio(ratio);
+            }
             w.end_row().map_err(io)?;
         }
         w.finish().map_err(io)?;
@@ -963,6 +999,57 @@ impl RunResult {
         Ok(())
     }
 
+    /// Writes `leases.csv`: one row per event of each lease, in time order
+    /// ([`metrics::lease_rows`]).
+    // Called once a run: out of line so that a profile shows each file's cost.
+    #[inline(never)]
+    fn write_leases(&self, path: &Path) -> Result<(), Error> {
+        let io = |e: std::io::Error| Error::output(path.to_path_buf())(e);
+        let mut w = csv_file(path)?;
+        let topo = &self.topology;
+        w.header(&LEASE_COLUMNS).map_err(io)?;
+        let grids: Vec<Vec<u8>> = (topo.grids.iter()).map(|g| csv_field(&g.name)).collect();
+        let clusters: Vec<Vec<u8>> = (topo.clusters.iter()).map(|c| csv_field(&c.name)).collect();
+        let mut list = Vec::new();
+        for row in metrics::lease_rows(topo, &self.records, &self.lease_log) {
+            w.secs(row.at.as_micros());
+            w.text(topo.label(row.lease));
+            w.raw(row.kind.as_str().as_bytes());
+            w.raw(&grids[usize::from(row.grid.0)]);
+            w.raw(
+                row.cluster
+                    .map_or(&b""[..], |c| &clusters[usize::from(c.0)]),
+            );
+            // Host numbers apart by spaces, as requests.csv writes them.
+            list.clear();
+            for (n, host) in row.hosts.iter().enumerate() {
+                if n > 0 {
+                    list.push(b' ');
+                }
+                let mut buf = [0u8; 20];
+                let at = time::write_digits(u64::from(*host), &mut buf, 20);
+                list.extend_from_slice(&buf[at..]);
+            }
+            w.raw(&list);
+            match row.vms {
+                Some(n) => w.uint(u64::from(n)),
+                None => w.raw(b""),
+            }
+            match row.cause {
+                Some(metrics::Cause::Request(id)) => w.text(topo.label(id)),
+                Some(metrics::Cause::Grid(g)) => w.raw(&grids[usize::from(g.0)]),
+                Some(metrics::Cause::Cluster(c)) => w.text(&topo.cluster(c).qualified_name(topo)),
+                Some(metrics::Cause::Reason(r)) => w.raw(r.as_str().as_bytes()),
+                None => w.raw(b""),
+            }
+            w.raw(row.operation.map_or("", |o| o.as_str()).as_bytes());
+            w.opt_secs(row.planned);
+            w.end_row().map_err(io)?;
+        }
+        w.finish().map_err(io)?;
+        Ok(())
+    }
+
     /// Writes `intervals.csv`: one row per VM instance and state span, in the order the
     /// spans ended (sorted by start for a Gantt chart).
     // Called once a run: out of line so that a profile shows each file's cost.
@@ -1003,8 +1090,9 @@ impl RunResult {
         Ok(())
     }
 
-    /// Writes `requests.csv`, `decisions.csv`, `intervals.csv` (when spans were recorded) and
-    /// `summary.json` into `dir` (created if needed).
+    /// Writes `requests.csv`, `decisions.csv`, `intervals.csv` and `utilization.csv` (when
+    /// spans were recorded), `leases.csv` (when lease events were) and `summary.json` into
+    /// `dir` (created if needed).
     pub fn write_outputs(&self, dir: &Path) -> Result<(), Error> {
         std::fs::create_dir_all(dir).map_err(Error::output(dir))?;
         let written = self.write_staged(dir);
@@ -1028,6 +1116,9 @@ impl RunResult {
         if !self.intervals.is_empty() {
             self.write_intervals(&staged(dir, "intervals.csv"))?;
             self.write_utilization(&staged(dir, "utilization.csv"))?;
+        }
+        if self.lease_logged {
+            self.write_leases(&staged(dir, "leases.csv"))?;
         }
         let summary_path = staged(dir, "summary.json");
         let mut text =
@@ -1174,6 +1265,7 @@ fn summarize(
     Vec<RequestRecord>,
     Vec<DecisionRecord>,
     Vec<metrics::VmSpan>,
+    metrics::LeaseLog,
 ) {
     let mode = topo.emulation.mode;
     let Observed {
@@ -1191,9 +1283,11 @@ fn summarize(
         grids,
         violations,
         decisions,
+        leases,
     } = metrics.finish();
     let figures = metrics::figures(topo, &records, &counters);
     let grid_figures = metrics::grid_figures(topo, &records, &grids);
+    let request_metrics = metrics::request_metrics(topo, &metrics::measures(topo, &records));
     let summary = Summary {
         topology: topo.name.clone(),
         mode: match mode {
@@ -1220,6 +1314,7 @@ fn summarize(
         metrics: figures.all,
         clusters: figures.clusters,
         grids: grid_figures,
+        request_metrics,
         faults: fault_counts,
         invariant_violations: violations.len() as u64,
         violation_examples: violations.iter().take(10).map(|v| v.to_string()).collect(),
@@ -1228,7 +1323,7 @@ fn summarize(
             .map(|l| l.p99 <= SUSTAINABLE_P99_LATENESS_MS),
         timer_lateness_ms: lateness,
     };
-    (summary, records, decisions, spans)
+    (summary, records, decisions, spans, leases)
 }
 
 /// The policies in force, by where they apply (`grid:<g>`, `cluster:<g>/<c>`, `peering`), as
@@ -1379,6 +1474,11 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         if let Some(cap) = topo.emulation.max_messages {
             emu.cap.set(cap);
         }
+        if options.lease_log {
+            // About four events a request: accepted, scheduled, started, ended.
+            let expected = topo.requests.len().saturating_mul(4);
+            emu.metrics.borrow_mut().record_lease_events(expected);
+        }
         if options.intervals {
             // A span per VM instance as a rule (preempted ones have more).
             let vms = topo.requests.iter().map(|r| r.vms as usize);
@@ -1445,7 +1545,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         .replayed
         .map(|r| r.map_err(|d| name_actors(&d, &emu.tracer)));
     emu.tracer.finish().map_err(Error::Trace)?;
-    let (mut summary, records, decisions, intervals) =
+    let (mut summary, records, decisions, intervals, lease_log) =
         summarize(&topo, Observed::of(&emu), end, wall_s);
     summary.provenance = provenance(options, &summary.plugins);
     summary.replay = match (&replayed, &options.replay) {
@@ -1464,6 +1564,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         records,
         decisions,
         intervals,
+        lease_log,
+        lease_logged: options.lease_log,
         summary,
         trace_in_place: options.trace_dir.clone().filter(|_| !options.stage_trace),
         recorded,
@@ -1505,7 +1607,8 @@ fn run_on_threads(topo: Topology, options: &RunOptions) -> Result<RunResult, Err
     let (end, observed, threads) = threads::run(&topo, options, options.threads)?;
     let wall_s = wall.elapsed_secs();
     let topo = Rc::new(topo);
-    let (mut summary, records, decisions, intervals) = summarize(&topo, observed, end, wall_s);
+    let (mut summary, records, decisions, intervals, lease_log) =
+        summarize(&topo, observed, end, wall_s);
     summary.provenance = provenance(options, &summary.plugins);
     summary.threads = Some(threads);
     Ok(RunResult {
@@ -1514,6 +1617,8 @@ fn run_on_threads(topo: Topology, options: &RunOptions) -> Result<RunResult, Err
         records,
         decisions,
         intervals,
+        lease_log,
+        lease_logged: options.lease_log,
         summary,
         trace_in_place: None,
         recorded: None,

@@ -232,6 +232,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         metrics: figures.all,
         clusters: figures.clusters,
         grids,
+        request_metrics: crate::metrics::RequestMetrics::skeleton(topo),
         faults: Default::default(),
         invariant_violations: 0,
         violation_examples: Vec::new(),
@@ -251,6 +252,15 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The metrics a sweep records when it names none: [`metric_names`] but the per-request
+/// metrics' statistics (`request_metrics.…`, several hundred in a topology of a few Grids),
+/// which a sweep records when it names them.
+pub fn default_metric_names(topo: &topology::Topology) -> Vec<String> {
+    (metric_names(topo).into_iter())
+        .filter(|n| !n.starts_with("request_metrics."))
+        .collect()
 }
 
 /// Whether `name` is a column every run file has (run, seed, error) or a varied key's

@@ -289,6 +289,10 @@ fn shard_context(
         // No room made ahead: each thread holds only its Grids' share.
         emu.metrics.borrow_mut().record_spans(0);
     }
+    if options.lease_log {
+        // No room made ahead: each thread holds only its Grids' share.
+        emu.metrics.borrow_mut().record_lease_events(0);
+    }
     emu
 }
 

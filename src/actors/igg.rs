@@ -307,7 +307,10 @@ fn observe(office: &Rc<Office>, o: Observation) {
             lease,
             negotiation,
             amount,
-        } => m.received(office.grid, from, lease, negotiation, amount),
+        } => {
+            m.lease_redirected(emu.now(), lease, from, office.grid);
+            m.received(office.grid, from, lease, negotiation, amount)
+        }
         Observation::Paid { to, units, amount } => m.paid(office.grid, to, units, amount),
         Observation::Outcomes(o) => m.outcomes(office.grid, &o),
     }

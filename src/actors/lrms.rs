@@ -324,14 +324,28 @@ impl Lrms {
 
     /// Carries out the core's actions.
     fn apply(&mut self, actions: Vec<Action>, ctx: &mut Context<Self>) {
+        let mut log = LeaseNotes::new(self.emu.metrics.borrow().records_lease_events());
         for action in actions {
             match action {
-                Action::RunVms { lease, plans } => self.run_vms(lease, plans, ctx),
+                Action::RunVms { lease, plans } => {
+                    if log.on {
+                        let hosts = plans.iter().map(|p| p.host).collect();
+                        let (now, place) = (self.emu.now(), (self.grid, self.cluster));
+                        let vms = plans.len() as u32;
+                        let mut m = self.emu.metrics.borrow_mut();
+                        m.lease_runs(now, lease, place, hosts, vms);
+                    }
+                    self.run_vms(lease, plans, ctx)
+                }
                 Action::CommandVms {
                     lease,
                     after,
                     plans,
                 } => {
+                    if log.on {
+                        let hosts = plans.iter().map(|p| p.host).collect();
+                        log.commanded.push((lease, hosts, after));
+                    }
                     let Some(peers) = self.vms.get(&lease) else {
                         continue;
                     };
@@ -375,8 +389,85 @@ impl Lrms {
                     };
                     self.emu.send(self.id, &self.igg, msg);
                 }
-                observation => self.observe(observation),
+                observation => {
+                    if log.on {
+                        self.note(&observation, &mut log);
+                    }
+                    self.observe(observation)
+                }
             }
+        }
+        // A displaced lease's new reservation, made in the same decision.
+        if log.on && !log.displaced.is_empty() {
+            let (now, place) = (self.emu.now(), (self.grid, self.cluster));
+            let mut m = self.emu.metrics.borrow_mut();
+            for lease in log.displaced {
+                if let Some(booking) = self.core.booking(lease) {
+                    m.lease_booked(now, lease, place, booking, log.decided_for);
+                }
+            }
+        }
+    }
+
+    /// Logs a preemption or displacement as the lease's event (`log`: what this batch of
+    /// actions did before), and remembers the local request a decision was for.
+    fn note(&self, action: &Action, log: &mut LeaseNotes) {
+        match action {
+            Action::Charge {
+                lease,
+                preempted: true,
+                vms,
+                displaced,
+                ..
+            } => {
+                let commanded = log.commanded.iter().rev().find(|c| c.0 == *lease);
+                let (hosts, from) = commanded.map_or((Vec::new(), None), |c| (c.1.clone(), c.2));
+                let moved = *displaced > 0;
+                if moved {
+                    log.displaced.push(*lease);
+                }
+                let (now, place) = (self.emu.now(), (self.grid, self.cluster));
+                let what = (hosts, if moved { *displaced } else { *vms }, from);
+                let mut m = self.emu.metrics.borrow_mut();
+                m.lease_vacated(now, *lease, place, what, moved);
+            }
+            Action::Decision(d) => log.decided_for = Some(d.local),
+            _ => {}
+        }
+    }
+
+    /// Logs that lease `lease` was taken in here, with the reservation it was given.
+    fn note_accepted(&self, lease: RequestId) {
+        let mut m = self.emu.metrics.borrow_mut();
+        if !m.records_lease_events() {
+            return;
+        }
+        if let Some(booking) = self.core.booking(lease) {
+            let place = (self.grid, self.cluster);
+            m.lease_accepted(self.emu.now(), lease, place, booking);
+        }
+    }
+}
+
+/// What a batch of the core's actions did that the lease log needs (gathered only when it
+/// is recorded, `on`).
+struct LeaseNotes {
+    on: bool,
+    /// Leases whose VMs were given new steps: their hosts and when the steps apply from.
+    commanded: Vec<(RequestId, Vec<u16>, Option<EmuTime>)>,
+    /// Leases whose reservations were displaced.
+    displaced: Vec<RequestId>,
+    /// The local request of the batch's preemption decision.
+    decided_for: Option<RequestId>,
+}
+
+impl LeaseNotes {
+    fn new(on: bool) -> LeaseNotes {
+        LeaseNotes {
+            on,
+            commanded: Vec::new(),
+            displaced: Vec::new(),
+            decided_for: None,
         }
     }
 }
@@ -569,6 +660,7 @@ impl Handler<AssignLease> for Lrms {
         self.emu.metrics.borrow_mut().offered(self.cluster);
         let refusal = match self.core.submit_external(msg.0, self.emu.now()) {
             Ok(actions) => {
+                self.note_accepted(lease);
                 self.apply(actions, ctx);
                 None
             }
@@ -613,7 +705,10 @@ impl Lrms {
             }
         }
         match decided {
-            Ok(actions) => self.apply(actions, ctx),
+            Ok(actions) => {
+                self.note_accepted(lease);
+                self.apply(actions, ctx)
+            }
             Err(why) => {
                 tracing::debug!(lease = lease.0, ?why, "LRMS rejects a local request");
                 self.emu
@@ -706,7 +801,13 @@ impl Handler<AdoptLease> for Lrms {
         let lease = msg.0.req.id;
         let accepted = match self.core.adopt(&msg.0, self.emu.now()) {
             Ok(actions) => {
-                self.emu.metrics.borrow_mut().migrated(lease, self.cluster);
+                let (now, place) = (self.emu.now(), (self.grid, self.cluster));
+                let mut m = self.emu.metrics.borrow_mut();
+                m.migrated(lease, place, now);
+                if let Some(booking) = self.core.booking(lease) {
+                    m.lease_booked(now, lease, place, booking, None);
+                }
+                drop(m);
                 self.apply(actions, ctx);
                 true
             }

@@ -405,7 +405,9 @@ impl SweepFiles {
             .map_or("sweep".into(), |s| s.to_string_lossy().to_string());
         let out = out.unwrap_or_else(|| PathBuf::from("out").join(format!("sweep-{stem}")));
         let metrics: Vec<String> = if spec.metrics.is_empty() {
-            first.map(crate::sweep::metric_names).unwrap_or_default()
+            first
+                .map(crate::sweep::default_metric_names)
+                .unwrap_or_default()
         } else {
             spec.metrics.clone()
         };
@@ -1151,7 +1153,7 @@ struct RunArgs {
     /// Topology file (TOML).
     topology: Option<PathBuf>,
     /// Directory for requests.csv, decisions.csv, intervals.csv, utilization.csv,
-    /// summary.json and (with --trace) trace.jsonl.
+    /// leases.csv, summary.json and (with --trace) trace.jsonl.
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Seed of every random stream (overrides emulation.seed).
@@ -1784,6 +1786,7 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         stage_trace: true,
         trace_filter,
         intervals: true,
+        lease_log: true,
         provenance: Some(provenance),
         progress: Some(watch.now()),
         broken: broken(args.broken_protocol),

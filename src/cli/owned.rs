@@ -32,6 +32,7 @@ fn sign(name: &str) -> Option<Sign> {
         "decisions.csv" => Columns("at_s,cluster,local_request,"),
         "intervals.csv" => Columns("request_id,vm,grid,cluster,host,"),
         "utilization.csv" => Columns("time_s,grid,cluster,cores_used,"),
+        "leases.csv" => Columns("time_s,request_id,event,grid,cluster,"),
         "trace.jsonl" => Trace,
         "report.html" => Report,
         "points.csv" => EndColumns("metric,n,mean,ci95_low,ci95_high"),
@@ -145,7 +146,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let d = dir.path();
         let write = |name: &str, text: &str| std::fs::write(d.join(name), text).expect("write");
-        let cases: [(&str, &str, &str); 9] = [
+        let cases: [(&str, &str, &str); 10] = [
             (
                 "summary.json",
                 r#"{"provenance": {"igemu": "0.1.0"}}"#,
@@ -155,6 +156,11 @@ mod tests {
                 "requests.csv",
                 "request_id,grid,cluster,origin,lease_type,vms,mem_mb\n",
                 "id,grid\n",
+            ),
+            (
+                "leases.csv",
+                "time_s,request_id,event,grid,cluster,hosts,vms,cause,operation,planned_s\n",
+                "time_s,request_id,event\n",
             ),
             (
                 "points.csv",

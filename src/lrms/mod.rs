@@ -22,6 +22,6 @@ pub use contention::{Candidate, Contention};
 pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
-    Action, Backfilling, Config, Core, Decision, LeaseView, LocalRequests, Policies, Refusal,
-    Relocation, Speed, Steps, VmPlan,
+    Action, Backfilling, Booking, Config, Core, Decision, LeaseView, LocalRequests, Policies,
+    Refusal, Relocation, Speed, Steps, VmPlan,
 };

@@ -290,6 +290,10 @@ pub enum Action {
     Violation(String),
 }
 
+/// What a lease holds on a cluster: the VMs it runs on, and its reservation's start and hosts
+/// (`None` while it waits without one).
+pub type Booking<'a> = (u32, Option<(EmuTime, &'a [u16])>);
+
 /// A migratable lease looking for a new cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Relocation {
@@ -607,6 +611,13 @@ impl Core {
                 suspended: l.images_ready.is_some(),
             })
             .collect()
+    }
+
+    /// What lease `id` holds here, if this core holds it: the VMs it runs on, and its
+    /// reservation's start and hosts (`None` while it waits without one).
+    pub fn booking(&self, id: RequestId) -> Option<Booking<'_>> {
+        let l = self.leases.get(&id)?;
+        Some((l.req.vms, l.res.as_ref().map(|r| (r.start, &r.hosts[..]))))
     }
 
     /// The cluster's free cores over `[now, now + horizon)` as an ordered step function, and

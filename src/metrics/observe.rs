@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::invariants::Violation;
+use super::leases::{At, Cause, LeaseEventKind, LeaseLog};
 use crate::igg::broker::Outcomes;
 use serde::Serialize;
 
@@ -234,7 +235,12 @@ pub struct Metrics {
     /// Cores the hosts of each cluster hold now (for a live view; no output reads it).
     cores_in_use: BTreeMap<ClusterId, u64>,
     decisions: Vec<DecisionRecord>,
+    /// Every lease's events, when asked for (`leases.csv`); `None`: not recorded.
+    leases: Option<LeaseLog>,
 }
+
+/// Where an LRMS is: its Grid and cluster.
+pub type Place = (GridId, ClusterId);
 
 impl ClusterCounters {
     /// Adds `o`'s counts to these.
@@ -385,7 +391,15 @@ impl Metrics {
         }
         r.state = Some(state);
         r.end = Some(t);
+        let cluster = r.cluster;
         self.terminal += 1;
+        if let (Some(log), Some(kind)) = (&mut self.leases, super::leases::end_event(state)) {
+            let detail = At {
+                cluster,
+                ..At::default()
+            };
+            log.push(t, id, kind, detail);
+        }
     }
 
     /// Why a request is rejected (set just before it ends rejected; the first reason given
@@ -440,6 +454,9 @@ impl Metrics {
         c.decisions += 1;
         c.overhead_us += d.reschedule.as_micros() as i64;
         c.inexact_decisions += u64::from(!d.exact);
+        if let Some(log) = &mut self.leases {
+            log.decided(cluster, at, d);
+        }
         self.decisions.push(DecisionRecord {
             at,
             cluster,
@@ -471,11 +488,156 @@ impl Metrics {
         self.clusters.entry(cluster).or_default().refused += 1;
     }
 
-    /// A lease moved to `cluster`.
-    pub fn migrated(&mut self, id: RequestId, cluster: ClusterId) {
+    /// A lease moved to `cluster` (of Grid `grid`) at `at`.
+    pub fn migrated(&mut self, id: RequestId, (grid, cluster): Place, at: EmuTime) {
         let r = &mut self.records[id.0 as usize];
+        let from = r.cluster;
         r.migrations += 1;
         r.cluster = Some(cluster);
+        if let Some(log) = &mut self.leases {
+            let detail = At {
+                grid: Some(grid),
+                cluster: Some(cluster),
+                cause: from.map(Cause::Cluster),
+                ..At::default()
+            };
+            log.push(at, id, LeaseEventKind::Migrated, detail);
+        }
+    }
+
+    /// Records every lease's events from now on (for `leases.csv`), with room for `expected`
+    /// of them made at once (up to a million, as [`Metrics::record_spans`] does).
+    pub fn record_lease_events(&mut self, expected: usize) {
+        const RESERVED_AT_MOST: usize = 1 << 20;
+        let log = self.leases.get_or_insert_with(LeaseLog::default);
+        log.reserve(expected.min(RESERVED_AT_MOST));
+    }
+
+    /// Whether lease events are recorded: an observer that reports them needs to gather
+    /// their details only then.
+    pub fn records_lease_events(&self) -> bool {
+        self.leases.is_some()
+    }
+
+    /// The lease events recorded so far (`None` unless recorded).
+    pub fn lease_log(&self) -> Option<&LeaseLog> {
+        self.leases.as_ref()
+    }
+
+    /// The LRMS at `place` took lease `id` in at `at`, to run on `vms` VMs, reserving them
+    /// `reserved` (a start and hosts) or queueing it.
+    pub fn lease_accepted(
+        &mut self,
+        at: EmuTime,
+        id: RequestId,
+        place: Place,
+        (vms, reserved): crate::lrms::Booking<'_>,
+    ) {
+        let Some(log) = &mut self.leases else {
+            return;
+        };
+        let detail = At {
+            grid: Some(place.0),
+            cluster: Some(place.1),
+            vms: Some(vms),
+            ..At::default()
+        };
+        log.push(at, id, LeaseEventKind::Accepted, detail);
+        self.lease_booked(at, id, place, (vms, reserved), None);
+    }
+
+    /// Lease `id` holds the reservation `reserved` at `place` (or waits without one) from
+    /// `at`, for a reason (`cause`: the local request that displaced it) or none.
+    pub fn lease_booked(
+        &mut self,
+        at: EmuTime,
+        id: RequestId,
+        place: Place,
+        (vms, reserved): crate::lrms::Booking<'_>,
+        cause: Option<RequestId>,
+    ) {
+        if let Some(log) = &mut self.leases {
+            let kind = match reserved {
+                Some(_) => LeaseEventKind::Scheduled,
+                None => LeaseEventKind::Queued,
+            };
+            let detail = At {
+                grid: Some(place.0),
+                cluster: Some(place.1),
+                hosts: reserved.map(|r| r.1.to_vec()).unwrap_or_default(),
+                vms: Some(vms),
+                cause: cause.map(Cause::Request),
+                planned: reserved.map(|r| r.0),
+            };
+            log.push(at, id, kind, detail);
+        }
+    }
+
+    /// Lease `id`'s VMs were deployed at `place` on `hosts` at `at`: its start, or a
+    /// resumption when it started before.
+    pub fn lease_runs(
+        &mut self,
+        at: EmuTime,
+        id: RequestId,
+        place: Place,
+        hosts: Vec<u16>,
+        vms: u32,
+    ) {
+        let first = self.records[id.0 as usize].start.is_none();
+        if let Some(log) = &mut self.leases {
+            let kind = match first {
+                true => LeaseEventKind::Started,
+                false => LeaseEventKind::Resumed,
+            };
+            let detail = At {
+                grid: Some(place.0),
+                cluster: Some(place.1),
+                hosts,
+                vms: Some(vms),
+                ..At::default()
+            };
+            log.push(at, id, kind, detail);
+        }
+    }
+
+    /// Lease `id` at `place` was preempted at `at` (its `vms` VMs on `hosts`, the first
+    /// vacated at `from`), or its reservation displaced (`displaced`); the decision reported
+    /// next names the cause.
+    pub fn lease_vacated(
+        &mut self,
+        at: EmuTime,
+        id: RequestId,
+        place: Place,
+        (hosts, vms, from): (Vec<u16>, u32, Option<EmuTime>),
+        displaced: bool,
+    ) {
+        if let Some(log) = &mut self.leases {
+            let kind = match displaced {
+                true => LeaseEventKind::Displaced,
+                false => LeaseEventKind::Preempted,
+            };
+            let detail = At {
+                grid: Some(place.0),
+                cluster: Some(place.1),
+                hosts,
+                vms: Some(vms),
+                planned: from,
+                ..At::default()
+            };
+            log.push(at, id, kind, detail);
+        }
+    }
+
+    /// Grid `from` redirected lease `id` to its peer `to`, which took it at `at`.
+    pub fn lease_redirected(&mut self, at: EmuTime, id: RequestId, from: GridId, to: GridId) {
+        if let Some(log) = &mut self.leases {
+            let detail = At {
+                grid: Some(from),
+                cause: Some(Cause::Grid(to)),
+                ..At::default()
+            };
+            log.push(at, id, LeaseEventKind::Redirected, detail);
+        }
     }
 
     /// An invariant was broken (e.g. a host over its capacity).
@@ -666,6 +828,11 @@ impl Metrics {
         }
         self.decisions.extend(other.decisions);
         self.decisions.sort_by_key(|d| d.at);
+        match (&mut self.leases, other.leases) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, theirs) => self.leases = theirs,
+            _ => {}
+        }
     }
 
     /// Checks the end-of-run invariants (every offer settled when every request ended; money
@@ -700,6 +867,7 @@ impl Metrics {
             violations: self.violations,
             decisions: self.decisions,
             spans: self.spans.unwrap_or_default(),
+            leases: self.leases.unwrap_or_default(),
         }
     }
 }
@@ -718,6 +886,8 @@ pub struct Finished {
     pub decisions: Vec<DecisionRecord>,
     /// Every VM instance's state spans, in the order they ended (empty unless recorded).
     pub spans: Vec<VmSpan>,
+    /// Every lease's events, in time order (empty unless recorded).
+    pub leases: LeaseLog,
 }
 
 #[cfg(test)]

@@ -470,6 +470,32 @@ fn read_peering(t: Option<Table<'_>>) -> Peering {
     p
 }
 
+/// `[metrics]`: how the per-request metrics are computed ([`crate::metrics::Measures`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricsSettings {
+    /// τ of the bounded slowdown, seconds (> 0): max(1, turnaround / max(run time, τ)).
+    pub bounded_slowdown_tau_s: f64,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            bounded_slowdown_tau_s: crate::metrics::DEFAULT_TAU_S,
+        }
+    }
+}
+
+fn read_metrics(t: Option<Table<'_>>) -> MetricsSettings {
+    let mut m = MetricsSettings::default();
+    let Some(t) = t else { return m };
+    if let Some((v, _)) = t.positive_number("bounded_slowdown_tau_s", crate::time::MAX_SECS as f64)
+    {
+        m.bounded_slowdown_tau_s = v;
+    }
+    t.finish();
+    m
+}
+
 /// `unit_cost` of `[peering]`, if set and valid: [low, high] with 0 < low ≤ high ≤
 /// [`MAX_PRICE`].
 fn read_unit_cost(t: &Table<'_>) -> Option<(f64, f64)> {
@@ -705,6 +731,8 @@ pub struct Topology {
     pub peering: Peering,
     /// Faults injected on the links between IGGs.
     pub faults: crate::fault::FaultConfig,
+    /// How the per-request metrics are computed (`[metrics]`).
+    pub metrics: MetricsSettings,
     /// Request sources.
     pub workloads: Vec<Workload>,
     /// Every request, indexed by [`RequestId`].
@@ -1414,6 +1442,7 @@ fn read_topology(
         .map(|t| read_lrms_table(&t, registry))
         .unwrap_or_default();
     let peering = read_peering(top.table("peering"));
+    let metrics = read_metrics(top.table("metrics"));
     let igg_defaults = top
         .table("igg")
         .map(|t| read_igg_table(&t, registry))
@@ -1446,6 +1475,7 @@ fn read_topology(
         contracts,
         peering,
         faults,
+        metrics,
         workloads: w.workloads,
         requests: w.requests,
         request_labels: w.labels,

@@ -1,0 +1,495 @@
+//! The per-request metrics and the lease log, checked from the outside: `summary.json`'s
+//! `request_metrics` recomputed here from `requests.csv` by the formulas of docs/outputs.md
+//! (code of its own, not igemu's), and `leases.csv` checked lease by lease against
+//! `requests.csv`, `intervals.csv` and `decisions.csv` on runs that preempt, displace,
+//! migrate, cancel and redirect.
+
+mod common;
+use common::igemu;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+/// A CSV file as rows of cells by column name.
+fn rows(path: &Path) -> Vec<HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let header: Vec<String> = reader
+        .headers()
+        .expect("a header")
+        .iter()
+        .map(String::from)
+        .collect();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.expect("a row");
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(cell: &str) -> Option<f64> {
+    (!cell.is_empty()).then(|| {
+        cell.parse()
+            .unwrap_or_else(|_| panic!("`{cell}` is a number"))
+    })
+}
+
+/// Runs `args` (after `run`) into a new folder of `tmp` named `name`; returns the folder.
+fn run(tmp: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let out = tmp.join(name);
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--quiet", "--out", out.to_str().expect("utf-8")]);
+    let o = igemu(&all);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// The metrics of one request by the formulas: waiting time of a started request; the
+/// others of a completed one.
+fn formulas(r: &HashMap<String, String>, tau: f64) -> [Option<f64>; 5] {
+    let (submit, start, end) = (num(&r["submit_s"]), num(&r["start_s"]), num(&r["end_s"]));
+    let duration = num(&r["duration_s"]).expect("a duration");
+    let wait = start.zip(submit).map(|(s, q)| s - q);
+    if r["state"] != "completed" {
+        return [wait, None, None, None, None];
+    }
+    let (submit, start, end) = (submit.unwrap(), start.unwrap(), end.unwrap());
+    let turnaround = end - submit;
+    let slowdown = (duration > 0.0).then(|| turnaround / duration);
+    let bounded = (turnaround / duration.max(tau)).max(1.0);
+    let stretch = (end > start).then(|| turnaround / (end - start));
+    [wait, Some(turnaround), slowdown, Some(bounded), stretch]
+}
+
+const METRICS: [&str; 5] = [
+    "wait_s",
+    "turnaround_s",
+    "slowdown",
+    "bounded_slowdown",
+    "stretch",
+];
+
+fn close(a: f64, b: f64, tolerance: f64) -> bool {
+    (a - b).abs() <= tolerance * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Mean and nearest-rank percentiles of `values`, as docs/outputs.md defines them.
+fn statistics(values: &[f64]) -> BTreeMap<&'static str, f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let rank = |p: f64| v[((p / 100.0 * n as f64).ceil() as usize).max(1) - 1];
+    BTreeMap::from([
+        ("mean", v.iter().sum::<f64>() / n as f64),
+        ("p50", rank(50.0)),
+        ("p90", rank(90.0)),
+        ("p99", rank(99.0)),
+        ("max", v[n - 1]),
+    ])
+}
+
+/// Checks `summary.json`'s `request_metrics` of the run in `dir` against the statistics of
+/// `requests.csv` computed here, and each row's metric columns against the formulas.
+fn check_request_metrics(dir: &Path) {
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
+            .expect("json");
+    let m = &summary["request_metrics"];
+    let tau = m["bounded_slowdown_tau_s"].as_f64().expect("τ");
+    assert_eq!(m["percentiles"], "nearest-rank");
+    let requests = rows(&dir.join("requests.csv"));
+    // Each row's columns are the formulas' values (seconds to the µs, ratios to 6 decimals).
+    let mut groups: BTreeMap<String, Vec<[Option<f64>; 5]>> = BTreeMap::new();
+    for r in &requests {
+        let expected = formulas(r, tau);
+        for (k, metric) in METRICS.iter().enumerate() {
+            let written = num(&r[*metric]);
+            match (written, expected[k]) {
+                (Some(w), Some(e)) => assert!(
+                    (w - e).abs() <= 1e-6 * e.abs().max(1.0),
+                    "{}: {metric} {w} vs {e}",
+                    r["request_id"]
+                ),
+                (w, e) => assert_eq!(w, e, "{}: {metric}", r["request_id"]),
+            }
+        }
+        let (grid, origin, lease) = (&r["grid"], &r["origin"], &r["lease_type"]);
+        for key in [
+            "all".to_string(),
+            format!("by_grid.{grid}"),
+            format!("by_origin.{origin}"),
+            format!("by_lease_type.{lease}"),
+            format!("by_grid_origin.{grid}/{origin}"),
+        ] {
+            groups.entry(key).or_default().push(expected);
+        }
+    }
+    let mut checked = 0;
+    for (key, members) in &groups {
+        let set = match key.split_once('.') {
+            None => &m[key.as_str()],
+            Some((group, name)) => &m[group][name],
+        };
+        assert!(set.is_object(), "summary has no {key}");
+        for (k, metric) in METRICS.iter().enumerate() {
+            let values: Vec<f64> = members.iter().filter_map(|x| x[k]).collect();
+            let stats = &set[*metric];
+            assert_eq!(
+                stats["n"].as_u64(),
+                Some(values.len() as u64),
+                "{key}.{metric}.n"
+            );
+            if values.is_empty() {
+                assert!(
+                    stats["mean"].is_null(),
+                    "{key}.{metric}: null without values"
+                );
+                continue;
+            }
+            for (figure, ours) in statistics(&values) {
+                let theirs = stats[figure].as_f64().expect("a number");
+                assert!(
+                    close(ours, theirs, 1e-9),
+                    "{key}.{metric}.{figure}: summary {theirs}, requests.csv {ours}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    // And no group the requests do not make.
+    for group in ["by_grid", "by_origin", "by_lease_type", "by_grid_origin"] {
+        for name in m[group].as_object().expect("an object").keys() {
+            assert!(
+                groups.contains_key(&format!("{group}.{name}")),
+                "{group}.{name}"
+            );
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn request_metrics_in_the_summary_are_what_requests_csv_gives_by_the_formulas() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for (name, args) in [
+        (
+            "p003",
+            &[
+                "topologies/paper003-testbed.toml",
+                "--set",
+                "lrms.preemption=moml",
+            ][..],
+        ),
+        ("peering", &["topologies/peering-small.toml"][..]),
+        (
+            "tau",
+            &[
+                "topologies/peering-small.toml",
+                "--set",
+                "metrics.bounded_slowdown_tau_s=600",
+            ][..],
+        ),
+        ("p000", &["topologies/paper000-three-clusters.toml"][..]),
+    ] {
+        let dir = run(tmp.path(), name, args);
+        check_request_metrics(&dir);
+    }
+    // τ is the one set, and it bounds: a longer τ never raises a bounded slowdown.
+    let summary = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(tmp.path().join(name).join("summary.json"));
+        serde_json::from_str(&text.expect("summary")).expect("json")
+    };
+    let (ten, long) = (summary("peering"), summary("tau"));
+    let bsld =
+        |s: &serde_json::Value| s["request_metrics"]["all"]["bounded_slowdown"]["mean"].as_f64();
+    assert_eq!(ten["request_metrics"]["bounded_slowdown_tau_s"], 10.0);
+    assert_eq!(long["request_metrics"]["bounded_slowdown_tau_s"], 600.0);
+    assert!(
+        bsld(&long) < bsld(&ten),
+        "{:?} vs {:?}",
+        bsld(&long),
+        bsld(&ten)
+    );
+    assert_eq!(
+        ten["request_metrics"]["all"]["slowdown"],
+        long["request_metrics"]["all"]["slowdown"]
+    );
+}
+
+/// Checks the `leases.csv` of the run in `dir` against its other outputs, lease by lease;
+/// returns how many rows of each event it has.
+fn check_lease_log(dir: &Path) -> BTreeMap<String, usize> {
+    let log = rows(&dir.join("leases.csv"));
+    let requests = rows(&dir.join("requests.csv"));
+    let intervals = rows(&dir.join("intervals.csv"));
+    let decisions = rows(&dir.join("decisions.csv"));
+    // In time order.
+    let times: Vec<f64> = log
+        .iter()
+        .map(|r| num(&r["time_s"]).expect("a time"))
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "leases.csv out of time order"
+    );
+    let mut by_lease: HashMap<&str, Vec<&HashMap<String, String>>> = HashMap::new();
+    for r in &log {
+        by_lease
+            .entry(r["request_id"].as_str())
+            .or_default()
+            .push(r);
+    }
+    let mut spans: HashMap<&str, Vec<&HashMap<String, String>>> = HashMap::new();
+    for s in &intervals {
+        spans.entry(s["request_id"].as_str()).or_default().push(s);
+    }
+    // Each decision's (local request, lease) → operation.
+    let mut decided: HashMap<(String, String), String> = HashMap::new();
+    for d in &decisions {
+        for (lease, op) in d["preempted"].split(' ').zip(d["operations"].split(' ')) {
+            decided.insert(
+                (d["local_request"].clone(), lease.to_string()),
+                op.to_string(),
+            );
+        }
+    }
+    let origin: HashMap<&str, &str> = (requests.iter())
+        .map(|r| (r["request_id"].as_str(), r["origin"].as_str()))
+        .collect();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &log {
+        *counts.entry(r["event"].clone()).or_default() += 1;
+    }
+    for q in &requests {
+        let id = q["request_id"].as_str();
+        let events = &by_lease[id];
+        let of = |kind: &str| -> Vec<&HashMap<String, String>> {
+            events
+                .iter()
+                .copied()
+                .filter(|e| e["event"] == kind)
+                .collect()
+        };
+        let at = |e: &HashMap<String, String>| num(&e["time_s"]).expect("a time");
+        // Requested once, first, at its submission.
+        assert_eq!(events[0]["event"], "requested", "{id}");
+        assert_eq!(of("requested").len(), 1, "{id}");
+        assert_eq!(num(&q["submit_s"]), Some(at(events[0])), "{id}");
+        // Started once, at its first start; its end as requests.csv has it.
+        let started = of("started");
+        match num(&q["start_s"]) {
+            Some(s) => {
+                assert_eq!(started.len(), 1, "{id}");
+                assert_eq!(at(started[0]), s, "{id}");
+            }
+            None => assert!(started.is_empty(), "{id}"),
+        }
+        let state = q["state"].as_str();
+        let ends: Vec<&&HashMap<String, String>> = events
+            .iter()
+            .filter(|e| ["completed", "cancelled", "rejected"].contains(&e["event"].as_str()))
+            .collect();
+        if state == "unfinished" {
+            assert!(ends.is_empty(), "{id}");
+        } else {
+            assert_eq!(ends.len(), 1, "{id}: {ends:?}");
+            let end = ends[0];
+            assert_eq!(end["event"], state, "{id}");
+            assert_eq!(num(&q["end_s"]), Some(at(end)), "{id}");
+            assert!(
+                std::ptr::eq(*end, *events.last().expect("rows")),
+                "{id}: the end is last"
+            );
+            match state {
+                "rejected" => assert_eq!(end["cause"], q["reason"], "{id}"),
+                _ => {
+                    assert_eq!(end["cluster"], q["cluster"], "{id}");
+                    assert_eq!(end["grid"], q["served_by"], "{id}");
+                }
+            }
+        }
+        // Preemptions and displacements as counted, each with its local request and the
+        // operation its decision gave.
+        let preempted = of("preempted");
+        assert_eq!(preempted.len().to_string(), q["preemptions"], "{id}");
+        assert_eq!(
+            of("displaced").len().to_string(),
+            q["displacements"],
+            "{id}"
+        );
+        for p in preempted.iter().chain(&of("displaced")) {
+            let local = p["cause"].as_str();
+            assert_eq!(
+                origin.get(local),
+                Some(&"local"),
+                "{id}: preempted for {local}"
+            );
+            let op = decided.get(&(local.to_string(), id.to_string()));
+            let expected = if p["event"] == "displaced" {
+                "displace"
+            } else {
+                p["operation"].as_str()
+            };
+            assert_eq!(op.map(String::as_str), Some(expected), "{id} for {local}");
+        }
+        if state == "cancelled" {
+            let last = preempted.last().expect("a cancelled lease was preempted");
+            assert_eq!(last["operation"], "stop", "{id}");
+            assert_eq!(ends[0]["cause"], last["cause"], "{id}");
+        }
+        let migrated = of("migrated");
+        if q["outcome"] == "completed-after-migration" {
+            assert!(!migrated.is_empty(), "{id}");
+        }
+        if !migrated.is_empty() {
+            assert!(
+                ["completed-after-migration", "completed-late", "unfinished"]
+                    .contains(&q["outcome"].as_str()),
+                "{id}: {}",
+                q["outcome"]
+            );
+        }
+        // The hosts its VMs held on its last cluster are among those it started or resumed
+        // on there (all of them unless a start was recalled the instant it was made).
+        let runs: Vec<&&HashMap<String, String>> = events
+            .iter()
+            .filter(|e| ["started", "resumed"].contains(&e["event"].as_str()))
+            .collect();
+        let hosts_of = |cell: &str| -> BTreeSet<u32> {
+            cell.split(' ')
+                .filter(|h| !h.is_empty())
+                .map(|h| h.parse().expect("a host"))
+                .collect()
+        };
+        let ran_on: BTreeSet<u32> = (runs.iter())
+            .filter(|e| e["cluster"] == q["cluster"])
+            .flat_map(|e| hosts_of(&e["hosts"]))
+            .collect();
+        let held = hosts_of(&q["hosts"]);
+        assert!(
+            held.is_subset(&ran_on),
+            "{id}: held {held:?}, ran on {ran_on:?}"
+        );
+        if of("displaced").is_empty() {
+            assert_eq!(held, ran_on, "{id}");
+        }
+        // intervals.csv: each start or resumption deploys VMs at its time on its hosts; each
+        // preemption's first VM leaves running when the row plans it.
+        let lease_spans = spans.get(id).cloned().unwrap_or_default();
+        for e in &runs {
+            let t = at(e);
+            let here = hosts_of(&e["hosts"]);
+            assert!(
+                lease_spans.iter().any(|s| num(&s["start_s"]) == Some(t)
+                    && s["cluster"] == e["cluster"]
+                    && here.contains(&s["host"].parse().expect("a host"))),
+                "{id}: no span from {t} on {here:?}"
+            );
+        }
+        for p in &preempted {
+            let from = num(&p["planned_s"]).expect("a planned time");
+            assert!(
+                lease_spans
+                    .iter()
+                    .any(|s| s["state"] == "running" && num(&s["end_s"]) == Some(from)),
+                "{id}: no running span ends at {from}"
+            );
+        }
+    }
+    // Every lease of the log is a request.
+    assert_eq!(by_lease.len(), requests.len());
+    counts
+}
+
+#[test]
+fn the_lease_log_agrees_with_requests_intervals_and_decisions_lease_by_lease() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // Suspensions (paper 003 with MOML), stops and cancellations (paper 001's testbed),
+    // displacements and migrations (paper 000), redirections to peers (peering-small).
+    let p003 = run(
+        tmp.path(),
+        "p003",
+        &[
+            "topologies/paper003-testbed.toml",
+            "--set",
+            "lrms.preemption=moml",
+        ],
+    );
+    let counts = check_lease_log(&p003);
+    assert_eq!(counts["preempted"], 2);
+    assert_eq!(counts["resumed"], 2);
+    let p000 = run(
+        tmp.path(),
+        "p000",
+        &["topologies/paper000-three-clusters.toml"],
+    );
+    let counts = check_lease_log(&p000);
+    for event in ["displaced", "migrated", "cancelled", "rejected", "resumed"] {
+        assert!(
+            counts.get(event).is_some_and(|n| *n > 0),
+            "paper 000 has no {event}: {counts:?}"
+        );
+    }
+    let peering = run(tmp.path(), "peering", &["topologies/peering-small.toml"]);
+    let counts = check_lease_log(&peering);
+    assert!(
+        counts.get("redirected").is_some_and(|n| *n > 0),
+        "{counts:?}"
+    );
+    // A redirected request runs in the peer it went to.
+    let log = rows(&peering.join("leases.csv"));
+    let requests = rows(&peering.join("requests.csv"));
+    for q in requests
+        .iter()
+        .filter(|q| !q["served_by"].is_empty() && q["served_by"] != q["grid"])
+    {
+        let redirect = log
+            .iter()
+            .find(|r| r["request_id"] == q["request_id"] && r["event"] == "redirected")
+            .unwrap_or_else(|| panic!("{} has no redirected row", q["request_id"]));
+        assert_eq!(
+            (&redirect["grid"], &redirect["cause"]),
+            (&q["grid"], &q["served_by"])
+        );
+    }
+    // Grids on threads of their own (realtime): each shard logs its Grids' leases, merged
+    // in time order, as consistent as one observer's.
+    let threads = run(
+        tmp.path(),
+        "threads",
+        &[
+            "topologies/peering-small.toml",
+            "--mode",
+            "realtime",
+            "--speedup",
+            "50000",
+            "--threads",
+            "3",
+        ],
+    );
+    let counts = check_lease_log(&threads);
+    assert!(
+        counts.get("redirected").is_some_and(|n| *n > 0),
+        "{counts:?}"
+    );
+    // The same run again writes the same log, byte for byte.
+    let again = run(
+        tmp.path(),
+        "p000-again",
+        &["topologies/paper000-three-clusters.toml"],
+    );
+    assert_eq!(
+        std::fs::read(p000.join("leases.csv")).expect("leases"),
+        std::fs::read(again.join("leases.csv")).expect("leases")
+    );
+}
