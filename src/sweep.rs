@@ -207,13 +207,15 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
     let figures = crate::metrics::figures(topo, &[], &none);
     let mut grids = crate::metrics::grid_figures(topo, &[], &BTreeMap::new());
     for (name, g) in grids.iter_mut() {
-        // Redirections per peer appear for the peers a run redirected to: any other Grid.
+        // Redirections and payments per peer appear for the peers a run redirected to: any
+        // other Grid.
         g.redirected_pct_by_peer = topo
             .grids
             .iter()
             .filter(|p| &p.name != name)
             .map(|p| (p.name.clone(), 0.0))
             .collect();
+        g.paid_by_peer = g.redirected_pct_by_peer.clone();
     }
     let skeleton = crate::Summary {
         topology: topo.name.clone(),

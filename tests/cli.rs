@@ -1701,8 +1701,47 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
         html.contains(&format!("{offered} offered request(s) in negotiations")),
         "the report lists every negotiation"
     );
-    let charts = clusters.len() + 3 * grids;
+    assert!(html.contains(&format!(
+        "<h3>Negotiations ({offered} offers of a request)</h3>"
+    )));
+    // Peering drawn: the counters per Grid, the money between Grids, and (traced) the offers
+    // by outcome and the prices over time, each axis with its unit.
+    for chart in [
+        "negotiations per grid",
+        "money between grids",
+        "offers over time",
+        "prices over time",
+    ] {
+        assert!(
+            html.contains(&format!("data-chart=\"{chart}\"")),
+            "no {chart} chart"
+        );
+    }
+    assert!(html.contains(">price (currency units/core-s)"));
+    assert!(html.contains("paid to peers (currency units)"));
+    assert!(html.contains("<a href=\"#peering\">Peering</a>"));
+    let charts = clusters.len() + 3 * grids + 4;
     assert_eq!(html.matches("<svg class=\"chart\"").count(), charts);
+    // A windowed report counts the window in its headings, and draws the window.
+    let windowed = dir.path().join("window.html");
+    let o = igemu(&[
+        "report",
+        out.to_str().expect("utf-8"),
+        "--window",
+        "1h..3h",
+        "--out",
+        windowed.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let window = std::fs::read_to_string(&windowed).expect("written");
+    let redirected = summary["requests"]["total"].as_u64().expect("total");
+    assert!(window.contains(&format!(
+        " submitted in the window, of {redirected} in the run)</h2>"
+    )));
+    assert!(window.contains("Redirected requests (") && window.contains("in the window, of "));
+    assert!(window.contains("offers of a request in the window, of "));
+    assert!(window.contains("hosts; in the window: "));
+    assert!(window.contains("Key figures (the whole run)"));
     // The report is the same from `igemu report`, byte for byte.
     let again = igemu(&["report", out.to_str().expect("utf-8")]);
     assert!(again.status.success(), "{}", stderr(&again));
@@ -1732,6 +1771,9 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
         marked as u64,
         p001["vm_preemptions"].as_u64().expect("count")
     );
+    // One Grid: no peering section, nor its link (it was an all-zero table).
+    let p001_page = std::fs::read_to_string(preempting.join("report.html")).expect("report");
+    assert!(!p001_page.contains("id=\"peering\"") && !p001_page.contains("#peering"));
 
     let Some(chrome) = chromium() else {
         eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
@@ -1739,6 +1781,26 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     };
     let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-run.png");
     let (body, log) = load_in_chromium(&chrome, &page, &screenshot);
+    assert_drew(&body, &log, charts);
+    let drawn = body
+        .split("data-drawn=\"")
+        .nth(1)
+        .and_then(|d| d.split('"').next())
+        .unwrap_or_default();
+    for chart in [
+        "negotiations per grid",
+        "money between grids",
+        "offers over time",
+        "prices over time",
+    ] {
+        assert!(
+            drawn.split('|').any(|c| c == chart),
+            "{chart} did not draw: {drawn}"
+        );
+    }
+    // The windowed page draws too (its charts over the window).
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-window.png");
+    let (body, log) = load_in_chromium(&chrome, &windowed, &shot);
     assert_drew(&body, &log, charts);
     let png = std::fs::read(&screenshot).expect("screenshot saved");
     assert!(

@@ -29,6 +29,8 @@ pub struct GridFigures {
     pub messages_per_redirect: f64,
     /// Money paid to peers.
     pub paid: f64,
+    /// The same per peer (the peers paid).
+    pub paid_by_peer: BTreeMap<String, f64>,
     /// Money received from peers.
     pub received: f64,
 }
@@ -81,6 +83,11 @@ pub fn grid_figures(
                 messages_per_redirect: ratio(c.messages as f64, c.outcomes.redirected as f64),
                 negotiations: c.outcomes,
                 paid: total(c.paid.values()),
+                paid_by_peer: c
+                    .paid
+                    .iter()
+                    .map(|(p, x)| (topo.grids[usize::from(p.0)].name.clone(), *x))
+                    .collect(),
                 received: total(c.received.values()),
             };
             (g.name.clone(), fig)

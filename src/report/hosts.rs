@@ -55,6 +55,8 @@ enum Plan {
 struct Kept {
     spans: Vec<Vec<Span>>,
     rasters: Vec<HostRaster>,
+    /// Per merged chart, the spans drawn that overlap the chart's time scale.
+    in_window: Vec<u64>,
     names: Interner,
 }
 
@@ -66,14 +68,17 @@ pub(super) fn section(
     requests: Option<&Requests>,
     window: Option<Window>,
 ) -> Result<(), Error> {
-    body.push_str("<h2 id=\"hosts\">Hosts</h2>");
+    // No section without a VM to draw: no intervals.csv, or none in it.
     let path = dir.join("intervals.csv");
     if !path.exists() {
-        body.push_str("<p class=\"note\">No intervals.csv in this directory (written by <code>igemu run</code>).</p>");
         return Ok(());
     }
     let index = ClusterIndex::new(summary);
     let census = spans::census(&path, summary, &index)?;
+    if census.order.is_empty() {
+        return Ok(());
+    }
+    body.push_str("<h2 id=\"hosts\">Hosts</h2>");
     let scale = Window::scale(window, summary.end.max(census.end));
     let (charts, not_charted) = chart_order(&census, summary);
     let plan = plan(&census, &charts);
@@ -99,10 +104,16 @@ pub(super) fn section(
             census: &census,
             c,
             scale,
+            windowed: window.is_some(),
         };
         let block = match plan[c] {
             Plan::Exact(k) => exact_block(&cluster, &kept.spans[k], &cancelled, room(body)),
-            Plan::Merged(k) => merged_block(&cluster, &kept.rasters[k], Why::Kept, room(body)),
+            Plan::Merged(k) => merged_block(
+                &cluster,
+                (&kept.rasters[k], kept.in_window[k]),
+                Why::Kept,
+                room(body),
+            ),
             Plan::Skip => continue,
         };
         if block.is_empty() {
@@ -174,6 +185,7 @@ fn collect(
         rasters: (merged.iter())
             .map(|c| HostRaster::new(scale, summary.clusters[*c].1 as u32, cells))
             .collect(),
+        in_window: vec![0; merged.len()],
         names: Interner::default(),
     };
     spans::each_row(path, index, |r| {
@@ -191,6 +203,7 @@ fn collect(
                 if let Some(drawn) = svg::Drawn::of(spans::state_name(r.state)) {
                     let lease = usize::from(r.lease);
                     kept.rasters[k].add(r.host, lease, drawn, r.start, r.end);
+                    kept.in_window[k] += u64::from(scale.overlaps(r.start, r.end));
                 }
             }
             Plan::Skip => {}
@@ -207,6 +220,8 @@ struct Cluster<'a> {
     /// Its index in the summary.
     c: usize,
     scale: svg::TimeScale,
+    /// Whether the report draws a window (its headings then count the window).
+    windowed: bool,
 }
 
 impl Cluster<'_> {
@@ -265,18 +280,38 @@ fn exact_block(
                 raster.add(s.host, usize::from(s.lease), drawn, s.start_s, s.end_s);
             }
         }
-        return merged_block(cluster, &raster, Why::Bars, room);
+        let in_window = (spans_of.iter())
+            .filter(|s| {
+                svg::Drawn::of(s.state()).is_some() && cluster.scale.overlaps(s.start_s, s.end_s)
+            })
+            .count() as u64;
+        return merged_block(cluster, (&raster, in_window), Why::Bars, room);
     };
     let (g, name) = cluster.key();
-    let mut block = format!(
-        "<h3>{}/{} — {} hosts ({} held a VM), {} VM spans, {} preemptions</h3>",
-        escape(g),
-        escape(name),
-        count.max(all_held.len() as u64),
-        all_held.len(),
-        chart.spans_in_all,
-        chart.marks_in_all
-    );
+    let hosts = count.max(all_held.len() as u64);
+    let mut block = if cluster.windowed {
+        let scale = cluster.scale;
+        let spans = (spans_of.iter())
+            .filter(|s| svg::Drawn::of(s.state()).is_some() && scale.overlaps(s.start_s, s.end_s))
+            .count();
+        let marks = (chart.mark_times.iter())
+            .filter(|t| scale.overlaps(**t, **t))
+            .count();
+        format!(
+            "<h3>{}/{} — {hosts} hosts; in the window: {spans} VM spans, {marks} preemptions</h3>",
+            escape(g),
+            escape(name),
+        )
+    } else {
+        format!(
+            "<h3>{}/{} — {hosts} hosts ({} held a VM), {} VM spans, {} preemptions</h3>",
+            escape(g),
+            escape(name),
+            all_held.len(),
+            chart.spans_in_all,
+            chart.marks_in_all
+        )
+    };
     let held_hidden = all_held.len() - held.len();
     if held_hidden > 0 {
         let _ = write!(
@@ -306,7 +341,12 @@ enum Why {
 
 /// A cluster's block merged per pixel, in wider cells until it fits `room`; empty when even
 /// a cell per row does not.
-fn merged_block(cluster: &Cluster, raster: &HostRaster, why: Why, room: usize) -> String {
+fn merged_block(
+    cluster: &Cluster,
+    (raster, in_window): (&HostRaster, u64),
+    why: Why,
+    room: usize,
+) -> String {
     let mut budget = bars_for(room).min(MAX_MERGED_BARS);
     let (svg, bucket) = loop {
         match svg::merged_gantt(&cluster.name(), raster, budget) {
@@ -317,14 +357,23 @@ fn merged_block(cluster: &Cluster, raster: &HostRaster, why: Why, room: usize) -
     };
     let (census, c) = (cluster.census, cluster.c);
     let (g, name) = cluster.key();
-    let mut block = format!(
-        "<h3>{}/{} — {} hosts ({} held a VM), {} VM spans, merged per pixel</h3>",
-        escape(g),
-        escape(name),
-        cluster.hosts(),
-        census.busy_hosts(c).count(),
-        census.spans[c]
-    );
+    let mut block = if cluster.windowed {
+        format!(
+            "<h3>{}/{} — {} hosts; in the window: {in_window} VM spans, merged per pixel</h3>",
+            escape(g),
+            escape(name),
+            cluster.hosts(),
+        )
+    } else {
+        format!(
+            "<h3>{}/{} — {} hosts ({} held a VM), {} VM spans, merged per pixel</h3>",
+            escape(g),
+            escape(name),
+            cluster.hosts(),
+            census.busy_hosts(c).count(),
+            census.spans[c]
+        )
+    };
     let reason = match why {
         Why::Kept => format!(
             "the run has more spans than a page draws one by one ({MAX_EXACT_SPANS} in all)"
@@ -371,6 +420,8 @@ struct ClusterChart {
     names: Vec<String>,
     spans_in_all: usize,
     marks_in_all: usize,
+    /// When each mark (drawn or not) was.
+    mark_times: Vec<f64>,
 }
 
 /// A cluster's spans as Gantt input: VM instances (a lease's VM on one host, spans touching
@@ -462,6 +513,7 @@ impl ClusterChart {
     /// Counts a preemption mark, and keeps it if `draw`.
     fn mark(&mut self, draw: bool, (host, instance, at): (u32, usize, f64), text: String) {
         self.marks_in_all += 1;
+        self.mark_times.push(at);
         if draw {
             self.marks.push(svg::Mark {
                 host,

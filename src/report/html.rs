@@ -52,6 +52,26 @@ pub(super) fn left_out_note(body: &mut String, left_out: usize, what: &str, sour
     }
 }
 
+/// Runs `write` (a section's writer, which appends to `body` or, with nothing to show,
+/// nothing) and wraps what it appended in `<section data-section="name">`, so a section can
+/// be picked out (printed, or shot for the docs) by its name.
+pub(super) fn section<E>(
+    body: &mut String,
+    name: &str,
+    write: impl FnOnce(&mut String) -> Result<(), E>,
+) -> Result<(), E> {
+    let start = body.len();
+    write(body)?;
+    if body.len() > start {
+        body.insert_str(
+            start,
+            &format!("<section data-section=\"{}\">", escape(name)),
+        );
+        body.push_str("</section>");
+    }
+    Ok(())
+}
+
 /// The page around `body`: inlined style, the striped patterns, and the self-check script.
 pub(super) fn page(title: &str, nav: &[(&str, &str)], body: &str) -> String {
     let mut html = String::with_capacity(body.len() + 4096);
@@ -91,13 +111,13 @@ footer{padding:16px 20px;color:#666;font-size:12px;border-top:1px solid #ddd}\
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0 16px}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:120px;font-size:12px;color:#555;background:#fcfcfc}\
 .card b{display:block;font-size:19px;color:#111;font-weight:600}";
 
-/// Records, on the body, how many charts drew and any script error — what the browser test
-/// reads from the DOM.
+/// Records, on the body, how many charts there are, which drew (their `data-chart` names)
+/// and which did not, and any script error — what the browser test reads from the DOM.
 const SELF_CHECK: &str = "(function(){var errors=[];window.addEventListener('error',function(e){errors.push(String(e.message))});\
 var log=console.error;console.error=function(){errors.push(Array.prototype.join.call(arguments,' '));log.apply(console,arguments)};\
-function check(){var charts=document.querySelectorAll('svg.chart'),empty=[];\
-for(var i=0;i<charts.length;i++){var b=charts[i].getBBox();if(charts[i].childElementCount<3||b.width<=0||b.height<=0){empty.push(charts[i].getAttribute('data-chart'))}}\
-document.body.setAttribute('data-charts',String(charts.length));document.body.setAttribute('data-empty-charts',empty.join('|'));\
+function check(){var charts=document.querySelectorAll('svg.chart'),empty=[],drawn=[];\
+for(var i=0;i<charts.length;i++){var b=charts[i].getBBox(),n=charts[i].getAttribute('data-chart');if(charts[i].childElementCount<3||b.width<=0||b.height<=0){empty.push(n)}else{drawn.push(n)}}\
+document.body.setAttribute('data-charts',String(charts.length));document.body.setAttribute('data-empty-charts',empty.join('|'));document.body.setAttribute('data-drawn',drawn.join('|'));\
 document.body.setAttribute('data-errors',errors.join('|'));document.body.setAttribute('data-checked','yes')}\
 if(document.readyState==='complete'){check()}else{window.addEventListener('load',check)}})();";
 
@@ -123,6 +143,29 @@ pub(super) fn table_of(
     numeric_from: usize,
     (total, whole): (usize, &str),
 ) {
+    titled_table(out, header, rows, numeric_from, (total, whole), &[]);
+}
+
+/// A table of figures: [`table`], each row's first cell with a tooltip, `titles[i]` for row
+/// `i` (the raw key a readable name stands for).
+pub(super) fn figure_table(
+    out: &mut String,
+    header: &[&str],
+    rows: &[Vec<String>],
+    titles: &[String],
+) {
+    titled_table(out, header, rows, 1, (rows.len(), "summary.json"), titles);
+}
+
+/// [`table_of`], the first cell of row `i` with the tooltip `titles[i]` when there is one.
+fn titled_table(
+    out: &mut String,
+    header: &[&str],
+    rows: &[Vec<String>],
+    numeric_from: usize,
+    (total, whole): (usize, &str),
+    titles: &[String],
+) {
     let columns = header.len().min(TABLE_COLUMNS);
     out.push_str("<div class=\"scroll\"><table><tr>");
     for h in &header[..columns] {
@@ -131,14 +174,17 @@ pub(super) fn table_of(
     out.push_str("</tr>");
     let mut shown = 0;
     let mut line = String::new();
-    for row in rows.iter().take(TABLE_ROWS) {
+    for (i, row) in rows.iter().take(TABLE_ROWS).enumerate() {
         line.clear();
         line.push_str("<tr>");
         for (k, cell) in row.iter().take(columns).enumerate() {
             let class = if k >= numeric_from {
-                " class=\"n\""
+                " class=\"n\"".to_string()
             } else {
-                ""
+                match titles.get(i).filter(|_| k == 0) {
+                    Some(t) => format!(" title=\"{}\"", escape(&cut(t))),
+                    None => String::new(),
+                }
             };
             let _ = write!(line, "<td{class}>{}</td>", escape(&cut(cell)));
         }

@@ -20,6 +20,7 @@
 mod hosts;
 mod html;
 mod labels;
+mod peering;
 mod read;
 mod requests;
 mod run;

@@ -46,13 +46,29 @@ pub(super) struct Requests {
     pub counts: [[[u64; 4]; 4]; 2],
     /// Rejected requests by reason ([`RejectReason::ALL`]), then those with none recorded.
     pub reasons: [u64; 8],
-    /// The first [`TABLE_ROWS`] requests served by another Grid than their own, as table
-    /// rows (request, from Grid, served by, cluster, state, submit_s, start_s).
+    /// The first [`TABLE_ROWS`] requests served by another Grid than their own (of those
+    /// submitted in the window, with one), as table rows (request, from Grid, served by,
+    /// cluster, state, submit_s, start_s).
     pub redirected: Vec<Vec<String>>,
     /// How many requests were.
     pub redirected_total: usize,
     /// Cancelled requests with an end.
     pub cancelled: u64,
+    /// With a window: the counts of the requests submitted in it.
+    pub in_window: Option<InWindow>,
+}
+
+/// The counts of the requests submitted in a report's window.
+#[derive(Default)]
+pub(super) struct InWindow {
+    /// Requests.
+    pub rows: u64,
+    /// As [`Requests::counts`].
+    pub counts: [[[u64; 4]; 4]; 2],
+    /// As [`Requests::reasons`].
+    pub reasons: [u64; 8],
+    /// Requests served by another Grid than their own.
+    pub redirected: usize,
 }
 
 /// The names of rejection reasons, in [`RejectReason::ALL`]'s order.
@@ -61,8 +77,12 @@ pub(super) fn reason_names() -> [&'static str; 7] {
 }
 
 /// Reads the `requests.csv` at `path`, each row checked, and checks its counts against
-/// `summary`'s.
-pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
+/// `summary`'s; with `window` (from, to), also counts the requests submitted in it.
+pub(super) fn read(
+    path: &Path,
+    summary: &Summary,
+    window: Option<(f64, f64)>,
+) -> Result<Requests, Error> {
     let mut out = Requests {
         rows: 0,
         counts: [[[0; 4]; 4]; 2],
@@ -70,6 +90,7 @@ pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
         redirected: Vec::new(),
         redirected_total: 0,
         cancelled: 0,
+        in_window: window.map(|_| InWindow::default()),
     };
     let mut rows = Rows::open(path)?;
     let mut record = csv::StringRecord::new();
@@ -94,17 +115,32 @@ pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
         };
         out.rows += 1;
         out.counts[origin][lease][state] += 1;
-        if states[state] == "rejected" {
+        let rejected = states[state] == "rejected";
+        if rejected {
             out.reasons[reason] += 1;
         }
         if states[state] == "cancelled" && r.end_s.is_some() {
             out.cancelled += 1;
         }
-        if r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid) {
+        let redirected = r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid);
+        if redirected {
             out.redirected_total += 1;
-            if out.redirected.len() < TABLE_ROWS {
-                out.redirected.push(redirected_row(&r));
+        }
+        let shown = match (&mut out.in_window, window) {
+            (Some(w), Some((from, to))) => {
+                let inside = r.submit_s.is_some_and(|t| t >= from && t <= to);
+                if inside {
+                    w.rows += 1;
+                    w.counts[origin][lease][state] += 1;
+                    w.reasons[reason] += u64::from(rejected);
+                    w.redirected += usize::from(redirected);
+                }
+                inside
             }
+            _ => true,
+        };
+        if redirected && shown && out.redirected.len() < TABLE_ROWS {
+            out.redirected.push(redirected_row(&r));
         }
     }
     check_counts(path, &out, summary)?;

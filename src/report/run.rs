@@ -1,37 +1,53 @@
 //! A run's page: provenance, key figures, requests, then the Gantt charts ([`super::hosts`]),
-//! utilisation ([`super::usage`]) and peering, from `summary.json` (checked as read,
-//! [`super::summary`]) and the CSV files beside it.
+//! utilisation ([`super::usage`]) and peering ([`super::peering`]), from `summary.json`
+//! (checked as read, [`super::summary`]) and the CSV files beside it.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::html::{figure, page, table, table_of};
+use super::html::{figure, figure_table, page, section, table, table_of};
 use super::requests::{reason_names, Requests};
 use super::summary::ORIGINS;
 use super::svg::{self, escape, number, LEASE_TYPES};
-use super::{hosts, requests, summary, usage, Window};
+use super::{hosts, labels, peering, requests, summary, usage, Window};
 use crate::Error;
 
-/// The page of the run whose outputs are in `dir`, drawing `window` of emulated time.
+/// The page of the run whose outputs are in `dir`, drawing `window` of emulated time. A
+/// section with nothing in it is left out (no requests, no VM, a run of one Grid or without
+/// negotiations: no peering), and so is its link.
 pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error> {
     let summary = summary::read(&dir.join("summary.json"))?;
     let requests_path = dir.join("requests.csv");
+    let bounds = window.map(|w| (w.from, w.to.unwrap_or(f64::INFINITY)));
     let requests = if requests_path.exists() {
-        Some(requests::read(&requests_path, &summary)?)
+        Some(requests::read(&requests_path, &summary, bounds)?)
     } else {
         None
     };
     let mut body = String::new();
-    provenance_section(&mut body, &summary.value);
-    figures_section(&mut body, &summary.value);
-    requests_section(&mut body, requests.as_ref());
-    hosts::section(&mut body, dir, &summary, requests.as_ref(), window)?;
-    usage::section(&mut body, dir, &summary, window)?;
-    peering_section(&mut body, dir, &summary.value, requests.as_ref())?;
+    section(&mut body, "provenance", |b| {
+        provenance_section(b, &summary.value);
+        Ok::<_, Error>(())
+    })?;
+    section(&mut body, "figures", |b| {
+        figures_section(b, &summary.value, window.is_some());
+        Ok::<_, Error>(())
+    })?;
+    section(&mut body, "requests", |b| {
+        requests_section(b, requests.as_ref());
+        Ok::<_, Error>(())
+    })?;
+    section(&mut body, "hosts", |b| {
+        hosts::section(b, dir, &summary, requests.as_ref(), window)
+    })?;
+    section(&mut body, "utilisation", |b| {
+        usage::section(b, dir, &summary, window)
+    })?;
+    section(&mut body, "peering", |b| {
+        peering::section(b, dir, &summary, requests.as_ref(), window)
+    })?;
     let nav = [
         ("provenance", "Provenance"),
         ("figures", "Key figures"),
@@ -40,6 +56,9 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
         ("utilisation", "Utilisation"),
         ("peering", "Peering"),
     ];
+    let nav: Vec<(&str, &str)> = (nav.into_iter())
+        .filter(|(anchor, _)| body.contains(&format!("<h2 id=\"{anchor}\"")))
+        .collect();
     Ok(page(
         &format!("igemu run: {}", summary.topology),
         &nav,
@@ -111,7 +130,7 @@ fn provenance_section(body: &mut String, summary: &Value) {
 }
 
 /// Scalar numeric keys of a summary object, in file order.
-fn scalars(object: &Value) -> Vec<(String, &Value)> {
+pub(super) fn scalars(object: &Value) -> Vec<(String, &Value)> {
     object
         .as_object()
         .map(|o| {
@@ -179,58 +198,117 @@ fn headlines(body: &mut String, summary: &Value) {
     body.push_str("</div>");
 }
 
-fn figures_section(body: &mut String, summary: &Value) {
-    body.push_str("<h2 id=\"figures\">Key figures</h2>");
+fn figures_section(body: &mut String, summary: &Value, windowed: bool) {
+    body.push_str(if windowed {
+        "<h2 id=\"figures\">Key figures (the whole run)</h2>"
+    } else {
+        "<h2 id=\"figures\">Key figures</h2>"
+    });
     headlines(body, summary);
-    body.push_str("<p class=\"note\">As <code>summary.json</code> has them (docs/outputs.md says what each means): times in emulated seconds, shares in percent where the key ends in <code>_pct</code>.</p>");
+    let _ = write!(
+        body,
+        "<p class=\"note\">{}As <code>summary.json</code> has them (docs/outputs.md says what each means; hover a name for its key): times in emulated seconds, shares in percent.</p>",
+        if windowed {
+            "Of the whole run: the window applies to the requests, Gantt charts, utilisation and peering below. "
+        } else {
+            ""
+        }
+    );
     let skip = ["seed", "wall_s", "speedup"];
-    let rows: Vec<Vec<String>> = scalars(summary)
+    let figures: Vec<(String, &Value)> = scalars(summary)
         .into_iter()
         .filter(|(k, _)| !skip.contains(&k.as_str()))
-        .map(|(k, v)| vec![k.clone(), figure(&k, v)])
         .collect();
-    table(body, &["figure", "value"], &rows, 1);
+    let rows: Vec<Vec<String>> = (figures.iter())
+        .map(|(k, v)| vec![figure_name(k), figure(k, v)])
+        .collect();
+    let titles: Vec<String> = figures.iter().map(|(k, _)| k.clone()).collect();
+    figure_table(body, &["figure", "value"], &rows, &titles);
     if let Some(clusters) = summary["clusters"].as_object() {
         body.push_str("<h3>Per cluster</h3>");
-        let names: Vec<&String> = clusters.keys().collect();
-        let mut keys: Vec<String> = Vec::new();
-        for c in clusters.values() {
-            for (k, _) in scalars(c) {
-                if !keys.contains(&k) {
-                    keys.push(k);
-                }
-            }
-        }
-        let rows: Vec<Vec<String>> = keys
-            .iter()
-            .map(|k| {
-                std::iter::once(k.clone())
-                    .chain(names.iter().map(|c| figure(k, &clusters[c.as_str()][k])))
-                    .collect()
-            })
-            .collect();
-        let mut header = vec!["figure"];
-        header.extend(names.iter().map(|s| s.as_str()));
-        table(body, &header, &rows, 1);
+        per_place_table(body, clusters, |_| true);
+    }
+    // Per Grid, when there are several: the figures that are not peering's (those are in
+    // the peering section, when there was peering).
+    if let Some(grids) = summary["grids"].as_object().filter(|g| g.len() > 1) {
+        body.push_str("<h3>Per Grid</h3>");
+        per_place_table(body, grids, |k| !peering::PEERING_KEYS.contains(&k));
     }
 }
 
+/// A figure's name as a table shows it: its name and, but for counts, its unit.
+pub(super) fn figure_name(key: &str) -> String {
+    let q = labels::metric(key);
+    match q.unit {
+        labels::Unit::Count | labels::Unit::PerRequest => q.name,
+        _ => format!("{} ({})", q.name, q.unit_text(0.0).0),
+    }
+}
+
+/// A table of the scalar figures (those `keep` keeps) of each of `places` (clusters or
+/// Grids, by name), a row per figure and a column per place.
+fn per_place_table(
+    body: &mut String,
+    places: &serde_json::Map<String, Value>,
+    keep: impl Fn(&str) -> bool,
+) {
+    let mut keys: Vec<String> = Vec::new();
+    for p in places.values() {
+        for (k, _) in scalars(p).into_iter().filter(|(k, _)| keep(k)) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    let rows: Vec<Vec<String>> = keys
+        .iter()
+        .map(|k| {
+            std::iter::once(figure_name(k))
+                .chain(places.values().map(|p| figure(k, &p[k.as_str()])))
+                .collect()
+        })
+        .collect();
+    let mut header = vec!["figure"];
+    header.extend(places.keys().map(|s| s.as_str()));
+    figure_table(body, &header, &rows, &keys);
+}
+
 fn requests_section(body: &mut String, requests: Option<&Requests>) {
-    body.push_str("<h2 id=\"requests\">Requests</h2>");
     let Some(requests) = requests else {
-        body.push_str("<p class=\"note\">No requests.csv in this directory.</p>");
         return;
     };
+    // The whole run's counts, or the window's (its requests submitted in it).
+    let (rows, counts, reasons, heading) = match &requests.in_window {
+        Some(w) => (
+            w.rows,
+            &w.counts,
+            &w.reasons,
+            format!(
+                "Requests ({} submitted in the window, of {} in the run)",
+                w.rows, requests.rows
+            ),
+        ),
+        None => (
+            requests.rows,
+            &requests.counts,
+            &requests.reasons,
+            format!("Requests ({})", requests.rows),
+        ),
+    };
+    if rows == 0 {
+        return;
+    }
+    let _ = write!(body, "<h2 id=\"requests\">{}</h2>", escape(&heading));
     // By (origin, lease type) × state, origins by name as the table has always listed them.
     let mut by_name: Vec<usize> = (0..ORIGINS.len()).collect();
     by_name.sort_by_key(|o| ORIGINS[*o]);
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut table_rows: Vec<Vec<String>> = Vec::new();
     for o in by_name {
-        for (lease, counts) in requests.counts[o].iter().enumerate() {
+        for (lease, counts) in counts[o].iter().enumerate() {
             if counts.iter().sum::<u64>() > 0 {
                 let mut row = vec![ORIGINS[o].to_string(), LEASE_TYPES[lease].to_string()];
                 row.extend(counts.iter().map(u64::to_string));
-                rows.push(row);
+                table_rows.push(row);
             }
         }
     }
@@ -242,15 +320,22 @@ fn requests_section(body: &mut String, requests: Option<&Requests>) {
         "cancelled",
         "unfinished",
     ];
-    table_of(body, &header, &rows, 2, (rows.len(), "requests.csv"));
+    table_of(
+        body,
+        &header,
+        &table_rows,
+        2,
+        (table_rows.len(), "requests.csv"),
+    );
     let names = reason_names();
-    let mut reasons: Vec<(&str, u64)> = (requests.reasons.iter().enumerate())
+    let mut reasons: Vec<(&str, u64)> = (reasons.iter().enumerate())
         .filter(|(_, n)| **n > 0)
         .map(|(k, n)| (names.get(k).copied().unwrap_or("not recorded"), *n))
         .collect();
     reasons.sort();
     if !reasons.is_empty() {
-        body.push_str("<h3>Why requests were rejected</h3>");
+        let total: u64 = reasons.iter().map(|(_, n)| n).sum();
+        let _ = write!(body, "<h3>Why requests were rejected ({total})</h3>");
         let rows: Vec<Vec<String>> = reasons
             .iter()
             .map(|(k, n)| vec![k.to_string(), n.to_string()])
@@ -263,181 +348,4 @@ fn requests_section(body: &mut String, requests: Option<&Requests>) {
             (rows.len(), "requests.csv"),
         );
     }
-}
-
-fn peering_section(
-    body: &mut String,
-    dir: &Path,
-    summary: &Value,
-    requests: Option<&Requests>,
-) -> Result<(), Error> {
-    body.push_str("<h2 id=\"peering\">Peering</h2>");
-    let Some(grids) = summary["grids"].as_object().filter(|g| !g.is_empty()) else {
-        body.push_str("<p class=\"note\">No per-Grid figures in summary.json.</p>");
-        return Ok(());
-    };
-    grid_figures(body, grids);
-    // Redirections as requests.csv has them.
-    let (redirected, total) =
-        requests.map_or((&[][..], 0), |r| (&r.redirected[..], r.redirected_total));
-    let _ = write!(body, "<h3>Redirected requests ({total})</h3>");
-    if total > 0 {
-        let header = [
-            "request",
-            "from Grid",
-            "served by",
-            "cluster",
-            "state",
-            "submit_s",
-            "start_s",
-        ];
-        let whole = "requests.csv (the rows whose served_by is not their grid)";
-        table_of(body, &header, redirected, 5, (total, whole));
-    }
-    negotiations_section(body, &dir.join("trace.jsonl"))
-}
-
-/// Per-Grid figures: scalars, then the negotiation counters flattened.
-fn grid_figures(body: &mut String, grids: &serde_json::Map<String, Value>) {
-    let names: Vec<&String> = grids.keys().collect();
-    let mut keys: Vec<String> = Vec::new();
-    for g in grids.values() {
-        for (k, _) in scalars(g) {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        for (k, _) in scalars(&g["negotiations"]) {
-            let k = format!("negotiations.{k}");
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
-    let rows: Vec<Vec<String>> = keys
-        .iter()
-        .map(|k| {
-            let mut row = vec![k.clone()];
-            for g in &names {
-                let v = match k.strip_prefix("negotiations.") {
-                    Some(n) => &grids[g.as_str()]["negotiations"][n],
-                    None => &grids[g.as_str()][k],
-                };
-                row.push(figure(k, v));
-            }
-            row
-        })
-        .collect();
-    let mut header = vec!["figure"];
-    header.extend(names.iter().map(|s| s.as_str()));
-    table(body, &header, &rows, 1);
-}
-
-/// Every negotiation of the trace at `trace`, when the run was traced.
-fn negotiations_section(body: &mut String, trace: &Path) -> Result<(), Error> {
-    body.push_str("<h3>Negotiations</h3>");
-    if !trace.exists() {
-        body.push_str("<p class=\"note\">Run with <code>--trace</code> to list every negotiation here (the trace holds the offers and answers).</p>");
-        return Ok(());
-    }
-    let rows = negotiation_rows(trace)?;
-    let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in &rows {
-        *outcomes.entry(r.outcome).or_default() += 1;
-    }
-    let listing = format!("igemu trace {} --negotiations", trace.display());
-    let _ = write!(
-        body,
-        "<p class=\"note\">{} offered request(s) in negotiations: {}. The same list as CSV: <code>{}</code>.</p>",
-        rows.len(),
-        outcomes
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        escape(&listing)
-    );
-    let price = |p: Option<f64>| p.map_or("–".into(), number);
-    let cells: Vec<Vec<String>> = (rows.iter().take(super::html::TABLE_ROWS))
-        .map(|r| {
-            vec![
-                r.negotiation.to_string(),
-                r.requester.clone(),
-                r.provider.clone(),
-                r.request.clone(),
-                r.outcome.to_string(),
-                r.redirect.unwrap_or("").to_string(),
-                price(r.price),
-                r.contract.map_or("–".into(), |c| {
-                    format!("{}–{}", number(c.min), number(c.max))
-                }),
-                r.messages.to_string(),
-                number(r.duration_us as f64 / 1e6),
-            ]
-        })
-        .collect();
-    let header = [
-        "negotiation",
-        "requester",
-        "provider",
-        "request",
-        "outcome",
-        "redirect",
-        "price",
-        "contract",
-        "messages",
-        "duration_s",
-    ];
-    table_of(
-        body,
-        &header,
-        &cells,
-        6,
-        (rows.len(), "the CSV the command above prints"),
-    );
-    Ok(())
-}
-
-/// The negotiations of a trace, reading it a line at a time (each at most
-/// [`crate::trace::render::MAX_LINE`] bytes) and keeping only a few numbers per offered
-/// request (see [`crate::trace::render::NegotiationTally`]).
-fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::NegotiationRow>, Error> {
-    use crate::trace::render::MAX_LINE;
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::Input(format!("{}: cannot read the file: {e}", path.display())))?;
-    let lines = std::io::BufReader::new(crate::input::LineCapped::new(file, MAX_LINE)).lines();
-    let mut tally = crate::trace::render::NegotiationTally::new();
-    let mut last_seq: Option<u64> = None;
-    for (i, line) in lines.enumerate() {
-        let line = line.map_err(|e| match crate::input::line_too_long(&e) {
-            Some(long) => Error::Input(format!(
-                "{}:{}: error: longer than {MAX_LINE} bytes; not a trace record",
-                path.display(),
-                long.line
-            )),
-            None => Error::Input(format!("{}:{}: {e}", path.display(), i + 1)),
-        })?;
-        if !line.contains("\"negotiation\"") {
-            continue;
-        }
-        let event: crate::trace::render::Event = serde_json::from_str(&line).map_err(|e| {
-            Error::Input(format!(
-                "{}:{}: error: not a trace record: {e}",
-                path.display(),
-                i + 1
-            ))
-        })?;
-        // The records it reads come in seq order in one run's trace: two traces concatenated
-        // would count each negotiation twice.
-        if let Some(before) = last_seq.replace(event.seq).filter(|b| event.seq <= *b) {
-            return Err(Error::Input(format!(
-                "{}:{}: error: {}",
-                path.display(),
-                i + 1,
-                crate::trace::render::out_of_order(event.seq, before)
-            )));
-        }
-        tally.push(&event);
-    }
-    Ok(tally.rows().collect())
 }

@@ -8,6 +8,7 @@ use std::fmt::Write;
 mod ci;
 mod gantt;
 mod merged;
+pub mod peering;
 
 pub use ci::{ci_chart, CiAxes, CiLine, CiPoint, CiSeries, Extent, Merged};
 pub use gantt::{gantt, lanes, Drawn, HostSpan, Mark};
@@ -141,44 +142,52 @@ pub fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
     (first..=last).map(|i| i as f64 * step).collect()
 }
 
-/// Round tick times (seconds) within `[start, end]`: steps of seconds, minutes, hours or days.
-pub fn time_ticks(start: f64, end: f64, want: usize) -> Vec<f64> {
-    const STEPS: [f64; 22] = [
-        1.0,
-        2.0,
-        5.0,
-        10.0,
-        15.0,
-        30.0,
-        60.0,
-        120.0,
-        300.0,
-        600.0,
-        900.0,
-        1_800.0,
-        3_600.0,
-        7_200.0,
-        10_800.0,
-        21_600.0,
-        43_200.0,
-        86_400.0,
-        172_800.0,
-        432_000.0,
-        604_800.0,
-        1_209_600.0,
-    ];
-    if !(start.is_finite() && end.is_finite()) || end <= start {
-        return vec![start];
-    }
+/// The round step of time (seconds) that cuts `[start, end]` into at most `want` parts, as
+/// [`time_ticks`] steps.
+pub fn time_step(start: f64, end: f64, want: usize) -> f64 {
     let raw = (end - start) / want.max(1) as f64;
-    let step = STEPS
+    TIME_STEPS
         .iter()
         .copied()
         .find(|s| *s >= raw)
-        .unwrap_or_else(|| (raw / 2_592_000.0).ceil() * 2_592_000.0);
+        .unwrap_or_else(|| (raw / 2_592_000.0).ceil() * 2_592_000.0)
+}
+
+/// Round tick times (seconds) within `[start, end]`: steps of seconds, minutes, hours or days.
+pub fn time_ticks(start: f64, end: f64, want: usize) -> Vec<f64> {
+    if !(start.is_finite() && end.is_finite()) || end <= start {
+        return vec![start];
+    }
+    let step = time_step(start, end, want);
     let (first, last) = ((start / step).ceil() as u64, (end / step).floor() as u64);
     (first..=last).map(|i| i as f64 * step).collect()
 }
+
+/// The steps of [`time_ticks`].
+const TIME_STEPS: [f64; 22] = [
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    900.0,
+    1_800.0,
+    3_600.0,
+    7_200.0,
+    10_800.0,
+    21_600.0,
+    43_200.0,
+    86_400.0,
+    172_800.0,
+    432_000.0,
+    604_800.0,
+    1_209_600.0,
+];
 
 /// A horizontal mapping from emulated time to x.
 #[derive(Copy, Clone, Debug)]

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::html::{left_out_note, page, plain, push_chart, table_of, TABLE_ROWS};
+use super::html::{left_out_note, page, plain, push_chart, section, table_of, TABLE_ROWS};
 use super::labels::{self, Context, KeyAxis, Transform};
 use super::read::{read_text, text_shown, Rows, REGENERATE};
 use super::svg::{self, escape, number, CiAxes, CiLine, CiPoint, CiSeries};
@@ -384,7 +384,48 @@ pub(super) fn report(dir: &Path) -> Result<String, Error> {
     let axes = key_axes(&first, &Context::of_sweep(dir));
     let charts = second_pass(&path, &first, &axes, (x_key, categories.as_deref()))?;
     let mut body = String::new();
-    sweep_provenance(&mut body, dir)?;
+    section(&mut body, "provenance", |b| sweep_provenance(b, dir))?;
+    section(&mut body, "plots", |body| {
+        plots(body, &first, (&axes, x_key), charts, categories.as_deref());
+        Ok::<_, Error>(())
+    })?;
+    let wide = wide_table(&path, &first, &axes)?;
+    section(&mut body, "table", |body| {
+        body.push_str("<h2 id=\"table\">The table behind the plots</h2><p class=\"note\">One row per point (the swept values), one column per metric: the mean over the seeds ± the half-width of its 95 % confidence interval, in the metric's own unit (its key's suffix: <code>_s</code> seconds, <code>_pct</code> percent; counts without). <code>n</code> counts the seeds; a metric measured by fewer says so. points.csv has a row per point and metric.</p>");
+        let header: Vec<&str> = wide.header.iter().map(String::as_str).collect();
+        table_of(
+            body,
+            &header,
+            &wide.rows,
+            wide.numeric_from,
+            (wide.points, "points.csv"),
+        );
+        Ok::<_, Error>(())
+    })?;
+    section(&mut body, "paired", |b| paired_section(b, dir))?;
+    let nav = [
+        ("provenance", "Provenance"),
+        ("plots", "Plots"),
+        ("table", "Table"),
+        ("paired", "Paired differences"),
+    ];
+    let nav: Vec<(&str, &str)> = (nav.into_iter())
+        .filter(|(anchor, _)| body.contains(&format!("id=\"{anchor}\"")))
+        .collect();
+    let name = dir
+        .file_name()
+        .map_or("sweep".into(), |n| n.to_string_lossy().to_string());
+    Ok(page(&format!("igemu sweep: {name}"), &nav, &body))
+}
+
+/// The plots: a chart per metric charted, against the x key (`x_key` of `axes`).
+fn plots(
+    body: &mut String,
+    first: &First,
+    (axes, x_key): (&[KeyAxis], Option<usize>),
+    charts: Vec<Chart>,
+    categories: Option<&[String]>,
+) {
     let x_axis = x_key.map(|k| &axes[k]);
     let x_label = x_axis.map_or("point".to_string(), |a| a.label.clone());
     let others: Vec<&str> = (axes.iter().enumerate())
@@ -399,38 +440,14 @@ pub(super) fn report(dir: &Path) -> Result<String, Error> {
     );
     let mut left_out = 0;
     for (metric, chart) in first.metrics.iter().zip(charts) {
-        let block = metric_block(metric, x_axis, chart, categories.as_deref());
-        push_chart(&mut body, &block, &mut left_out);
+        let block = metric_block(metric, x_axis, chart, categories);
+        push_chart(body, &block, &mut left_out);
     }
-    left_out_note(&mut body, left_out, "metrics' charts are", "points.csv");
+    left_out_note(body, left_out, "metrics' charts are", "points.csv");
     let more = first.n.len().saturating_sub(first.metrics.len());
     if more > 0 {
         let _ = write!(body, "<p class=\"note\">{more} more metrics are not drawn: a page draws at most {MAX_CHARTS}, those that first appear in points.csv.</p>");
     }
-    let wide = wide_table(&path, &first, &axes)?;
-    body.push_str("<h2 id=\"table\">The table behind the plots</h2><p class=\"note\">One row per point (the swept values), one column per metric: the mean over the seeds ± the half-width of its 95 % confidence interval, in the metric's own unit (its key's suffix: <code>_s</code> seconds, <code>_pct</code> percent; counts without). <code>n</code> counts the seeds; a metric measured by fewer says so. points.csv has a row per point and metric.</p>");
-    let header: Vec<&str> = wide.header.iter().map(String::as_str).collect();
-    table_of(
-        &mut body,
-        &header,
-        &wide.rows,
-        wide.numeric_from,
-        (wide.points, "points.csv"),
-    );
-    paired_section(&mut body, dir)?;
-    let nav = [
-        ("provenance", "Provenance"),
-        ("plots", "Plots"),
-        ("table", "Table"),
-        ("paired", "Paired differences"),
-    ];
-    let nav: Vec<(&str, &str)> = (nav.into_iter())
-        .filter(|(anchor, _)| body.contains(&format!("id=\"{anchor}\"")))
-        .collect();
-    let name = dir
-        .file_name()
-        .map_or("sweep".into(), |n| n.to_string_lossy().to_string());
-    Ok(page(&format!("igemu sweep: {name}"), &nav, &body))
 }
 
 /// Each varied key as an axis (its numeric values' range; a key of names has none).
@@ -723,14 +740,11 @@ fn plural(n: usize) -> &'static str {
 /// `sweep.json`'s provenance: every key, as a reader wants it; a file there that is no
 /// sweep's record is refused.
 fn sweep_provenance(body: &mut String, dir: &Path) -> Result<(), Error> {
-    body.push_str("<h2 id=\"provenance\">Provenance</h2>");
     let path = dir.join("sweep.json");
     if !path.exists() {
-        body.push_str(
-            "<p class=\"note\">No sweep.json in this directory: what was run is not recorded.</p>",
-        );
         return Ok(());
     }
+    body.push_str("<h2 id=\"provenance\">Provenance</h2>");
     let manifest: Value = serde_json::from_str(&read_text(&path)?).map_err(|e| {
         Error::Input(format!(
             "{}:{}: error: not JSON: {e}\n    {REGENERATE}",
@@ -761,14 +775,11 @@ fn sweep_provenance(body: &mut String, dir: &Path) -> Result<(), Error> {
 /// `paired.csv`'s differences: its first rows, each checked (from `n` on, numbers where `n`
 /// says they must be).
 fn paired_section(body: &mut String, dir: &Path) -> Result<(), Error> {
-    body.push_str("<h2 id=\"paired\">Paired differences</h2>");
     let path = dir.join("paired.csv");
     if !path.exists() {
-        body.push_str(
-            "<p class=\"note\">No paired.csv (written when a policy-like key is varied).</p>",
-        );
         return Ok(());
     }
+    body.push_str("<h2 id=\"paired\">Paired differences</h2>");
     let mut rows = Rows::open(&path)?;
     let header: Vec<String> = (rows.headers.iter())
         .map(|h| h.trim_start_matches("set:").to_string())

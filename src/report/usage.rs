@@ -154,14 +154,17 @@ pub(super) fn section(
     summary: &Summary,
     window: Option<Window>,
 ) -> Result<(), Error> {
-    body.push_str("<h2 id=\"utilisation\">Utilisation over time</h2>");
+    // No section without a row to draw: no utilization.csv, or none in it.
     let path = dir.join("utilization.csv");
     if !path.exists() {
-        body.push_str("<p class=\"note\">No utilization.csv in this directory (written by <code>igemu run</code>).</p>");
         return Ok(());
     }
     let index = ClusterIndex::new(summary);
     let series = first_pass(&path, &index, summary)?;
+    if series.grids.is_empty() && series.hidden == (0, 0) {
+        return Ok(());
+    }
+    body.push_str("<h2 id=\"utilisation\">Utilisation over time</h2>");
     let scale = Window::scale(window, summary.end.max(series.end));
     let new = || Resampler::new(scale.start, scale.end, scale.pixels());
     let mut sampled: Vec<[Resampler; 3]> =

@@ -1001,8 +1001,12 @@ pub struct NegotiationRow {
     pub contract: Option<Terms>,
     /// Records of the negotiation about this request or its batch.
     pub messages: usize,
+    /// When the first of those records was, µs of emulated time.
+    pub start_us: u64,
     /// From the first of those records to the last, µs.
     pub duration_us: u64,
+    /// The unit price it was offered at (its offer's opening price).
+    pub offered: Option<f64>,
 }
 
 /// The Grid of an IGG's actor name (`igg:busy` → `busy`).
@@ -1218,7 +1222,9 @@ impl Talk {
             price,
             contract: f.contract.map(|c| c.1),
             messages: f.messages,
+            start_us: t0,
             duration_us: t1.saturating_sub(t0),
+            offered,
         })
     }
 }
