@@ -19,7 +19,9 @@
 
 mod hosts;
 mod html;
+mod leases;
 mod read;
+mod reqmetrics;
 mod requests;
 mod run;
 mod runs;

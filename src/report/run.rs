@@ -13,7 +13,7 @@ use super::html::{figure, page, table, table_of};
 use super::requests::{reason_names, Requests};
 use super::summary::ORIGINS;
 use super::svg::{self, escape, number, LEASE_TYPES};
-use super::{hosts, requests, summary, usage, Window};
+use super::{hosts, leases, reqmetrics, requests, summary, usage, Window};
 use crate::Error;
 
 /// The page of the run whose outputs are in `dir`, drawing `window` of emulated time.
@@ -25,11 +25,21 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
     } else {
         None
     };
+    let leases = leases::read(&dir.join("leases.csv"), &summary)?;
     let mut body = String::new();
     provenance_section(&mut body, &summary.value);
     figures_section(&mut body, &summary.value);
     requests_section(&mut body, requests.as_ref());
-    hosts::section(&mut body, dir, &summary, requests.as_ref(), window)?;
+    reqmetrics::section(&mut body, summary.request_metrics.as_ref());
+    let anchors = leases.as_ref().map(|l| &l.anchors);
+    hosts::section(
+        &mut body,
+        dir,
+        (&summary, requests.as_ref()),
+        window,
+        anchors,
+    )?;
+    leases::section(&mut body, leases.as_ref());
     usage::section(&mut body, dir, &summary, window)?;
     peering_section(&mut body, dir, &summary.value, requests.as_ref())?;
     let nav = [
@@ -37,6 +47,7 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
         ("figures", "Key figures"),
         ("requests", "Requests"),
         ("hosts", "Hosts"),
+        ("leases", "Lease events"),
         ("utilisation", "Utilisation"),
         ("peering", "Peering"),
     ];

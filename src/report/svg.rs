@@ -10,7 +10,7 @@ mod gantt;
 mod merged;
 
 pub use ci::{ci_chart, CiLine, CiPoint, CiSeries, Extent, Merged};
-pub use gantt::{gantt, lanes, Drawn, HostSpan, Mark};
+pub use gantt::{gantt, lanes, Drawn, HostSpan, Link, Mark};
 pub use merged::{merged_gantt, HostRaster, MAX_BANDS};
 
 /// Width of every chart, in SVG user units (pixels at 100 % zoom).
