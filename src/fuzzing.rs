@@ -230,6 +230,7 @@ pub fn check_report(data: &[u8]) {
             "utilization.csv",
             "decisions.csv",
             "trace.jsonl",
+            "leases.csv",
         ]
     } else {
         &["points.csv", "runs.csv", "sweep.json", "paired.csv"]

@@ -944,7 +944,12 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         &["report", &s(&z4)],
         "trace.jsonl:1: error: longer than 16777216 bytes; not a trace record",
     );
-    for csv in ["requests.csv", "intervals.csv", "utilization.csv"] {
+    for csv in [
+        "requests.csv",
+        "intervals.csv",
+        "utilization.csv",
+        "leases.csv",
+    ] {
         let z = dir(&format!("z-{csv}"));
         std::fs::write(z.join("summary.json"), run_summary(0.0, &[], &[])).expect("written");
         zeros(&z.join(csv));
@@ -1637,6 +1642,32 @@ fn assert_drew(body: &str, log: &str, charts: usize) {
     );
     assert!(body.contains("data-errors=\"\""), "script errors: {body}");
     assert!(!log.contains("Uncaught"), "console errors:\n{log}");
+    // Every in-page link (the navigation, the Gantt bars) has its target on the page.
+    assert!(
+        body.contains("data-broken-links=\"\"") && !body.contains("data-links=\"0\""),
+        "links without a target: {body}"
+    );
+}
+
+/// The `<body>` tag of the DOM of the page at `url` in headless Chromium, after its load
+/// event (where the self-check writes what it found).
+fn body_at(chrome: &Path, url: &str) -> String {
+    let profile = tempfile::tempdir().expect("temporary directory");
+    let dom = std::process::Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", url])
+        .output()
+        .expect("chromium starts");
+    assert!(dom.status.success(), "chromium failed: {}", stderr(&dom));
+    let text = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let at = text.find("<body").expect("a body");
+    text[at..at + text[at..].find('>').expect("its end") + 1].to_string()
 }
 
 #[test]
@@ -1802,6 +1833,17 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-window.png");
     let (body, log) = load_in_chromium(&chrome, &windowed, &shot);
     assert_drew(&body, &log, charts);
+    // A Gantt bar's link, followed, lands on its lease's table of events.
+    let at = html
+        .find("<a href=\"#lease-")
+        .expect("a bar linked to its lease's events");
+    let link = &html[at + "<a href=\"#".len()..];
+    let link = &link[..link.find('"').expect("a quote")];
+    let landed = body_at(&chrome, &format!("file://{}#{link}", page.display()));
+    assert!(
+        landed.contains(&format!("data-target=\"{link} h4\"")),
+        "#{link} leads nowhere: {landed}"
+    );
     let png = std::fs::read(&screenshot).expect("screenshot saved");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 20_000,

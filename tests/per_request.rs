@@ -493,3 +493,190 @@ fn the_lease_log_agrees_with_requests_intervals_and_decisions_lease_by_lease() {
         std::fs::read(again.join("leases.csv")).expect("leases")
     );
 }
+
+/// `igemu report` on `dir`: its page, or its error (exit 2 expected then).
+fn report(dir: &Path) -> Result<String, String> {
+    let o = igemu(&["report", dir.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    match o.status.code() {
+        Some(0) => Ok(std::fs::read_to_string(dir.join("report.html")).expect("report.html")),
+        Some(2) => {
+            assert!(
+                !dir.join("report.html").exists(),
+                "a page left behind: {err}"
+            );
+            Err(err)
+        }
+        other => panic!("exit {other:?}: {err}"),
+    }
+}
+
+#[test]
+fn a_runs_page_shows_request_metrics_and_links_each_gantt_bar_to_its_leases_events() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = run(
+        tmp.path(),
+        "p003",
+        &[
+            "topologies/paper003-testbed.toml",
+            "--set",
+            "lrms.preemption=moml",
+        ],
+    );
+    let html = report(&dir).expect("a page");
+    for says in [
+        "<h3 id=\"request-metrics\">Request metrics</h3>",
+        "<h4>Bounded slowdown</h4>",
+        "<h4>Waiting time (s)</h4>",
+        "<th>mean (s)</th>",
+        "<td>lease type suspendable</td>",
+        "with τ = 10 s",
+        "<h2 id=\"leases\">Lease events</h2>",
+        "<a href=\"#leases\">Lease events</a>",
+    ] {
+        assert!(html.contains(says), "no `{says}`");
+    }
+    // Every bar links to its lease's table, each link's target is on the page, and the
+    // leases a preemption touched come first.
+    let links: BTreeSet<&str> = html
+        .match_indices("<a href=\"#lease-")
+        .map(|(at, _)| {
+            let rest = &html[at + "<a href=\"#".len()..];
+            &rest[..rest.find('"').expect("a quote")]
+        })
+        .collect();
+    assert_eq!(
+        links.len(),
+        7,
+        "a table for each of the 7 leases: {links:?}"
+    );
+    for link in &links {
+        assert!(
+            html.contains(&format!("<h4 id=\"{link}\">Lease ")),
+            "{link}"
+        );
+    }
+    // Bars are classed by how they are drawn (booting, running, operation) and lease type.
+    let mut bars = 0;
+    for class in ["b", "r", "o"] {
+        for lease_type in 0..4 {
+            let bar = format!("<rect class=\"{class}{lease_type}\"");
+            bars += html.matches(&bar).count();
+            let linked = format!("\">{bar}");
+            assert_eq!(
+                html.matches(&bar).count(),
+                html.matches(&linked).count(),
+                "{bar}"
+            );
+        }
+    }
+    assert!(bars > 0);
+    let first = html.find("<h4 id=\"lease-0\">Lease ").expect("lease-0");
+    assert!(html[first..].starts_with("<h4 id=\"lease-0\">Lease 1</h4>"));
+    let five = &html[html.find("<h4 id=\"lease-4\">").expect("lease-4")..];
+    let five = &five[..five.find("</table>").expect("its table")];
+    for cell in [
+        "<td>preempted</td>",
+        "<td>7</td>",
+        "<td>suspend</td>",
+        "<td>resumed</td>",
+    ] {
+        assert!(five.contains(cell), "lease 5's table has no {cell}: {five}");
+    }
+
+    // An older run's outputs (no leases.csv, no metric columns or key) still report, the
+    // sections saying what is missing and the bars linking nowhere.
+    std::fs::remove_file(dir.join("leases.csv")).expect("removed");
+    let requests = std::fs::read_to_string(dir.join("requests.csv")).expect("requests");
+    let old: String = requests
+        .lines()
+        .map(|l| l.split(',').take(20).collect::<Vec<_>>().join(",") + "\n")
+        .collect();
+    std::fs::write(dir.join("requests.csv"), old).expect("written");
+    let summary_path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&summary_path).expect("summary");
+    let mut summary: serde_json::Value = serde_json::from_str(&text).expect("json");
+    summary
+        .as_object_mut()
+        .expect("an object")
+        .remove("request_metrics");
+    std::fs::write(&summary_path, summary.to_string()).expect("written");
+    let html = report(&dir).expect("an older run's page");
+    assert!(html.contains("has no <code>request_metrics</code>"));
+    assert!(html.contains("No leases.csv in this directory"));
+    assert!(!html.contains("<a href=\"#lease-"));
+    assert!(html.contains("<rect class=\"r"), "the Gantt chart is drawn");
+}
+
+/// A `leases.csv` or metrics igemu never writes, or of another run, is refused at its
+/// place (exit 2) and no page is written.
+#[test]
+fn a_lease_log_or_metrics_igemu_never_writes_are_refused_at_their_place() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = run(
+        tmp.path(),
+        "p003",
+        &[
+            "topologies/paper003-testbed.toml",
+            "--set",
+            "lrms.preemption=moml",
+        ],
+    );
+    let file = |n: &str| dir.join(n);
+    let keep: Vec<(&str, String)> = ["leases.csv", "requests.csv", "summary.json"]
+        .into_iter()
+        .map(|n| (n, std::fs::read_to_string(file(n)).expect("readable")))
+        .collect();
+    let restore = || {
+        for (n, text) in &keep {
+            std::fs::write(file(n), text).expect("written");
+        }
+    };
+    let edit = |name: &str, line: usize, from: &str, to: &str| {
+        let text = std::fs::read_to_string(file(name)).expect("readable");
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        assert!(lines[line - 1].contains(from), "{}", lines[line - 1]);
+        lines[line - 1] = lines[line - 1].replacen(from, to, 1);
+        std::fs::write(file(name), lines.join("\n") + "\n").expect("written");
+    };
+    let leases = &keep[0].1;
+    let lines: Vec<&str> = leases.lines().collect();
+    let completed = lines
+        .iter()
+        .position(|l| l.contains(",completed,"))
+        .expect("a completed row");
+    let cases: [(&dyn Fn(), &[&str]); 7] = [
+        (&|| edit("leases.csv", 3, ",accepted,", ",exploded,"), &["leases.csv:3: error: `event` is `exploded`; igemu writes one of requested, redirected"]),
+        (&|| edit("leases.csv", 4, "0,1,", "9999,1,"), &["leases.csv:5: error: `time_s` is 0, before the row above (9999)"]),
+        (&|| edit("leases.csv", 4, ",0,", ",zero,"), &["leases.csv:4: error: `hosts` holds `zero`, not a host number"]),
+        (
+            &|| {
+                let cut: Vec<&str> = (lines.iter().enumerate())
+                    .filter(|(i, _)| *i != completed)
+                    .map(|(_, l)| *l)
+                    .collect();
+                std::fs::write(file("leases.csv"), cut.join("\n") + "\n").expect("written");
+            },
+            &["leases.csv: error: it holds 6 `completed` rows, but", "`requests.*.completed` counts 7; the two files are not of one run"],
+        ),
+        (&|| edit("requests.csv", 2, ",0,3600,1,1,1", ",0,3600,,1,1"), &["requests.csv: error: it holds 6 requests with a slowdown, but", "`request_metrics.all.slowdown.n` is 7"]),
+        (&|| edit("requests.csv", 2, ",0,3600,1,1,1", ",0,3600,-1,1,1"), &["requests.csv:2: error: `slowdown` is -1; it is a finite amount ≥ 0"]),
+        (
+            &|| {
+                let mut s: serde_json::Value = serde_json::from_str(&keep[2].1).expect("json");
+                s["request_metrics"]["by_origin"]["external"]["stretch"]["p50"] = 9.0.into();
+                std::fs::write(file("summary.json"), s.to_string()).expect("written");
+            },
+            &["`request_metrics.by_origin.external.stretch.p90` is 1 (a number), below the one before; the report expects percentiles in order"],
+        ),
+    ];
+    for (break_it, says) in cases {
+        break_it();
+        let err = report(&dir).expect_err("refused");
+        for s in says {
+            assert!(err.contains(s), "expected `{s}` in: {err}");
+        }
+        restore();
+    }
+    report(&dir).expect("the run's own files report");
+}

@@ -13,7 +13,7 @@ use super::html::{left_out_note, push_chart, room};
 use super::requests::{self, Requests};
 use super::spans::{self, Census, ClusterIndex, Interner, Span, MAX_GANTT_CHARTS};
 use super::summary::Summary;
-use super::svg::{self, escape, HostRaster, HostSpan, LEASE_COLOURS, LEASE_TYPES};
+use super::svg::{self, escape, HostRaster, HostSpan, Link, LEASE_COLOURS, LEASE_TYPES};
 use super::Window;
 use crate::Error;
 
@@ -36,8 +36,9 @@ pub(super) const MAX_MERGED_BARS: usize = 20_000;
 /// Cells of the merged charts in all (48 bytes each).
 const MAX_RASTER_CELLS: usize = 1_000_000;
 
-/// Bytes a bar takes on the page, about: its rectangle and tooltip (170 to 210 measured).
-const BAR_BYTES: usize = 200;
+/// Bytes a bar takes on the page, about: its rectangle, tooltip and link to its lease's
+/// events (190 to 240 measured).
+const BAR_BYTES: usize = 230;
 
 /// Bytes of a chart's block besides its bars, at most: heading, notes, axes.
 const BLOCK_BYTES: usize = 8 << 10;
@@ -60,13 +61,17 @@ struct Kept {
     names: Interner,
 }
 
+/// The anchors of the leases whose events the page lists (`lease-N`), by request id: a bar
+/// of a lease among them links there, of another to the events section. `None`: no links.
+pub(super) type Anchors = HashMap<Rc<str>, u32>;
+
 /// Appends the Hosts section of the run whose outputs are in `dir`.
 pub(super) fn section(
     body: &mut String,
     dir: &Path,
-    summary: &Summary,
-    requests: Option<&Requests>,
+    (summary, requests): (&Summary, Option<&Requests>),
     window: Option<Window>,
+    anchors: Option<&Anchors>,
 ) -> Result<(), Error> {
     // No section without a VM to draw: no intervals.csv, or none in it.
     let path = dir.join("intervals.csv");
@@ -105,6 +110,7 @@ pub(super) fn section(
             c,
             scale,
             windowed: window.is_some(),
+            anchors,
         };
         let block = match plan[c] {
             Plan::Exact(k) => exact_block(&cluster, &kept.spans[k], &cancelled, room(body)),
@@ -222,6 +228,8 @@ struct Cluster<'a> {
     scale: svg::TimeScale,
     /// Whether the report draws a window (its headings then count the window).
     windowed: bool,
+    /// Where bars link to.
+    anchors: Option<&'a Anchors>,
 }
 
 impl Cluster<'_> {
@@ -256,7 +264,7 @@ fn exact_block(
     let (census, c, count) = (cluster.census, cluster.c, cluster.hosts());
     let all_held: Vec<u32> = census.busy_hosts(c).collect();
     let held: BTreeSet<u32> = all_held.iter().copied().take(MAX_HOST_ROWS).collect();
-    let chart = cluster_spans(spans_of, cancelled, |h| held.contains(&h));
+    let chart = cluster_spans(spans_of, cancelled, cluster.anchors, |h| held.contains(&h));
     let shown_idle: Vec<u32> = (0..count.min(u64::from(u32::MAX)) as u32)
         .filter(|h| !census.held(c, *h))
         .take(MAX_HOST_ROWS.saturating_sub(held.len()))
@@ -431,6 +439,7 @@ struct ClusterChart {
 fn cluster_spans(
     rows: &[Span],
     cancelled: &HashMap<Rc<str>, f64>,
+    anchors: Option<&Anchors>,
     drawn: impl Fn(u32) -> bool,
 ) -> ClusterChart {
     // Each VM's spans on each host, VMs in (request, VM, host) order, each one's by start (a
@@ -445,9 +454,11 @@ fn cluster_spans(
     let mut chart = ClusterChart::default();
     for list in sorted.chunk_by(|a, b| (&a.request, a.vm, a.host) == (&b.request, b.vm, b.host)) {
         // An instance of a host not drawn is only counted.
+        let request = &*list[0].request;
+        let link = anchors.map(|a| a.get(request).map_or(Link::Section, |k| Link::Lease(*k)));
         chart.add_vm(
             list,
-            cancelled.get(&*list[0].request).copied(),
+            (cancelled.get(request).copied(), link),
             drawn(list[0].host),
         );
     }
@@ -456,8 +467,13 @@ fn cluster_spans(
 
 impl ClusterChart {
     /// Adds one VM's spans on one host (in time order), drawn if `draw`; `cancelled`: when
-    /// its lease was cancelled, if it was.
-    fn add_vm(&mut self, list: &[&Span], cancelled: Option<f64>, draw: bool) {
+    /// its lease was cancelled, if it was; `link`: where its bars link to.
+    fn add_vm(
+        &mut self,
+        list: &[&Span],
+        (cancelled, link): (Option<f64>, Option<Link>),
+        draw: bool,
+    ) {
         let (request, vm, host) = (&*list[0].request, list[0].vm, list[0].host);
         let mut previous: Option<&Span> = None;
         for &r in list {
@@ -494,6 +510,7 @@ impl ClusterChart {
                     drawn,
                     start: r.start_s,
                     end: r.end_s,
+                    link,
                 });
             }
             previous = Some(r);
@@ -654,7 +671,7 @@ mod tests {
             row("c", 3, "running", 0.0, 40.0),
         ];
         let cancelled = HashMap::from([(Rc::from("b"), 15.0)]);
-        let chart = cluster_spans(&rows, &cancelled, |_| true);
+        let chart = cluster_spans(&rows, &cancelled, None, |_| true);
         // `suspended` holds no place on a host, so it is not drawn.
         assert_eq!(chart.spans.len(), 7);
         assert_eq!((chart.spans_in_all, chart.marks_in_all), (7, 2));
@@ -663,7 +680,7 @@ mod tests {
         assert_eq!(at, vec![(0, 10.0), (2, 15.0)]);
         // Hosts not drawn are counted, not put together: host 0 left out keeps host 2's
         // mark and every count.
-        let chart = cluster_spans(&rows, &cancelled, |h| h != 0);
+        let chart = cluster_spans(&rows, &cancelled, None, |h| h != 0);
         assert_eq!((chart.spans.len(), chart.spans_in_all), (5, 7));
         assert_eq!((chart.marks.len(), chart.marks_in_all), (1, 2));
         assert_eq!(chart.names.len(), 3, "{:?}", chart.names);

@@ -112,13 +112,19 @@ footer{padding:16px 20px;color:#666;font-size:12px;border-top:1px solid #ddd}\
 .card b{display:block;font-size:19px;color:#111;font-weight:600}";
 
 /// Records, on the body, how many charts there are, which drew (their `data-chart` names)
-/// and which did not, and any script error — what the browser test reads from the DOM.
+/// and which did not, any script error, how many in-page links (nav, Gantt bars) there are
+/// and those whose target is missing, and the element the URL's `#fragment` names — what
+/// the browser test reads from the DOM.
 const SELF_CHECK: &str = "(function(){var errors=[];window.addEventListener('error',function(e){errors.push(String(e.message))});\
 var log=console.error;console.error=function(){errors.push(Array.prototype.join.call(arguments,' '));log.apply(console,arguments)};\
 function check(){var charts=document.querySelectorAll('svg.chart'),empty=[],drawn=[];\
 for(var i=0;i<charts.length;i++){var b=charts[i].getBBox(),n=charts[i].getAttribute('data-chart');if(charts[i].childElementCount<3||b.width<=0||b.height<=0){empty.push(n)}else{drawn.push(n)}}\
 document.body.setAttribute('data-charts',String(charts.length));document.body.setAttribute('data-empty-charts',empty.join('|'));document.body.setAttribute('data-drawn',drawn.join('|'));\
-document.body.setAttribute('data-errors',errors.join('|'));document.body.setAttribute('data-checked','yes')}\
+document.body.setAttribute('data-errors',errors.join('|'));\
+var hrefs=document.querySelectorAll('a[href^=\"#\"]'),broken=[];for(var j=0;j<hrefs.length;j++){var id=hrefs[j].getAttribute('href').slice(1);if(!document.getElementById(id)&&broken.length<10){broken.push(id)}}\
+var target=location.hash?document.getElementById(decodeURIComponent(location.hash.slice(1))):null;\
+document.body.setAttribute('data-links',String(hrefs.length));document.body.setAttribute('data-broken-links',broken.join('|'));\
+document.body.setAttribute('data-target',target?target.id+' '+target.tagName.toLowerCase():'');document.body.setAttribute('data-checked','yes')}\
 if(document.readyState==='complete'){check()}else{window.addEventListener('load',check)}})();";
 
 /// A table of `rows` (all of them in memory): see [`table_of`].

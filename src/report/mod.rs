@@ -20,8 +20,10 @@
 mod hosts;
 mod html;
 mod labels;
+mod leases;
 mod peering;
 mod read;
+mod reqmetrics;
 mod requests;
 mod run;
 mod runs;

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use super::html::TABLE_ROWS;
-use super::read::{check_time, one_of, Rows};
+use super::read::{check_time, check_value, one_of, Rows};
 use super::spans::Interner;
 use super::summary::{state_names, Summary, ORIGINS};
 use super::svg::{number, LEASE_TYPES};
@@ -36,6 +36,17 @@ struct Row<'a> {
     served_by: Option<&'a str>,
     #[serde(default, borrow)]
     reason: Option<&'a str>,
+    // The per-request metrics (an older requests.csv has none).
+    #[serde(default)]
+    wait_s: Option<f64>,
+    #[serde(default)]
+    turnaround_s: Option<f64>,
+    #[serde(default)]
+    slowdown: Option<f64>,
+    #[serde(default)]
+    bounded_slowdown: Option<f64>,
+    #[serde(default)]
+    stretch: Option<f64>,
 }
 
 /// What the page shows of `requests.csv`.
@@ -56,6 +67,9 @@ pub(super) struct Requests {
     pub cancelled: u64,
     /// With a window: the counts of the requests submitted in it.
     pub in_window: Option<InWindow>,
+    /// Whether it has the per-request metrics' columns, and how many requests have each
+    /// (in [`crate::metrics::METRIC_NAMES`]' order).
+    pub measured: Option<[u64; 5]>,
 }
 
 /// The counts of the requests submitted in a report's window.
@@ -91,8 +105,13 @@ pub(super) fn read(
         redirected_total: 0,
         cancelled: 0,
         in_window: window.map(|_| InWindow::default()),
+        measured: None,
     };
     let mut rows = Rows::open(path)?;
+    let names = crate::metrics::METRIC_NAMES;
+    if names.iter().all(|m| rows.headers.iter().any(|h| h == *m)) {
+        out.measured = Some([0; 5]);
+    }
     let mut record = csv::StringRecord::new();
     let (states, reasons) = (state_names(), reason_names());
     while rows.next(&mut record)? {
@@ -113,6 +132,21 @@ pub(super) fn read(
             Some(name) => usize::from(one_of(&rows, "reason", name, &reasons)?),
             None => reasons.len(),
         };
+        let measures = [
+            r.wait_s,
+            r.turnaround_s,
+            r.slowdown,
+            r.bounded_slowdown,
+            r.stretch,
+        ];
+        for (k, m) in measures.into_iter().enumerate() {
+            if let Some(x) = m {
+                check_value(path, rows.line, names[k], x)?;
+            }
+            if let Some(n) = &mut out.measured {
+                n[k] += u64::from(m.is_some());
+            }
+        }
         out.rows += 1;
         out.counts[origin][lease][state] += 1;
         let rejected = states[state] == "rejected";
@@ -189,6 +223,22 @@ fn check_counts(path: &Path, requests: &Requests, summary: &Summary) -> Result<(
                     &key,
                     theirs,
                     &format!("{origin} requests {state}"),
+                ));
+            }
+        }
+    }
+    // Each metric's count of requests, where both files have them.
+    let all = summary.request_metrics.as_ref().map(|m| &m["all"]);
+    if let (Some(measured), Some(all)) = (requests.measured, all) {
+        for (k, name) in crate::metrics::METRIC_NAMES.iter().enumerate() {
+            let theirs = all[name]["n"].as_u64().unwrap_or_default();
+            if measured[k] != theirs {
+                let key = format!("request_metrics.all.{name}.n");
+                return Err(refuse(
+                    measured[k],
+                    &key,
+                    theirs,
+                    &format!("requests with a {name}"),
                 ));
             }
         }

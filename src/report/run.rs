@@ -11,7 +11,7 @@ use super::html::{figure, figure_table, page, section, table, table_of};
 use super::requests::{reason_names, Requests};
 use super::summary::ORIGINS;
 use super::svg::{self, escape, number, LEASE_TYPES};
-use super::{hosts, labels, peering, requests, summary, usage, Window};
+use super::{hosts, labels, leases, peering, reqmetrics, requests, summary, usage, Window};
 use crate::Error;
 
 /// The page of the run whose outputs are in `dir`, drawing `window` of emulated time. A
@@ -26,6 +26,7 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
     } else {
         None
     };
+    let leases = leases::read(&dir.join("leases.csv"), &summary)?;
     let mut body = String::new();
     section(&mut body, "provenance", |b| {
         provenance_section(b, &summary.value);
@@ -37,10 +38,16 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
     })?;
     section(&mut body, "requests", |b| {
         requests_section(b, requests.as_ref());
+        reqmetrics::section(b, summary.request_metrics.as_ref());
         Ok::<_, Error>(())
     })?;
+    let anchors = leases.as_ref().map(|l| &l.anchors);
     section(&mut body, "hosts", |b| {
-        hosts::section(b, dir, &summary, requests.as_ref(), window)
+        hosts::section(b, dir, (&summary, requests.as_ref()), window, anchors)
+    })?;
+    section(&mut body, "leases", |b| {
+        leases::section(b, leases.as_ref());
+        Ok::<_, Error>(())
     })?;
     section(&mut body, "utilisation", |b| {
         usage::section(b, dir, &summary, window)
@@ -53,6 +60,7 @@ pub(super) fn report(dir: &Path, window: Option<Window>) -> Result<String, Error
         ("figures", "Key figures"),
         ("requests", "Requests"),
         ("hosts", "Hosts"),
+        ("leases", "Lease events"),
         ("utilisation", "Utilisation"),
         ("peering", "Peering"),
     ];

@@ -41,6 +41,8 @@ pub(super) struct Summary {
     pub requests: RequestTotals,
     /// Each cluster's (grid, cluster) and host count, in the file's order.
     pub clusters: ClusterHosts,
+    /// `request_metrics`, checked, when the run wrote it (igemu has since issue 39).
+    pub request_metrics: Option<Value>,
 }
 
 /// Clusters as (grid, cluster) with their host counts.
@@ -54,6 +56,7 @@ enum Want {
     FlagOrNull,
     Count,
     Number,
+    NumberOrNull,
     Seconds,
     Object,
     List,
@@ -67,6 +70,7 @@ impl Want {
             Want::FlagOrNull => v.is_boolean() || v.is_null(),
             Want::Count => v.is_u64(),
             Want::Number => v.as_f64().is_some_and(f64::is_finite),
+            Want::NumberOrNull => v.is_null() || v.as_f64().is_some_and(f64::is_finite),
             Want::Seconds => v.as_f64().is_some_and(|t| (0.0..=LAST_SECS).contains(&t)),
             Want::Object => v.is_object(),
             Want::List => v.is_array(),
@@ -80,6 +84,7 @@ impl Want {
             Want::FlagOrNull => "true, false or null".into(),
             Want::Count => "a whole number ≥ 0".into(),
             Want::Number => "a finite number".into(),
+            Want::NumberOrNull => "a finite number or null".into(),
             Want::Seconds => {
                 format!("a time: finite seconds from 0 to {LAST_SECS:.4e} (emulated time's end)")
             }
@@ -213,14 +218,97 @@ pub(super) fn read(path: &Path) -> Result<Summary, Error> {
         keys.need(grids, "grids", name, Want::Object)?;
         keys.may(grid, &at, "negotiations", Want::Object)?;
     }
+    let request_metrics = check_request_metrics(&keys, &value)?;
     Ok(Summary {
         topology: topology.as_str().unwrap_or_default().to_string(),
         end: end.as_f64().unwrap_or_default(),
         requests,
         clusters,
+        request_metrics,
         path: path.to_path_buf(),
         value,
     })
+}
+
+/// The groups of `request_metrics` besides `all`, with how the report names each group.
+pub(super) const METRIC_GROUPS: [(&str, &str); 4] = [
+    ("by_grid", "Grid"),
+    ("by_origin", "origin"),
+    ("by_lease_type", "lease type"),
+    ("by_grid_origin", "Grid/origin"),
+];
+
+/// The figures of each metric's statistics in `request_metrics`.
+pub(super) const METRIC_FIGURES: [&str; 5] = ["mean", "p50", "p90", "p99", "max"];
+
+/// `request_metrics`, when there: `bounded_slowdown_tau_s` above 0, and for `all` and every
+/// group, each metric's `n` a count and its figures numbers (or null when `n` is 0), the
+/// percentiles in order within the largest.
+fn check_request_metrics(keys: &Keys, summary: &Value) -> Result<Option<Value>, Error> {
+    let Some(m) = keys.may(summary, "", "request_metrics", Want::Object)? else {
+        return Ok(None);
+    };
+    let at = "request_metrics";
+    let tau = keys.need(m, at, "bounded_slowdown_tau_s", Want::Number)?;
+    if tau.as_f64().is_some_and(|t| t <= 0.0) {
+        let key = format!("{at}.bounded_slowdown_tau_s");
+        return Err(keys.error(&key, &format!("is {}", found(tau)), "a number above 0"));
+    }
+    let mut sets = vec![(format!("{at}.all"), keys.need(m, at, "all", Want::Object)?)];
+    for (group, _) in METRIC_GROUPS {
+        let Some(g) = keys.may(m, at, group, Want::Object)? else {
+            continue;
+        };
+        for (name, set) in g.as_object().into_iter().flatten() {
+            keys.need(g, &format!("{at}.{group}"), name, Want::Object)?;
+            sets.push((format!("{at}.{group}.{name}"), set));
+        }
+    }
+    for (place, set) in sets {
+        for metric in crate::metrics::METRIC_NAMES {
+            let stats = keys.need(set, &place, metric, Want::Object)?;
+            let at = format!("{place}.{metric}");
+            let n = keys
+                .need(stats, &at, "n", Want::Count)?
+                .as_u64()
+                .unwrap_or(0);
+            let mut last = f64::NEG_INFINITY;
+            for figure in METRIC_FIGURES {
+                let v = keys.need(stats, &at, figure, Want::NumberOrNull)?;
+                let key = format!("{at}.{figure}");
+                match (v.as_f64(), n) {
+                    (None, 0) => {}
+                    (None, _) => {
+                        return Err(keys.error(&key, "is null", &format!("a number (`n` is {n})")))
+                    }
+                    (Some(_), 0) => {
+                        return Err(keys.error(
+                            &key,
+                            &format!("is {}", found(v)),
+                            "null (`n` is 0)",
+                        ))
+                    }
+                    (Some(x), _) if x < 0.0 => {
+                        return Err(keys.error(&key, &format!("is {}", found(v)), "a number ≥ 0"))
+                    }
+                    (Some(x), _) if figure != "mean" && x < last => {
+                        let expected = "percentiles in order: p50 ≤ p90 ≤ p99 ≤ max";
+                        return Err(keys.error(
+                            &key,
+                            &format!("is {}, below the one before", found(v)),
+                            expected,
+                        ));
+                    }
+                    (Some(x), _) => {
+                        if figure != "mean" {
+                            last = x;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(Some(m.clone()))
 }
 
 /// `provenance`, when there: its texts and overrides.

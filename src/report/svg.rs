@@ -11,7 +11,7 @@ mod merged;
 pub mod peering;
 
 pub use ci::{ci_chart, CiAxes, CiLine, CiPoint, CiSeries, Extent, Merged};
-pub use gantt::{gantt, lanes, Drawn, HostSpan, Mark};
+pub use gantt::{gantt, lanes, Drawn, HostSpan, Link, Mark};
 pub use merged::{merged_gantt, HostRaster, MAX_BANDS};
 
 /// Width of every chart, in SVG user units (pixels at 100 % zoom).

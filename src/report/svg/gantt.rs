@@ -60,6 +60,17 @@ pub struct HostSpan {
     pub start: f64,
     /// End, seconds (≥ start).
     pub end: f64,
+    /// Where its bar links to on the page, if anywhere.
+    pub link: Option<Link>,
+}
+
+/// Where a Gantt bar links to: its lease's table of events, or the section of them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// The table of events of the lease with anchor `lease-N`.
+    Lease(u32),
+    /// The lease events section (`leases`): the lease has no table of its own.
+    Section,
 }
 
 /// A preemption to mark on the Gantt chart.
@@ -303,6 +314,7 @@ fn draw_spans(
             ),
             start: s.start,
             end: s.end,
+            link: s.link,
         });
     }
     if let Some(r) = &run {
@@ -324,6 +336,8 @@ struct Run {
     first: String,
     start: f64,
     end: f64,
+    /// The first span's link.
+    link: Option<Link>,
 }
 
 impl Run {
@@ -362,6 +376,13 @@ impl Run {
                 duration(self.end)
             )
         };
+        match self.link {
+            Some(Link::Lease(k)) => {
+                let _ = write!(svg, "<a href=\"#lease-{k}\">");
+            }
+            Some(Link::Section) => svg.push_str("<a href=\"#leases\">"),
+            None => {}
+        }
         let _ = write!(
             svg,
             r#"<rect class="{}{}" x="{:.1}" y="{:.1}" width="{width:.1}" height="{:.1}"><title>{}</title></rect>"#,
@@ -372,6 +393,9 @@ impl Run {
             (lane_h - if lane_h >= 3.0 { 0.5 } else { 0.0 }).max(0.5),
             escape(&title)
         );
+        if self.link.is_some() {
+            svg.push_str("</a>");
+        }
     }
 }
 
@@ -434,6 +458,7 @@ mod tests {
                 drawn: Drawn::Running,
                 start: i as f64,
                 end: i as f64 + 1.0,
+                link: None,
             })
             .collect();
         let svg = gantt(
@@ -463,12 +488,16 @@ mod tests {
                 drawn: Drawn::Running,
                 start: i as f64 * 100.0,
                 end: i as f64 * 100.0 + 50.0,
+                link: Some(Link::Lease(i as u32)),
             })
             .collect();
         let names: Vec<String> = (0..100).map(|i| format!("r{i}")).collect();
         let scale = TimeScale::to(10_000.0);
         let svg = gantt("c", &scale, &[0], &spans, &[], &names, 100).expect("100 bars fit");
         assert_eq!(svg.matches("<rect class=\"r0").count(), 100);
+        // Each bar links to its lease's events.
+        assert!(svg.contains("<a href=\"#lease-99\"><rect class=\"r0\""));
+        assert_eq!(svg.matches("</rect></a>").count(), 100);
         assert!(gantt("c", &scale, &[0], &spans, &[], &names, 99).is_none());
     }
 }
