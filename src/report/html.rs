@@ -103,7 +103,7 @@ h1{font-size:20px;margin:0 0 4px}nav a{margin-right:14px;color:#0645ad;text-deco
 main{padding:0 20px 30px;max-width:1160px}h2{margin-top:32px;border-bottom:1px solid #ddd}\
 h3{margin:22px 0 6px;font-size:15px}table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}\
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top;white-space:pre-line;overflow-wrap:anywhere}td:first-child{overflow-wrap:normal}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}\
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}th{background:#f3f3f3;overflow-wrap:normal}\
 .note{color:#555;font-size:13px}.key{display:flex;flex-wrap:wrap;gap:14px;font-size:13px;margin:6px 0}\
 .key span{display:inline-flex;align-items:center;gap:5px}.sw{display:inline-block;width:22px;height:11px;border:1px solid #999}\
 footer{padding:16px 20px;color:#666;font-size:12px;border-top:1px solid #ddd}\

@@ -1,8 +1,9 @@
-//! The peering section of a run's page, for a run of several Grids that negotiated: the
-//! negotiation counters per Grid and the money the Grids paid one another (from
-//! `summary.json`), the per-Grid peering figures, the requests redirected, and — when the run
-//! was traced — offers by outcome and the prices offered and agreed over time, and every
-//! negotiation. A run of one Grid, or of Grids that never negotiated, has no such section.
+//! The peering section of a run's page, for a run of several Grids that negotiated: figures
+//! first — the negotiation counters per Grid (from `summary.json`), offers by outcome and the
+//! prices offered and agreed over time (when the run was traced), the money the Grids paid
+//! one another (`summary.json`) — then the tables: the per-Grid peering figures, the requests
+//! redirected and every negotiation. A run of one Grid, or of Grids that never negotiated,
+//! has no such section.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -96,6 +97,24 @@ pub(super) fn section(
         .collect();
     let chart = draw::counters_per_grid("negotiations per grid", &names, &counts, &COUNTERS);
     push_chart(body, &chart, &mut left_out);
+    // The trace's negotiations (those first offered in the window, with one).
+    let trace = dir.join("trace.jsonl");
+    let all = if trace.exists() {
+        Some(negotiation_rows(&trace)?)
+    } else {
+        None
+    };
+    let scale = Window::scale(window, summary.end);
+    let shown: Vec<&NegotiationRow> = (all.iter().flatten())
+        .filter(|r| window.is_none() || scale.overlaps(start(r), start(r)))
+        .collect();
+    over_time(
+        body,
+        all.is_some(),
+        &shown,
+        (scale, window.is_some()),
+        &mut left_out,
+    );
     money(body, grids, (&names, whole), &mut left_out);
     let _ = write!(body, "<h3>Peering figures per Grid{whole}</h3>");
     grid_table(body, grids);
@@ -107,14 +126,9 @@ pub(super) fn section(
         );
     }
     redirected(body, requests);
-    let scale = Window::scale(window, summary.end);
-    negotiations(
-        body,
-        &dir.join("trace.jsonl"),
-        scale,
-        window.is_some(),
-        &mut left_out,
-    )?;
+    if let Some(all) = &all {
+        negotiations(body, &trace, (all.len(), &shown), window.is_some());
+    }
     left_out_note(
         body,
         left_out,
@@ -237,58 +251,34 @@ fn redirected(body: &mut String, requests: Option<&Requests>) {
     table_of(body, &header, &r.redirected, 5, (shown, whole));
 }
 
-/// Every negotiation of the trace at `trace`, when the run was traced: offers by outcome and
-/// prices over `scale`, then the list (those first offered in the window, when `windowed`).
-fn negotiations(
+/// When a negotiation about an offered request began, seconds.
+fn start(r: &NegotiationRow) -> f64 {
+    r.start_us as f64 / 1e6
+}
+
+/// Offers by outcome and the prices offered and agreed over time (over the window, else the
+/// time the negotiations took), from the trace's negotiations `rows`; without a trace, a
+/// note saying how to have them.
+fn over_time(
     body: &mut String,
-    trace: &Path,
-    scale: svg::TimeScale,
-    windowed: bool,
+    traced: bool,
+    rows: &[&NegotiationRow],
+    (scale, windowed): (svg::TimeScale, bool),
     left_out: &mut usize,
-) -> Result<(), Error> {
-    if !trace.exists() {
-        body.push_str("<h3>Negotiations</h3><p class=\"note\">Run with <code>--trace</code> to draw the offers, answers and prices over time and list every negotiation here (the trace holds them).</p>");
-        return Ok(());
-    }
-    let all = negotiation_rows(trace)?;
-    let start = |r: &NegotiationRow| r.start_us as f64 / 1e6;
-    let rows: Vec<&NegotiationRow> = (all.iter())
-        .filter(|r| !windowed || scale.overlaps(start(r), start(r)))
-        .collect();
-    let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in &rows {
-        *outcomes.entry(r.outcome).or_default() += 1;
-    }
-    let listing = format!("igemu trace {} --negotiations", trace.display());
-    let said = outcomes
-        .iter()
-        .map(|(k, n)| format!("{n} {k}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if windowed {
-        let _ = write!(
-            body,
-            "<h3>Negotiations ({} offers of a request in the window, of {} in the run)</h3><p class=\"note\">{} of the run's {} offered request(s) were first offered in the window: {said}. The run's list as CSV: <code>{}</code>.</p>",
-            rows.len(),
-            all.len(),
-            rows.len(),
-            all.len(),
-            escape(&listing)
-        );
+) {
+    body.push_str(if windowed {
+        "<h3>Offers, answers and prices over time (in the window)</h3>"
     } else {
-        let _ = write!(
-            body,
-            "<h3>Negotiations ({} offers of a request)</h3><p class=\"note\">{} offered request(s) in negotiations: {said}. The same list as CSV: <code>{}</code>.</p>",
-            rows.len(),
-            rows.len(),
-            escape(&listing)
-        );
+        "<h3>Offers, answers and prices over time</h3>"
+    });
+    if !traced {
+        body.push_str("<p class=\"note\">Run with <code>--trace</code> to draw the offers, answers and prices over time and list every negotiation here (the trace holds them; summary.json only counts them).</p>");
+        return;
     }
     if rows.is_empty() {
-        return Ok(());
+        body.push_str("<p class=\"note\">No request was first offered in the window.</p>");
+        return;
     }
-    // Offers by outcome over time, binned by their first message, over the window or the
-    // time negotiations took.
     let scale = if windowed {
         scale
     } else {
@@ -299,7 +289,7 @@ fn negotiations(
     };
     let mut bins = TimeBins::over(&scale);
     let mut prices = Vec::new();
-    for r in &rows {
+    for r in rows {
         let t = start(r);
         if let Some(o) = OUTCOMES.iter().position(|(name, _, _)| *name == r.outcome) {
             bins.add(t, o);
@@ -319,17 +309,51 @@ fn negotiations(
             });
         }
     }
-    body.push_str("<p class=\"note\">Each offered request counted once, in the time bin of its negotiation's first message, coloured by how the negotiation ended; then each offer's opening unit price at that time, and the price agreed when the request was redirected.</p>");
-    push_chart(
-        body,
-        &draw::outcomes_over_time("offers over time", &scale, &bins),
-        left_out,
-    );
-    push_chart(
-        body,
-        &draw::prices_over_time("prices over time", &scale, &prices),
-        left_out,
-    );
+    body.push_str("<p class=\"note\">From the trace: each offered request counted once, in the time bin of its negotiation's first message, coloured by how the negotiation ended; then each offer's opening unit price at that time, and the price agreed when the request was redirected (hover a mark for its values).</p>");
+    let chart = draw::outcomes_over_time("offers over time", &scale, &bins);
+    push_chart(body, &chart, left_out);
+    let chart = draw::prices_over_time("prices over time", &scale, &prices);
+    push_chart(body, &chart, left_out);
+}
+
+/// The list of the negotiations `rows` of the trace at `trace` (of `all` offers of a request
+/// in the run; those first offered in the window, when `windowed`).
+fn negotiations(
+    body: &mut String,
+    trace: &Path,
+    (all, rows): (usize, &[&NegotiationRow]),
+    windowed: bool,
+) {
+    let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in rows {
+        *outcomes.entry(r.outcome).or_default() += 1;
+    }
+    let listing = format!("igemu trace {} --negotiations", trace.display());
+    let said = outcomes
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if windowed {
+        let _ = write!(
+            body,
+            "<h3>Negotiations ({} offers of a request in the window, of {all} in the run)</h3><p class=\"note\">{} of the run's {all} offered request(s) were first offered in the window: {said}. The run's list as CSV: <code>{}</code>.</p>",
+            rows.len(),
+            rows.len(),
+            escape(&listing)
+        );
+    } else {
+        let _ = write!(
+            body,
+            "<h3>Negotiations ({} offers of a request)</h3><p class=\"note\">{} offered request(s) in negotiations: {said}. The same list as CSV: <code>{}</code>.</p>",
+            rows.len(),
+            rows.len(),
+            escape(&listing)
+        );
+    }
+    if rows.is_empty() {
+        return;
+    }
     let price = |p: Option<f64>| p.map_or("–".into(), number);
     let cells: Vec<Vec<String>> = (rows.iter().take(TABLE_ROWS))
         .map(|r| {
@@ -345,7 +369,7 @@ fn negotiations(
                     format!("{}–{}", number(c.min), number(c.max))
                 }),
                 r.messages.to_string(),
-                number(r.start_us as f64 / 1e6),
+                number(start(r)),
                 number(r.duration_us as f64 / 1e6),
             ]
         })
@@ -370,7 +394,6 @@ fn negotiations(
         6,
         (rows.len(), "the CSV the command above prints"),
     );
-    Ok(())
 }
 
 /// The negotiations of a trace, reading it a line at a time (each at most

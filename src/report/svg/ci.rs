@@ -99,6 +99,9 @@ fn y_extent(data: Extent) -> (f64, f64) {
     (if lo < 0.0 { lo - pad } else { lo }, hi + pad)
 }
 
+/// A mapping from data to a position on the page.
+type Map<'a> = &'a dyn Fn(f64) -> f64;
+
 /// The plot area's width.
 const PLOT_W: f64 = WIDTH - LEFT - RIGHT;
 
@@ -295,7 +298,7 @@ fn draw_series(
     svg: &mut String,
     s: &CiSeries,
     k: usize,
-    (x, y, y_lo): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64, f64),
+    (x, y, y_lo): (Map, Map, f64),
     axes: &CiAxes,
 ) {
     let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];

@@ -163,6 +163,10 @@ pub struct PricePoint {
     pub agreed: bool,
 }
 
+/// The prices of a price chart's cell: how many, their lowest and highest, their first and
+/// last time.
+type Cell = (usize, f64, f64, f64, f64);
+
 /// Offered and agreed unit prices over time, a mark per occupied cell of the plot (hollow:
 /// offered; filled: agreed), cells growing from one pixel until at most
 /// [`MAX_PRICE_MARKS`] are drawn; the y axis from zero.
@@ -178,7 +182,7 @@ pub fn prices_over_time(name: &str, scale: &TimeScale, points: &[PricePoint]) ->
     // Cells of `cell` pixels: the count and price range of each (kind, column, row).
     let mut cell = 1.0;
     let cells = loop {
-        let mut cells: BTreeMap<(bool, i64, i64), (usize, f64, f64, f64, f64)> = BTreeMap::new();
+        let mut cells: BTreeMap<(bool, i64, i64), Cell> = BTreeMap::new();
         for p in points.iter().filter(|p| p.price.is_finite()) {
             if !scale.overlaps(p.t, p.t) {
                 continue;
