@@ -1011,9 +1011,18 @@ impl RunResult {
         let grids: Vec<Vec<u8>> = (topo.grids.iter()).map(|g| csv_field(&g.name)).collect();
         let clusters: Vec<Vec<u8>> = (topo.clusters.iter()).map(|c| csv_field(&c.name)).collect();
         let mut list = Vec::new();
+        // Each request's label in csv form, made at its first row (a lease has about five).
+        let mut labels: Vec<Option<Vec<u8>>> = vec![None; topo.requests.len()];
+        fn label<'l>(
+            labels: &'l mut [Option<Vec<u8>>],
+            topo: &Topology,
+            id: model::RequestId,
+        ) -> &'l [u8] {
+            labels[id.0 as usize].get_or_insert_with(|| csv_field(topo.label(id)))
+        }
         for row in metrics::lease_rows(topo, &self.records, &self.lease_log) {
             w.secs(row.at.as_micros());
-            w.text(topo.label(row.lease));
+            w.raw(label(&mut labels, topo, row.lease));
             w.raw(row.kind.as_str().as_bytes());
             w.raw(&grids[usize::from(row.grid.0)]);
             w.raw(
@@ -1036,7 +1045,7 @@ impl RunResult {
                 None => w.raw(b""),
             }
             match row.cause {
-                Some(metrics::Cause::Request(id)) => w.text(topo.label(id)),
+                Some(metrics::Cause::Request(id)) => w.raw(label(&mut labels, topo, id)),
                 Some(metrics::Cause::Grid(g)) => w.raw(&grids[usize::from(g.0)]),
                 Some(metrics::Cause::Cluster(c)) => w.text(&topo.cluster(c).qualified_name(topo)),
                 Some(metrics::Cause::Reason(r)) => w.raw(r.as_str().as_bytes()),

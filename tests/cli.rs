@@ -4737,6 +4737,7 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
         [
             "decisions.csv",
             "intervals.csv",
+            "leases.csv",
             "requests.csv",
             "summary.json",
             "utilization.csv"

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::observe::RequestRecord;
-use crate::model::{LeaseRequest, RequestState};
+use crate::model::{LeaseRequest, LeaseType, Origin, RequestState};
 use crate::time::{EmuDuration, EmuTime};
 use crate::topology::Topology;
 
@@ -159,17 +159,24 @@ impl Stats {
             });
         // Rounding may put a sum over n a hair outside the values it averages.
         let mean = (sum / n as f64).clamp(min, max);
+        // The ⌈p·n/100⌉-th smallest, counted from 1, each looked for among the values above
+        // the one before (a selection leaves them after it): 1.6 n steps, not 3 n.
+        let mut from = 0;
         let mut rank = |p: usize| {
-            // The ⌈p·n/100⌉-th smallest, counted from 1.
             let k = (p * n).div_ceil(100).max(1) - 1;
-            *values.select_nth_unstable_by(k, f64::total_cmp).1
+            let x = *values[from..]
+                .select_nth_unstable_by(k - from, f64::total_cmp)
+                .1;
+            from = k;
+            x
         };
+        let (p50, p90, p99) = (rank(50), rank(90), rank(99));
         Stats {
             n: n as u64,
             mean: Some(mean),
-            p50: Some(rank(50)),
-            p90: Some(rank(90)),
-            p99: Some(rank(99)),
+            p50: Some(p50),
+            p90: Some(p90),
+            p99: Some(p99),
             max: Some(max),
         }
     }
@@ -258,26 +265,39 @@ pub fn measures(topo: &Topology, records: &[RequestRecord]) -> Vec<Measures> {
 
 /// The statistics of the requests' `measures` (in request order) overall and per group.
 pub fn request_metrics(topo: &Topology, measures: &[Measures]) -> RequestMetrics {
+    let requests = &topo.requests[..measures.len().min(topo.requests.len())];
     let mut buffer = Vec::new();
-    let everyone: Vec<u32> = (0..measures.len() as u32).collect();
-    // Requests grouped by a key, groups in key order: one list of ids per group.
-    let grouped = |key: &dyn Fn(&LeaseRequest) -> String| {
-        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        for (i, q) in topo.requests.iter().enumerate().take(measures.len()) {
-            groups.entry(key(q)).or_default().push(i as u32);
+    let everyone: Vec<u32> = (0..requests.len() as u32).collect();
+    // The requests of each group, groups numbered by a key of the request (no name made
+    // per request), then named.
+    let mut over = |key: &dyn Fn(&LeaseRequest) -> usize, name: &dyn Fn(usize) -> String| {
+        let mut groups: Vec<Vec<u32>> = Vec::new();
+        for (i, q) in requests.iter().enumerate() {
+            let k = key(q);
+            if groups.len() <= k {
+                groups.resize_with(k + 1, Vec::new);
+            }
+            groups[k].push(i as u32);
         }
-        groups
-    };
-    let grid = |q: &LeaseRequest| topo.grids[usize::from(q.grid.0)].name.clone();
-    let mut over = |groups: BTreeMap<String, Vec<u32>>| {
-        (groups.into_iter())
-            .map(|(k, members)| (k, MetricStats::over(measures, &members, &mut buffer)))
+        (groups.iter().enumerate())
+            .filter(|(_, members)| !members.is_empty())
+            .map(|(k, members)| (name(k), MetricStats::over(measures, members, &mut buffer)))
             .collect::<BTreeMap<_, _>>()
     };
-    let by_grid = over(grouped(&grid));
-    let by_origin = over(grouped(&|q| q.origin.as_str().to_string()));
-    let by_lease_type = over(grouped(&|q| q.lease_type.as_str().to_string()));
-    let by_grid_origin = over(grouped(&|q| format!("{}/{}", grid(q), q.origin.as_str())));
+    let grid_name = |g: usize| topo.grids[g].name.clone();
+    let origins = [Origin::Local, Origin::External];
+    let origin = |q: &LeaseRequest| usize::from(q.origin == Origin::External);
+    let lease_type = |q: &LeaseRequest| {
+        (LeaseType::ALL.iter())
+            .position(|t| *t == q.lease_type)
+            .unwrap_or(0)
+    };
+    let by_grid = over(&|q| usize::from(q.grid.0), &grid_name);
+    let by_origin = over(&origin, &|k| origins[k].as_str().to_string());
+    let by_lease_type = over(&lease_type, &|k| LeaseType::ALL[k].as_str().to_string());
+    let by_grid_origin = over(&|q| 2 * usize::from(q.grid.0) + origin(q), &|k| {
+        format!("{}/{}", grid_name(k / 2), origins[k % 2].as_str())
+    });
     RequestMetrics {
         bounded_slowdown_tau_s: topo.metrics.bounded_slowdown_tau_s,
         percentiles: "nearest-rank",
