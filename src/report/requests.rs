@@ -13,6 +13,7 @@ use super::read::{check_time, one_of, Rows};
 use super::spans::Interner;
 use super::summary::{state_names, Summary, ORIGINS};
 use super::svg::{number, LEASE_TYPES};
+use crate::metrics::Outcome;
 use crate::model::RejectReason;
 use crate::Error;
 
@@ -36,6 +37,8 @@ struct Row<'a> {
     served_by: Option<&'a str>,
     #[serde(default, borrow)]
     reason: Option<&'a str>,
+    #[serde(default, borrow)]
+    outcome: Option<&'a str>,
 }
 
 /// What the page shows of `requests.csv`.
@@ -46,11 +49,14 @@ pub(super) struct Requests {
     pub counts: [[[u64; 4]; 4]; 2],
     /// Rejected requests by reason ([`RejectReason::ALL`]), then those with none recorded.
     pub reasons: [u64; 8],
-    /// The first [`TABLE_ROWS`] requests served by another Grid than their own, as table
-    /// rows (request, from Grid, served by, cluster, state, submit_s, start_s).
+    /// The first [`TABLE_ROWS`] requests redirected to a peer — served by another Grid than
+    /// their own, or rejected after redirect — as table rows (request, from Grid, served by,
+    /// cluster, outcome, submit_s, start_s).
     pub redirected: Vec<Vec<String>>,
-    /// How many requests were.
+    /// How many requests were (the summary's `negotiations.redirected`, summed over Grids).
     pub redirected_total: usize,
+    /// Of those, how many were rejected after redirect.
+    pub rejected_after_redirect: usize,
     /// Cancelled requests with an end.
     pub cancelled: u64,
 }
@@ -69,6 +75,7 @@ pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
         reasons: [0; 8],
         redirected: Vec::new(),
         redirected_total: 0,
+        rejected_after_redirect: 0,
         cancelled: 0,
     };
     let mut rows = Rows::open(path)?;
@@ -100,7 +107,10 @@ pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
         if states[state] == "cancelled" && r.end_s.is_some() {
             out.cancelled += 1;
         }
-        if r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid) {
+        // Taken over by a peer: started there, or refused there by every cluster.
+        let after_redirect = r.outcome == Some(Outcome::RejectedAfterRedirect.as_str());
+        out.rejected_after_redirect += usize::from(after_redirect);
+        if after_redirect || r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid) {
             out.redirected_total += 1;
             if out.redirected.len() < TABLE_ROWS {
                 out.redirected.push(redirected_row(&r));
@@ -111,14 +121,25 @@ pub(super) fn read(path: &Path, summary: &Summary) -> Result<Requests, Error> {
     Ok(out)
 }
 
-/// A redirected request's row in the page's table.
+/// A redirected request's row in the page's table (its outcome, or its state in a file
+/// from before `outcome`).
 fn redirected_row(r: &Row) -> Vec<String> {
+    let dash = |s: &str| {
+        if s.is_empty() {
+            "–".to_string()
+        } else {
+            s.to_string()
+        }
+    };
     vec![
         r.request_id.to_string(),
         r.grid.to_string(),
-        r.served_by.unwrap_or_default().to_string(),
-        r.cluster.to_string(),
-        r.state.to_string(),
+        dash(r.served_by.unwrap_or_default()),
+        dash(r.cluster),
+        r.outcome
+            .filter(|o| !o.is_empty())
+            .unwrap_or(r.state)
+            .to_string(),
         r.submit_s.map_or("–".into(), number),
         r.start_s.map_or("–".into(), number),
     ]

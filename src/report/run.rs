@@ -264,21 +264,32 @@ fn peering_section(
         return Ok(());
     };
     grid_figures(body, grids);
-    // Redirections as requests.csv has them.
-    let (redirected, total) =
-        requests.map_or((&[][..], 0), |r| (&r.redirected[..], r.redirected_total));
+    // Redirections as requests.csv has them: one per request a peer took over, as the
+    // Grids' `negotiations.redirected` count them.
+    let (redirected, total, after) = requests.map_or((&[][..], 0, 0), |r| {
+        (
+            &r.redirected[..],
+            r.redirected_total,
+            r.rejected_after_redirect,
+        )
+    });
     let _ = write!(body, "<h3>Redirected requests ({total})</h3>");
     if total > 0 {
+        let _ = write!(
+            body,
+            "<p class=\"note\">Requests a peer took over (negotiations.redirected above, summed over the Grids): {} started by the peer, {after} rejected after redirect (every cluster of the peer refused it at admission; requests.csv's outcome <code>rejected-after-redirect</code>, its reason says why).</p>",
+            total - after
+        );
         let header = [
             "request",
             "from Grid",
             "served by",
             "cluster",
-            "state",
+            "outcome",
             "submit_s",
             "start_s",
         ];
-        let whole = "requests.csv (the rows whose served_by is not their grid)";
+        let whole = "requests.csv (the rows whose served_by is not their grid, or whose outcome is rejected-after-redirect)";
         table_of(body, &header, redirected, 5, (total, whole));
     }
     negotiations_section(body, &dir.join("trace.jsonl"))
@@ -332,16 +343,31 @@ fn negotiations_section(body: &mut String, trace: &Path) -> Result<(), Error> {
     for r in &rows {
         *outcomes.entry(r.outcome).or_default() += 1;
     }
+    let redirected = rows
+        .iter()
+        .filter(|r| r.redirect == Some("redirected"))
+        .count();
+    let after_redirect = rows
+        .iter()
+        .filter(|r| r.at_provider == Some("rejected"))
+        .count();
     let listing = format!("igemu trace {} --negotiations", trace.display());
     let _ = write!(
         body,
-        "<p class=\"note\">{} offered request(s) in negotiations: {}. The same list as CSV: <code>{}</code>.</p>",
+        "<p class=\"note\">{} offered request(s) in negotiations: {}{}. The same list as CSV: <code>{}</code>.</p>",
         rows.len(),
         outcomes
             .iter()
             .map(|(k, n)| format!("{n} {k}"))
             .collect::<Vec<_>>()
             .join(", "),
+        match (redirected, after_redirect) {
+            (0, _) => String::new(),
+            (n, 0) => format!("; {n} redirected"),
+            (n, k) => format!(
+                "; {n} redirected, {k} of them rejected after redirect by the provider's clusters (at_provider: rejected)"
+            ),
+        },
         escape(&listing)
     );
     let price = |p: Option<f64>| p.map_or("–".into(), number);
@@ -354,6 +380,7 @@ fn negotiations_section(body: &mut String, trace: &Path) -> Result<(), Error> {
                 r.request.clone(),
                 r.outcome.to_string(),
                 r.redirect.unwrap_or("").to_string(),
+                r.at_provider.unwrap_or("").to_string(),
                 price(r.price),
                 r.contract.map_or("–".into(), |c| {
                     format!("{}–{}", number(c.min), number(c.max))
@@ -370,6 +397,7 @@ fn negotiations_section(body: &mut String, trace: &Path) -> Result<(), Error> {
         "request",
         "outcome",
         "redirect",
+        "at_provider",
         "price",
         "contract",
         "messages",
@@ -379,7 +407,7 @@ fn negotiations_section(body: &mut String, trace: &Path) -> Result<(), Error> {
         body,
         &header,
         &cells,
-        6,
+        7,
         (rows.len(), "the CSV the command above prints"),
     );
     Ok(())
@@ -404,7 +432,8 @@ fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::Negotiation
             )),
             None => Error::Input(format!("{}:{}: {e}", path.display(), i + 1)),
         })?;
-        if !line.contains("\"negotiation\"") {
+        // Negotiations' records, and the providers' reports on the requests they took over.
+        if !line.contains("\"negotiation\"") && !line.contains("\"kind\":\"RemoteLease\"") {
             continue;
         }
         let event: crate::trace::render::Event = serde_json::from_str(&line).map_err(|e| {
