@@ -604,6 +604,41 @@ pub fn lateness_verdict(lateness: &TimerLateness) -> String {
     }
 }
 
+/// The printed summary's negotiation line: the Grids' `negotiations` counters summed (each
+/// request offered is counted by its requester's Grid alone), under their summary keys'
+/// names; empty when no Grid negotiated. `rejected after redirect` appears when non-zero.
+fn negotiations_line<'a>(grids: impl Iterator<Item = &'a igg::Outcomes>) -> String {
+    let mut t = igg::Outcomes::default();
+    for o in grids {
+        t.offers += o.offers;
+        t.accepted += o.accepted;
+        t.countered_taken += o.countered_taken;
+        t.countered_declined += o.countered_declined;
+        t.rejected += o.rejected;
+        t.timeouts += o.timeouts;
+        t.redirected += o.redirected;
+        t.rejected_after_redirect += o.rejected_after_redirect;
+    }
+    if t == igg::Outcomes::default() {
+        return String::new();
+    }
+    let mut line = format!(
+        "  negotiations: offers {} (timeouts {}); requests offered: accepted {}, countered-taken {}, countered-declined {}, rejected {}; redirected {}",
+        t.offers,
+        t.timeouts,
+        t.accepted,
+        t.countered_taken,
+        t.countered_declined,
+        t.rejected,
+        t.redirected
+    );
+    if t.rejected_after_redirect > 0 {
+        line += &format!(" (rejected after redirect {})", t.rejected_after_redirect);
+    }
+    line.push('\n');
+    line
+}
+
 /// The p99 timer lateness, emulated milliseconds, `--speedup auto` aims at: half of
 /// [`SUSTAINABLE_P99_LATENESS_MS`], a margin for what a virtual run cannot measure (other
 /// processes, the realtime clock's own waits).
@@ -1156,16 +1191,21 @@ impl RunResult {
                 c.completed, c.rejected, c.cancelled, c.unfinished
             );
         }
+        // Each figure under its summary key's name: preemptions are of running leases
+        // (`lease_preemptions`, `vm_preemptions`), displacements of waiting reservations
+        // (`lease_displacements`, `vm_displacements`).
         let m = &s.metrics;
         out += &format!(
-            "  preemptions {} leases / {} VMs, displacements {} reservations / {} VMs, overhead {:.1} s, AWRT {:.1} s\n",
-            m.lease_preemptions - m.lease_displacements,
+            "  decisions {}, preemptions {} leases / {} VMs, displacements {} leases / {} VMs, overhead {:.1} s, AWRT {:.1} s\n",
+            m.decisions,
+            m.lease_preemptions,
             m.vm_preemptions,
             m.lease_displacements,
             m.vm_displacements,
             m.overhead_s,
             m.awrt_s
         );
+        out += &negotiations_line(s.grids.values().map(|g| &g.negotiations));
         out += &format!(
             "  utilization {:.1} %, makespan {:.1} s, invariant violations {}",
             s.metrics.utilization_pct, s.makespan_s, s.invariant_violations

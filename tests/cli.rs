@@ -414,6 +414,398 @@ fn a_runs_summary_says_what_was_run_and_under_which_policies() {
     assert_ne!(s2["provenance"]["topology_hash"], p["topology_hash"]);
 }
 
+/// The integers of `text` by the word before each (`rejected 18` → ("rejected", 18)), with
+/// `(`, `)`, `,`, `;` and `:` taken as spaces; a word given twice keeps its first number.
+fn counts_by_word(text: &str) -> std::collections::BTreeMap<String, u64> {
+    let spaced: String = text
+        .chars()
+        .map(|c| if "(),;:".contains(c) { ' ' } else { c })
+        .collect();
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    let mut out = std::collections::BTreeMap::new();
+    for pair in words.windows(2) {
+        if let Ok(n) = pair[1].parse::<u64>() {
+            out.entry(pair[0].to_string()).or_insert(n);
+        }
+    }
+    out
+}
+
+/// The cells of each row of the first `<table>` after `marker` in a report page, tags and
+/// the figure's gloss (`576.5 (9.6 min)` → `576.5`) left out.
+fn html_rows(page: &str, marker: &str) -> Vec<Vec<String>> {
+    let from = page
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in the report"));
+    let rest = &page[from..];
+    let table = &rest[rest.find("<table>").expect("a table")..];
+    let table = &table[..table.find("</table>").expect("the table's end")];
+    table
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| {
+                    let text = &cell[cell.find('>').expect("a tag's end") + 1..];
+                    let text = &text[..text.find("</td>").unwrap_or(text.len())];
+                    text.split(" (").next().unwrap_or_default().to_string()
+                })
+                .collect()
+        })
+        .filter(|cells: &Vec<String>| !cells.is_empty())
+        .collect()
+}
+
+/// Issue 39, "one set of counts": every count `igemu run` prints is derived here from the
+/// CSVs alone — `requests.csv`, `decisions.csv`, `intervals.csv` and the negotiations CSV —
+/// and found the same in the printed lines, in `summary.json` (under the key of the same
+/// name) and in the report. Seed 1 of the small peering topology has every kind: rejections,
+/// cancellations, running leases preempted, reservations displaced, every negotiation
+/// outcome, and requests redirected to a peer that the peer's clusters then rejected.
+#[test]
+fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_report() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    let out = s(dir);
+    let o = igemu(&[
+        "run",
+        "topologies/peering-small.toml",
+        "--seed",
+        "1",
+        "--trace",
+        "--report",
+        "--out",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = String::from_utf8_lossy(&o.stdout).into_owned();
+    let line = |start: &str| {
+        printed
+            .lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("a line starting `{start}` in:\n{printed}"))
+            .to_string()
+    };
+    let negotiations_csv = dir.join("negotiations.csv");
+    let n = igemu(&[
+        "trace",
+        s(&dir.join("trace.jsonl")),
+        "--negotiations",
+        "--out",
+        s(&negotiations_csv),
+    ]);
+    assert!(n.status.success(), "{}", stderr(&n));
+    let read = |name: &Path| -> Vec<BTreeMap<String, String>> {
+        let mut r = csv::Reader::from_path(name).expect("a CSV");
+        let header = r.headers().expect("a header").clone();
+        r.records()
+            .map(|row| {
+                let row = row.expect("a row");
+                header
+                    .iter()
+                    .map(String::from)
+                    .zip(row.iter().map(String::from))
+                    .collect()
+            })
+            .collect()
+    };
+    let requests = read(&dir.join("requests.csv"));
+    let decisions = read(&dir.join("decisions.csv"));
+    let intervals = read(&dir.join("intervals.csv"));
+    let negotiations = read(&negotiations_csv);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"),
+    )
+    .expect("JSON");
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    let figures: BTreeMap<String, String> = html_rows(&page, "id=\"figures\"")
+        .into_iter()
+        .map(|row| (row[0].clone(), row[1].clone()))
+        .collect();
+    let figure = |key: &str| -> u64 {
+        figures[key]
+            .parse()
+            .unwrap_or_else(|_| panic!("{key}: {}", figures[key]))
+    };
+    let num = |r: &BTreeMap<String, String>, k: &str| -> u64 { r[k].parse().expect(k) };
+
+    // Requests by origin and state: printed, summary.json's `requests`, the report's table.
+    let report_requests = html_rows(&page, "id=\"requests\"");
+    for origin in ["local", "external"] {
+        let printed = counts_by_word(&line(origin));
+        for (k, state) in ["completed", "rejected", "cancelled", "unfinished"]
+            .iter()
+            .enumerate()
+        {
+            let derived = requests
+                .iter()
+                .filter(|r| r["origin"] == origin && r["state"] == *state)
+                .count() as u64;
+            let reported: u64 = report_requests
+                .iter()
+                .filter(|row| row[0] == origin)
+                .map(|row| row[2 + k].parse::<u64>().expect("a count"))
+                .sum();
+            assert_eq!(printed[*state], derived, "{origin} {state}");
+            assert_eq!(
+                summary["requests"][origin][*state], derived,
+                "{origin} {state}"
+            );
+            assert_eq!(reported, derived, "report: {origin} {state}");
+        }
+    }
+
+    // Preemption decisions, leases and VMs: decisions.csv's operations on requests.csv's
+    // leases; each key counts one kind, as requests.csv's `preemptions` and `displacements`.
+    let vms: BTreeMap<&str, u64> = requests
+        .iter()
+        .map(|r| (r["request_id"].as_str(), num(r, "vms")))
+        .collect();
+    let (mut preempted, mut displaced) = ((0u64, 0u64), (0u64, 0u64));
+    for d in &decisions {
+        let ops = d["operations"].split_whitespace();
+        for (lease, op) in d["preempted"].split_whitespace().zip(ops) {
+            let count = match op {
+                "stop" | "suspend" | "migrate" => &mut preempted,
+                "displace" => &mut displaced,
+                _ => continue,
+            };
+            count.0 += 1;
+            count.1 += vms[lease];
+        }
+    }
+    let column = |k: &str| requests.iter().map(|r| num(r, k)).sum::<u64>();
+    assert_eq!(column("preemptions"), preempted.0);
+    assert_eq!(column("displacements"), displaced.0);
+    // The VMs preempted, from intervals.csv alone: a running span followed at once on its host
+    // by an operation (pause, suspension, migration), or running until its lease was
+    // cancelled.
+    // Each VM instance's spans (start, end, state), by (request, VM, host).
+    type Spans = Vec<(f64, f64, String)>;
+    let mut spans: BTreeMap<[String; 3], Spans> = BTreeMap::new();
+    for i in &intervals {
+        let key = [i["request_id"].clone(), i["vm"].clone(), i["host"].clone()];
+        let t = |k: &str| i[k].parse::<f64>().expect(k);
+        spans
+            .entry(key)
+            .or_default()
+            .push((t("start_s"), t("end_s"), i["state"].clone()));
+    }
+    let cancelled_at: BTreeMap<&str, f64> = requests
+        .iter()
+        .filter(|r| r["state"] == "cancelled")
+        .map(|r| (r["request_id"].as_str(), r["end_s"].parse().expect("end_s")))
+        .collect();
+    let mut vm_preempted = 0u64;
+    for ([request, ..], list) in &mut spans {
+        list.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in list.windows(2) {
+            let operated = ["paused", "suspending", "migrating"].contains(&w[1].2.as_str());
+            vm_preempted += u64::from(w[0].2 == "running" && operated && w[0].1 == w[1].0);
+        }
+        let last = list.last().expect("a span");
+        let stopped = cancelled_at
+            .get(request.as_str())
+            .is_some_and(|at| last.1 == *at);
+        vm_preempted += u64::from(last.2 == "running" && stopped);
+    }
+    assert_eq!(
+        vm_preempted, preempted.1,
+        "VMs preempted: intervals.csv and decisions.csv"
+    );
+    let parts: BTreeMap<String, Vec<u64>> = line("decisions")
+        .split(", ")
+        .map(|part| {
+            let mut words = part.split_whitespace();
+            let name = words.next().expect("a name").to_string();
+            (name, words.filter_map(|w| w.parse().ok()).collect())
+        })
+        .collect();
+    let derived = [
+        ("decisions", "decisions", vec![decisions.len() as u64]),
+        (
+            "preemptions",
+            "lease_preemptions",
+            vec![preempted.0, preempted.1],
+        ),
+        (
+            "displacements",
+            "lease_displacements",
+            vec![displaced.0, displaced.1],
+        ),
+    ];
+    for (word, key, want) in derived {
+        assert_eq!(parts[word], want, "printed {word}");
+        assert_eq!(summary[key], want[0], "{key}");
+        assert_eq!(figure(key), want[0], "report: {key}");
+    }
+    for (key, want) in [
+        ("vm_preemptions", preempted.1),
+        ("vm_displacements", displaced.1),
+    ] {
+        assert_eq!(summary[key], want, "{key}");
+        assert_eq!(figure(key), want, "report: {key}");
+    }
+    // The report's Gantt headings count the VMs preempted on each cluster.
+    let marked: u64 = page
+        .split(" VMs preempted</h3>")
+        .map(|h| h.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
+        .take_while(Option::is_some)
+        .flatten()
+        .sum();
+    assert_eq!(marked, preempted.1, "report: the hosts' headings");
+    let overhead: f64 = requests
+        .iter()
+        .map(|r| r["overhead_s"].parse::<f64>().expect("overhead"))
+        .sum::<f64>()
+        + decisions
+            .iter()
+            .map(|d| d["reschedule_s"].parse::<f64>().expect("reschedule"))
+            .sum::<f64>();
+    assert!(parts.contains_key("overhead"), "{printed}");
+    assert!(
+        line("decisions").contains(&format!("overhead {overhead:.1} s")),
+        "{overhead} in {printed}"
+    );
+    assert!(preempted.0 > 0 && displaced.0 > 0, "the run has both");
+    assert!(!cancelled_at.is_empty(), "and cancellations");
+
+    // Negotiations: the negotiations CSV's rows by requester, and the requests redirected
+    // as requests.csv has them, against the printed sums, each Grid's summary counters and
+    // the report's peering table. Sound links: no offer is resent, so each negotiation is
+    // one offer message.
+    let grids: Vec<String> = summary["grids"]
+        .as_object()
+        .expect("grids")
+        .keys()
+        .cloned()
+        .collect();
+    let peering = html_rows(&page, "id=\"peering\"");
+    let reported = |key: &str, g: usize| -> u64 {
+        let row = peering
+            .iter()
+            .find(|row| row[0] == format!("negotiations.{key}"))
+            .unwrap_or_else(|| panic!("negotiations.{key} in the report"));
+        row[1 + g].parse().expect("a count")
+    };
+    let rows_where = |grid: &str, column: &str, value: &str| {
+        negotiations
+            .iter()
+            .filter(|r| r["requester"] == grid && r[column] == value)
+            .count() as u64
+    };
+    let after_redirect = |r: &&BTreeMap<String, String>| r["outcome"] == "rejected-after-redirect";
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for (g, grid) in grids.iter().enumerate() {
+        let offers: BTreeSet<&str> = negotiations
+            .iter()
+            .filter(|r| r["requester"] == *grid)
+            .map(|r| r["negotiation"].as_str())
+            .collect();
+        let of_grid = requests.iter().filter(|r| r["grid"] == *grid);
+        let taken = of_grid
+            .clone()
+            .filter(|r| !r["served_by"].is_empty() && r["served_by"] != *grid)
+            .count() as u64;
+        let rejected_there = of_grid.filter(after_redirect).count() as u64;
+        let derived = [
+            ("offers", offers.len() as u64),
+            ("timeouts", 0),
+            ("accepted", rows_where(grid, "outcome", "accepted")),
+            (
+                "countered_taken",
+                rows_where(grid, "outcome", "countered-taken"),
+            ),
+            (
+                "countered_declined",
+                rows_where(grid, "outcome", "countered-declined"),
+            ),
+            ("rejected", rows_where(grid, "outcome", "rejected")),
+            ("redirected", rows_where(grid, "redirect", "redirected")),
+            (
+                "rejected_after_redirect",
+                rows_where(grid, "at_provider", "rejected"),
+            ),
+        ];
+        for (key, want) in derived {
+            let counted = &summary["grids"][grid]["negotiations"][key];
+            assert_eq!(counted, want, "{grid}: negotiations.{key}");
+            assert_eq!(reported(key, g), want, "report: {grid} negotiations.{key}");
+            *totals.entry(key).or_default() += want;
+        }
+        // requests.csv: redirected = started by a peer + rejected after redirect.
+        assert_eq!(
+            taken + rejected_there,
+            rows_where(grid, "redirect", "redirected"),
+            "{grid}"
+        );
+        assert_eq!(
+            rejected_there,
+            rows_where(grid, "at_provider", "rejected"),
+            "{grid}"
+        );
+    }
+    // The same requests: rejected after redirect in requests.csv (with the peer's clusters'
+    // reason) and in the negotiations CSV.
+    let rejected_there: BTreeSet<&str> = requests
+        .iter()
+        .filter(after_redirect)
+        .inspect(|r| assert!(r["state"] == "rejected" && !r["reason"].is_empty(), "{r:?}"))
+        .map(|r| r["request_id"].as_str())
+        .collect();
+    let reported_rejected: BTreeSet<&str> = negotiations
+        .iter()
+        .filter(|r| r["at_provider"] == "rejected")
+        .map(|r| r["request"].as_str())
+        .collect();
+    assert_eq!(rejected_there, reported_rejected);
+    assert!(
+        !rejected_there.is_empty(),
+        "the run has requests rejected after redirect"
+    );
+    let printed_negotiations = counts_by_word(&line("negotiations:"));
+    for (word, key) in [
+        ("offers", "offers"),
+        ("timeouts", "timeouts"),
+        ("accepted", "accepted"),
+        ("countered-taken", "countered_taken"),
+        ("countered-declined", "countered_declined"),
+        ("rejected", "rejected"),
+        ("redirected", "redirected"),
+        ("redirect", "rejected_after_redirect"),
+    ] {
+        assert_eq!(printed_negotiations[word], totals[key], "printed {word}");
+    }
+    assert!(line("negotiations:").contains(&format!(
+        "(rejected after redirect {})",
+        totals["rejected_after_redirect"]
+    )));
+    for key in [
+        "accepted",
+        "countered_taken",
+        "countered_declined",
+        "rejected",
+    ] {
+        assert!(totals[key] > 0, "the run has every answer: {totals:?}");
+    }
+    // The report's heading counts what the Grids' `redirected` do, and says how many of them
+    // were rejected after redirect.
+    assert!(
+        page.contains(&format!(
+            "<h3>Redirected requests ({})</h3>",
+            totals["redirected"]
+        )),
+        "the report's heading"
+    );
+    assert!(page.contains(&format!(
+        "{} started by the peer, {} rejected after redirect",
+        totals["redirected"] - totals["rejected_after_redirect"],
+        totals["rejected_after_redirect"]
+    )));
+}
+
 /// The same run is known by what it runs, not by how the command spells it: the topology's
 /// contents (a path with `./`, or through a link, is the same file) and each override's key
 /// and value (`lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). Before, both were refused as
@@ -2346,7 +2738,7 @@ fn a_run_with_millions_of_spans_gives_a_page_under_the_cap_that_says_it_merged()
         page.contains("g/big — 4000 hosts (4000 held a VM), 2100000 VM spans, merged per pixel")
     );
     assert!(page.contains("Merged per pixel: the run has more spans than a page draws one by one (2000000 in all). Each row stands for 20 hosts"));
-    assert!(page.contains("g/small — 8 hosts (8 held a VM), 1000 VM spans, 0 preemptions"));
+    assert!(page.contains("g/small — 8 hosts (8 held a VM), 1000 VM spans, 0 VMs preempted"));
     assert_eq!(page.matches("<svg class=\"chart\"").count(), 2);
 }
 

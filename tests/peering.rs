@@ -355,6 +355,7 @@ struct Outcomes {
     rejected: u64,
     timeouts: u64,
     redirected: u64,
+    rejected_after_redirect: u64,
 }
 
 /// `emulation.seed=S` for the first seed S of 1-60 whose small run (with `sets`) has outcomes
@@ -381,6 +382,7 @@ fn outcomes(r: &igemu::RunResult) -> Outcomes {
         sum.rejected += o.rejected;
         sum.timeouts += o.timeouts;
         sum.redirected += o.redirected;
+        sum.rejected_after_redirect += o.rejected_after_redirect;
     }
     sum
 }
@@ -424,6 +426,9 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     assert_eq!(kind("PeerDecline").count() as u64, o.countered_declined);
     let acked = kind("PeerRedirectAck").filter(|e| e["verdict"] == "redirected");
     assert_eq!(acked.count() as u64, o.redirected);
+    // A provider reports each request it took over and its clusters refused as rejected.
+    let refused_there = kind("RemoteLease").filter(|e| e["verdict"] == "rejected");
+    assert_eq!(refused_there.count() as u64, o.rejected_after_redirect);
     assert_eq!(kind("OfferTimeout").count() as u64, o.timeouts);
     // Every message of a negotiation names its contract; offers their price and requests,
     // answers a verdict per request, redirections and declines their price.
@@ -460,11 +465,14 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     let header = rows.headers().expect("header").clone();
     let col = |name: &str| header.iter().position(|h| h == name).expect(name);
     let (outcome, redirect) = (col("outcome"), col("redirect"));
+    let at_provider = col("at_provider");
     let mut by = std::collections::BTreeMap::<String, u64>::new();
     for row in rows.records() {
         let row = row.expect("row");
         *by.entry(row[outcome].to_string()).or_default() += 1;
         *by.entry(format!("redirect:{}", &row[redirect]))
+            .or_default() += 1;
+        *by.entry(format!("at_provider:{}", &row[at_provider]))
             .or_default() += 1;
     }
     let n = |k: &str| by.get(k).copied().unwrap_or_default();
@@ -473,6 +481,11 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     assert_eq!(n("countered-declined"), o.countered_declined, "{by:?}");
     assert_eq!(n("rejected"), o.rejected, "{by:?}");
     assert_eq!(n("redirect:redirected"), o.redirected, "{by:?}");
+    assert_eq!(
+        n("at_provider:rejected"),
+        o.rejected_after_redirect,
+        "{by:?}"
+    );
 
     // Lossy links: offers time out and are sent again. Each offer sent, each timeout fired
     // and each decline is still in the trace once, as the summary counts it. (Answers and

@@ -113,23 +113,30 @@ struct Redirecting {
     retries: u32,
 }
 
-/// Counts of negotiation outcomes, per request offered.
+/// Counts of a requester's negotiations: `offers` and `timeouts` per offer message (one
+/// offer carries a batch of requests), the others per request offered (a request offered to
+/// two peers in turn counts in each negotiation) — one row each of `igemu trace
+/// --negotiations`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Outcomes {
-    /// Offers sent (batches, counting retries).
+    /// Offer messages sent (each a batch of requests; a resent offer counts again).
     pub offers: u64,
-    /// Requests accepted at the offered price.
+    /// Requests the provider accepted at the offered price.
     pub accepted: u64,
     /// Requests whose counter-offer was taken.
     pub countered_taken: u64,
     /// Requests whose counter-offer was declined.
     pub countered_declined: u64,
-    /// Requests rejected by the provider.
+    /// Requests whose offer the provider rejected.
     pub rejected: u64,
-    /// Offers that timed out.
+    /// Offer messages that timed out (each a batch; a resent offer's timeout counts again).
     pub timeouts: u64,
-    /// Requests redirected (acknowledged).
+    /// Requests redirected: the provider acknowledged taking them over.
     pub redirected: u64,
+    /// Of those, requests every cluster of the provider then refused at admission (the
+    /// provider reported them rejected): they end rejected, outcome
+    /// `rejected-after-redirect`.
+    pub rejected_after_redirect: u64,
 }
 
 /// An offer as the provider receives it.
@@ -839,6 +846,13 @@ impl Broker {
     /// Negotiation outcomes so far.
     pub(crate) fn outcomes(&self) -> &Outcomes {
         &self.outcomes
+    }
+
+    /// A provider reported that a request this Grid redirected to it was rejected there
+    /// (every cluster of the provider refused it at admission). Counted once per request:
+    /// the caller passes each report's first copy only.
+    pub(crate) fn redirect_rejected(&mut self) {
+        self.outcomes.rejected_after_redirect += 1;
     }
 
     /// Whether a redirection of `lease` is still waiting for its acknowledgement.

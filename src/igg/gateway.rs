@@ -844,6 +844,13 @@ impl Gateway {
                     msg: PeerMsg::LeaseReportAck { lease },
                 });
                 if self.reports_done.insert(lease) {
+                    if state == RequestState::Rejected {
+                        // Redirected, taken, then refused by the provider's clusters.
+                        self.broker.redirect_rejected();
+                        out.push(Effect::Observe(Observation::Outcomes(
+                            self.broker.outcomes().clone(),
+                        )));
+                    }
                     out.push(Effect::Dve {
                         note: DveNote::Ended(lease, state),
                         posted: false,

@@ -144,9 +144,11 @@ pub struct PaperMetrics {
     /// VMs of waiting reservations displaced (moved later) for local requests: with
     /// `vm_preemptions`, what a count of every VM a preemption touched would give.
     pub vm_displacements: u64,
-    /// Leases preempted: running ones, and waiting reservations displaced.
+    /// Running leases preempted (stopped, suspended or migrated), once per preemption: the
+    /// leases of `vm_preemptions`, the sum of `requests.csv`'s `preemptions`.
     pub lease_preemptions: u64,
-    /// Of those, waiting reservations displaced (moved later; no VM touched).
+    /// Waiting reservations displaced (moved later; no VM touched), once per displacement:
+    /// the leases of `vm_displacements`, the sum of `requests.csv`'s `displacements`.
     pub lease_displacements: u64,
     /// Preemption decisions.
     pub decisions: u64,

@@ -39,6 +39,9 @@ pub struct RequestRecord {
     pub vms: Option<u32>,
     /// Its deadline, when the cluster resolved it from a deadline ratio.
     pub deadline: Option<EmuTime>,
+    /// Whether a peer Grid took it over when its Grid redirected it (the provider confirmed
+    /// its ticket).
+    pub redirected: bool,
 }
 
 /// How a request turned out, richer than its [`RequestState`]: whether and how preemption
@@ -63,13 +66,16 @@ pub enum Outcome {
     CancelledByPreemption,
     /// Refused (`requests.csv`'s `reason` says why).
     Rejected,
+    /// Redirected to a peer Grid, which took it (its IGG accepted the offer and confirmed
+    /// the ticket), then refused by every cluster of that peer at admission.
+    RejectedAfterRedirect,
     /// Still waiting or running when the emulation ended.
     Unfinished,
 }
 
 impl Outcome {
     /// Every outcome, in documentation order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Completed,
         Outcome::CompletedAfterDisplacement,
         Outcome::CompletedAfterSuspension,
@@ -77,6 +83,7 @@ impl Outcome {
         Outcome::CompletedLate,
         Outcome::CancelledByPreemption,
         Outcome::Rejected,
+        Outcome::RejectedAfterRedirect,
         Outcome::Unfinished,
     ];
 
@@ -84,6 +91,7 @@ impl Outcome {
     /// applies: late, migrated, suspended, displaced, else plain completed.
     pub fn of(req: &crate::model::LeaseRequest, rec: &RequestRecord) -> Outcome {
         match rec.state.unwrap_or(RequestState::Unfinished) {
+            RequestState::Rejected if rec.redirected => Outcome::RejectedAfterRedirect,
             RequestState::Rejected => Outcome::Rejected,
             RequestState::Cancelled => Outcome::CancelledByPreemption,
             RequestState::Unfinished => Outcome::Unfinished,
@@ -117,6 +125,7 @@ impl Outcome {
             Outcome::CompletedLate => "completed-late",
             Outcome::CancelledByPreemption => "cancelled-by-preemption",
             Outcome::Rejected => "rejected",
+            Outcome::RejectedAfterRedirect => "rejected-after-redirect",
             Outcome::Unfinished => "unfinished",
         }
     }
@@ -194,9 +203,9 @@ pub struct ClusterCounters {
     pub vm_preemptions_by_type: ByType,
     /// VMs of waiting reservations moved later for local requests.
     pub vm_displacements: u64,
-    /// Leases preempted (running or waiting reservations displaced).
+    /// Running leases preempted (stopped, suspended or migrated), once per preemption.
     pub lease_preemptions: u64,
-    /// Of those, waiting reservations displaced.
+    /// Waiting reservations displaced (moved later; no VM touched), once per displacement.
     pub lease_displacements: u64,
     /// Operation overhead charged here, including δ per decision, µs (signed: a migration
     /// that found no other cluster is corrected to the local suspension it became).
@@ -351,6 +360,7 @@ impl Metrics {
         negotiation: u64,
         amount: f64,
     ) {
+        self.records[lease.0 as usize].redirected = true;
         if let Some((g, n)) = self.confirmed.insert(lease, (to, negotiation)) {
             self.violations.push(Violation::ConfirmedTwice {
                 request: lease,
@@ -429,8 +439,8 @@ impl Metrics {
                 c.lease_displacements += 1;
             } else {
                 r.preemptions += 1;
+                c.lease_preemptions += 1;
             }
-            c.lease_preemptions += 1;
             c.vm_preemptions += u64::from(vms);
             c.vm_preemptions_by_type.add(t, u64::from(vms));
             c.vm_displacements += u64::from(displaced);
@@ -771,6 +781,7 @@ impl Metrics {
             mine.busy += theirs.busy;
             mine.vms = mine.vms.or(theirs.vms);
             mine.deadline = mine.deadline.or(theirs.deadline);
+            mine.redirected |= theirs.redirected;
         }
         self.violations.extend(
             other

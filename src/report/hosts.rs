@@ -306,13 +306,13 @@ fn exact_block(
             .filter(|t| scale.overlaps(**t, **t))
             .count();
         format!(
-            "<h3>{}/{} — {hosts} hosts; in the window: {spans} VM spans, {marks} preemptions</h3>",
+            "<h3>{}/{} — {hosts} hosts; in the window: {spans} VM spans, {marks} VMs preempted</h3>",
             escape(g),
             escape(name),
         )
     } else {
         format!(
-            "<h3>{}/{} — {hosts} hosts ({} held a VM), {} VM spans, {} preemptions</h3>",
+            "<h3>{}/{} — {hosts} hosts ({} held a VM), {} VM spans, {} VMs preempted</h3>",
             escape(g),
             escape(name),
             all_held.len(),
@@ -619,7 +619,7 @@ mod tests {
             "Merged per pixel: drawn span by span, this chart would take more than a chart may ({MAX_GANTT_BARS} bars)"
         )));
         assert!(page.contains("Each row stands for 1 host and each cell for"));
-        assert!(page.contains("g/small — 1 hosts (1 held a VM), 1 VM spans, 0 preemptions"));
+        assert!(page.contains("g/small — 1 hosts (1 held a VM), 1 VM spans, 0 VMs preempted"));
         assert!(page.matches("<rect class=\"r2\"").count() <= MAX_MERGED_BARS);
     }
 

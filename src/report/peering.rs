@@ -238,16 +238,22 @@ fn redirected(body: &mut String, requests: Option<&Requests>) {
         body.push_str("<p class=\"note\">None.</p>");
         return;
     }
+    let after = r.rejected_after_redirect;
+    let _ = write!(
+        body,
+        "<p class=\"note\">Requests a peer took over in the run (negotiations.redirected, summed over the Grids): {} started by the peer, {after} rejected after redirect (every cluster of the peer refused it at admission; requests.csv's outcome <code>rejected-after-redirect</code>, its reason says why).</p>",
+        r.redirected_total - after
+    );
     let header = [
         "request",
         "from Grid",
         "served by",
         "cluster",
-        "state",
+        "outcome",
         "submit_s",
         "start_s",
     ];
-    let whole = "requests.csv (the rows whose served_by is not their grid)";
+    let whole = "requests.csv (the rows whose served_by is not their grid, or whose outcome is rejected-after-redirect)";
     table_of(body, &header, &r.redirected, 5, (shown, whole));
 }
 
@@ -364,6 +370,7 @@ fn negotiations(
                 r.request.clone(),
                 r.outcome.to_string(),
                 r.redirect.unwrap_or("").to_string(),
+                r.at_provider.unwrap_or("").to_string(),
                 price(r.price),
                 r.contract.map_or("–".into(), |c| {
                     format!("{}–{}", number(c.min), number(c.max))
@@ -381,6 +388,7 @@ fn negotiations(
         "request",
         "outcome",
         "redirect",
+        "at_provider",
         "price",
         "contract",
         "messages",
@@ -415,7 +423,8 @@ fn negotiation_rows(path: &Path) -> Result<Vec<crate::trace::render::Negotiation
             )),
             None => Error::Input(format!("{}:{}: {e}", path.display(), i + 1)),
         })?;
-        if !line.contains("\"negotiation\"") {
+        // Negotiations' records, and the providers' reports on the requests they took over.
+        if !line.contains("\"negotiation\"") && !line.contains("\"kind\":\"RemoteLease\"") {
             continue;
         }
         let event: crate::trace::render::Event = serde_json::from_str(&line).map_err(|e| {

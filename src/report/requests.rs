@@ -13,6 +13,7 @@ use super::read::{check_time, check_value, one_of, Rows};
 use super::spans::Interner;
 use super::summary::{state_names, Summary, ORIGINS};
 use super::svg::{number, LEASE_TYPES};
+use crate::metrics::Outcome;
 use crate::model::RejectReason;
 use crate::Error;
 
@@ -47,6 +48,8 @@ struct Row<'a> {
     bounded_slowdown: Option<f64>,
     #[serde(default)]
     stretch: Option<f64>,
+    #[serde(default, borrow)]
+    outcome: Option<&'a str>,
 }
 
 /// What the page shows of `requests.csv`.
@@ -57,12 +60,14 @@ pub(super) struct Requests {
     pub counts: [[[u64; 4]; 4]; 2],
     /// Rejected requests by reason ([`RejectReason::ALL`]), then those with none recorded.
     pub reasons: [u64; 8],
-    /// The first [`TABLE_ROWS`] requests served by another Grid than their own (of those
-    /// submitted in the window, with one), as table rows (request, from Grid, served by,
-    /// cluster, state, submit_s, start_s).
+    /// The first [`TABLE_ROWS`] requests redirected to a peer — served by another Grid than
+    /// their own, or rejected after redirect — as table rows (request, from Grid, served by,
+    /// cluster, outcome, submit_s, start_s).
     pub redirected: Vec<Vec<String>>,
-    /// How many requests were.
+    /// How many requests were (the summary's `negotiations.redirected`, summed over Grids).
     pub redirected_total: usize,
+    /// Of those, how many were rejected after redirect.
+    pub rejected_after_redirect: usize,
     /// Cancelled requests with an end.
     pub cancelled: u64,
     /// With a window: the counts of the requests submitted in it.
@@ -103,6 +108,7 @@ pub(super) fn read(
         reasons: [0; 8],
         redirected: Vec::new(),
         redirected_total: 0,
+        rejected_after_redirect: 0,
         cancelled: 0,
         in_window: window.map(|_| InWindow::default()),
         measured: None,
@@ -156,10 +162,12 @@ pub(super) fn read(
         if states[state] == "cancelled" && r.end_s.is_some() {
             out.cancelled += 1;
         }
-        let redirected = r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid);
-        if redirected {
-            out.redirected_total += 1;
-        }
+        // Taken over by a peer: started there, or refused there by every cluster.
+        let after_redirect = r.outcome == Some(Outcome::RejectedAfterRedirect.as_str());
+        out.rejected_after_redirect += usize::from(after_redirect);
+        let redirected =
+            after_redirect || r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid);
+        out.redirected_total += usize::from(redirected);
         let shown = match (&mut out.in_window, window) {
             (Some(w), Some((from, to))) => {
                 let inside = r.submit_s.is_some_and(|t| t >= from && t <= to);
@@ -181,14 +189,25 @@ pub(super) fn read(
     Ok(out)
 }
 
-/// A redirected request's row in the page's table.
+/// A redirected request's row in the page's table (its outcome, or its state in a file
+/// from before `outcome`).
 fn redirected_row(r: &Row) -> Vec<String> {
+    let dash = |s: &str| {
+        if s.is_empty() {
+            "–".to_string()
+        } else {
+            s.to_string()
+        }
+    };
     vec![
         r.request_id.to_string(),
         r.grid.to_string(),
-        r.served_by.unwrap_or_default().to_string(),
-        r.cluster.to_string(),
-        r.state.to_string(),
+        dash(r.served_by.unwrap_or_default()),
+        dash(r.cluster),
+        r.outcome
+            .filter(|o| !o.is_empty())
+            .unwrap_or(r.state)
+            .to_string(),
         r.submit_s.map_or("–".into(), number),
         r.start_s.map_or("–".into(), number),
     ]

@@ -995,6 +995,11 @@ pub struct NegotiationRow {
     pub outcome: &'static str,
     /// For a redirected request: `redirected`, `refused` or `unacknowledged`.
     pub redirect: Option<&'static str>,
+    /// For a request the provider took over (`redirect` is `redirected`): what the provider
+    /// last reported of it (`RemoteLease`) — `completed`, `cancelled`, `rejected` (every
+    /// cluster of the provider refused it: rejected after redirect) or `started` (no end
+    /// reported by the end of the trace); `None` if the trace holds no report.
+    pub at_provider: Option<&'static str>,
     /// The unit price it ended at: redirected at, declined, answered or offered.
     pub price: Option<f64>,
     /// The contract's price range.
@@ -1115,6 +1120,21 @@ struct Talk {
 #[derive(Default)]
 pub struct NegotiationTally {
     talks: BTreeMap<u64, Talk>,
+    /// What providers reported of each request redirected to them (`RemoteLease`), by
+    /// request: the last end state reported, else whether it was reported started.
+    reported: BTreeMap<String, &'static str>,
+}
+
+/// A `RemoteLease` record's verdict, as a row's `at_provider`.
+fn reported(verdict: Option<&str>) -> Option<&'static str> {
+    Some(match verdict? {
+        "started" => "started",
+        "completed" => "completed",
+        "cancelled" => "cancelled",
+        "rejected" => "rejected",
+        "unfinished" => "unfinished",
+        _ => return None,
+    })
 }
 
 impl NegotiationTally {
@@ -1125,6 +1145,16 @@ impl NegotiationTally {
 
     /// Takes the next event of the trace.
     pub fn push(&mut self, e: &Event) {
+        if e.kind == "RemoteLease" {
+            if let (Some(r), Some(v)) = (&e.request, reported(e.verdict.as_deref())) {
+                // An end reported stands; a (resent) start report does not undo it.
+                let entry = self.reported.entry(r.clone()).or_insert(v);
+                if v != "started" {
+                    *entry = v;
+                }
+            }
+            return;
+        }
         let Some(n) = e.negotiation else { return };
         let talk = self.talks.entry(n).or_default();
         if talk.ends.is_none() && e.kind.starts_with("Peer") {
@@ -1162,18 +1192,25 @@ impl NegotiationTally {
     /// acted on per request): a redirection taken after an accept or a counter-offer, a
     /// decline, a rejection, or a timeout.
     pub fn rows(&self) -> impl Iterator<Item = NegotiationRow> + '_ {
-        self.talks.iter().flat_map(|(&n, talk)| {
-            talk.requests
-                .iter()
-                .filter_map(move |(r, facts)| talk.row(n, r, facts))
+        self.talks.iter().flat_map(move |(&n, talk)| {
+            talk.requests.iter().filter_map(move |(r, facts)| {
+                let reported = self.reported.get(r).copied();
+                talk.row(n, r, facts, reported)
+            })
         })
     }
 }
 
 impl Talk {
     /// The row of request `r` of this negotiation (numbered `n`); none if it has no peer
-    /// message, so no requester and provider.
-    fn row(&self, n: u64, r: &str, facts: &Facts) -> Option<NegotiationRow> {
+    /// message, so no requester and provider. `reported`: what a provider reported of `r`.
+    fn row(
+        &self,
+        n: u64,
+        r: &str,
+        facts: &Facts,
+        reported: Option<&'static str>,
+    ) -> Option<NegotiationRow> {
         let (requester, provider) = self.ends.as_ref()?;
         let f = facts.merge(&self.anonymous);
         let offered = f.offer.and_then(|o| o.1);
@@ -1210,6 +1247,8 @@ impl Talk {
                 "unacknowledged"
             }
         });
+        // Only the provider that took it over reports on it.
+        let at_provider = reported.filter(|_| redirect == Some("redirected"));
         let t0 = f.first.map_or(0, |x| x.1);
         let t1 = f.last.map_or(0, |x| x.1);
         Some(NegotiationRow {
@@ -1219,6 +1258,7 @@ impl Talk {
             request: r.to_string(),
             outcome,
             redirect,
+            at_provider,
             price,
             contract: f.contract.map(|c| c.1),
             messages: f.messages,
@@ -1237,7 +1277,8 @@ pub fn negotiations(events: &[Event]) -> Vec<NegotiationRow> {
 }
 
 /// The rows as CSV, with a header: negotiation, requester, provider, request, outcome,
-/// redirect, price, contract_min, contract_max, messages, duration_s.
+/// redirect, price, contract_min, contract_max, messages, duration_s, at_provider (last, so
+/// that readers taking columns by position keep working).
 pub fn negotiations_csv(rows: &[NegotiationRow]) -> Result<Vec<u8>, csv::Error> {
     write_negotiations_csv(rows.iter().cloned(), Vec::new()).map(|(bytes, _)| bytes)
 }
@@ -1261,6 +1302,7 @@ pub fn write_negotiations_csv<W: std::io::Write>(
         "contract_max",
         "messages",
         "duration_s",
+        "at_provider",
     ])?;
     let num = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
     let mut n = 0;
@@ -1277,6 +1319,7 @@ pub fn write_negotiations_csv<W: std::io::Write>(
             num(r.contract.map(|c| c.max)),
             r.messages.to_string(),
             secs(r.duration_us),
+            r.at_provider.unwrap_or_default().to_string(),
         ])?;
         n += 1;
     }
@@ -1542,7 +1585,8 @@ mod tests {
     fn negotiations_list_each_offered_request_with_its_outcome() {
         let mut text = NEGOTIATION.to_string();
         // Negotiation 5: r4 accepted then refused; r5 countered and declined; negotiation 6
-        // timed out unanswered.
+        // timed out unanswered; negotiation 7: r7 accepted, redirected, then rejected by the
+        // provider's clusters.
         text += r#"{"seq":20,"t_us":100000000,"t":"100","from":"igg:a","to":"igg:c","kind":"PeerOffer","negotiation":5,"price":0.9,"contract":{"min":0.9,"max":1.0},"items":[{"request":"r4","units":1.0},{"request":"r5","units":1.0}]}
 {"seq":21,"t_us":100000000,"t":"100","from":"igg:c","to":"igg:a","kind":"PeerAnswer","negotiation":5,"items":[{"request":"r4","verdict":"accept","price":0.9},{"request":"r5","verdict":"counter","price":0.99}]}
 {"seq":22,"t_us":100000000,"t":"100","from":"igg:a","to":"igg:c","kind":"PeerRedirect","request":"r4","negotiation":5,"price":0.9}
@@ -1550,6 +1594,11 @@ mod tests {
 {"seq":24,"t_us":101000000,"t":"101","from":"igg:c","to":"igg:a","kind":"PeerRedirectAck","request":"r4","negotiation":5,"verdict":"refused"}
 {"seq":30,"t_us":200000000,"t":"200","from":"igg:a","to":"igg:c","kind":"PeerOffer","negotiation":6,"price":0.9,"items":[{"request":"r6","units":1.0}]}
 {"seq":31,"t_us":230000000,"t":"230","from":"igg:a","to":"igg:a","kind":"OfferTimeout","negotiation":6}
+{"seq":40,"t_us":300000000,"t":"300","from":"igg:a","to":"igg:c","kind":"PeerOffer","negotiation":7,"price":0.9,"items":[{"request":"r7","units":1.0}]}
+{"seq":41,"t_us":300000000,"t":"300","from":"igg:c","to":"igg:a","kind":"PeerAnswer","negotiation":7,"items":[{"request":"r7","verdict":"accept","price":0.9}]}
+{"seq":42,"t_us":300000000,"t":"300","from":"igg:a","to":"igg:c","kind":"PeerRedirect","request":"r7","negotiation":7,"price":0.9}
+{"seq":43,"t_us":300000000,"t":"300","from":"igg:c","to":"igg:a","kind":"PeerRedirectAck","request":"r7","negotiation":7,"verdict":"redirected"}
+{"seq":44,"t_us":300000000,"t":"300","from":"igg:c","to":"igg:a","kind":"RemoteLease","request":"r7","cause":43,"verdict":"rejected"}
 "#;
         let ev = parse(&text).expect("valid");
         let rows = negotiations(&ev);
@@ -1558,17 +1607,19 @@ mod tests {
             .map(|r| {
                 let (n, req, outcome) = (r.negotiation, &r.request, r.outcome);
                 let (redirect, price, messages) = (r.redirect, r.price, r.messages);
-                format!("{n} {req} {outcome} {redirect:?} {price:?} {messages}")
+                let at_provider = r.at_provider;
+                format!("{n} {req} {outcome} {redirect:?} {at_provider:?} {price:?} {messages}")
             })
             .collect();
         assert_eq!(
             got,
             [
-                "4 r1 countered-taken Some(\"redirected\") Some(1.02) 4",
-                "4 r2 rejected None Some(0.93) 2",
-                "5 r4 accepted Some(\"refused\") Some(0.9) 4",
-                "5 r5 countered-declined None Some(0.99) 3",
-                "6 r6 timed-out None Some(0.9) 2",
+                "4 r1 countered-taken Some(\"redirected\") Some(\"completed\") Some(1.02) 4",
+                "4 r2 rejected None None Some(0.93) 2",
+                "5 r4 accepted Some(\"refused\") None Some(0.9) 4",
+                "5 r5 countered-declined None None Some(0.99) 3",
+                "6 r6 timed-out None None Some(0.9) 2",
+                "7 r7 accepted Some(\"redirected\") Some(\"rejected\") Some(0.9) 4",
             ]
         );
         assert_eq!(
@@ -1580,13 +1631,17 @@ mod tests {
         let mut lines = csv.lines();
         assert_eq!(
             lines.next(),
-            Some("negotiation,requester,provider,request,outcome,redirect,price,contract_min,contract_max,messages,duration_s")
+            Some("negotiation,requester,provider,request,outcome,redirect,price,contract_min,contract_max,messages,duration_s,at_provider")
         );
         assert_eq!(
             lines.next(),
-            Some("4,a,b,r1,countered-taken,redirected,1.02,0.93,1.1,4,0")
+            Some("4,a,b,r1,countered-taken,redirected,1.02,0.93,1.1,4,0,completed")
         );
-        assert_eq!(csv.lines().last(), Some("6,a,c,r6,timed-out,,0.9,,,2,30"));
+        assert!(csv.contains("\n6,a,c,r6,timed-out,,0.9,,,2,30,\n"), "{csv}");
+        assert_eq!(
+            csv.lines().last(),
+            Some("7,a,c,r7,accepted,redirected,0.9,,,4,0,rejected")
+        );
     }
 
     /// A reader that fails: whatever comes after it is never reached.
