@@ -520,9 +520,15 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
     )
     .expect("JSON");
     let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    let figures: BTreeMap<String, String> = html_rows(&page, "id=\"figures\"")
-        .into_iter()
-        .map(|row| (row[0].clone(), row[1].clone()))
+    // The figures table names each figure for a person, its key in the name's tooltip.
+    let figures_html = page.split("id=\"figures\"").nth(1).expect("a figures section");
+    let figures_html = figures_html.split("<h2").next().unwrap_or_default();
+    let figures: BTreeMap<String, String> = (figures_html.split("<tr><td title=\"").skip(1))
+        .filter_map(|row| {
+            let (key, rest) = row.split_once('"')?;
+            let value = rest.split("<td class=\"n\">").nth(1)?.split("</td>").next()?;
+            Some((key.to_string(), value.to_string()))
+        })
         .collect();
     let figure = |key: &str| -> u64 {
         figures[key]
@@ -682,13 +688,16 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
         .keys()
         .cloned()
         .collect();
-    let peering = html_rows(&page, "id=\"peering\"");
+    // The report's per-Grid table: a row per figure, its key in the name's tooltip.
+    let peering = page.split("id=\"peering\"").nth(1).expect("a peering section");
     let reported = |key: &str, g: usize| -> u64 {
         let row = peering
-            .iter()
-            .find(|row| row[0] == format!("negotiations.{key}"))
+            .split(&format!("<td title=\"negotiations.{key}\">"))
+            .nth(1)
             .unwrap_or_else(|| panic!("negotiations.{key} in the report"));
-        row[1 + g].parse().expect("a count")
+        let row = row.split("</tr>").next().unwrap_or_default();
+        let cell = row.split("<td class=\"n\">").nth(1 + g).expect("a cell per Grid");
+        cell.split("</td>").next().unwrap_or_default().parse().expect("a count")
     };
     let rows_where = |grid: &str, column: &str, value: &str| {
         negotiations
@@ -1328,8 +1337,9 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         "sweep.json: larger than 16 MiB",
     );
     let z4 = dir("z4");
-    // The negotiations are listed from the trace for a summary with Grids.
-    let grids = run_summary(0.0, &[], &[("g", r#"{"served": 1}"#)]);
+    // The negotiations are listed from the trace for a summary of Grids that negotiated.
+    let offered = r#"{"negotiations": {"offers": 1}}"#;
+    let grids = run_summary(0.0, &[], &[("g", offered), ("h", offered)]);
     std::fs::write(z4.join("summary.json"), grids).expect("written");
     zeros(&z4.join("trace.jsonl"));
     refused(

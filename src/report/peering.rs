@@ -32,7 +32,7 @@ pub(super) const PEERING_KEYS: [&str; 4] = [
 ];
 
 /// `summary.json`'s negotiation counters, with a colour and the words a legend gives them.
-const COUNTERS: [(&str, &str, &str); 7] = [
+const COUNTERS: [(&str, &str, &str); 8] = [
     ("offers", "#666666", "requests offered"),
     ("accepted", "#009E73", "accepted"),
     ("countered_taken", "#0072B2", "counter-offer taken"),
@@ -40,6 +40,7 @@ const COUNTERS: [(&str, &str, &str); 7] = [
     ("rejected", "#D55E00", "rejected"),
     ("timeouts", "#E69F00", "timed out"),
     ("redirected", "#CC79A7", "redirected"),
+    ("rejected_after_redirect", "#000000", "rejected after redirect"),
 ];
 
 /// The unit money is written in.
