@@ -521,12 +521,19 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
     .expect("JSON");
     let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     // The figures table names each figure for a person, its key in the name's tooltip.
-    let figures_html = page.split("id=\"figures\"").nth(1).expect("a figures section");
+    let figures_html = page
+        .split("id=\"figures\"")
+        .nth(1)
+        .expect("a figures section");
     let figures_html = figures_html.split("<h2").next().unwrap_or_default();
     let figures: BTreeMap<String, String> = (figures_html.split("<tr><td title=\"").skip(1))
         .filter_map(|row| {
             let (key, rest) = row.split_once('"')?;
-            let value = rest.split("<td class=\"n\">").nth(1)?.split("</td>").next()?;
+            let value = rest
+                .split("<td class=\"n\">")
+                .nth(1)?
+                .split("</td>")
+                .next()?;
             Some((key.to_string(), value.to_string()))
         })
         .collect();
@@ -689,15 +696,25 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
         .cloned()
         .collect();
     // The report's per-Grid table: a row per figure, its key in the name's tooltip.
-    let peering = page.split("id=\"peering\"").nth(1).expect("a peering section");
+    let peering = page
+        .split("id=\"peering\"")
+        .nth(1)
+        .expect("a peering section");
     let reported = |key: &str, g: usize| -> u64 {
         let row = peering
             .split(&format!("<td title=\"negotiations.{key}\">"))
             .nth(1)
             .unwrap_or_else(|| panic!("negotiations.{key} in the report"));
         let row = row.split("</tr>").next().unwrap_or_default();
-        let cell = row.split("<td class=\"n\">").nth(1 + g).expect("a cell per Grid");
-        cell.split("</td>").next().unwrap_or_default().parse().expect("a count")
+        let cell = row
+            .split("<td class=\"n\">")
+            .nth(1 + g)
+            .expect("a cell per Grid");
+        cell.split("</td>")
+            .next()
+            .unwrap_or_default()
+            .parse()
+            .expect("a count")
     };
     let rows_where = |grid: &str, column: &str, value: &str| {
         negotiations

@@ -40,7 +40,11 @@ const COUNTERS: [(&str, &str, &str); 8] = [
     ("rejected", "#D55E00", "rejected"),
     ("timeouts", "#E69F00", "timed out"),
     ("redirected", "#CC79A7", "redirected"),
-    ("rejected_after_redirect", "#000000", "rejected after redirect"),
+    (
+        "rejected_after_redirect",
+        "#000000",
+        "rejected after redirect",
+    ),
 ];
 
 /// The unit money is written in.
