@@ -1354,8 +1354,8 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         "sweep.json: larger than 16 MiB",
     );
     let z4 = dir("z4");
-    // The negotiations are listed from the trace for a summary of Grids that negotiated.
-    let offered = r#"{"negotiations": {"offers": 1}}"#;
+    // The negotiations are drawn and listed from the trace for Grids that negotiated.
+    let offered = r#"{"negotiations": {"offers": 1}, "paid": 0, "received": 0}"#;
     let grids = run_summary(0.0, &[], &[("g", offered), ("h", offered)]);
     std::fs::write(z4.join("summary.json"), grids).expect("written");
     zeros(&z4.join("trace.jsonl"));

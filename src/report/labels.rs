@@ -26,7 +26,7 @@ pub(crate) enum Unit {
     Percent,
     /// Emulated seconds.
     Seconds,
-    /// Wall-clock seconds (a run's own duration).
+    /// Wall-clock seconds (a run's own duration; never scaled).
     WallSeconds,
     /// Milliseconds.
     Millis,
@@ -184,7 +184,7 @@ impl Quantity {
                 let (name, size) = time_unit(max);
                 (name.into(), size)
             }
-            Unit::WallSeconds => ("s, wall-clock".into(), 1.0),
+            Unit::WallSeconds => ("s".into(), 1.0),
             Unit::Millis => ("ms".into(), 1.0),
             Unit::Money => ("currency units".into(), 1.0),
             Unit::PerRequest => ("messages per request".into(), 1.0),
@@ -548,10 +548,7 @@ mod tests {
             metric("clusters.g/c1.utilization_pct").axis(1.0).0,
             "utilisation (cluster g/c1) (%)"
         );
-        assert_eq!(
-            metric("wall_s").axis(1.0).0,
-            "wall-clock time (s, wall-clock)"
-        );
+        assert_eq!(metric("wall_s").axis(1_000.0).0, "wall-clock time (s)");
         assert_eq!(
             metric("some_new_count").axis(1.0).0,
             "some new count (count)"

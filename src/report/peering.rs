@@ -222,7 +222,7 @@ fn grid_table(body: &mut String, grids: &Map<String, Value>) {
 }
 
 /// The requests redirected to a peer (those submitted in the window, with one), as
-/// requests.csv has them.
+/// requests.csv has them; nothing when the run redirected none.
 fn redirected(body: &mut String, requests: Option<&Requests>) {
     let Some(r) = requests else {
         return;
@@ -238,6 +238,9 @@ fn redirected(body: &mut String, requests: Option<&Requests>) {
         .in_window
         .as_ref()
         .map_or(r.redirected_total, |w| w.redirected);
+    if r.redirected_total == 0 {
+        return;
+    }
     let _ = write!(body, "<h3>{}</h3>", escape(&heading));
     if shown == 0 {
         body.push_str("<p class=\"note\">None.</p>");

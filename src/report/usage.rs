@@ -195,9 +195,9 @@ fn draw(
 ) {
     let mut left_out = 0;
     let charts = [
-        ("cores", "cores in use, %", Some(100.0)),
-        ("memory", "memory in use, %", Some(100.0)),
-        ("queue", "requests queued", None),
+        ("cores", "cores in use (%)", Some(100.0)),
+        ("memory", "memory in use (%)", Some(100.0)),
+        ("queue", "requests queued (count)", None),
     ];
     for (grid, clusters) in &series.grids {
         let _ = write!(body, "<h3>Grid {}</h3>", escape(grid));
