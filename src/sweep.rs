@@ -240,6 +240,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         violation_examples: Vec::new(),
         timer_lateness_ms: None,
         speedup_sustainable: None,
+        speedup_auto: None,
         provenance: None,
         policies: Default::default(),
         plugins: Vec::new(),

@@ -1546,18 +1546,41 @@ fn speedup_auto_measures_a_virtual_run_and_runs_at_what_it_chose() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let chosen: f64 = stdout
+    let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("speed-up auto: x"))
+        .find(|l| l.starts_with("speed-up auto: x"))
+        .unwrap_or_else(|| panic!("no choice printed: {stdout}"));
+    let chosen: f64 = line
+        .strip_prefix("speed-up auto: x")
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|x| x.parse().ok())
-        .unwrap_or_else(|| panic!("no choice printed: {stdout}"));
+        .unwrap_or_else(|| panic!("no speed-up in {line}"));
+    // It says how long the run will take, before it runs.
+    assert!(
+        line.contains(" chosen: 2.0 emulated minutes in ~") && line.contains(" of wall time"),
+        "{line}"
+    );
     let summary: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(tmp.path().join("o/summary.json")).expect("written"),
     )
     .expect("JSON");
     let ran = summary["speedup"].as_f64().expect("a realtime speed-up");
     assert!((ran - chosen).abs() <= 0.5, "printed x{chosen}, ran x{ran}");
+    // summary.json records the choice and its prediction: the run's emulated end (known
+    // exactly, the realtime run repeating the virtual one) over the speed-up.
+    let auto = &summary["speedup_auto"];
+    assert_eq!(auto["speedup"].as_f64(), Some(ran), "{auto}");
+    assert_eq!(auto["emulated_end_s"].as_f64(), Some(120.0), "{auto}");
+    assert_eq!(auto["end_exact"].as_bool(), Some(true), "{auto}");
+    assert_eq!(auto["max_wall_s"].as_f64(), Some(600.0), "{auto}");
+    let wall = auto["predicted_wall_s"].as_f64().expect("a prediction");
+    assert!((wall - 120.0 / ran).abs() < 1e-9, "{auto}");
+    assert!(
+        auto["predicted_p99_ms"]
+            .as_f64()
+            .is_some_and(|p| p <= 500.0),
+        "{auto}"
+    );
     // The provenance names the speed-up that ran, not a placeholder.
     let overrides = summary["provenance"]["overrides"].to_string();
     assert!(
@@ -1575,6 +1598,120 @@ fn speedup_auto_measures_a_virtual_run_and_runs_at_what_it_chose() {
         stderr(&word).contains("neither a number nor `auto`"),
         "{}",
         stderr(&word)
+    );
+}
+
+#[test]
+fn speedup_auto_refuses_a_run_longer_than_max_wall_and_names_its_prediction() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // The quickstart's 4.1 emulated hours: auto never chooses more than x100 000 (a wake of
+    // at least 5 us must stay under 0.5 s of lateness), so the run takes at least 0.149 s.
+    let out = igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "auto",
+        "--max-wall",
+        "100ms",
+        "--out",
+        &tmp_str(&tmp, "o"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--speedup auto: x")
+            && err.contains("the run's 4.1 emulated hours take ~")
+            && err.contains("of wall time, more than --max-wall 0.100s allows")
+            && err.contains("--max-wall")
+            && err.contains("drop --mode realtime: the same results")
+            && err.contains("--set emulation.end="),
+        "{err}"
+    );
+    assert!(!tmp.path().join("o").exists(), "nothing ran");
+}
+
+#[test]
+fn max_wall_takes_a_wall_time_above_zero_and_only_with_speedup_auto() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let o = tmp_str(&tmp, "o");
+    for (bad, says) in [
+        ("0s", "no time at all"),
+        ("soon", "is not a duration"),
+        ("-5m", "is not a duration"),
+        ("10 parsecs", "unknown time unit"),
+        ("", "empty duration"),
+    ] {
+        let flag = format!("--max-wall={bad}");
+        let out = igemu(&[
+            "run",
+            "--mode",
+            "realtime",
+            "--speedup",
+            "auto",
+            &flag,
+            "--out",
+            &o,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&out).contains(says), "{bad:?}: {}", stderr(&out));
+    }
+    let fixed = igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "3600",
+        "--max-wall",
+        "10m",
+        "--out",
+        &o,
+    ]);
+    assert_eq!(fixed.status.code(), Some(2));
+    assert!(
+        stderr(&fixed).contains("--max-wall bounds the wall time --speedup auto may choose"),
+        "{}",
+        stderr(&fixed)
+    );
+    assert!(!tmp.path().join("o").exists(), "nothing ran");
+}
+
+#[test]
+fn a_realtime_run_says_how_long_it_will_take_before_it_starts() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // Its end known from a virtual run of the same topology (the realtime run repeats it).
+    let out = igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "1e6",
+        "--out",
+        &tmp_str(&tmp, "a"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("realtime at x1000000: 4.1 emulated hours in ~0.015s of wall time (the end from a virtual run of the same topology, "),
+        "{stdout}"
+    );
+    // A fixed end needs no virtual run.
+    let out = igemu(&[
+        "run",
+        "--mode",
+        "realtime",
+        "--speedup",
+        "1e6",
+        "--set",
+        "emulation.end=2h",
+        "--out",
+        &tmp_str(&tmp, "b"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("realtime at x1000000: 2.0 emulated hours (the topology's end) in ~0.007s of wall time\n"),
+        "{stdout}"
     );
 }
 
@@ -1598,7 +1735,7 @@ fn a_realtime_run_too_fast_for_its_timers_says_so() {
     assert_eq!(summary["speedup_sustainable"], false);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("speed-up: too fast: p99 lateness")
+        stdout.contains("speed-up: too fast: p99 timer lateness")
             && stdout.contains("try a lower --speedup"),
         "{stdout}"
     );
@@ -1615,7 +1752,7 @@ fn the_lateness_verdict_has_its_threshold_at_one_emulated_second() {
     assert_eq!(igemu::lateness_verdict(&l(430.0)), "sustainable");
     assert_eq!(
         igemu::lateness_verdict(&l(2500.0)),
-        "too fast: p99 lateness 2.500 s — try a lower --speedup"
+        "too fast: p99 timer lateness 2.500 s, over 1 s: this machine did not keep the pace — try a lower --speedup"
     );
 }
 
@@ -1711,7 +1848,8 @@ fn a_long_run_shows_plain_progress_lines_on_a_pipe_and_none_with_quiet() {
         .collect();
     assert!(!progress.is_empty(), "no progress line in {err:?}");
     assert!(
-        progress[0].contains(" h of ~4.0 h, ")
+        // The end is the topology's own: known, so the time left is (end - now) / speed-up.
+        progress[0].contains(" h of 4.0 h, ")
             && progress[0].contains("s elapsed, ~")
             && progress[0].ends_with(" left"),
         "{err:?}"

@@ -381,23 +381,27 @@ impl Graph {
     }
 }
 
+/// Whether any policy of `topo` is decided by an external process (dispatch, answer, offer,
+/// preemption or admission): in realtime its answers come at the emulated time the wall time
+/// they took makes, so such a run does not repeat its virtual run.
+pub fn asks_processes(topo: &Topology) -> bool {
+    topo.clusters
+        .iter()
+        .any(|c| c.lrms.preemption.is_external() || c.lrms.admission.is_external())
+        || topo.grids.iter().any(|g| {
+            [&g.igg.dispatch, &g.igg.answer, &g.igg.offer]
+                .iter()
+                .any(|c| c.is_external())
+        })
+}
+
 /// In a realtime run with external policies, makes their decisions pending rather than
 /// waited for: each process's answers are read in the background and posted to the clock,
 /// which hands them to their actors (see [`crate::policy::realtime`]). Returns what a process
 /// calls when an answer comes.
 fn answers_later(emu: &Rc<Emu>, topo: &Topology) -> Option<std::sync::Arc<dyn Fn() + Send + Sync>> {
-    let external = topo
-        .clusters
-        .iter()
-        .any(|c| c.lrms.preemption.is_external())
-        || topo.grids.iter().any(|g| {
-            [&g.igg.dispatch, &g.igg.answer, &g.igg.offer]
-                .iter()
-                .any(|c| c.is_external())
-        });
     let realtime = matches!(topo.emulation.mode, crate::time::ClockMode::Realtime { .. });
-    let has_admission = topo.clusters.iter().any(|c| c.lrms.admission.is_external());
-    if !realtime || !(external || has_admission) {
+    if !realtime || !asks_processes(topo) {
         return None;
     }
     let traced = Rc::downgrade(emu);

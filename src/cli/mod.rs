@@ -1147,6 +1147,17 @@ fn parse_speedup_number(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--max-wall`: a wall-clock duration above zero (`30s`, `10m`, `2h`, `1h30m`).
+fn parse_max_wall(text: &str) -> Result<std::time::Duration, String> {
+    let d = crate::time::parse_duration(text)?;
+    if d.as_micros() == 0 {
+        return Err(format!(
+            "`{text}` is no time at all: give a wall time above zero, such as 10m"
+        ));
+    }
+    Ok(std::time::Duration::from_micros(d.as_micros()))
+}
+
 /// `igemu run`'s arguments.
 #[derive(Args)]
 struct RunArgs {
@@ -1164,9 +1175,15 @@ struct RunArgs {
     mode: Option<Mode>,
     /// Emulated seconds per wall second in realtime mode (overrides emulation.speedup), or
     /// `auto`: the highest this machine sustains, measured on a virtual run of the same
-    /// topology first (p99 timer lateness predicted at most 0.5 s).
+    /// topology first (p99 timer lateness predicted at most 0.5 s), with the wall time the
+    /// run will take at it; refused when that is more than --max-wall.
     #[arg(long, value_parser = parse_speedup)]
     speedup: Option<SpeedupArg>,
+    /// With --speedup auto: the longest wall time the run may take (30s, 10m, 2h; 10m if not
+    /// given). When the speed-up this machine sustains would take longer, nothing runs: the
+    /// message names the wall time it would take and the options.
+    #[arg(long, value_name = "DURATION", value_parser = parse_max_wall)]
+    max_wall: Option<std::time::Duration>,
     /// Write every message to trace.jsonl.
     #[arg(long)]
     trace: bool,
@@ -1318,6 +1335,7 @@ fn replay(args: ReplayArgs, registry: &Registry) -> Result<(), Error> {
             serve: None,
             serve_public: false,
             threads: 1,
+            max_wall: None,
         },
         registry,
     )
@@ -1761,10 +1779,16 @@ fn check_trace_actors(filter: &crate::trace::TraceFilter, topo: &Topology) -> Re
 fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let trace_filter = trace_filter(&args)?;
     let mut sets = run_sets(&args);
-    let topo = load_run_topology(&args, &mut sets, registry)?;
+    if args.max_wall.is_some() && !matches!(args.speedup, Some(SpeedupArg::Auto)) {
+        return Err(Error::Usage(
+            "--max-wall bounds the wall time --speedup auto may choose to take; with a fixed --speedup S a realtime run takes its emulated length / S, which it prints before it starts".into(),
+        ));
+    }
+    let (topo, auto) = load_run_topology(&args, &mut sets, registry)?;
     check_run_flags(&args, &topo)?;
     check_trace_actors(&trace_filter, &topo)?;
     let serve_at = live_view_addresses(&args)?;
+    let (end, foresight) = run_end(&args, &topo, auto.as_ref(), &sets, registry)?;
     let provenance = crate::Provenance {
         speedup_auto: matches!(args.speedup, Some(SpeedupArg::Auto)),
         ..crate::Provenance::of(args.topology.as_deref(), &sets)
@@ -1780,7 +1804,14 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         )
     });
     let server = start_live_view(serve_at)?;
-    let watch = crate::progress::RunWatch::start(&topo, Style::detect(args.quiet));
+    if let Some(line) = foresight {
+        say!("{line}");
+    }
+    let speedup = match topo.emulation.mode {
+        crate::time::ClockMode::Realtime { speedup } => Some(speedup),
+        crate::time::ClockMode::Virtual => None,
+    };
+    let watch = crate::progress::RunWatch::start(end, speedup, Style::detect(args.quiet));
     let options = RunOptions {
         trace_dir: args.trace.then(|| out.clone()),
         stage_trace: true,
@@ -1801,11 +1832,18 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     if let Some(server) = server {
         server.stop();
     }
-    let result = result?;
+    let mut result = result?;
+    result.summary.speedup_auto = auto;
     write_run_outputs(&result, out, args.overwrite)?;
     let dir = out.display().to_string();
     interrupt::keeps(move || format!("the run's outputs are whole in {dir}/"));
     say!("{}", result.human_summary());
+    if let (Some(c), Some(l)) = (
+        &result.summary.speedup_auto,
+        &result.summary.timer_lateness_ms,
+    ) {
+        say!("{}", auto_outcome(c, l));
+    }
     say!("  outputs in {}/", out.display());
     tell_record_and_replay(&result, &args)?;
     if args.report {
@@ -1846,12 +1884,14 @@ fn run_sets(args: &RunArgs) -> Vec<String> {
     sets
 }
 
-/// Loads the run's topology; `--speedup auto` replaces its placeholder in `sets` first.
+/// Loads the run's topology; `--speedup auto` replaces its placeholder in `sets` first, with
+/// the speed-up it chose (and what it predicted), or refuses when the run would take longer
+/// than `--max-wall`.
 fn load_run_topology(
     args: &RunArgs,
     sets: &mut Vec<String>,
     registry: &Registry,
-) -> Result<Topology, Error> {
+) -> Result<(Topology, Option<crate::SpeedupChoice>), Error> {
     let topo = load(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
     if args.speedup.is_some() && topo.emulation.mode == crate::time::ClockMode::Virtual {
         return Err(Error::Usage(
@@ -1859,22 +1899,198 @@ fn load_run_topology(
         ));
     }
     let Some(SpeedupArg::Auto) = args.speedup else {
-        return Ok(topo);
+        return Ok((topo, None));
     };
     let mut calibration = sets.clone();
     calibration.push("emulation.mode=\"virtual\"".into());
     let calibration = load_quiet(args.topology.as_ref(), &overrides(calibration, registry))?;
-    let choice = crate::choose_speedup(calibration)?;
-    say!(
-        "speed-up auto: x{:.0} (predicted p99 timer lateness {:.3} s, from a virtual run of {:.2} s and this machine's waits, the latest {:.3} ms late)",
-        choice.speedup,
-        choice.predicted_p99_ms / 1000.0,
-        choice.calibration_wall_s,
-        choice.wake_latest_ms
-    );
+    let mut choice = crate::choose_speedup(calibration, broken(args.broken_protocol))?;
+    choice.end_exact = crate::realtime_repeats_virtual(&topo, usize::from(args.threads)).is_ok();
+    let max_wall = args.max_wall.unwrap_or(crate::AUTO_MAX_WALL);
+    choice.max_wall_s = Some(max_wall.as_secs_f64());
+    check_max_wall(&choice, max_wall, args.max_wall.is_some())?;
+    say!("{}", auto_line(&choice));
     sets.pop(); // the placeholder
     sets.push(format!("emulation.speedup={:?}", choice.speedup));
-    load_quiet(args.topology.as_ref(), &overrides(sets.clone(), registry))
+    let topo = load_quiet(args.topology.as_ref(), &overrides(sets.clone(), registry))?;
+    Ok((topo, Some(choice)))
+}
+
+/// What `--speedup auto` says it chose: `speed-up auto: x115 chosen: 66.6 emulated hours in
+/// ~34m45s of wall time (...)`.
+fn auto_line(c: &crate::SpeedupChoice) -> String {
+    format!(
+        "speed-up auto: x{:.0} chosen: {} in {}{} of wall time (predicted p99 timer lateness {:.3} s; from a virtual run of {:.2} s and this machine's waits, {:.3} ms late at p99.5, {:.3} ms at the latest)",
+        c.speedup,
+        emulated_span(c.emulated_end_s),
+        if c.end_exact { "~" } else { "an estimated ~" },
+        wall_span(c.predicted_wall_s),
+        c.predicted_p99_ms / 1000.0,
+        c.calibration_wall_s,
+        c.wake_ms,
+        c.wake_latest_ms,
+    )
+}
+
+/// How a `--speedup auto` run's lateness `l` came out against what `c` predicted: when it
+/// was too fast, how late the run met its deadlines in wall time against how late the machine
+/// met them when measured (a machine busier during the run than then).
+fn auto_outcome(c: &crate::SpeedupChoice, l: &crate::TimerLateness) -> String {
+    let head = format!(
+        "  speed-up auto: predicted p99 timer lateness {:.3} s, measured {:.3} s",
+        c.predicted_p99_ms / 1000.0,
+        l.p99 / 1000.0
+    );
+    if l.p99 <= crate::SUSTAINABLE_P99_LATENESS_MS {
+        return head;
+    }
+    format!(
+        "{head}: its timers fired {:.1} ms late at p99 in wall time, where this machine met deadlines {:.1} ms late (p99.5) when measured just before — it kept a slower pace during the run than then (busier){}",
+        l.p99 / c.speedup,
+        c.wake_ms,
+        if c.end_exact {
+            "; the figures are still the virtual run's"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Refuses a `--speedup auto` run predicted to take longer than `max_wall` (`given`: by
+/// `--max-wall`, else the default), naming the prediction and the options.
+fn check_max_wall(
+    c: &crate::SpeedupChoice,
+    max_wall: std::time::Duration,
+    given: bool,
+) -> Result<(), Error> {
+    let bound = max_wall.as_secs_f64();
+    if c.predicted_wall_s <= bound {
+        return Ok(());
+    }
+    let fits = bound * c.speedup;
+    Err(Error::Usage(format!(
+        "--speedup auto: x{:.0} is the highest speed-up this machine keeps up with now (predicted p99 timer lateness {:.3} s), and at x{:.0} the run's {} take {}~{} of wall time, more than --max-wall {}{} allows. Give a larger --max-wall (--max-wall {}), run it in virtual time (drop --mode realtime: {} in about {:.1} s), or shorten the run (--set emulation.end={}: what fits in {} at x{:.0})",
+        c.speedup,
+        c.predicted_p99_ms / 1000.0,
+        c.speedup,
+        emulated_span(c.emulated_end_s),
+        if c.end_exact { "" } else { "an estimated " },
+        wall_span(c.predicted_wall_s),
+        wall_span(bound),
+        if given { "" } else { " (the default)" },
+        crate::progress::clock(c.predicted_wall_s * 1.1 + 60.0),
+        if c.end_exact { "the same results" } else { "results without the wall clock's pacing" },
+        c.calibration_wall_s.max(0.1),
+        emulated_end_text(fits),
+        wall_span(bound),
+        c.speedup,
+    )))
+}
+
+/// Wall seconds as `0.150s`, `4.1s`, `3m07s` or `2h05m`.
+fn wall_span(secs: f64) -> String {
+    if secs < 1.0 {
+        format!("{secs:.3}s")
+    } else if secs < 60.0 {
+        format!("{secs:.1}s")
+    } else {
+        crate::progress::clock(secs)
+    }
+}
+
+/// Emulated seconds as words: `66.6 emulated hours`, `12.5 emulated minutes`, `45.0
+/// emulated seconds`.
+fn emulated_span(secs: f64) -> String {
+    if secs >= 7200.0 {
+        format!("{:.1} emulated hours", secs / 3600.0)
+    } else if secs >= 120.0 {
+        format!("{:.1} emulated minutes", secs / 60.0)
+    } else {
+        format!("{secs:.1} emulated seconds")
+    }
+}
+
+/// An `emulation.end` value of at most `secs` (rounded down): `5.3h`, `45m`, `30s`.
+fn emulated_end_text(secs: f64) -> String {
+    if secs >= 7200.0 {
+        format!("{:.1}h", (secs / 360.0).floor() / 10.0)
+    } else if secs >= 120.0 {
+        format!("{}m", (secs / 60.0).floor())
+    } else {
+        format!("{}s", secs.floor().max(1.0))
+    }
+}
+
+/// What is known ahead of the run's emulated end, for its progress, and for a realtime run
+/// (but `--speedup auto`'s, which says it itself) the line that says it with the wall time
+/// that makes, to print before it starts. A realtime run that repeats its
+/// virtual run ([`crate::realtime_repeats_virtual`]) ends where that run ends: known from
+/// `--speedup auto`'s calibration, or else from a virtual run first (cheap beside the
+/// realtime run: the same work, without the waits — paper 000's 66 hours take 0.5 s). Any
+/// other ends when it ends: unknown ahead, at least its last arrival.
+fn run_end(
+    args: &RunArgs,
+    topo: &Topology,
+    auto: Option<&crate::SpeedupChoice>,
+    sets: &[String],
+    registry: &Registry,
+) -> Result<(crate::progress::RunEnd, Option<String>), Error> {
+    use crate::progress::RunEnd;
+    let own = RunEnd::of(topo);
+    let crate::time::ClockMode::Realtime { speedup } = topo.emulation.mode else {
+        return Ok((own, None));
+    };
+    let repeats = crate::realtime_repeats_virtual(topo, usize::from(args.threads));
+    let end = match (own, auto, repeats) {
+        (RunEnd::AfterArrivals(_), Some(c), Ok(())) => RunEnd::Known(micros(c.emulated_end_s)),
+        (RunEnd::AfterArrivals(_), None, Ok(())) => {
+            let mut virtual_sets = sets.to_vec();
+            virtual_sets.push("emulation.mode=\"virtual\"".into());
+            let twin = load_quiet(args.topology.as_ref(), &overrides(virtual_sets, registry))?;
+            let options = RunOptions {
+                broken: broken(args.broken_protocol),
+                ..RunOptions::default()
+            };
+            let ran = crate::run(twin, &options)?.summary;
+            let line = format!(
+                "realtime at x{speedup}: {} in ~{} of wall time (the end from a virtual run of the same topology, {:.2} s)",
+                emulated_span(ran.emulated_end_s),
+                wall_span(crate::predicted_wall_s(ran.emulated_end_s, speedup)),
+                ran.wall_s
+            );
+            return Ok((RunEnd::Known(micros(ran.emulated_end_s)), Some(line)));
+        }
+        _ => own,
+    };
+    let line = auto
+        .is_none()
+        .then(|| realtime_line(speedup, end, repeats.err()));
+    Ok((end, line))
+}
+
+/// Emulated seconds as whole µs.
+fn micros(secs: f64) -> u64 {
+    (secs * 1e6).round() as u64
+}
+
+/// What a realtime run at `speedup` toward `end` will take, said before it starts (`why`: why
+/// its end is not its virtual run's, when it is not).
+fn realtime_line(speedup: f64, end: crate::progress::RunEnd, why: Option<&str>) -> String {
+    use crate::progress::RunEnd;
+    let wall = |us: u64| wall_span(crate::predicted_wall_s(us as f64 / 1e6, speedup));
+    match end {
+        RunEnd::Known(us) => format!(
+            "realtime at x{speedup}: {} (the topology's end) in ~{} of wall time",
+            emulated_span(us as f64 / 1e6),
+            wall(us)
+        ),
+        RunEnd::AfterArrivals(us) => format!(
+            "realtime at x{speedup}: the end is not known ahead ({}), only that it comes after the last arrival, at {}: at least {} of wall time",
+            why.unwrap_or("the run ends when its last lease ends"),
+            emulated_span(us as f64 / 1e6),
+            wall(us)
+        ),
+    }
 }
 
 /// Refuses flags the run's mode cannot honour (`--serve`, `--threads`) and a bad `--record`.

@@ -1229,12 +1229,15 @@ fn wait_blocking(
 }
 
 /// How late this thread meets deadlines when it waits for them as an idle realtime clock does
-/// (naps, then a spin whose margin it learns as it goes): `waits` deadlines `gap` apart, each
-/// one's lateness past it. `--speedup auto` reads this machine's wake-ups from it.
-pub fn wait_lateness_probe(waits: usize, gap: std::time::Duration) -> Vec<std::time::Duration> {
+/// (naps, then a spin whose margin it learns as it goes): a deadline each of `gaps` after the
+/// last wait ended, each one's lateness past it. `--speedup auto` reads this machine's
+/// wake-ups from it.
+pub fn wait_lateness_probe(
+    gaps: impl IntoIterator<Item = std::time::Duration>,
+) -> Vec<std::time::Duration> {
     let oversleep = RefCell::new(Some(Oversleep::default()));
-    (0..waits)
-        .map(|_| {
+    gaps.into_iter()
+        .map(|gap| {
             let deadline = std::time::Instant::now() + gap;
             wait_blocking(deadline, &oversleep, || {}, || false);
             std::time::Instant::now().saturating_duration_since(deadline)
@@ -1438,7 +1441,7 @@ mod tests {
         let deadline = std::time::Instant::now() + us(1_000);
         assert!(!wait_blocking(deadline, &none, || {}, || false));
         assert!(std::time::Instant::now() >= deadline);
-        assert_eq!(wait_lateness_probe(3, us(1_000)).len(), 3);
+        assert_eq!(wait_lateness_probe([us(1_000); 3]).len(), 3);
     }
 
     /// Runs `test` on a fresh virtual clock (promising counted work when `counted`) in a
