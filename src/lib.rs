@@ -689,16 +689,15 @@ pub struct SpeedupChoice {
 /// the gap before each cycling through [`WAKE_PROBE_GAPS`] (about 5 s in all). A run's p99
 /// lateness is set by the waits the machine meets late about once in a hundred (a busy
 /// machine's scheduler ticks, an idle virtual machine's halted vCPU), so the probe must meet
-/// several: 216 (2 s) met two or three, and the runs chosen from them met their 1 % 1.3-3.2
-/// times later than predicted in 4 of 10 tries (docs/performance.md, "Honest time").
+/// several of them (docs/performance.md, "Honest time").
 pub const WAKE_PROBE_WAITS: usize = 540;
 
 /// The gaps between the probe's deadlines, cycled. A realtime run's clock waits mostly
 /// milliseconds to tens of milliseconds between instants (paper 000 at x115: median 27 ms),
 /// napping then spinning the last stretch; deadlines 1.5 ms apart alone (the probe until
-/// 2026-11-29) keep it spinning, which a busy machine preempts less than it delays a
-/// wake-up, so they under-read it (p99 9-12 ms against 12-19 ms 10-50 ms apart, the same
-/// minutes; docs/performance.md, "Honest time").
+/// 2026-11-29) keep it spinning, which a busy machine delays less often than a nap, so they
+/// under-read the wakes a run meets: auto chose x129-x179 for paper 000 on a busy machine and
+/// every run was too fast (docs/performance.md, "Honest time").
 pub const WAKE_PROBE_GAPS: [std::time::Duration; 4] = [
     std::time::Duration::from_millis(2),
     std::time::Duration::from_millis(5),
@@ -707,8 +706,8 @@ pub const WAKE_PROBE_GAPS: [std::time::Duration; 4] = [
 ];
 
 /// The quantile of the probe's lateness reported as the machine's wake (`wake_ms`): about
-/// the third latest of [`WAKE_PROBE_WAITS`] (the latest alone swings with one stall: 18-86
-/// ms in three probes of a busy machine whose runs met 14 ms at p99).
+/// the third latest of [`WAKE_PROBE_WAITS`] (the latest alone swings with one stall). It is
+/// what the run's own lateness is compared with after it; the model draws from all of them.
 pub const WAKE_QUANTILE: f64 = 0.995;
 
 /// Chooses a realtime speed-up for `topo` (given in virtual mode): runs it in virtual time

@@ -1779,11 +1779,7 @@ fn check_trace_actors(filter: &crate::trace::TraceFilter, topo: &Topology) -> Re
 fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     let trace_filter = trace_filter(&args)?;
     let mut sets = run_sets(&args);
-    if args.max_wall.is_some() && !matches!(args.speedup, Some(SpeedupArg::Auto)) {
-        return Err(Error::Usage(
-            "--max-wall bounds the wall time --speedup auto may choose to take; with a fixed --speedup S a realtime run takes its emulated length / S, which it prints before it starts".into(),
-        ));
-    }
+    check_max_wall_flag(&args)?;
     let (topo, auto) = load_run_topology(&args, &mut sets, registry)?;
     check_run_flags(&args, &topo)?;
     check_trace_actors(&trace_filter, &topo)?;
@@ -1837,6 +1833,24 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
     write_run_outputs(&result, out, args.overwrite)?;
     let dir = out.display().to_string();
     interrupt::keeps(move || format!("the run's outputs are whole in {dir}/"));
+    tell_run_results(&result, &args)
+}
+
+/// `--max-wall` only bounds what `--speedup auto` chooses: refused with any other speed-up.
+fn check_max_wall_flag(args: &RunArgs) -> Result<(), Error> {
+    if args.max_wall.is_some() && !matches!(args.speedup, Some(SpeedupArg::Auto)) {
+        return Err(Error::Usage(
+            "--max-wall bounds the wall time --speedup auto may choose to take; with a fixed --speedup S a realtime run takes its emulated length / S, which it prints before it starts".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// After a run's outputs are written: its summary on stdout (with how `--speedup auto`'s
+/// prediction came out), where the outputs are, the record, the report; exit 1 on an
+/// invariant violation.
+fn tell_run_results(result: &crate::RunResult, args: &RunArgs) -> Result<(), Error> {
+    let out = &args.out;
     say!("{}", result.human_summary());
     if let (Some(c), Some(l)) = (
         &result.summary.speedup_auto,
@@ -1845,7 +1859,7 @@ fn run_one(args: RunArgs, registry: &Registry) -> Result<(), Error> {
         say!("{}", auto_outcome(c, l));
     }
     say!("  outputs in {}/", out.display());
-    tell_record_and_replay(&result, &args)?;
+    tell_record_and_replay(result, args)?;
     if args.report {
         say!(
             "  report: {}",

@@ -11,9 +11,8 @@
 //! The wakes are the machine's, as measured ([`super::wait_lateness_probe`]): each waited
 //! instant draws one of the measured lateness values, [`DRAWS`] times over with different
 //! draws, and the prediction is the [`DRAW_QUANTILE`] of those draws' p99. Drawn rather than
-//! one value for all: a machine that now and then does not run the thread for tens of
-//! milliseconds (a busy one: 0.3 % of waits, 50-190 ms, on 2026-11-29) delays every timer due
-//! in that stretch, and where a workload's timers come in clusters (paper 004: 99 in one
+//! one value for all: a machine that now and then does not run the thread for milliseconds
+//! or more (a busy one) delays every timer due in that stretch, and where a workload's timers come in clusters (paper 004: 99 in one
 //! instant) one such stall can make 1 % of them late by seconds, which a typical wake does
 //! not show.
 
