@@ -770,11 +770,45 @@ fn read_range(r: &Table<'_>) -> Option<Vec<String>> {
         return None;
     }
     let n = count as usize - 1;
+    let digits = match (decimals(from), decimals(step)) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    };
     Some(
         (0..=n)
-            .map(|i| format!("{:?}", from + step * i as f64))
+            .map(|i| format!("{:?}", round_to(from + step * i as f64, digits)))
             .collect(),
     )
+}
+
+/// The decimal places `x` is written with at its shortest (`0.05` → 2, `3.0` → 0); `None`
+/// when it is written with an exponent or has more places than an f64 holds exactly.
+fn decimals(x: f64) -> Option<i32> {
+    let text = format!("{x:?}");
+    if text.contains(['e', 'E']) {
+        return None;
+    }
+    let places = text
+        .split_once('.')
+        .map_or(0, |(_, frac)| frac.trim_end_matches('0').len() as i32);
+    (places <= 15).then_some(places)
+}
+
+/// `x` rounded to `digits` decimal places, so that a range's values read as written
+/// (`0.15`, not the sum's `0.15000000000000002`); unchanged when `digits` is `None`.
+fn round_to(x: f64, digits: Option<i32>) -> f64 {
+    match digits {
+        Some(d) => {
+            let scale = 10f64.powi(d);
+            let rounded = (x * scale).round() / scale;
+            if rounded.is_finite() {
+                rounded
+            } else {
+                x
+            }
+        }
+        None => x,
+    }
 }
 
 impl Sweep {
@@ -1667,6 +1701,37 @@ pub fn paired(run_files: &[PathBuf], out: &Path) -> Result<Option<usize>, String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A range's values read as written: each is `from + i·step` to the places `from` and
+    /// `step` are written with, not the float sum's tail (`0.15000000000000002`).
+    #[test]
+    fn a_ranges_values_read_as_their_decimal_steps() {
+        let values = |range: &str| {
+            let text = format!("topology = \"t.toml\"\n[vary]\n\"lrms.cp_alpha\" = {range}\n");
+            let sweep = parse_text(&text, Path::new("s.toml")).expect("a sound sweep");
+            sweep.vary[0].1.clone()
+        };
+        let got = values("{ from = 0.0, to = 1.0, step = 0.05 }");
+        assert_eq!(got.len(), 21);
+        for (i, v) in got.iter().enumerate() {
+            // The decimal written by hand: i·5 hundredths.
+            let want = format!("{}.{:02}", i * 5 / 100, i * 5 % 100);
+            let want: f64 = want.parse().expect("a decimal");
+            assert_eq!(v, &format!("{want:?}"), "value {i}");
+        }
+        assert_eq!(
+            values("{ from = 3.8, to = 7.0, step = 0.8 }"),
+            ["3.8", "4.6", "5.4", "6.2", "7.0"]
+        );
+        // Places beyond what a decimal rounding can keep are left as summed.
+        assert_eq!(
+            values("{ from = 1e-20, to = 3e-20, step = 1e-20 }").len(),
+            3
+        );
+        assert_eq!(decimals(1e-20), None);
+        assert_eq!(round_to(0.1 + 0.2, decimals(0.1)), 0.3);
+        assert_eq!(round_to(1e300, Some(15)), 1e300);
+    }
 
     #[test]
     fn confidence_intervals_use_students_t() {
