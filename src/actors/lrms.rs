@@ -327,57 +327,14 @@ impl Lrms {
         let mut log = LeaseNotes::new(self.emu.metrics.borrow().records_lease_events());
         for action in actions {
             match action {
-                Action::RunVms { lease, plans } => {
-                    if log.on {
-                        let hosts = plans.iter().map(|p| p.host).collect();
-                        let (now, place) = (self.emu.now(), (self.grid, self.cluster));
-                        let vms = plans.len() as u32;
-                        let mut m = self.emu.metrics.borrow_mut();
-                        m.lease_runs(now, lease, place, hosts, vms);
-                    }
-                    self.run_vms(lease, plans, ctx)
-                }
+                Action::RunVms { lease, plans } => self.launch(lease, plans, &log, ctx),
                 Action::CommandVms {
                     lease,
                     after,
                     plans,
-                } => {
-                    if log.on {
-                        let hosts = plans.iter().map(|p| p.host).collect();
-                        log.commanded.push((lease, hosts, after));
-                    }
-                    let Some(peers) = self.vms.get(&lease) else {
-                        continue;
-                    };
-                    for plan in plans {
-                        if let Some(vm) = peers.get(plan.vm as usize) {
-                            self.command(lease, plan, after, vm);
-                        }
-                    }
-                }
-                Action::Started(lease) => {
-                    self.emu.metrics.borrow_mut().started(
-                        lease,
-                        self.cluster,
-                        self.grid,
-                        self.emu.now(),
-                    );
-                    self.tell_requester(
-                        lease,
-                        LeaseStarted {
-                            lease,
-                            cluster: self.cluster,
-                        },
-                    );
-                }
-                Action::Ended(lease, state) => {
-                    self.vms.remove(&lease);
-                    self.emu
-                        .metrics
-                        .borrow_mut()
-                        .ended(lease, state, self.emu.now());
-                    self.tell_requester(lease, LeaseEnded { lease, state });
-                }
+                } => self.command_vms(lease, after, plans, &mut log),
+                Action::Started(lease) => self.lease_started(lease),
+                Action::Ended(lease, state) => self.lease_ended(lease, state),
                 Action::Wake(at) => {
                     let me = self.own(ctx);
                     self.emu.send_at(at, self.id, me, Tick);
@@ -397,7 +354,78 @@ impl Lrms {
                 }
             }
         }
-        // A displaced lease's new reservation, made in the same decision.
+        self.book_displaced(log);
+    }
+
+    /// Runs `lease`'s VMs by `plans`, logging it as the lease's event when `log` is on.
+    fn launch(
+        &mut self,
+        lease: RequestId,
+        plans: Vec<VmPlan>,
+        log: &LeaseNotes,
+        ctx: &mut Context<Self>,
+    ) {
+        if log.on {
+            let hosts = plans.iter().map(|p| p.host).collect();
+            let (now, place) = (self.emu.now(), (self.grid, self.cluster));
+            let vms = plans.len() as u32;
+            let mut m = self.emu.metrics.borrow_mut();
+            m.lease_runs(now, lease, place, hosts, vms);
+        }
+        self.run_vms(lease, plans, ctx)
+    }
+
+    /// Gives `lease`'s running VMs new steps by `plans`, from `after` (noted in `log` when
+    /// it is on, for the preemption that follows).
+    fn command_vms(
+        &mut self,
+        lease: RequestId,
+        after: Option<EmuTime>,
+        plans: Vec<VmPlan>,
+        log: &mut LeaseNotes,
+    ) {
+        if log.on {
+            let hosts = plans.iter().map(|p| p.host).collect();
+            log.commanded.push((lease, hosts, after));
+        }
+        let Some(peers) = self.vms.get(&lease) else {
+            return;
+        };
+        for plan in plans {
+            if let Some(vm) = peers.get(plan.vm as usize) {
+                self.command(lease, plan, after, vm);
+            }
+        }
+    }
+
+    /// `lease` started here: recorded, and its requester told.
+    fn lease_started(&self, lease: RequestId) {
+        self.emu
+            .metrics
+            .borrow_mut()
+            .started(lease, self.cluster, self.grid, self.emu.now());
+        self.tell_requester(
+            lease,
+            LeaseStarted {
+                lease,
+                cluster: self.cluster,
+            },
+        );
+    }
+
+    /// `lease` ended here in `state`: its VMs forgotten, recorded, and its requester told.
+    fn lease_ended(&mut self, lease: RequestId, state: RequestState) {
+        self.vms.remove(&lease);
+        self.emu
+            .metrics
+            .borrow_mut()
+            .ended(lease, state, self.emu.now());
+        self.tell_requester(lease, LeaseEnded { lease, state });
+    }
+
+    /// Logs (when `log` is on) the new reservation of each lease the batch displaced, made in
+    /// the same decision.
+    fn book_displaced(&self, log: LeaseNotes) {
         if log.on && !log.displaced.is_empty() {
             let (now, place) = (self.emu.now(), (self.grid, self.cluster));
             let mut m = self.emu.metrics.borrow_mut();

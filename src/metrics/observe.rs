@@ -737,52 +737,7 @@ impl Metrics {
     /// first start is the earlier; its terminal state is the one it reached (both: ended
     /// twice, the earlier first). Decisions and spans end in time order.
     pub fn merge(&mut self, other: Metrics) {
-        let mut both = 0;
-        for (id, (mine, theirs)) in self.records.iter_mut().zip(other.records).enumerate() {
-            let request = RequestId(id as u32);
-            if let (Some(a), Some(b)) = (mine.state, theirs.state) {
-                both += 1;
-                // Both ended it: the later end is the second.
-                let ((first, _), (then, _)) = if theirs.end < mine.end {
-                    ((b, theirs.end), (a, mine.end))
-                } else {
-                    ((a, mine.end), (b, theirs.end))
-                };
-                self.violations.push(Violation::EndedTwice {
-                    request,
-                    first,
-                    then,
-                });
-                if theirs.end < mine.end {
-                    mine.state = theirs.state;
-                    mine.end = theirs.end;
-                }
-            } else if theirs.state.is_some() {
-                mine.state = theirs.state;
-                mine.end = theirs.end;
-            }
-            let theirs_later = match (mine.start, theirs.start) {
-                (Some(a), Some(b)) => b >= a,
-                (None, Some(_)) => true,
-                _ => false,
-            };
-            if theirs_later || mine.cluster.is_none() {
-                mine.cluster = theirs.cluster.or(mine.cluster);
-            }
-            mine.start = match (mine.start, theirs.start) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            mine.preemptions += theirs.preemptions;
-            mine.displacements += theirs.displacements;
-            mine.reason = mine.reason.or(theirs.reason);
-            mine.overhead += theirs.overhead;
-            mine.migrations += theirs.migrations;
-            mine.busy += theirs.busy;
-            mine.vms = mine.vms.or(theirs.vms);
-            mine.deadline = mine.deadline.or(theirs.deadline);
-            mine.redirected |= theirs.redirected;
-        }
+        let both = self.merge_records(other.records);
         self.violations.extend(
             other
                 .violations
@@ -801,27 +756,7 @@ impl Metrics {
         for (g, theirs) in other.grids {
             self.grids.entry(g).or_default().add(theirs);
         }
-        // Served twice: once per Grid beyond the first of both sides together (each side
-        // saw only its own), so judged again on the union.
-        let served_twice = |v: &Violation| matches!(v, Violation::ServedTwice { .. });
-        self.violations.retain(|v| !served_twice(v));
-        for (id, theirs) in other.served_by {
-            let mine = self.served_by.entry(id).or_default();
-            for g in theirs {
-                if !mine.contains(&g) {
-                    mine.push(g);
-                }
-            }
-        }
-        for (id, grids) in &self.served_by {
-            for then in grids.iter().skip(1) {
-                self.violations.push(Violation::ServedTwice {
-                    request: *id,
-                    first: grids[0],
-                    then: *then,
-                });
-            }
-        }
+        self.merge_served_by(other.served_by);
         for (lease, then) in other.confirmed {
             if let Some(first) = self.confirmed.insert(lease, then) {
                 self.violations.push(Violation::ConfirmedTwice {
@@ -843,6 +778,97 @@ impl Metrics {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (None, theirs) => self.leases = theirs,
             _ => {}
+        }
+    }
+
+    /// Takes in another shard's records of the same requests (see [`Metrics::merge_record`]),
+    /// noting each request both ended as a violation: returns how many there were.
+    fn merge_records(&mut self, others: Vec<RequestRecord>) -> usize {
+        let mut both = 0;
+        for (id, (mine, theirs)) in self.records.iter_mut().zip(others).enumerate() {
+            if let Some(twice) = Self::merge_record(RequestId(id as u32), mine, theirs) {
+                both += 1;
+                self.violations.push(twice);
+            }
+        }
+        both
+    }
+
+    /// Takes `theirs`, another shard's record of `request`, into `mine`: the terminal state
+    /// reached (both: the earlier, and [`Violation::EndedTwice`] returned), the earlier first
+    /// start, the cluster of the later start, counts and times added up.
+    fn merge_record(
+        request: RequestId,
+        mine: &mut RequestRecord,
+        theirs: RequestRecord,
+    ) -> Option<Violation> {
+        let mut twice = None;
+        if let (Some(a), Some(b)) = (mine.state, theirs.state) {
+            // Both ended it: the later end is the second.
+            let ((first, _), (then, _)) = if theirs.end < mine.end {
+                ((b, theirs.end), (a, mine.end))
+            } else {
+                ((a, mine.end), (b, theirs.end))
+            };
+            twice = Some(Violation::EndedTwice {
+                request,
+                first,
+                then,
+            });
+            if theirs.end < mine.end {
+                mine.state = theirs.state;
+                mine.end = theirs.end;
+            }
+        } else if theirs.state.is_some() {
+            mine.state = theirs.state;
+            mine.end = theirs.end;
+        }
+        let theirs_later = match (mine.start, theirs.start) {
+            (Some(a), Some(b)) => b >= a,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if theirs_later || mine.cluster.is_none() {
+            mine.cluster = theirs.cluster.or(mine.cluster);
+        }
+        mine.start = match (mine.start, theirs.start) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        mine.preemptions += theirs.preemptions;
+        mine.displacements += theirs.displacements;
+        mine.reason = mine.reason.or(theirs.reason);
+        mine.overhead += theirs.overhead;
+        mine.migrations += theirs.migrations;
+        mine.busy += theirs.busy;
+        mine.vms = mine.vms.or(theirs.vms);
+        mine.deadline = mine.deadline.or(theirs.deadline);
+        mine.redirected |= theirs.redirected;
+        twice
+    }
+
+    /// Takes in another shard's Grids that started each request. Served twice: once per Grid
+    /// beyond the first of both sides together (each side saw only its own), so judged again
+    /// on the union.
+    fn merge_served_by(&mut self, others: BTreeMap<RequestId, Vec<GridId>>) {
+        let served_twice = |v: &Violation| matches!(v, Violation::ServedTwice { .. });
+        self.violations.retain(|v| !served_twice(v));
+        for (id, theirs) in others {
+            let mine = self.served_by.entry(id).or_default();
+            for g in theirs {
+                if !mine.contains(&g) {
+                    mine.push(g);
+                }
+            }
+        }
+        for (id, grids) in &self.served_by {
+            for then in grids.iter().skip(1) {
+                self.violations.push(Violation::ServedTwice {
+                    request: *id,
+                    first: grids[0],
+                    then: *then,
+                });
+            }
         }
     }
 

@@ -282,22 +282,56 @@ fn exact_block(
         bars_for(room),
     );
     let Some(svg) = drawn.filter(|svg| svg.len() + BLOCK_BYTES <= room) else {
-        let mut raster = HostRaster::new(cluster.scale, count as u32, MAX_RASTER_CELLS);
-        for s in spans_of {
-            if let Some(drawn) = svg::Drawn::of(s.state()) {
-                raster.add(s.host, usize::from(s.lease), drawn, s.start_s, s.end_s);
-            }
-        }
-        let in_window = (spans_of.iter())
-            .filter(|s| {
-                svg::Drawn::of(s.state()).is_some() && cluster.scale.overlaps(s.start_s, s.end_s)
-            })
-            .count() as u64;
-        return merged_block(cluster, (&raster, in_window), Why::Bars, room);
+        return merged_for_bars(cluster, spans_of, room);
     };
+    let mut block = exact_heading(cluster, spans_of, &chart, all_held.len());
+    let held_hidden = all_held.len() - held.len();
+    if held_hidden > 0 {
+        let _ = write!(
+            block,
+            "<p class=\"note\">Only the first {MAX_HOST_ROWS} hosts that held a VM are drawn (to host {}); {held_hidden} more held one and are not drawn.</p>",
+            held.last().copied().unwrap_or(0)
+        );
+    }
+    if hidden > 0 {
+        let _ = write!(
+            block,
+            "<p class=\"note\">{hidden} more hosts held no VM and are not drawn.</p>"
+        );
+    }
+    block.push_str(&svg);
+    block
+}
+
+/// A cluster's block merged per pixel because, drawn span by span, its chart would take too
+/// many bars: its spans (`spans_of`) put in a raster, drawn within `room`.
+fn merged_for_bars(cluster: &Cluster, spans_of: &[Span], room: usize) -> String {
+    let count = cluster.hosts();
+    let mut raster = HostRaster::new(cluster.scale, count as u32, MAX_RASTER_CELLS);
+    for s in spans_of {
+        if let Some(drawn) = svg::Drawn::of(s.state()) {
+            raster.add(s.host, usize::from(s.lease), drawn, s.start_s, s.end_s);
+        }
+    }
+    let in_window = (spans_of.iter())
+        .filter(|s| {
+            svg::Drawn::of(s.state()).is_some() && cluster.scale.overlaps(s.start_s, s.end_s)
+        })
+        .count() as u64;
+    merged_block(cluster, (&raster, in_window), Why::Bars, room)
+}
+
+/// The heading of a cluster drawn span by span (`held`: how many of its hosts held a VM):
+/// its hosts, and its VM spans and preemptions (in the window, when the report draws one).
+fn exact_heading(
+    cluster: &Cluster,
+    spans_of: &[Span],
+    chart: &ClusterChart,
+    held: usize,
+) -> String {
     let (g, name) = cluster.key();
-    let hosts = count.max(all_held.len() as u64);
-    let mut block = if cluster.windowed {
+    let hosts = cluster.hosts().max(held as u64);
+    if cluster.windowed {
         let scale = cluster.scale;
         let spans = (spans_of.iter())
             .filter(|s| svg::Drawn::of(s.state()).is_some() && scale.overlaps(s.start_s, s.end_s))
@@ -315,27 +349,11 @@ fn exact_block(
             "<h3>{}/{} — {hosts} hosts ({} held a VM), {} VM spans, {} VMs preempted</h3>",
             escape(g),
             escape(name),
-            all_held.len(),
+            held,
             chart.spans_in_all,
             chart.marks_in_all
         )
-    };
-    let held_hidden = all_held.len() - held.len();
-    if held_hidden > 0 {
-        let _ = write!(
-            block,
-            "<p class=\"note\">Only the first {MAX_HOST_ROWS} hosts that held a VM are drawn (to host {}); {held_hidden} more held one and are not drawn.</p>",
-            held.last().copied().unwrap_or(0)
-        );
     }
-    if hidden > 0 {
-        let _ = write!(
-            block,
-            "<p class=\"note\">{hidden} more hosts held no VM and are not drawn.</p>"
-        );
-    }
-    block.push_str(&svg);
-    block
 }
 
 /// Why a cluster is drawn merged per pixel.

@@ -119,7 +119,6 @@ pub(super) fn read(
         out.measured = Some([0; 5]);
     }
     let mut record = csv::StringRecord::new();
-    let (states, reasons) = (state_names(), reason_names());
     while rows.next(&mut record)? {
         let r: Row = rows.parse(&record)?;
         for (what, t) in [
@@ -131,44 +130,104 @@ pub(super) fn read(
                 check_time(path, rows.line, what, t)?;
             }
         }
-        let origin = usize::from(one_of(&rows, "origin", r.origin, &ORIGINS)?);
-        let lease = usize::from(one_of(&rows, "lease_type", r.lease_type, &LEASE_TYPES)?);
-        let state = usize::from(one_of(&rows, "state", r.state, &states)?);
+        let kind = Kind::of(&rows, &r)?;
+        check_measures(path, rows.line, &r, &mut out.measured)?;
+        out.count(&r, &kind, window);
+    }
+    check_counts(path, &out, summary)?;
+    Ok(out)
+}
+
+/// A row's place among the counts: the indices of its origin, lease type, state and
+/// rejection reason (past the last: none), and its state's name.
+struct Kind {
+    /// In [`ORIGINS`].
+    origin: usize,
+    /// In [`LEASE_TYPES`].
+    lease: usize,
+    /// In [`state_names`].
+    state: usize,
+    /// In [`reason_names`]; past the last: none recorded.
+    reason: usize,
+    /// The state's name.
+    state_name: &'static str,
+}
+
+impl Kind {
+    /// Row `r`'s kind, or an error at the row (of `rows`) naming a value igemu does not write.
+    fn of(rows: &Rows, r: &Row) -> Result<Kind, Error> {
+        let (states, reasons) = (state_names(), reason_names());
+        let origin = usize::from(one_of(rows, "origin", r.origin, &ORIGINS)?);
+        let lease = usize::from(one_of(rows, "lease_type", r.lease_type, &LEASE_TYPES)?);
+        let state = usize::from(one_of(rows, "state", r.state, &states)?);
         let reason = match r.reason.filter(|s| !s.is_empty()) {
-            Some(name) => usize::from(one_of(&rows, "reason", name, &reasons)?),
+            Some(name) => usize::from(one_of(rows, "reason", name, &reasons)?),
             None => reasons.len(),
         };
-        let measures = [
-            r.wait_s,
-            r.turnaround_s,
-            r.slowdown,
-            r.bounded_slowdown,
-            r.stretch,
-        ];
-        for (k, m) in measures.into_iter().enumerate() {
-            if let Some(x) = m {
-                check_value(path, rows.line, names[k], x)?;
-            }
-            if let Some(n) = &mut out.measured {
-                n[k] += u64::from(m.is_some());
-            }
+        Ok(Kind {
+            origin,
+            lease,
+            state,
+            reason,
+            state_name: states[state],
+        })
+    }
+}
+
+/// Checks row `r`'s (at `line` of `path`) per-request metrics, and counts in `measured`
+/// (when the file has their columns) the requests that have each.
+fn check_measures(
+    path: &Path,
+    line: usize,
+    r: &Row,
+    measured: &mut Option<[u64; 5]>,
+) -> Result<(), Error> {
+    let names = crate::metrics::METRIC_NAMES;
+    let measures = [
+        r.wait_s,
+        r.turnaround_s,
+        r.slowdown,
+        r.bounded_slowdown,
+        r.stretch,
+    ];
+    for (k, m) in measures.into_iter().enumerate() {
+        if let Some(x) = m {
+            check_value(path, line, names[k], x)?;
         }
-        out.rows += 1;
-        out.counts[origin][lease][state] += 1;
-        let rejected = states[state] == "rejected";
+        if let Some(n) = measured {
+            n[k] += u64::from(m.is_some());
+        }
+    }
+    Ok(())
+}
+
+impl Requests {
+    /// Counts row `r` of `kind`: by origin, lease type and state, rejected by reason,
+    /// cancelled, redirected (the first kept as table rows); and in `window`, if given.
+    fn count(&mut self, r: &Row, kind: &Kind, window: Option<(f64, f64)>) {
+        let Kind {
+            origin,
+            lease,
+            state,
+            reason,
+            state_name,
+        } = *kind;
+        self.rows += 1;
+        self.counts[origin][lease][state] += 1;
+        let rejected = state_name == "rejected";
         if rejected {
-            out.reasons[reason] += 1;
+            self.reasons[reason] += 1;
         }
-        if states[state] == "cancelled" && r.end_s.is_some() {
-            out.cancelled += 1;
+        if state_name == "cancelled" && r.end_s.is_some() {
+            self.cancelled += 1;
         }
         // Taken over by a peer: started there, or refused there by every cluster.
         let after_redirect = r.outcome == Some(Outcome::RejectedAfterRedirect.as_str());
-        out.rejected_after_redirect += usize::from(after_redirect);
+        self.rejected_after_redirect += usize::from(after_redirect);
         let redirected =
             after_redirect || r.served_by.is_some_and(|s| !s.is_empty() && s != r.grid);
-        out.redirected_total += usize::from(redirected);
-        let shown = match (&mut out.in_window, window) {
+        self.redirected_total += usize::from(redirected);
+        let shown = match (&mut self.in_window, window) {
             (Some(w), Some((from, to))) => {
                 let inside = r.submit_s.is_some_and(|t| t >= from && t <= to);
                 if inside {
@@ -181,12 +240,10 @@ pub(super) fn read(
             }
             _ => true,
         };
-        if redirected && shown && out.redirected.len() < TABLE_ROWS {
-            out.redirected.push(redirected_row(&r));
+        if redirected && shown && self.redirected.len() < TABLE_ROWS {
+            self.redirected.push(redirected_row(r));
         }
     }
-    check_counts(path, &out, summary)?;
-    Ok(out)
 }
 
 /// A redirected request's row in the page's table (its outcome, or its state in a file

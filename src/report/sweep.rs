@@ -637,38 +637,62 @@ pub(super) fn terminal_table(dir: &Path, width: usize, max_rows: usize) -> Resul
     let first = first_pass(&path)?;
     let axes = key_axes(&first, &Context::default());
     let wide = wide_table(&path, &first, &axes)?;
-    // The swept values as written (a transformed value is the report's), then n, then metrics.
-    let mut columns: Vec<(String, Vec<&str>)> = Vec::new();
-    let mut c = 0;
-    for a in &axes {
-        let cells = wide
-            .rows
+    let (columns, fixed) = table_columns(&wide, &axes, max_rows);
+    let shown = columns_fitting(&columns, fixed, width);
+    let rows = wide.rows.len().min(max_rows);
+    let mut out = String::new();
+    write_columns(&mut out, &columns[..shown], fixed, rows);
+    let points_left = wide.points.saturating_sub(rows);
+    let metrics_left = first.n.len().saturating_sub(shown.saturating_sub(fixed));
+    out.push_str(&table_footer(points_left, metrics_left, &path, dir));
+    Ok(out)
+}
+
+/// A column of the terminal table: its head and its cells, top down.
+type Column<'a> = (String, Vec<&'a str>);
+
+/// The terminal table's columns, each of the first `max_rows` rows of `wide`: the swept
+/// values as written (a transformed value is the report's), then n, then the metrics; with
+/// how many come before the metrics (always shown).
+fn table_columns<'a>(
+    wide: &'a Wide,
+    axes: &[KeyAxis],
+    max_rows: usize,
+) -> (Vec<Column<'a>>, usize) {
+    let cells_of = |k: usize| -> Vec<&'a str> {
+        wide.rows
             .iter()
             .take(max_rows)
-            .map(|r| r[c].as_str())
-            .collect();
+            .map(|r| r[k].as_str())
+            .collect()
+    };
+    let mut columns: Vec<Column> = Vec::new();
+    let mut c = 0;
+    for a in axes {
         let name = a.key.rsplit('.').next().unwrap_or(&a.key);
-        columns.push((name.to_string(), cells));
+        columns.push((name.to_string(), cells_of(c)));
         c += if a.transform == Transform::Same { 1 } else { 2 };
     }
     let fixed = columns.len() + 1;
     for (k, h) in wide.header.iter().enumerate().skip(c) {
-        let cells = wide
-            .rows
-            .iter()
-            .take(max_rows)
-            .map(|r| r[k].as_str())
-            .collect();
-        columns.push((h.clone(), cells));
+        columns.push((h.clone(), cells_of(k)));
     }
-    let column_width = |(h, cells): &(String, Vec<&str>)| {
-        cells
-            .iter()
-            .map(|s| s.chars().count())
-            .chain([h.chars().count()])
-            .max()
-            .unwrap_or(0)
-    };
+    (columns, fixed)
+}
+
+/// A column's width: its widest cell or head, in characters.
+fn column_width((h, cells): &Column) -> usize {
+    cells
+        .iter()
+        .map(|s| s.chars().count())
+        .chain([h.chars().count()])
+        .max()
+        .unwrap_or(0)
+}
+
+/// How many of `columns` a table `width` characters wide shows: the first `fixed` always,
+/// then metrics while they fit (each column with two spaces before it).
+fn columns_fitting(columns: &[Column], fixed: usize, width: usize) -> usize {
     let mut used = 0;
     let mut shown = 0;
     for (k, col) in columns.iter().enumerate() {
@@ -679,7 +703,12 @@ pub(super) fn terminal_table(dir: &Path, width: usize, max_rows: usize) -> Resul
         used += w;
         shown += 1;
     }
-    let mut out = String::new();
+    shown
+}
+
+/// Writes `columns` to `out`: a line of heads, then `rows` lines of cells, each column
+/// padded to its width, numbers (from the last of the `fixed` columns on) to the right.
+fn write_columns(out: &mut String, columns: &[Column], fixed: usize, rows: usize) {
     let line = |out: &mut String, cells: Vec<&str>| {
         let mut text = String::new();
         for (k, cell) in cells.iter().enumerate() {
@@ -695,37 +724,35 @@ pub(super) fn terminal_table(dir: &Path, width: usize, max_rows: usize) -> Resul
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(
-        &mut out,
-        columns[..shown].iter().map(|(h, _)| h.as_str()).collect(),
-    );
-    for r in 0..wide.rows.len().min(max_rows) {
-        line(
-            &mut out,
-            columns[..shown].iter().map(|(_, cells)| cells[r]).collect(),
-        );
+    line(out, columns.iter().map(|(h, _)| h.as_str()).collect());
+    for r in 0..rows {
+        line(out, columns.iter().map(|(_, cells)| cells[r]).collect());
     }
+}
+
+/// The terminal table's last lines: what the cells are, the points and metrics left out,
+/// and where the points are (`path`, in the sweep's `dir`).
+fn table_footer(points_left: usize, metrics_left: usize, path: &Path, dir: &Path) -> String {
     let mut left: Vec<String> = Vec::new();
-    let rows_left = wide.points.saturating_sub(wide.rows.len().min(max_rows));
-    if rows_left > 0 {
-        left.push(format!("{rows_left} more point{}", plural(rows_left)));
+    if points_left > 0 {
+        left.push(format!("{points_left} more point{}", plural(points_left)));
     }
-    let metrics_left = first.n.len().saturating_sub(shown.saturating_sub(fixed));
     if metrics_left > 0 {
         left.push(format!(
             "{metrics_left} more metric{}",
             plural(metrics_left)
         ));
     }
-    let _ =
-        write!(
-        out,
+    format!(
         "  mean ± 95 % CI half-width over the seeds{}\n  all in {}; `igemu report {}` draws them",
-        if left.is_empty() { String::new() } else { format!("; {} not shown", left.join(", ")) },
+        if left.is_empty() {
+            String::new()
+        } else {
+            format!("; {} not shown", left.join(", "))
+        },
         path.display(),
         dir.display()
-    );
-    Ok(out)
+    )
 }
 
 /// `s` for a count other than one.

@@ -14,6 +14,7 @@
 
 use std::fmt;
 use std::io::{BufRead, Read};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use crate::input::{line_too_long, LineCapped, MAX_TRACE_BYTES};
@@ -187,147 +188,258 @@ pub(crate) fn read_from<J>(
     reader: impl Read,
     limits: Limits,
     comment: char,
-    mut job: impl FnMut(&[&str], usize) -> Parsed<J>,
+    job: impl FnMut(&[&str], usize) -> Parsed<J>,
 ) -> Reading<J> {
-    // One byte past the cap tells a trace at the cap from a larger one.
-    let cap = limits.bytes;
-    let capped = LineCapped::new(reader.take(cap.saturating_add(1)), MAX_LINE);
-    let mut lines = std::io::BufReader::with_capacity(1 << 16, capped);
-    let mut header: Vec<(String, String)> = Vec::new();
-    let mut jobs: Vec<J> = Vec::new();
-    let mut errors = Vec::new();
-    let (mut content, mut job_like) = (false, false);
-    let mut buf = Vec::new();
-    let (mut line, mut total) = (0, 0u64);
-    let stop = |line, message: String, fix: &str| {
-        ReadError::Stop(LineError {
-            line,
-            message,
-            fix: fix.to_string(),
-        })
-    };
-    // Lines read past the last error reported (see below).
-    let mut scanned = 0usize;
+    let mut lines = TraceLines::new(reader, limits.bytes);
+    let mut kept = Kept::new(limits, comment, job);
     let ended = loop {
-        buf.clear();
-        let read = lines.read_until(b'\n', &mut buf);
         // Past the last error reported, a line that ends the reading ends the scan instead:
         // the errors already found are the answer.
-        let scanning = errors.len() >= MAX_ERRORS;
-        let n = match read {
-            Ok(0) => break Ok(()),
-            Ok(_) if scanning && std::str::from_utf8(&buf).is_err() => break Ok(()),
+        let scanning = kept.errors.len() >= MAX_ERRORS;
+        let (line, raw) = match lines.next(scanning) {
+            ControlFlow::Continue(read) => read,
+            ControlFlow::Break(ended) => break ended,
+        };
+        if let ControlFlow::Break(ended) = kept.take(raw.trim(), line, scanning) {
+            break ended;
+        }
+    };
+    kept.finish(ended)
+}
+
+/// How a reading ended: `Ok` at the end of what is read, or the error that stopped it.
+type Ended = Result<(), ReadError>;
+
+/// A line that ends the reading, with what is wrong and how to fix it.
+fn stop(line: usize, message: String, fix: &str) -> ReadError {
+    ReadError::Stop(LineError {
+        line,
+        message,
+        fix: fix.to_string(),
+    })
+}
+
+/// A trace's lines as read: at most `cap` bytes, each line at most [`MAX_LINE`], counted.
+struct TraceLines<R> {
+    /// The capped reader.
+    lines: std::io::BufReader<LineCapped<std::io::Take<R>>>,
+    /// The line read last, as bytes.
+    buf: Vec<u8>,
+    /// Lines read.
+    line: usize,
+    /// Bytes read.
+    total: u64,
+    /// The most bytes that may be read.
+    cap: u64,
+}
+
+impl<R: Read> TraceLines<R> {
+    /// `reader`'s lines, at most `cap` bytes of them.
+    fn new(reader: R, cap: u64) -> Self {
+        // One byte past the cap tells a trace at the cap from a larger one.
+        let capped = LineCapped::new(reader.take(cap.saturating_add(1)), MAX_LINE);
+        TraceLines {
+            lines: std::io::BufReader::with_capacity(1 << 16, capped),
+            buf: Vec::new(),
+            line: 0,
+            total: 0,
+            cap,
+        }
+    }
+
+    /// The next line with its 1-based number, or how the reading ends: at the end, or at a
+    /// line too long, not UTF-8 or past the cap (while `scanning`, these end it without error).
+    fn next(&mut self, scanning: bool) -> ControlFlow<Ended, (usize, &str)> {
+        self.buf.clear();
+        let n = match self.lines.read_until(b'\n', &mut self.buf) {
+            Ok(0) => return ControlFlow::Break(Ok(())),
+            Ok(_) if scanning && std::str::from_utf8(&self.buf).is_err() => {
+                return ControlFlow::Break(Ok(()))
+            }
             Ok(n) => n,
-            Err(_) if scanning => break Ok(()),
+            Err(_) if scanning => return ControlFlow::Break(Ok(())),
             Err(e) => {
-                break Err(match line_too_long(&e) {
+                return ControlFlow::Break(Err(match line_too_long(&e) {
                     Some(long) => stop(
                         long.line as usize,
                         format!("longer than {} bytes: not a line of a trace", long.max),
                         NOT_A_TRACE,
                     ),
                     None => ReadError::Io(e),
-                })
+                }))
             }
         };
-        line += 1;
-        total += n as u64;
-        if total > cap {
+        self.line += 1;
+        self.total += n as u64;
+        if self.total > self.cap {
             if scanning {
-                break Ok(());
+                return ControlFlow::Break(Ok(()));
             }
-            break Err(ReadError::Io(crate::input::too_large(cap)));
+            return ControlFlow::Break(Err(ReadError::Io(crate::input::too_large(self.cap))));
         }
-        let Ok(raw) = std::str::from_utf8(&buf) else {
-            break Err(stop(
-                line,
+        match std::str::from_utf8(&self.buf) {
+            Ok(raw) => ControlFlow::Continue((self.line, raw)),
+            Err(_) => ControlFlow::Break(Err(stop(
+                self.line,
                 "not UTF-8 text: neither an SWF nor a GWF trace".into(),
                 NOT_A_TRACE,
-            ));
-        };
-        let l = raw.trim();
+            ))),
+        }
+    }
+}
+
+/// What a reading keeps of the lines read: the header, the jobs, the malformed lines, and
+/// what the lines say of the file; with the limits and the format's job parser.
+struct Kept<J, F> {
+    /// What the reading may keep.
+    limits: Limits,
+    /// The character a comment line starts with.
+    comment: char,
+    /// The format's parser of a job line.
+    job: F,
+    /// `Key: value` header comments.
+    header: Vec<(String, String)>,
+    /// Jobs.
+    jobs: Vec<J>,
+    /// Malformed job lines.
+    errors: Vec<LineError>,
+    /// Whether some line was neither blank nor a comment.
+    content: bool,
+    /// Whether some line was a job line by its shape.
+    job_like: bool,
+    /// Lines read past the last error reported.
+    scanned: usize,
+}
+
+impl<J, F: FnMut(&[&str], usize) -> Parsed<J>> Kept<J, F> {
+    /// Nothing kept yet.
+    fn new(limits: Limits, comment: char, job: F) -> Self {
+        Kept {
+            limits,
+            comment,
+            job,
+            header: Vec::new(),
+            jobs: Vec::new(),
+            errors: Vec::new(),
+            content: false,
+            job_like: false,
+            scanned: 0,
+        }
+    }
+
+    /// Takes the trimmed line `l` (number `line`): a header comment or a job kept, a
+    /// malformed line noted; while `scanning`, only looked at for a job line.
+    fn take(&mut self, l: &str, line: usize, scanning: bool) -> ControlFlow<Ended> {
         if l.is_empty() {
-            continue;
+            return ControlFlow::Continue(());
         }
         if !l.starts_with(';') && !l.starts_with('#') {
-            content = true;
-            job_like = job_like || is_job_like(l);
+            self.content = true;
+            self.job_like = self.job_like || is_job_like(l);
         }
         if scanning {
             // Past the last error reported, lines are read only to tell a trace with bad
             // lines from a file that is no trace at all: as far as the first job line, for at
             // most MAX_SCAN lines (a file that is no trace is not read to its end).
-            scanned += 1;
-            if job_like || scanned >= MAX_SCAN {
-                break Ok(());
+            self.scanned += 1;
+            if self.job_like || self.scanned >= MAX_SCAN {
+                return ControlFlow::Break(Ok(()));
             }
-            continue;
+            return ControlFlow::Continue(());
         }
-        // Held buffers grow fallibly (doubling): their size comes from the input.
-        let full = |held: usize| {
-            stop(
-                line,
-                OutOfMemory { jobs: held + 1 }.to_string(),
-                OutOfMemory::FIX,
-            )
-        };
-        if let Some(c) = l.strip_prefix(comment) {
-            // `Key: value`, the key one word (prose with a colon is not a header).
-            if let Some((k, v)) = c.split_once(':') {
-                let k = k.trim();
-                if !k.is_empty() && !k.contains(char::is_whitespace) {
-                    if header.len() == limits.header {
-                        break Err(stop(
-                            line,
-                            format!("more than {} `Key: value` header comments", limits.header),
-                            "a trace's header has a few dozen; cut the file to its header and \
-                             job lines",
-                        ));
-                    }
-                    if header.try_reserve(1).is_err() {
-                        break Err(stop(
-                            line,
-                            "its header comments do not fit in memory".into(),
-                            OutOfMemory::FIX,
-                        ));
-                    }
-                    header.push((k.to_string(), v.trim().to_string()));
-                }
-            }
-            continue;
+        if let Some(c) = l.strip_prefix(self.comment) {
+            return match self.keep_header(c, line) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(Err(e)),
+            };
         }
         let fields: Vec<&str> = l.split_whitespace().collect();
-        match job(&fields, line) {
+        match (self.job)(&fields, line) {
             Ok(Some(j)) => {
-                if jobs.len() == limits.jobs {
-                    break Err(stop(
-                        line,
-                        format!("more than {} jobs", limits.jobs),
-                        "replay a part of the trace (cut it with `head -n` or by time)",
-                    ));
+                if let Err(e) = self.keep_job(j, line) {
+                    return ControlFlow::Break(Err(e));
                 }
-                if jobs.try_reserve(1).is_err() {
-                    break Err(full(jobs.len()));
-                }
-                jobs.push(j);
             }
             Ok(None) => {}
             Err((message, fix)) => {
-                errors.push(LineError { line, message, fix });
-                if errors.len() >= MAX_ERRORS && job_like {
-                    break Ok(());
+                self.errors.push(LineError { line, message, fix });
+                if self.errors.len() >= MAX_ERRORS && self.job_like {
+                    return ControlFlow::Break(Ok(()));
                 }
             }
         }
-    };
-    let trace = match ended {
-        Err(e) => Err(e),
-        Ok(()) if errors.is_empty() => Ok(TraceFile { header, jobs }),
-        Ok(()) => Err(ReadError::Malformed(errors)),
-    };
-    Reading {
-        trace,
-        looks_like_trace: !content || job_like,
+        ControlFlow::Continue(())
+    }
+
+    /// Keeps the comment `c` (after its comment character) if it is `Key: value`, the key one
+    /// word (prose with a colon is not a header); an error past the limit or out of memory.
+    fn keep_header(&mut self, c: &str, line: usize) -> Ended {
+        let Some((k, v)) = c.split_once(':') else {
+            return Ok(());
+        };
+        let k = k.trim();
+        if k.is_empty() || k.contains(char::is_whitespace) {
+            return Ok(());
+        }
+        if self.header.len() == self.limits.header {
+            return Err(stop(
+                line,
+                format!(
+                    "more than {} `Key: value` header comments",
+                    self.limits.header
+                ),
+                "a trace's header has a few dozen; cut the file to its header and \
+                 job lines",
+            ));
+        }
+        // Held buffers grow fallibly (doubling): their size comes from the input.
+        if self.header.try_reserve(1).is_err() {
+            return Err(stop(
+                line,
+                "its header comments do not fit in memory".into(),
+                OutOfMemory::FIX,
+            ));
+        }
+        self.header.push((k.to_string(), v.trim().to_string()));
+        Ok(())
+    }
+
+    /// Keeps the job `j` of `line`; an error past the limit or out of memory.
+    fn keep_job(&mut self, j: J, line: usize) -> Ended {
+        if self.jobs.len() == self.limits.jobs {
+            return Err(stop(
+                line,
+                format!("more than {} jobs", self.limits.jobs),
+                "replay a part of the trace (cut it with `head -n` or by time)",
+            ));
+        }
+        if self.jobs.try_reserve(1).is_err() {
+            let held = self.jobs.len();
+            return Err(stop(
+                line,
+                OutOfMemory { jobs: held + 1 }.to_string(),
+                OutOfMemory::FIX,
+            ));
+        }
+        self.jobs.push(j);
+        Ok(())
+    }
+
+    /// The reading, once it `ended`: the trace, or the error that stopped it, or the
+    /// malformed lines.
+    fn finish(self, ended: Ended) -> Reading<J> {
+        let trace = match ended {
+            Err(e) => Err(e),
+            Ok(()) if self.errors.is_empty() => Ok(TraceFile {
+                header: self.header,
+                jobs: self.jobs,
+            }),
+            Ok(()) => Err(ReadError::Malformed(self.errors)),
+        };
+        Reading {
+            trace,
+            looks_like_trace: !self.content || self.job_like,
+        }
     }
 }
 

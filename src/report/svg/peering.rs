@@ -167,6 +167,9 @@ pub struct PricePoint {
 /// last time.
 type Cell = (usize, f64, f64, f64, f64);
 
+/// The occupied cells of a price chart, by (agreed, column, row).
+type Cells = BTreeMap<(bool, i64, i64), Cell>;
+
 /// Offered and agreed unit prices over time, a mark per occupied cell of the plot (hollow:
 /// offered; filled: agreed), cells growing from one pixel until at most
 /// [`MAX_PRICE_MARKS`] are drawn; the y axis from zero.
@@ -179,29 +182,7 @@ pub fn prices_over_time(name: &str, scale: &TimeScale, points: &[PricePoint]) ->
         .fold(0.0f64, f64::max);
     let top = if most > 0.0 { most * 1.08 } else { 1.0 };
     let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * HEIGHT;
-    // Cells of `cell` pixels: the count and price range of each (kind, column, row).
-    let mut cell = 1.0;
-    let cells = loop {
-        let mut cells: BTreeMap<(bool, i64, i64), Cell> = BTreeMap::new();
-        for p in points.iter().filter(|p| p.price.is_finite()) {
-            if !scale.overlaps(p.t, p.t) {
-                continue;
-            }
-            let key = (
-                p.agreed,
-                (scale.x(p.t) / cell).floor() as i64,
-                (y(p.price) / cell).floor() as i64,
-            );
-            let c = cells.entry(key).or_insert((0, p.price, p.price, p.t, p.t));
-            c.0 += 1;
-            (c.1, c.2) = (c.1.min(p.price), c.2.max(p.price));
-            (c.3, c.4) = (c.3.min(p.t), c.4.max(p.t));
-        }
-        if cells.len() <= MAX_PRICE_MARKS || cell >= 64.0 {
-            break cells;
-        }
-        cell *= 2.0;
-    };
+    let (cell, cells) = price_cells(points, scale, &y);
     let mut svg = String::new();
     open_svg(
         &mut svg,
@@ -219,33 +200,80 @@ pub fn prices_over_time(name: &str, scale: &TimeScale, points: &[PricePoint]) ->
         ),
         HEIGHT,
     );
-    for ((agreed, cx, cy), (n, lo, hi, t0, t1)) in &cells {
-        let (px, py) = ((*cx as f64 + 0.5) * cell, (*cy as f64 + 0.5) * cell);
-        let what = if *agreed { "agreed" } else { "offered" };
-        let title = if *n == 1 {
-            format!("{what} {} at {}", number(*lo), duration(*t0))
-        } else {
-            format!(
-                "{n} {what}, {}–{} from {} to {}",
-                number(*lo),
-                number(*hi),
-                duration(*t0),
-                duration(*t1)
-            )
-        };
-        let style = if *agreed {
-            r##"fill="#009E73""##
-        } else {
-            r##"fill="none" stroke="#0072B2" stroke-width="1.2""##
-        };
-        let _ = write!(
-            svg,
-            r#"<circle cx="{px:.1}" cy="{py:.1}" r="2.6" {style}>{}</circle>"#,
-            title_element(&title)
-        );
+    for (key, prices) in &cells {
+        price_mark(&mut svg, *key, prices, cell);
     }
     time_axis(&mut svg, scale, TOP + HEIGHT);
-    let key_y = TOP + HEIGHT + BOTTOM + 8.0;
+    price_legend(&mut svg, TOP + HEIGHT + BOTTOM + 8.0);
+    if cell > 1.0 {
+        let _ = write!(svg, r#"<desc>merged into cells of {cell} pixels</desc>"#);
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The prices of `points` within `scale` (at height `y` of a price) gathered into square
+/// cells, the cells doubling from one pixel until at most [`MAX_PRICE_MARKS`] are occupied
+/// (or they are 64 pixels): the cells' size and the occupied cells.
+fn price_cells(points: &[PricePoint], scale: &TimeScale, y: &dyn Fn(f64) -> f64) -> (f64, Cells) {
+    let mut cell = 1.0;
+    loop {
+        let mut cells = Cells::new();
+        for p in points.iter().filter(|p| p.price.is_finite()) {
+            if !scale.overlaps(p.t, p.t) {
+                continue;
+            }
+            let key = (
+                p.agreed,
+                (scale.x(p.t) / cell).floor() as i64,
+                (y(p.price) / cell).floor() as i64,
+            );
+            let c = cells.entry(key).or_insert((0, p.price, p.price, p.t, p.t));
+            c.0 += 1;
+            (c.1, c.2) = (c.1.min(p.price), c.2.max(p.price));
+            (c.3, c.4) = (c.3.min(p.t), c.4.max(p.t));
+        }
+        if cells.len() <= MAX_PRICE_MARKS || cell >= 64.0 {
+            return (cell, cells);
+        }
+        cell *= 2.0;
+    }
+}
+
+/// The mark of one occupied cell (of `cell` pixels) of a price chart, titled with its prices.
+fn price_mark(
+    svg: &mut String,
+    (agreed, cx, cy): (bool, i64, i64),
+    &(n, lo, hi, t0, t1): &Cell,
+    cell: f64,
+) {
+    let (px, py) = ((cx as f64 + 0.5) * cell, (cy as f64 + 0.5) * cell);
+    let what = if agreed { "agreed" } else { "offered" };
+    let title = if n == 1 {
+        format!("{what} {} at {}", number(lo), duration(t0))
+    } else {
+        format!(
+            "{n} {what}, {}–{} from {} to {}",
+            number(lo),
+            number(hi),
+            duration(t0),
+            duration(t1)
+        )
+    };
+    let style = if agreed {
+        r##"fill="#009E73""##
+    } else {
+        r##"fill="none" stroke="#0072B2" stroke-width="1.2""##
+    };
+    let _ = write!(
+        svg,
+        r#"<circle cx="{px:.1}" cy="{py:.1}" r="2.6" {style}>{}</circle>"#,
+        title_element(&title)
+    );
+}
+
+/// A price chart's key at height `key_y`: the hollow mark offered, the filled one agreed.
+fn price_legend(svg: &mut String, key_y: f64) {
     let _ = write!(
         svg,
         r##"<circle cx="{0}" cy="{key_y}" r="3" fill="none" stroke="#0072B2" stroke-width="1.2"/><text class="tick" x="{1}" y="{key_y}" dominant-baseline="middle">offered (the opening price: the contract's minimum)</text><circle cx="{2}" cy="{key_y}" r="3" fill="#009E73"/><text class="tick" x="{3}" y="{key_y}" dominant-baseline="middle">agreed (the price a request was redirected at)</text>"##,
@@ -254,28 +282,14 @@ pub fn prices_over_time(name: &str, scale: &TimeScale, points: &[PricePoint]) ->
         LEFT + 420.0,
         LEFT + 428.0
     );
-    if cell > 1.0 {
-        let _ = write!(svg, r#"<desc>merged into cells of {cell} pixels</desc>"#);
-    }
-    svg.push_str("</svg>");
-    svg
 }
 
 /// Money paid between Grids: a cell per (payer row, payee column) of `grids`, shaded by
 /// the amount (the darkest: the most) and labelled with it, in `unit`; row and column totals
 /// at the ends.
 pub fn money_matrix(name: &str, grids: &[String], paid: &[Vec<f64>], unit: &str) -> String {
-    let n = grids.len().min(MAX_GRIDS);
-    let label_w = 150.0;
-    let cell_w = ((WIDTH - LEFT - RIGHT - label_w - 110.0) / (n.max(1) as f64)).min(130.0);
-    let cell_h = 28.0;
-    let head = 40.0;
-    let height = head + (n as f64 + 1.0) * cell_h + 34.0;
-    let most = (paid.iter().take(n))
-        .flat_map(|r| r.iter().take(n))
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
+    let m = Matrix::new(grids, paid, unit);
+    let height = m.head + (m.n as f64 + 1.0) * m.cell_h + 34.0;
     let mut svg = String::new();
     open_svg(
         &mut svg,
@@ -283,43 +297,126 @@ pub fn money_matrix(name: &str, grids: &[String], paid: &[Vec<f64>], unit: &str)
         name,
         &format!("money paid by each Grid (rows) to each other (columns), {unit}"),
     );
-    let x0 = LEFT + label_w;
+    m.heads(&mut svg);
+    let mut received = vec![0.0; m.n];
+    for i in 0..m.n {
+        m.row(&mut svg, i, &mut received);
+    }
+    m.received_row(&mut svg, &received);
     let _ = write!(
         svg,
-        r#"<text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">paid to →</text><text class="label" x="{:.1}" y="{:.1}" text-anchor="end">paid by ↓</text>"#,
-        x0 + cell_w * n as f64 / 2.0,
-        TOP + 10.0,
-        x0 - 8.0,
-        TOP + head - 8.0
+        r#"<text class="label" x="{LEFT}" y="{:.1}">in {}</text>"#,
+        height - 10.0,
+        escape(unit)
     );
-    for (j, g) in grids.iter().take(n).enumerate() {
+    svg.push_str("</svg>");
+    svg
+}
+
+/// A money matrix to draw: what it shows and where its parts go (pixels).
+struct Matrix<'a> {
+    /// The Grids, payers by row and payees by column.
+    grids: &'a [String],
+    /// The amounts, `paid[payer][payee]`.
+    paid: &'a [Vec<f64>],
+    /// The amounts' unit.
+    unit: &'a str,
+    /// The largest finite amount drawn (the darkest cell).
+    most: f64,
+    /// Grids drawn: the first [`MAX_GRIDS`].
+    n: usize,
+    /// A cell's width.
+    cell_w: f64,
+    /// A cell's height.
+    cell_h: f64,
+    /// The column heads' height, above the first row.
+    head: f64,
+    /// The first column's left edge.
+    x0: f64,
+    /// The middle of the column of row totals.
+    total_x: f64,
+}
+
+impl<'a> Matrix<'a> {
+    /// The matrix of `paid` between `grids`, in `unit`, laid out.
+    fn new(grids: &'a [String], paid: &'a [Vec<f64>], unit: &'a str) -> Self {
+        let n = grids.len().min(MAX_GRIDS);
+        let label_w = 150.0;
+        let cell_w = ((WIDTH - LEFT - RIGHT - label_w - 110.0) / (n.max(1) as f64)).min(130.0);
+        let most = (paid.iter().take(n))
+            .flat_map(|r| r.iter().take(n))
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max);
+        let x0 = LEFT + label_w;
+        Matrix {
+            grids,
+            paid,
+            unit,
+            most,
+            n,
+            cell_w,
+            cell_h: 28.0,
+            head: 40.0,
+            x0,
+            total_x: x0 + n as f64 * cell_w + 55.0,
+        }
+    }
+
+    /// The top of row `i` (`n`: the row of totals received).
+    fn row_y(&self, i: usize) -> f64 {
+        TOP + self.head + i as f64 * self.cell_h
+    }
+
+    /// The axis labels, a payee's name above each column and the head of the row totals.
+    fn heads(&self, svg: &mut String) {
+        let (x0, cell_w, n) = (self.x0, self.cell_w, self.n);
         let _ = write!(
             svg,
-            r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x0 + (j as f64 + 0.5) * cell_w,
-            TOP + head - 8.0,
-            escape(g)
+            r#"<text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">paid to →</text><text class="label" x="{:.1}" y="{:.1}" text-anchor="end">paid by ↓</text>"#,
+            x0 + cell_w * n as f64 / 2.0,
+            TOP + 10.0,
+            x0 - 8.0,
+            TOP + self.head - 8.0
+        );
+        for (j, g) in self.grids.iter().take(n).enumerate() {
+            let _ = write!(
+                svg,
+                r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                x0 + (j as f64 + 0.5) * cell_w,
+                TOP + self.head - 8.0,
+                escape(g)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">paid in all</text>"#,
+            self.total_x,
+            TOP + self.head - 8.0
         );
     }
-    let total_x = x0 + n as f64 * cell_w + 55.0;
-    let _ = write!(
-        svg,
-        r#"<text class="tick" x="{total_x:.1}" y="{:.1}" text-anchor="middle">paid in all</text>"#,
-        TOP + head - 8.0
-    );
-    let mut received = vec![0.0; n];
-    for (i, g) in grids.iter().take(n).enumerate() {
-        let yy = TOP + head + i as f64 * cell_h;
+
+    /// Payer `i`'s row: its name, a cell per payee (blank on the diagonal) and its total;
+    /// adds what each payee received to `received`.
+    fn row(&self, svg: &mut String, i: usize, received: &mut [f64]) {
+        let (x0, cell_w, cell_h) = (self.x0, self.cell_w, self.cell_h);
+        let yy = self.row_y(i);
         let _ = write!(
             svg,
             r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="end" dominant-baseline="middle">{}</text>"#,
             x0 - 8.0,
             yy + cell_h / 2.0,
-            escape(g)
+            escape(&self.grids[i])
         );
         let mut row_total = 0.0;
-        for j in 0..n {
-            let v = paid.get(i).and_then(|r| r.get(j)).copied().unwrap_or(0.0);
+        // `received` holds a total per Grid drawn: `n` of them.
+        for (j, got) in received.iter_mut().enumerate() {
+            let v = self
+                .paid
+                .get(i)
+                .and_then(|r| r.get(j))
+                .copied()
+                .unwrap_or(0.0);
             let xx = x0 + j as f64 * cell_w;
             if i == j {
                 let _ = write!(
@@ -329,56 +426,61 @@ pub fn money_matrix(name: &str, grids: &[String], paid: &[Vec<f64>], unit: &str)
                 continue;
             }
             row_total += v;
-            received[j] += v;
-            let share = if most > 0.0 { v / most } else { 0.0 };
-            let fill = if v > 0.0 {
-                format!("rgba(0,114,178,{:.3})", 0.12 + 0.78 * share)
-            } else {
-                "#fff".into()
-            };
-            let ink = if share > 0.55 { "#fff" } else { "#222" };
-            let _ = write!(
-                svg,
-                r##"<g><title>{} paid {}: {} {unit}</title><rect x="{xx:.1}" y="{yy:.1}" width="{cell_w:.1}" height="{cell_h}" fill="{fill}" stroke="#ddd"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle" dominant-baseline="middle" style="fill:{ink}">{}</text></g>"##,
-                escape(g),
-                escape(&grids[j]),
-                number(v),
-                xx + cell_w / 2.0,
-                yy + cell_h / 2.0,
-                if v > 0.0 { number(v) } else { "–".into() }
-            );
+            *got += v;
+            self.cell(svg, (i, j), (xx, yy), v);
         }
         let _ = write!(
             svg,
-            r#"<text class="tick" x="{total_x:.1}" y="{:.1}" text-anchor="middle" dominant-baseline="middle">{}</text>"#,
+            r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle" dominant-baseline="middle">{}</text>"#,
+            self.total_x,
             yy + cell_h / 2.0,
             number(row_total)
         );
     }
-    let yy = TOP + head + n as f64 * cell_h;
-    let _ = write!(
-        svg,
-        r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="end" dominant-baseline="middle">received in all</text>"#,
-        x0 - 8.0,
-        yy + cell_h / 2.0
-    );
-    for (j, r) in received.iter().enumerate() {
+
+    /// The cell at (`xx`, `yy`) of `v` paid by Grid `i` to Grid `j`: shaded by its share of
+    /// the most, labelled with it, titled with both names.
+    fn cell(&self, svg: &mut String, (i, j): (usize, usize), (xx, yy): (f64, f64), v: f64) {
+        let (cell_w, cell_h, unit) = (self.cell_w, self.cell_h, self.unit);
+        let share = if self.most > 0.0 { v / self.most } else { 0.0 };
+        let fill = if v > 0.0 {
+            format!("rgba(0,114,178,{:.3})", 0.12 + 0.78 * share)
+        } else {
+            "#fff".into()
+        };
+        let ink = if share > 0.55 { "#fff" } else { "#222" };
         let _ = write!(
             svg,
-            r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle" dominant-baseline="middle">{}</text>"#,
-            x0 + (j as f64 + 0.5) * cell_w,
+            r##"<g><title>{} paid {}: {} {unit}</title><rect x="{xx:.1}" y="{yy:.1}" width="{cell_w:.1}" height="{cell_h}" fill="{fill}" stroke="#ddd"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle" dominant-baseline="middle" style="fill:{ink}">{}</text></g>"##,
+            escape(&self.grids[i]),
+            escape(&self.grids[j]),
+            number(v),
+            xx + cell_w / 2.0,
             yy + cell_h / 2.0,
-            number(*r)
+            if v > 0.0 { number(v) } else { "–".into() }
         );
     }
-    let _ = write!(
-        svg,
-        r#"<text class="label" x="{LEFT}" y="{:.1}">in {}</text>"#,
-        height - 10.0,
-        escape(unit)
-    );
-    svg.push_str("</svg>");
-    svg
+
+    /// The last row: what each payee `received` in all.
+    fn received_row(&self, svg: &mut String, received: &[f64]) {
+        let (x0, cell_w, cell_h) = (self.x0, self.cell_w, self.cell_h);
+        let yy = self.row_y(self.n);
+        let _ = write!(
+            svg,
+            r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="end" dominant-baseline="middle">received in all</text>"#,
+            x0 - 8.0,
+            yy + cell_h / 2.0
+        );
+        for (j, r) in received.iter().enumerate() {
+            let _ = write!(
+                svg,
+                r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle" dominant-baseline="middle">{}</text>"#,
+                x0 + (j as f64 + 0.5) * cell_w,
+                yy + cell_h / 2.0,
+                number(*r)
+            );
+        }
+    }
 }
 
 /// Negotiation counters per Grid (`summary.json`'s `negotiations`), as grouped bars: a group
