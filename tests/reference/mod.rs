@@ -31,8 +31,10 @@
 //! * MWT, paper 001's MOV (`mov-score`) and CP(α) (paper 001 §4.3.1, Haizea's mapper): leases
 //!   sorted by a preemptability score (MWT: least waited first; mov-score: eq. 1, cheapest
 //!   first; CP: α·v + (1 − α)·w with v = cheapest positive cost / cost and w = 1 − waiting /
-//!   longest waiting), ties to the younger lease; the shortest prefix that leaves room, then
-//!   leases made redundant dropped, least preemptable first.
+//!   longest waiting; a lease that costs nothing has v = 1 and an infinitesimal edge over paid
+//!   leases, so for α > 0 ties on the score go to the cheaper lease), then ties to the younger
+//!   lease; the shortest prefix that leaves room, then leases made redundant dropped, least
+//!   preemptable first.
 
 use std::collections::BTreeMap;
 
@@ -416,10 +418,21 @@ impl Scene {
                 alpha * v + (1.0 - alpha) * w
             }
         };
+        // A lease that costs nothing scores 1 plus an infinitesimal edge over a paid lease of
+        // score 1 (eq. 1's 1 / 0 above every 1 / h): where the overhead counts, ties on the
+        // score go to the cheaper lease.
+        let edge = |a: usize, b: usize| {
+            if alpha > 0.0 {
+                costs[a].total_cmp(&costs[b])
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        };
         let mut order: Vec<usize> = (0..c.len()).collect();
         order.sort_by(|&a, &b| {
             score(b)
                 .total_cmp(&score(a))
+                .then(edge(a, b))
                 .then(c[b].arrival.total_cmp(&c[a].arrival))
                 .then(b.cmp(&a))
         });
