@@ -655,6 +655,30 @@ fn testbeds() -> impl Strategy<Value = Testbed> {
         )
 }
 
+/// Testbeds for late starts: more leases, larger VMs (up to 2 GB: suspending one takes
+/// 51 s on the Gluster testbed), so that preemptions make the local lease late.
+fn late_testbeds() -> impl Strategy<Value = Testbed> {
+    (
+        prop::collection::vec((3u32..=4, prop::sample::select(vec![4096u64, 8192])), 2..=3),
+        prop::collection::vec(
+            (0u64..600, 1u32..=3, 1u32..=8, 100u64..1200, 0usize..4),
+            6..=12,
+        ),
+        (300u64..900, 0u64..1, 2u32..=6, 1u32..=4, 200u64..2000),
+        prop::sample::select(vec![1u32, 1, 2]),
+        prop::sample::select(vec![0u64, 0, 3]),
+    )
+        .prop_map(
+            |(hosts, externals, local, cores_per_vm, shutdown_s)| Testbed {
+                hosts,
+                externals,
+                local,
+                cores_per_vm,
+                shutdown_s,
+            },
+        )
+}
+
 /// A lease request; `shape` is (VMs, memory in 256 MB units, cores per VM).
 fn request(
     id: u32,
@@ -901,60 +925,197 @@ fn decision_of(actions: &[Action]) -> Option<&Decision> {
     })
 }
 
+/// Submits `local` (asking for `start`) to the replay's core and checks the decision against
+/// the reference's: the same minimal set, the same cost, charged exactly; the local lease
+/// starts at its requested start, or — asking for now, or with too little notice — as soon
+/// as the VMs preempted for it are off their hosts, never later; no host is ever over
+/// capacity.
+fn check_against_reference(
+    replay: &mut Replay,
+    bed: &Testbed,
+    policy: &str,
+    local: LeaseRequest,
+) -> Result<(), TestCaseError> {
+    let start = local.start.expect("a local request with a start");
+    let base = replay.scene(bed, (start, start + local.duration));
+    let now = replay.now;
+    let (expected, window) = base.serve(policy, 0.31);
+    let actions = match replay.core.submit_local(local, now) {
+        Err(_) => {
+            prop_assert!(
+                expected.set.is_none(),
+                "{policy}: core rejected, reference chose {expected:?}\n{bed:?}"
+            );
+            return Ok(());
+        }
+        Ok(actions) => actions,
+    };
+    let Some(d) = decision_of(&actions) else {
+        prop_assert!(
+            base.fits_as_is(),
+            "{policy}: served without preempting, but the reference finds no room\n{bed:?}"
+        );
+        return Ok(());
+    };
+    let verdict = expected;
+    let mut got: Vec<u32> = d.set.iter().map(|(id, _)| id.0).collect();
+    got.sort_unstable();
+    prop_assert_eq!(
+        Some(got.clone()),
+        verdict.set.clone(),
+        "{} chose {:?} (exact {}), reference {:?}\n{:?}",
+        policy,
+        d.set,
+        d.exact,
+        verdict,
+        bed
+    );
+    prop_assert!(
+        (d.window.1.as_secs_f64() - window.1).abs() < 1e-6,
+        "window {:?} vs {:?}",
+        d.window,
+        window
+    );
+    prop_assert!(
+        (d.cost.as_secs_f64() - verdict.cost).abs() < 1e-5,
+        "cost {} vs {}",
+        d.cost.as_secs_f64(),
+        verdict.cost
+    );
+    // What is charged is the set's cost: every lease's operation plus δ.
+    let charged: EmuDuration = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Charge { overhead, .. } => Some(*overhead),
+            _ => None,
+        })
+        .sum();
+    prop_assert_eq!(charged + d.reschedule, d.cost);
+    // Never later than its start, or — asking for now or short of notice — than the moment
+    // the VMs preempted for it are off their hosts, as the reference schedules their pauses
+    // and suspensions.
+    if verdict.vacated_by <= start.as_secs_f64() + 1e-9 {
+        prop_assert_eq!(d.local_start, start, "{:?}", d);
+    } else {
+        prop_assert!(
+            (d.vacated_by.as_secs_f64() - verdict.vacated_by).abs() < 1e-5,
+            "vacated {} vs {}",
+            d.vacated_by,
+            verdict.vacated_by
+        );
+        prop_assert!(d.local_start <= d.vacated_by);
+    }
+    prop_assert!(d.local_start >= start);
+    prop_assert!(replay.core.availability().within_capacity());
+    Ok(())
+}
+
+/// The testbed's local request, asking for its arrival plus its notice.
+fn local_of(bed: &Testbed) -> LeaseRequest {
+    let (arrival, notice, vms, mem_units, secs) = bed.local;
+    let mut local = request(
+        900,
+        Origin::Local,
+        arrival,
+        (vms, mem_units, bed.cores_per_vm),
+        secs,
+        0,
+    );
+    local.start = Some(EmuTime::from_secs(arrival + notice));
+    local
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: common::cases(2000), failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// On random testbeds, every policy's decision for a local request is the reference's:
-    /// the same minimal set, the same cost, charged exactly; the local lease starts at its
-    /// requested start, or — asking for now, or with too little notice — as soon as the
-    /// VMs preempted for it are off their hosts, never later; no host is ever over capacity.
+    /// On random testbeds, every policy's decision for a local request is the reference's.
     #[test]
     fn decisions_match_the_papers_definitions(bed in testbeds(), which in 0usize..7) {
         let policy = POLICIES[which];
         let mut replay = Replay::new(&bed, policy);
-        let (arrival, notice, vms, mem_units, secs) = bed.local;
-        let mut local = request(900, Origin::Local, arrival, (vms, mem_units, bed.cores_per_vm), secs, 0);
-        let start = EmuTime::from_secs(arrival + notice);
-        local.start = Some(start);
-        let length = EmuDuration::from_secs(secs);
-        let base = replay.scene(&bed, (start, start + length));
-        let now = replay.now;
-        let (expected, window) = base.serve(policy, 0.31);
-        match replay.core.submit_local(local, now) {
-            Err(_) => {
-                prop_assert!(expected.set.is_none(), "{policy}: core rejected, reference chose {expected:?}\n{bed:?}");
-            }
-            Ok(actions) => {
-                let Some(d) = decision_of(&actions) else {
-                    prop_assert!(base.fits_as_is(), "{policy}: served without preempting, but the reference finds no room\n{bed:?}");
-                    return Ok(());
-                };
-                let verdict = expected;
-                prop_assert!((d.window.1.as_secs_f64() - window.1).abs() < 1e-6, "window {:?} vs {:?}", d.window, window);
-                let mut got: Vec<u32> = d.set.iter().map(|(id, _)| id.0).collect();
-                got.sort_unstable();
-                prop_assert_eq!(Some(got.clone()), verdict.set.clone(), "{} chose {:?} (exact {}), reference {:?}\n{:?}", policy, d.set, d.exact, verdict, bed);
-                prop_assert!((d.cost.as_secs_f64() - verdict.cost).abs() < 1e-5, "cost {} vs {}", d.cost.as_secs_f64(), verdict.cost);
-                // What is charged is the set's cost: every lease's operation plus δ.
-                let charged: EmuDuration = actions.iter().filter_map(|a| match a {
-                    Action::Charge { overhead, .. } => Some(*overhead),
-                    _ => None,
-                }).sum();
-                prop_assert_eq!(charged + d.reschedule, d.cost);
-                // Never later than its start, or — asking for now or short of notice — than
-                // the moment the VMs preempted for it are off their hosts, as the reference
-                // schedules their pauses and suspensions.
-                if verdict.vacated_by <= start.as_secs_f64() + 1e-9 {
-                    prop_assert_eq!(d.local_start, start, "{:?}", d);
-                } else {
-                    prop_assert!((d.vacated_by.as_secs_f64() - verdict.vacated_by).abs() < 1e-5, "vacated {} vs {}", d.vacated_by, verdict.vacated_by);
-                    prop_assert!(d.local_start <= d.vacated_by);
-                }
-                prop_assert!(d.local_start >= start);
-                prop_assert!(replay.core.availability().within_capacity());
-            }
-        }
+        check_against_reference(&mut replay, &bed, policy, local_of(&bed))?;
     }
+
+    /// Late starts: a local request asking for now whose interval ends `gap` seconds before
+    /// a lease begins holding a host (picked by `pick` among those to come), so that the
+    /// lateness its own preemption brings runs into that lease and the decision is made
+    /// again over a wider interval — and, when the second choice vacates sooner, once more
+    /// over the interval it holds. Every policy decides as the reference does.
+    #[test]
+    fn late_decisions_match_the_papers_definitions(
+        bed in late_testbeds(),
+        which in 0usize..7,
+        pick in 0usize..16,
+        gap in 1u64..300,
+    ) {
+        let policy = POLICIES[which];
+        let mut replay = Replay::new(&bed, policy);
+        let local = late_local(&replay, &bed, pick, gap);
+        check_against_reference(&mut replay, &bed, policy, local)?;
+    }
+}
+
+/// The testbed's local request asking for now, its interval ending `gap` s before the
+/// `pick`-th (modulo their number) instant to come at which a lease begins holding a host (at least a minute on).
+fn late_local(replay: &Replay, bed: &Testbed, pick: usize, gap: u64) -> LeaseRequest {
+    let mut local = local_of(bed);
+    let now = replay.now;
+    local.start = Some(now);
+    let mut starts: Vec<EmuTime> = replay
+        .core
+        .availability()
+        .holds(now, EmuTime::NEVER)
+        .iter()
+        .map(|h| h.start)
+        .filter(|&t| t > now + EmuDuration::from_secs(gap + 60))
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    if !starts.is_empty() {
+        let tail = starts[pick % starts.len()];
+        local.duration = tail.since(now).saturating_sub(EmuDuration::from_secs(gap));
+    }
+    local
+}
+
+/// Issue 40: a local request asking for now is late by its own preemption (a suspension)
+/// and would run into reservations after its interval; decided again over the wider
+/// interval, MLIP's choice vacates sooner, so the local lease holds less than that interval.
+/// The reservation only the wider interval touched (lease 6) used to be displaced anyway
+/// ({1, 2, 5, 6}); the set carried out is now minimal for the interval used: {1, 2, 5}.
+#[test]
+fn a_redecision_displaces_only_what_the_interval_it_holds_needs() {
+    let bed = Testbed {
+        hosts: vec![(4, 8192), (4, 8192)],
+        externals: vec![
+            (0, 1, 1, 890, 3),
+            (0, 3, 2, 979, 1),
+            (70, 2, 1, 795, 0),
+            (0, 1, 5, 919, 1),
+            (510, 1, 1, 341, 0),
+            (70, 2, 1, 200, 0),
+            (70, 2, 1, 200, 0),
+            (70, 2, 1, 200, 3),
+        ],
+        local: (762, 0, 4, 1, 200),
+        cores_per_vm: 1,
+        shutdown_s: 0,
+    };
+    let mut replay = Replay::new(&bed, "mlip");
+    let local = late_local(&replay, &bed, 0, 68);
+    let now = replay.now;
+    let actions = replay
+        .core
+        .submit_local(local.clone(), now)
+        .expect("served");
+    let d = decision_of(&actions).expect("a preemption decision");
+    let mut set: Vec<u32> = d.set.iter().map(|(id, _)| id.0).collect();
+    set.sort_unstable();
+    assert_eq!(set, vec![1, 2, 5], "{d:?}");
+    // The interval decided over is the one it holds: from its start to the end of its run.
+    assert_eq!(d.window.1, d.vacated_by.max(d.window.0) + local.duration);
+    let mut again = Replay::new(&bed, "mlip");
+    check_against_reference(&mut again, &bed, "mlip", local).expect("as the reference decides");
 }
 
 /// Paper 001 §5.2: with preemption every local request of Table I is served, and exactly at

@@ -20,7 +20,9 @@
 //!   it start late — by the pause and suspension time of the VMs preempted for it, never more
 //!   (paper 003 Table III: 720 s → 745.6 s). If that lateness would carry the lease into
 //!   leases that start after its interval, the interval is extended and the decision made
-//!   again over it.
+//!   again over it; if the set then chosen vacates sooner, the decision is made once more
+//!   over the interval the lease will hold, among the leases chosen, so that what is carried
+//!   out is minimal for the interval finally used.
 //! * Preemption is planned to the microsecond with the overhead model: pauses one VM after
 //!   another, suspensions and resumptions one VM at a time on the shared storage
 //!   (`storage.rs`), stops for cancellable leases. The plan goes to the VMs as timed steps.
@@ -199,7 +201,8 @@ pub type Steps = std::sync::Arc<[(EmuTime, VmEvent)]>;
 pub struct Decision {
     /// The local request it was made for.
     pub local: RequestId,
-    /// The interval the local request needed (widened if its lateness required).
+    /// The interval the local request needed: widened if its lateness required, and then
+    /// the interval it holds (from the requested start to the end of its run).
     pub window: (EmuTime, EmuTime),
     /// The leases in the chosen set and what happens to each, in arrival order.
     pub set: Vec<(RequestId, Operation)>,
@@ -410,6 +413,16 @@ struct Vacating {
     from: EmuTime,
     /// Per VM: (pause or stop, suspension start, off the host).
     vms: Vec<(EmuTime, EmuTime, EmuTime)>,
+}
+
+/// A preemption decision ready to be carried out: how its set is vacated, when the last VM
+/// is off its host, the end of the interval it was decided over, and whether the policy's
+/// choice was provably its optimum.
+struct Decided {
+    vacating: Vec<Vacating>,
+    done: EmuTime,
+    end: EmuTime,
+    exact: bool,
 }
 
 /// The LRMS core of one cluster.
@@ -1598,13 +1611,15 @@ impl Core {
     }
 
     /// The contention of local lease `local` needing `[start, end)`: every lease holding a
-    /// host then, as a candidate (in arrival order) or as a fixed hold.
+    /// host then, as a candidate (in arrival order; only those of `among`, if given) or as a
+    /// fixed hold.
     fn contention(
         &self,
         local: RequestId,
         start: EmuTime,
         end: EmuTime,
         now: EmuTime,
+        among: Option<&[RequestId]>,
     ) -> Contention {
         let l = &self.leases[&local];
         let m = &self.cfg.overhead;
@@ -1621,7 +1636,7 @@ impl Core {
         in_play.dedup();
         let mut cands: Vec<(EmuTime, u64, RequestId, Operation)> = in_play
             .iter()
-            .filter(|id| **id != local)
+            .filter(|id| **id != local && among.is_none_or(|ids| ids.contains(id)))
             .filter_map(|id| {
                 let x = self.leases.get(id)?;
                 let op = self.candidacy(x, start, end, now)?;
@@ -1856,6 +1871,7 @@ impl Core {
                 .any(|h| h.start >= from && h.lease != local && !set.contains(&h.lease))
     }
 
+    /// Makes room for local request `id` asking for `start` by preempting, or refuses it.
     fn preempt_for(
         &mut self,
         id: RequestId,
@@ -1874,17 +1890,10 @@ impl Core {
         self.decisions += 1;
         let mut end = start + length;
         for _ in 0..MAX_WINDOW_EXTENSIONS {
-            let c = self.contention(id, start, end, now);
-            let ask = preemption::Ask {
-                now,
-                local: &self.leases[&id].req,
-                seed,
-                budget: self.cfg.search_budget,
-            };
-            let choice = self.preemption.choose(&c, &ask).ok_or(Refusal::NoRoom)?;
+            let c = self.contention(id, start, end, now, None);
+            let choice = self.ask_policy(id, &c, now, seed).ok_or(Refusal::NoRoom)?;
             let (vacating, done) = self.plan_vacating(&c, &choice.set, start, now);
-            let set_ids: Vec<RequestId> =
-                choice.set.iter().map(|&i| c.candidates[i].lease).collect();
+            let set_ids: Vec<RequestId> = vacating.iter().map(|v| v.id).collect();
             let latest_end = done.max(start) + length;
             if latest_end > end && self.tail_taken(id, &set_ids, end, latest_end) {
                 // Late by its preemption, the lease would run into leases after its interval:
@@ -1892,43 +1901,120 @@ impl Core {
                 end = latest_end;
                 continue;
             }
-            // The cost of what is done: the policy's operations, except for leases the busy
-            // storage turned into waits.
-            let decision_cost = self.cfg.overhead.set_cost(vacating.iter().map(|v| {
-                let l = &self.leases[&v.id];
-                (v.op, l.req.vms, l.req.mem_mb)
-            }));
-            self.apply_vacating(&vacating, now, out);
-            let reschedule = if vacating.iter().any(|v| v.op.reschedules()) {
-                self.cfg.overhead.reschedule
-            } else {
-                EmuDuration::ZERO
-            };
-            let allowed = start.max(done);
-            let placed = self.find_slot(id, start).filter(|(s, _, _)| *s <= allowed);
-            let Some((s, plan, hosts)) = placed else {
-                out.push(Action::Violation(format!(
-                    "local request #{} found no room by {} after its preemption decision",
-                    id.0, allowed
-                )));
-                self.place_waiting(now, out);
-                return Err(Refusal::NoRoom);
-            };
-            self.commit(id, s, plan, hosts, out);
-            out.push(Action::Decision(Decision {
-                local: id,
-                window: (start, end),
-                set: vacating.iter().map(|v| (v.id, v.op)).collect(),
-                cost: decision_cost,
-                reschedule,
-                vacated_by: done,
-                local_start: s,
+            let decided = Decided {
+                vacating,
+                done,
+                end,
                 exact: choice.exact,
-            }));
-            self.place_waiting(now, out);
-            return Ok(());
+            };
+            let decided = match latest_end < end {
+                true => self.narrowed(id, (start, length), now, seed, decided),
+                false => decided,
+            };
+            return self.carry_out(id, start, now, decided, out);
         }
         Err(Refusal::NoRoom)
+    }
+
+    /// The preemption policy's answer for local request `id` on contention `c`.
+    fn ask_policy(
+        &mut self,
+        id: RequestId,
+        c: &Contention,
+        now: EmuTime,
+        seed: u64,
+    ) -> Option<super::policy::Choice> {
+        let ask = preemption::Ask {
+            now,
+            local: &self.leases[&id].req,
+            seed,
+            budget: self.cfg.search_budget,
+        };
+        self.preemption.choose(c, &ask)
+    }
+
+    /// A decision made over an interval widened for its lateness whose set vacates sooner
+    /// than that interval assumed: made again over the interval the local lease will hold
+    /// (`start` to the end of its run of `length` once the set is vacated), among the leases
+    /// chosen, until the set no longer changes — so what is carried out is minimal for the
+    /// interval finally used. The set only shrinks, and vacating fewer leases never ends
+    /// later, so the interval only narrows and the leases kept still leave room.
+    fn narrowed(
+        &mut self,
+        id: RequestId,
+        (start, length): (EmuTime, EmuDuration),
+        now: EmuTime,
+        seed: u64,
+        mut d: Decided,
+    ) -> Decided {
+        for _ in 0..=d.vacating.len() {
+            let end = d.done.max(start) + length;
+            let ids: Vec<RequestId> = d.vacating.iter().map(|v| v.id).collect();
+            let c = self.contention(id, start, end, now, Some(&ids));
+            let Some(choice) = self.ask_policy(id, &c, now, seed) else {
+                // Cannot happen with a policy that answers as it should (the leases chosen
+                // leave room over the narrower interval); keep the wider decision.
+                return d;
+            };
+            if choice.set.len() == ids.len() {
+                return Decided { end, ..d };
+            }
+            let (vacating, done) = self.plan_vacating(&c, &choice.set, start, now);
+            d = Decided {
+                vacating,
+                done,
+                end,
+                exact: d.exact && choice.exact,
+            };
+        }
+        d
+    }
+
+    /// Carries out decision `d` for local request `id` asking for `start`: vacates its set,
+    /// charges it, and reserves the local lease by the time its hosts are free.
+    fn carry_out(
+        &mut self,
+        id: RequestId,
+        start: EmuTime,
+        now: EmuTime,
+        d: Decided,
+        out: &mut Vec<Action>,
+    ) -> Result<(), Refusal> {
+        // The cost of what is done: the policy's operations, except for leases the busy
+        // storage turned into waits.
+        let decision_cost = self.cfg.overhead.set_cost(d.vacating.iter().map(|v| {
+            let l = &self.leases[&v.id];
+            (v.op, l.req.vms, l.req.mem_mb)
+        }));
+        self.apply_vacating(&d.vacating, now, out);
+        let reschedule = if d.vacating.iter().any(|v| v.op.reschedules()) {
+            self.cfg.overhead.reschedule
+        } else {
+            EmuDuration::ZERO
+        };
+        let allowed = start.max(d.done);
+        let placed = self.find_slot(id, start).filter(|(s, _, _)| *s <= allowed);
+        let Some((s, plan, hosts)) = placed else {
+            out.push(Action::Violation(format!(
+                "local request #{} found no room by {} after its preemption decision",
+                id.0, allowed
+            )));
+            self.place_waiting(now, out);
+            return Err(Refusal::NoRoom);
+        };
+        self.commit(id, s, plan, hosts, out);
+        out.push(Action::Decision(Decision {
+            local: id,
+            window: (start, d.end),
+            set: d.vacating.iter().map(|v| (v.id, v.op)).collect(),
+            cost: decision_cost,
+            reschedule,
+            vacated_by: d.done,
+            local_start: s,
+            exact: d.exact,
+        }));
+        self.place_waiting(now, out);
+        Ok(())
     }
 
     /// Carries out a vacating plan: reservations dropped, VMs stopped or paused and

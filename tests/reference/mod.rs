@@ -27,7 +27,10 @@
 //!   one VM at a time on the shared storage (§5), leases in arrival order. If that lateness
 //!   carries it into a lease that begins holding a host after its interval, the decision is
 //!   made again over the interval it will really hold (at most four times), else it is
-//!   rejected (paper 001 §3: in its interval or rejected).
+//!   rejected (paper 001 §3: in its interval or rejected). If the set chosen over a widened
+//!   interval vacates sooner, so that the lease holds less than that interval, the decision
+//!   is made once more over the interval it holds, among the leases chosen, until the set no
+//!   longer changes: what is carried out is minimal for the interval finally used.
 //! * MWT, paper 001's MOV (`mov-score`) and CP(α) (paper 001 §4.3.1, Haizea's mapper): leases
 //!   sorted by a preemptability score (MWT: least waited first; mov-score: eq. 1, cheapest
 //!   first; CP: α·v + (1 − α)·w with v = cheapest positive cost / cost and w = 1 − waiting /
@@ -92,12 +95,14 @@ pub struct Verdict {
 }
 
 impl Scene {
-    fn candidates(&self) -> Vec<&Lease> {
+    /// The leases in play that may be preempted (only those of `among`, if given).
+    fn candidates(&self, among: Option<&[u32]>) -> Vec<&Lease> {
         let (ws, we) = self.window;
         let mut c: Vec<&Lease> = self
             .leases
             .iter()
             .filter(|l| !l.local && l.kind != "non-preemptable")
+            .filter(|l| among.is_none_or(|ids| ids.contains(&l.id)))
             .filter(|l| l.holds.iter().any(|h| h.1 < we && h.2 > ws))
             .collect();
         c.sort_by(|a, b| a.arrival.total_cmp(&b.arrival).then(a.id.cmp(&b.id)));
@@ -237,15 +242,17 @@ impl Scene {
     pub fn serve(&self, policy: &str, alpha: f64) -> (Verdict, (f64, f64)) {
         let (start, mut end) = self.window;
         let length = end - start;
-        for _ in 0..4 {
-            let scene = Scene {
-                hosts: self.hosts.clone(),
-                leases: self.leases.clone(),
-                local: self.local,
-                window: (start, end),
-                now: self.now,
-                timings: self.timings,
+        if self.fits_as_is() {
+            // No decision is made: it is served in its interval.
+            let verdict = Verdict {
+                set: None,
+                cost: 0.0,
+                vacated_by: self.now,
             };
+            return (verdict, (start, end));
+        }
+        for _ in 0..4 {
+            let scene = self.over((start, end));
             let verdict = scene.decide(policy, alpha);
             let Some(ids) = &verdict.set else {
                 return (verdict, (start, end));
@@ -261,6 +268,11 @@ impl Scene {
             if latest_end > end + 1e-9 && tail {
                 end = latest_end;
                 continue;
+            }
+            if latest_end < end - 1e-9 {
+                // Decided over a wider interval than the one it will hold: the set carried
+                // out is the policy's choice among these leases over the interval used.
+                return self.narrowed(policy, alpha, ids.clone(), (start, latest_end));
             }
             let verdict = Verdict {
                 cost: performed,
@@ -279,14 +291,62 @@ impl Scene {
         )
     }
 
+    /// The scene for a local request needing `window`.
+    fn over(&self, window: (f64, f64)) -> Scene {
+        Scene {
+            hosts: self.hosts.clone(),
+            leases: self.leases.clone(),
+            local: self.local,
+            window,
+            now: self.now,
+            timings: self.timings,
+        }
+    }
+
+    /// A decision over an interval wider than the local lease will hold, made again over
+    /// the interval it holds (from its start to the end of its run after the vacating of
+    /// `ids`) among `ids`, until the set no longer changes: the set carried out is then
+    /// minimal for the interval it holds.
+    fn narrowed(
+        &self,
+        policy: &str,
+        alpha: f64,
+        mut ids: Vec<u32>,
+        (start, mut end): (f64, f64),
+    ) -> (Verdict, (f64, f64)) {
+        let length = self.window.1 - self.window.0;
+        loop {
+            let scene = self.over((start, end));
+            let again = scene.decide_among(policy, alpha, Some(&ids));
+            // The leases chosen leave room over the wider interval, so over this one too,
+            // and something must go (the request did not fit in its own interval).
+            let chosen = again
+                .set
+                .clone()
+                .expect("the leases chosen still leave room");
+            let (done, performed) = scene.vacating(&chosen);
+            if chosen == ids {
+                let verdict = Verdict {
+                    set: Some(chosen),
+                    cost: performed,
+                    vacated_by: done,
+                };
+                return (verdict, (start, end));
+            }
+            ids = chosen;
+            end = done.max(start) + length;
+        }
+    }
+
     /// Whether the local request fits without preempting anything.
     pub fn fits_as_is(&self) -> bool {
         self.room(&[]) >= u64::from(self.local.0)
     }
 
-    /// Every subset of the leases in play that leaves room, as positions in arrival order.
-    fn valid_sets(&self) -> (Vec<&Lease>, Vec<Vec<usize>>) {
-        let c = self.candidates();
+    /// Every subset of the leases in play (of `among`, if given) that leaves room, as
+    /// positions in arrival order.
+    fn valid_sets(&self, among: Option<&[u32]>) -> (Vec<&Lease>, Vec<Vec<usize>>) {
+        let c = self.candidates(among);
         let n = c.len();
         assert!(n <= 14, "too many leases in play for the reference: {n}");
         let mut valid = Vec::new();
@@ -302,7 +362,13 @@ impl Scene {
 
     /// The policy's choice by its definition.
     pub fn decide(&self, policy: &str, alpha: f64) -> Verdict {
-        let (c, valid) = self.valid_sets();
+        self.decide_among(policy, alpha, None)
+    }
+
+    /// The policy's choice by its definition, among the leases `among` (all in play if
+    /// `None`; the others then hold their hosts as if they could not be preempted).
+    fn decide_among(&self, policy: &str, alpha: f64, among: Option<&[u32]>) -> Verdict {
+        let (c, valid) = self.valid_sets(among);
         let leases = |s: &[usize]| s.iter().map(|&i| c[i]).collect::<Vec<_>>();
         let cost = |s: &[usize]| self.set_cost(&leases(s));
         // Arrival-order tie-break: positions from the newest down, smaller first.
