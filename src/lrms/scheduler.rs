@@ -48,11 +48,13 @@ use super::admission::{
 };
 use super::availability::{Availability, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
+use super::migration::Route;
 use super::overhead::{Operation, OverheadModel};
 use super::policy::PreemptionPolicy;
 use super::preemption::{self, Preemption};
 use super::queue::{Listed, Queue, Rank};
 use super::storage::Storage;
+use crate::igg::Published;
 use crate::model::HostSpec;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
@@ -445,6 +447,9 @@ pub struct Core {
     /// The leases waiting in the backfilling queue, in queue order.
     queue: Queue,
     decisions: u64,
+    /// The other clusters of the Grid as they last published their free slots (the migration
+    /// route of a preemption, [`Route`]).
+    elsewhere: Vec<Published>,
 }
 
 /// Why the core refused a request.
@@ -521,6 +526,7 @@ impl Clone for Core {
             starts: self.starts.clone(),
             queue: self.queue.clone(),
             decisions: self.decisions,
+            elsewhere: self.elsewhere.clone(),
         }
     }
 }
@@ -603,7 +609,14 @@ impl Core {
             starts: BTreeSet::new(),
             queue: Queue::default(),
             decisions: 0,
+            elsewhere: Vec::new(),
         }
+    }
+
+    /// The other clusters of the Grid as they last published their free slots: where a
+    /// migratable lease that cannot keep its deadline here may be migrated to ([`Route`]).
+    pub fn set_elsewhere(&mut self, published: Vec<Published>) {
+        self.elsewhere = published;
     }
 
     /// The availability profile (for inspection and tests).
@@ -1597,17 +1610,39 @@ impl Core {
             _ => return None,
         };
         if l.req.lease_type == LeaseType::DeadlineMigratable && op != Operation::Wait {
-            // It must still be able to finish by its deadline if it resumes here after the
-            // local lease: suspended now, resumed after `end`.
-            let m = &self.cfg.overhead;
-            let deadline = l.req.deadline.unwrap_or(EmuTime::NEVER);
-            let remaining = l.duration.saturating_sub(self.done_by(l, now));
-            let resume_at = end.max(now + m.suspend_lease(l.req.vms, l.req.mem_mb));
-            if resume_at + m.resume_lease(l.req.vms, l.req.mem_mb) + remaining > deadline {
-                return None;
-            }
+            let begin = start.earlier_by(self.vacate_time(l, op)).max(now);
+            return self.keeps_deadline(l, op, (begin, end), now).then_some(op);
         }
         Some(op)
+    }
+
+    /// Whether migratable lease `l`, preempted by `op` from `begin` on for a local lease
+    /// ending at `end`, still finishes by its deadline: resumed here after `end` (suspended
+    /// now), or — migrating — on another cluster whose published slots show room ([`Route`],
+    /// paper 003 §4.2: "either on the same resource or on another resource").
+    fn keeps_deadline(
+        &self,
+        l: &Lease,
+        op: Operation,
+        (begin, end): (EmuTime, EmuTime),
+        now: EmuTime,
+    ) -> bool {
+        let m = &self.cfg.overhead;
+        let (vms, mem) = (l.req.vms, l.req.mem_mb);
+        let deadline = l.req.deadline.unwrap_or(EmuTime::NEVER);
+        let remaining = l.duration.saturating_sub(self.done_by(l, now));
+        let resume_at = end.max(now + m.suspend_lease(vms, mem));
+        if resume_at + m.resume_lease(vms, mem) + remaining <= deadline {
+            return true;
+        }
+        let route = Route {
+            begin,
+            migration: m.migrate_lease(vms, mem),
+            remaining,
+            cores: u64::from(vms) * u64::from(l.req.cores_per_vm),
+            deadline,
+        };
+        op == Operation::Migrate && route.open(&self.elsewhere)
     }
 
     /// The contention of local lease `local` needing `[start, end)`: every lease holding a
@@ -2868,6 +2903,58 @@ mod tests {
         );
         assert_eq!(c.leases().len(), 1);
         assert_eq!(c.availability().holds(t0, EmuTime::NEVER).len(), 4);
+    }
+
+    /// Issue 40: one 1-core host runs a migratable lease (one 660 MB VM, 1000 s, deadline
+    /// 1300 s) when a local request for its core arrives at 100 s for 500 s. Suspended and
+    /// resumed here after the local lease it would end at 1516 s, past its deadline; migrated
+    /// (eq. 8: 52.8 s of copy, 16.5 s + 16.5 s of suspension and resumption, 10 ms of pauses:
+    /// 85.8 s) it ends at 1085.8 s. With another cluster of the Grid publishing room it is a
+    /// candidate and both are served; publishing none, or none free, it is not, as before.
+    fn migration_route(elsewhere: Vec<Published>) -> Result<Vec<Action>, Refusal> {
+        let mut cfg = config(Backfilling::Conservative);
+        cfg.can_migrate = true;
+        let mut c = Core::new(&hosts(1, 1, 4096), cfg, with(PreemptionPolicy::Mov));
+        let mut m = req(0, Origin::External, 0, 1, 660, 1000);
+        m.lease_type = LeaseType::DeadlineMigratable;
+        m.deadline = Some(EmuTime::from_secs(1300));
+        c.submit_external(m, EmuTime::ZERO).unwrap();
+        c.set_elsewhere(elsewhere);
+        let now = EmuTime::from_secs(100);
+        c.submit_local(req(1, Origin::Local, 100, 1, 100, 500), now)
+    }
+
+    fn published(free: u64, until: u64) -> Published {
+        Published {
+            free: vec![(EmuTime::from_secs(100), free)],
+            until: EmuTime::from_secs(until),
+            cores: 4,
+            price: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_migratable_lease_that_keeps_its_deadline_only_by_migrating_is_a_candidate() {
+        let a = migration_route(vec![published(4, 3700)]).expect("served by migrating");
+        let d = decision(&a).expect("a decision");
+        assert_eq!(d.set, vec![(RequestId(0), Operation::Migrate)]);
+        let eq_8 = OverheadModel::gluster_testbed().migrate_lease(1, 660);
+        assert!((eq_8.as_secs_f64() - 85.81).abs() < 1e-6, "{eq_8:?}");
+        assert_eq!(d.cost, eq_8 + d.reschedule);
+        assert!(a
+            .iter()
+            .any(|x| matches!(x, Action::Relocate(r) if r.req.id == RequestId(0))));
+        // No room elsewhere: rejected as before.
+        assert_eq!(migration_route(vec![]).err(), Some(Refusal::NoRoom));
+        assert_eq!(
+            migration_route(vec![published(0, 3700)]).err(),
+            Some(Refusal::NoRoom)
+        );
+        // A horizon ending before it would finish there shows no room either.
+        assert_eq!(
+            migration_route(vec![published(4, 1000)]).err(),
+            Some(Refusal::NoRoom)
+        );
     }
 
     #[test]
