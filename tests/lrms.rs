@@ -9,6 +9,7 @@ use common::{capacity_breaches, load, run_traced, trace};
 
 use std::collections::{BTreeSet, HashMap};
 
+use igemu::igg::Published;
 use igemu::lrms::AdmissionPolicy;
 use igemu::lrms::OverheadModel;
 use igemu::lrms::{Action, Backfilling, Config, Core, Decision, Policies, Speed};
@@ -622,6 +623,11 @@ struct Testbed {
     cores_per_vm: u32,
     /// Seconds to stop one VM (cancellation).
     shutdown_s: u64,
+    /// Whether the Grid has another cluster (running migratable leases migrate).
+    migrate: bool,
+    /// A deadline-constrained lease's deadline: its arrival plus its duration plus this
+    /// slack, s (`None`: generous deadlines, a migratable lease survives any preemption).
+    slack_s: Option<u64>,
 }
 
 fn testbeds() -> impl Strategy<Value = Testbed> {
@@ -651,6 +657,8 @@ fn testbeds() -> impl Strategy<Value = Testbed> {
                 local,
                 cores_per_vm,
                 shutdown_s,
+                migrate: false,
+                slack_s: None,
             },
         )
 }
@@ -675,8 +683,44 @@ fn late_testbeds() -> impl Strategy<Value = Testbed> {
                 local,
                 cores_per_vm,
                 shutdown_s,
+                migrate: false,
+                slack_s: None,
             },
         )
+}
+
+/// Testbeds for the migration route: mostly migratable leases, deadlines up to half an hour
+/// past the end of their work, in a Grid with another cluster or not.
+fn migration_testbeds() -> impl Strategy<Value = Testbed> {
+    (
+        testbeds(),
+        prop::collection::vec(prop::sample::select(vec![2usize, 2, 2, 0, 1, 3]), 10),
+        any::<bool>(),
+        0u64..1800,
+    )
+        .prop_map(|(mut bed, kinds, migrate, slack)| {
+            for (e, k) in bed.externals.iter_mut().zip(kinds) {
+                e.4 = k;
+            }
+            bed.migrate = migrate;
+            bed.slack_s = Some(slack);
+            bed
+        })
+}
+
+/// The other cluster's publication at `now`, if any: `f1` cores free, `f2` from `change` s
+/// on, up to `horizon` s; 8 cores in all.
+fn publication(now: EmuTime, slots: Option<(u64, u64, u64, u64)>) -> Vec<Published> {
+    let secs = EmuDuration::from_secs;
+    slots
+        .map(|(f1, f2, change, horizon)| Published {
+            free: vec![(now, f1), (now + secs(change), f2)],
+            until: now + secs(horizon),
+            cores: 8,
+            price: 1.0,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// A lease request; `shape` is (VMs, memory in 256 MB units, cores per VM).
@@ -687,6 +731,7 @@ fn request(
     shape: (u32, u32, u32),
     secs: u64,
     kind: usize,
+    slack: Option<u64>,
 ) -> LeaseRequest {
     let lease_type = if origin == Origin::Local {
         LeaseType::DeadlineNonPreemptable
@@ -706,10 +751,11 @@ fn request(
         mem_mb: 256 * mem_units,
         duration: EmuDuration::from_secs(secs),
         lease_type,
-        // Generous deadlines: a migratable lease always survives a preemption here.
+        // Generous deadlines unless a slack is given: a migratable lease then always survives
+        // a preemption here.
         deadline: lease_type
             .deadline_constrained()
-            .then(|| EmuTime::from_secs(arrival + 100 * secs + 100_000)),
+            .then(|| EmuTime::from_secs(arrival + secs + slack.unwrap_or(99 * secs + 100_000))),
         moldable: false,
         deadline_ratio: None,
     }
@@ -743,7 +789,7 @@ impl Replay {
             },
             boot: EmuDuration::ZERO,
             seed: 1,
-            can_migrate: false,
+            can_migrate: bed.migrate,
             enforce_memory: true,
             search_budget: SEARCH_BUDGET,
             speed: Speed::default(),
@@ -764,6 +810,7 @@ impl Replay {
                     (v, m, bed.cores_per_vm),
                     d,
                     k,
+                    bed.slack_s,
                 )
             })
             .collect();
@@ -890,6 +937,9 @@ impl Replay {
                             )
                         })
                         .collect(),
+                    cores: u64::from(req.vms) * u64::from(req.cores_per_vm),
+                    remaining: req.duration.saturating_sub(done).as_secs_f64(),
+                    deadline: req.deadline.map_or(f64::INFINITY, secs),
                 })
             })
             .collect();
@@ -914,6 +964,9 @@ impl Replay {
                 m.shutdown.as_secs_f64(),
                 m.reschedule.as_secs_f64(),
             ),
+            copy_rate: m.copy_rate,
+            migrate: bed.migrate,
+            elsewhere: Vec::new(),
         }
     }
 }
@@ -935,9 +988,18 @@ fn check_against_reference(
     bed: &Testbed,
     policy: &str,
     local: LeaseRequest,
+    elsewhere: &[Published],
 ) -> Result<(), TestCaseError> {
     let start = local.start.expect("a local request with a start");
-    let base = replay.scene(bed, (start, start + local.duration));
+    replay.core.set_elsewhere(elsewhere.to_vec());
+    let mut base = replay.scene(bed, (start, start + local.duration));
+    base.elsewhere = elsewhere
+        .iter()
+        .map(|p| {
+            let steps = p.free.iter().map(|&(t, f)| (t.as_secs_f64(), f)).collect();
+            (steps, p.until.as_secs_f64())
+        })
+        .collect();
     let now = replay.now;
     let (expected, window) = base.serve(policy, 0.31);
     let actions = match replay.core.submit_local(local, now) {
@@ -1020,6 +1082,7 @@ fn local_of(bed: &Testbed) -> LeaseRequest {
         (vms, mem_units, bed.cores_per_vm),
         secs,
         0,
+        None,
     );
     local.start = Some(EmuTime::from_secs(arrival + notice));
     local
@@ -1033,7 +1096,7 @@ proptest! {
     fn decisions_match_the_papers_definitions(bed in testbeds(), which in 0usize..7) {
         let policy = POLICIES[which];
         let mut replay = Replay::new(&bed, policy);
-        check_against_reference(&mut replay, &bed, policy, local_of(&bed))?;
+        check_against_reference(&mut replay, &bed, policy, local_of(&bed), &[])?;
     }
 
     /// Late starts: a local request asking for now whose interval ends `gap` seconds before
@@ -1051,7 +1114,27 @@ proptest! {
         let policy = POLICIES[which];
         let mut replay = Replay::new(&bed, policy);
         let local = late_local(&replay, &bed, pick, gap);
-        check_against_reference(&mut replay, &bed, policy, local)?;
+        check_against_reference(&mut replay, &bed, policy, local, &[])?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: common::cases(1000), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Migration with and without room elsewhere: migratable leases whose deadlines a
+    /// suspension here may break, another cluster publishing room for a while, partly, or
+    /// none (or nothing published). Every policy decides as the reference does: a lease that
+    /// keeps its deadline only by migrating is in play exactly where the slots show room.
+    #[test]
+    fn migration_decisions_match_the_papers_definitions(
+        bed in migration_testbeds(),
+        which in 0usize..7,
+        slots in prop::option::of((0u64..=8, 0u64..=8, 1u64..3000, prop::sample::select(vec![600u64, 3600, 100_000]))),
+    ) {
+        let policy = POLICIES[which];
+        let mut replay = Replay::new(&bed, policy);
+        let elsewhere = publication(replay.now, slots);
+        check_against_reference(&mut replay, &bed, policy, local_of(&bed), &elsewhere)?;
     }
 }
 
@@ -1100,6 +1183,8 @@ fn a_redecision_displaces_only_what_the_interval_it_holds_needs() {
         local: (762, 0, 4, 1, 200),
         cores_per_vm: 1,
         shutdown_s: 0,
+        migrate: false,
+        slack_s: None,
     };
     let mut replay = Replay::new(&bed, "mlip");
     let local = late_local(&replay, &bed, 0, 68);
@@ -1115,7 +1200,8 @@ fn a_redecision_displaces_only_what_the_interval_it_holds_needs() {
     // The interval decided over is the one it holds: from its start to the end of its run.
     assert_eq!(d.window.1, d.vacated_by.max(d.window.0) + local.duration);
     let mut again = Replay::new(&bed, "mlip");
-    check_against_reference(&mut again, &bed, "mlip", local).expect("as the reference decides");
+    check_against_reference(&mut again, &bed, "mlip", local, &[])
+        .expect("as the reference decides");
 }
 
 /// Paper 001 §5.2: with preemption every local request of Table I is served, and exactly at
