@@ -338,6 +338,65 @@ fn a_preempted_migratable_lease_moves_to_another_cluster_through_the_igg() {
     assert!(victim.end.expect("ended") <= igemu::time::EmuTime::from_secs(36_000));
 }
 
+/// Issue 40: the victim of [`two_clusters`] with a deadline it keeps only by migrating —
+/// suspended and resumed on c1 after the local lease (1800–5400 s) it would end near
+/// 11 050 s; migrated to the empty c2 (eq. 8 for 2 × 1 GB: 768.5 s) near 7970 s — under a
+/// dispatch policy that has the clusters publish their free slots (`earliest-start`) or not
+/// (`rr`).
+fn tight_migratable(dispatch: &str) -> igemu::topology::Topology {
+    let victim = Request::new("victim", 0, 2, 1024, 7200)
+        .kind("migratable")
+        .deadline(9000);
+    Federation::new("two-clusters")
+        .lrms("profile", "nfs-100mbps")
+        .lrms("preemption", "mov")
+        .igg("dispatch", dispatch)
+        .grid(
+            "g",
+            &[
+                ("c1", Hosts::new(1, 4, 8192)),
+                ("c2", Hosts::new(1, 4, 8192)),
+            ],
+        )
+        .workload(Users::external("ext", "g").request(victim))
+        .workload(
+            Users::local("users", "g", "c1").request(Request::new("local", 1800, 4, 1024, 3600)),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_lease_that_keeps_its_deadline_only_by_migrating_migrates_where_the_grid_shows_room() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = run_traced(tight_migratable("earliest-start"), dir.path());
+    assert_eq!(
+        r.summary.invariant_violations, 0,
+        "{:?}",
+        r.summary.violation_examples
+    );
+    let local = record(&r, "local");
+    assert_eq!(local.state, Some(RequestState::Completed));
+    let victim = record(&r, "victim");
+    assert_eq!(victim.state, Some(RequestState::Completed));
+    assert_eq!(victim.migrations, 1);
+    assert_eq!(
+        victim.cluster.map(|c| r.topology.cluster(c).name.clone()),
+        Some("c2".into())
+    );
+    assert!(victim.end.expect("ended") <= igemu::time::EmuTime::from_secs(9000));
+    // c1 learnt of c2's room from the IGG, which passed c2's publications on.
+    let passed_on = trace(dir.path())
+        .iter()
+        .filter(|e| e["kind"] == "GridSlots" && e["to"] == "lrms:g/c1")
+        .count();
+    assert!(passed_on > 0);
+    // Without published slots there is no route: the local request is rejected, as before.
+    let r = run_traced(tight_migratable("rr"), dir.path());
+    assert_eq!(record(&r, "local").state, Some(RequestState::Rejected));
+    assert_eq!(record(&r, "victim").migrations, 0);
+}
+
 fn random_topology(
     seed: u64,
     policy: &str,

@@ -26,7 +26,7 @@ use crate::lrms::preemption::Nop;
 use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
 use crate::lrms::Policies;
-use crate::model::{ClusterId, GridId, Origin, RequestId};
+use crate::model::{ClusterId, GridId, LeaseType, Origin, RequestId};
 use crate::policy::build::Builder;
 use crate::policy::external::Names;
 use crate::policy::{LrmsSetup, PeeringSetup};
@@ -173,6 +173,10 @@ impl Graph {
         let grid = &topo.grids[usize::from(gid.0)];
         let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
         let external = requests_where(topo, |w| w.origin == Origin::External && w.grid == gid);
+        // The migration route of a preemption needs the other clusters' slots: where the Grid
+        // has several clusters and the run has migratable leases.
+        let share_slots = grid.clusters.len() > 1
+            && (topo.requests.iter()).any(|r| r.lease_type == LeaseType::DeadlineMigratable);
         let addr = Igg::create(|ctx| {
             let igg = Peer {
                 id: igg_id,
@@ -199,6 +203,7 @@ impl Graph {
             let spec = IggSpec {
                 me: igg,
                 clusters,
+                share_slots,
                 dve,
                 gateway,
                 decides_later: external && emu.plugins.realtime().is_some(),
