@@ -174,8 +174,10 @@ impl Graph {
         let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
         let external = requests_where(topo, |w| w.origin == Origin::External && w.grid == gid);
         // The migration route of a preemption needs the other clusters' slots: where the Grid
-        // has several clusters and the run has migratable leases.
+        // has several clusters, one of which preempts, and the run has migratable leases.
+        let preempts = |cid: &ClusterId| topo.cluster(*cid).lrms.preemption.name != "nop";
         let share_slots = grid.clusters.len() > 1
+            && grid.clusters.iter().any(preempts)
             && (topo.requests.iter()).any(|r| r.lease_type == LeaseType::DeadlineMigratable);
         let addr = Igg::create(|ctx| {
             let igg = Peer {

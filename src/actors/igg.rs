@@ -112,8 +112,8 @@ pub struct IggSpec {
     /// Its clusters' LRMSs.
     pub clusters: Vec<(ClusterId, Peer<Lrms>)>,
     /// Whether it passes each cluster's free slots on to the Grid's other clusters
-    /// ([`GridSlots`]): where the Grid has several clusters and migratable leases, whose
-    /// preemption may take the migration route.
+    /// ([`GridSlots`]): where the Grid has several clusters, one of which preempts, and the
+    /// run has migratable leases, whose preemption may take the migration route.
     pub share_slots: bool,
     /// Its DVE manager, if the Grid has external users.
     pub dve: Option<Peer<Users>>,
