@@ -26,7 +26,7 @@ use crate::lrms::preemption::Nop;
 use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
 use crate::lrms::Policies;
-use crate::model::{ClusterId, GridId, Origin, RequestId};
+use crate::model::{ClusterId, GridId, LeaseType, Origin, RequestId};
 use crate::policy::build::Builder;
 use crate::policy::external::Names;
 use crate::policy::{LrmsSetup, PeeringSetup};
@@ -173,6 +173,12 @@ impl Graph {
         let grid = &topo.grids[usize::from(gid.0)];
         let igg_id = emu.tracer.register(format!("igg:{}", grid.name));
         let external = requests_where(topo, |w| w.origin == Origin::External && w.grid == gid);
+        // The migration route of a preemption needs the other clusters' slots: where the Grid
+        // has several clusters, one of which preempts, and the run has migratable leases.
+        let preempts = |cid: &ClusterId| topo.cluster(*cid).lrms.preemption.name != "nop";
+        let share_slots = grid.clusters.len() > 1
+            && grid.clusters.iter().any(preempts)
+            && (topo.requests.iter()).any(|r| r.lease_type == LeaseType::DeadlineMigratable);
         let addr = Igg::create(|ctx| {
             let igg = Peer {
                 id: igg_id,
@@ -199,6 +205,7 @@ impl Graph {
             let spec = IggSpec {
                 me: igg,
                 clusters,
+                share_slots,
                 dve,
                 gateway,
                 decides_later: external && emu.plugins.realtime().is_some(),

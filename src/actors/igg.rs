@@ -12,9 +12,10 @@ use actix::{Actor, Context, Handler};
 
 use super::lrms::Lrms;
 use super::messages::{
-    AdoptLease, AssignLease, CrashOrRestart, FreeSlots, FromPeer, LeaseEnded, LeaseStarted,
-    NegotiationTick, OfferTimeout, PolicyAnswer, PolicyDeadline, ProbeStart, RedirectTimeout,
-    RelocateLease, RelocationOutcome, RemoteLeaseTimeout, SetPeers, SlotsRequest, SubmitExternal,
+    AdoptLease, AssignLease, CrashOrRestart, FreeSlots, FromPeer, GridSlots, LeaseEnded,
+    LeaseStarted, NegotiationTick, OfferTimeout, PolicyAnswer, PolicyDeadline, ProbeStart,
+    RedirectTimeout, RelocateLease, RelocationOutcome, RemoteLeaseTimeout, SetPeers, SlotsRequest,
+    SubmitExternal,
 };
 use super::users::Users;
 use super::{Emu, Peer};
@@ -34,6 +35,8 @@ struct Office {
     /// Its own address, for its timers (shared: an actix address clone allocates twice).
     me: Rc<Peer<Igg>>,
     clusters: Vec<(ClusterId, Peer<Lrms>)>,
+    /// Whether each cluster's publication is passed on to the others ([`IggSpec`]).
+    share_slots: bool,
     dve: Option<Peer<Users>>,
     peers: RefCell<BTreeMap<GridId, Peer<Igg>>>,
     /// Timeouts pending, so that an answer can call its timeout off.
@@ -108,6 +111,10 @@ pub struct IggSpec {
     pub me: Peer<Igg>,
     /// Its clusters' LRMSs.
     pub clusters: Vec<(ClusterId, Peer<Lrms>)>,
+    /// Whether it passes each cluster's free slots on to the Grid's other clusters
+    /// ([`GridSlots`]): where the Grid has several clusters, one of which preempts, and the
+    /// run has migratable leases, whose preemption may take the migration route.
+    pub share_slots: bool,
     /// Its DVE manager, if the Grid has external users.
     pub dve: Option<Peer<Users>>,
     /// Its decisions.
@@ -127,6 +134,7 @@ impl Igg {
                 grid: spec.gateway.grid(),
                 me: Rc::new(spec.me),
                 clusters: spec.clusters,
+                share_slots: spec.share_slots,
                 dve: spec.dve,
                 peers: RefCell::new(BTreeMap::new()),
                 timers: RefCell::new(BTreeMap::new()),
@@ -316,6 +324,20 @@ fn observe(office: &Rc<Office>, o: Observation) {
     }
 }
 
+/// Passes cluster `from`'s publication on to the Grid's other clusters, if it shares them.
+fn share(office: &Office, from: ClusterId, slots: &crate::igg::Published) {
+    if !office.share_slots {
+        return;
+    }
+    for (_, lrms) in office.clusters.iter().filter(|(c, _)| *c != from) {
+        let msg = GridSlots {
+            cluster: from,
+            slots: slots.clone(),
+        };
+        office.emu.send(office.id, lrms, msg);
+    }
+}
+
 /// The post office's task for a round where clusters publish on request: ask each for its
 /// slots, hand them to the gateway, then let the round go on.
 fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>) {
@@ -325,6 +347,7 @@ fn refresh_then_round(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>) {
         let (emu, me) = (&office.emu, office.id);
         for (_, lrms) in &office.clusters {
             if let Some(FreeSlots { cluster, slots }) = emu.call(me, lrms, SlotsRequest).await {
+                share(&office, cluster, &slots);
                 on(&office, &gateway, Input::FreeSlots { cluster, slots });
             }
         }
@@ -518,6 +541,7 @@ impl Handler<SubmitExternal> for Igg {
 impl Handler<FreeSlots> for Igg {
     type Result = ();
     fn handle(&mut self, msg: FreeSlots, _: &mut Context<Self>) {
+        share(&self.office, msg.cluster, &msg.slots);
         self.on(Input::FreeSlots {
             cluster: msg.cluster,
             slots: msg.slots,

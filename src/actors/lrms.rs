@@ -16,7 +16,7 @@ use super::messages::{
     RelocateLease, RelocationOutcome, StartOffer, SubmitLocal, Tick, VmCommand, VmRef, VmReport,
 };
 use super::messages::{
-    FreeSlots, PolicyAnswer, PolicyDeadline, PublishTick, Reallocate, SlotsRequest,
+    FreeSlots, GridSlots, PolicyAnswer, PolicyDeadline, PublishTick, Reallocate, SlotsRequest,
 };
 use super::users::Users;
 use super::vm::{Vm, VmSpec};
@@ -53,6 +53,8 @@ pub struct Lrms {
     /// Realtime runs with an external preemption policy: the local request whose decision is
     /// pending and the inputs held meanwhile (see [`crate::policy::realtime`]).
     later: Option<Later>,
+    /// The Grid's other clusters' last publications, passed on by the IGG ([`GridSlots`]).
+    elsewhere: BTreeMap<ClusterId, Published>,
 }
 
 /// What an LRMS holds while an external decision is pending: a scheduler busy deciding.
@@ -74,6 +76,7 @@ enum Held {
     Publish,
     Reallocate,
     Outcome(RelocationOutcome),
+    Slots(GridSlots),
 }
 
 /// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
@@ -142,6 +145,7 @@ impl Lrms {
             vms: BTreeMap::new(),
             me: OwnCell::default(),
             later: spec.decides_later.then(Later::default),
+            elsewhere: BTreeMap::new(),
         }
     }
 
@@ -167,6 +171,7 @@ impl Lrms {
             Held::Publish => self.publish(ctx),
             Held::Reallocate => self.reallocate(ctx),
             Held::Outcome(m) => self.outcome(m, ctx),
+            Held::Slots(m) => self.grid_slots(m),
         }
     }
 
@@ -545,6 +550,7 @@ emu_shell!(Lrms);
 
 handles_caused!(
     Lrms;
+    GridSlots,
     PolicyAnswer,
     PolicyDeadline,
     PublishTick,
@@ -699,6 +705,26 @@ impl Handler<AssignLease> for Lrms {
             }
         };
         MessageResult(AssignAnswer { lease, refusal })
+    }
+}
+
+impl Handler<GridSlots> for Lrms {
+    type Result = ();
+    fn handle(&mut self, msg: GridSlots, _: &mut Context<Self>) {
+        if self.busy() {
+            self.hold(Held::Slots(msg));
+        } else {
+            self.grid_slots(msg);
+        }
+    }
+}
+
+impl Lrms {
+    /// Another cluster of the Grid published: the core decides with its slots from now on.
+    fn grid_slots(&mut self, msg: GridSlots) {
+        self.elsewhere.insert(msg.cluster, msg.slots);
+        self.core
+            .set_elsewhere(self.elsewhere.values().cloned().collect());
     }
 }
 

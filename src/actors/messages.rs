@@ -316,6 +316,21 @@ impl Traced for FreeSlots {
     const KIND: &'static str = "FreeSlots";
 }
 
+/// IGG → LRMS: another cluster of the Grid published its free slots (passed on where the Grid
+/// has several clusters and migratable leases: the migration route of a preemption,
+/// [`crate::lrms::Route`]).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct GridSlots {
+    /// The cluster that published.
+    pub cluster: ClusterId,
+    /// Its slots.
+    pub slots: Published,
+}
+impl Traced for GridSlots {
+    const KIND: &'static str = "GridSlots";
+}
+
 /// IGG → LRMS: your free time slots now, please (publication on request, paper 004 §4.1);
 /// answered with [`FreeSlots`].
 #[derive(Message, Clone, Copy)]

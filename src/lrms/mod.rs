@@ -6,6 +6,7 @@
 pub mod admission;
 pub(crate) mod availability;
 pub mod contention;
+pub mod migration;
 pub(crate) mod overhead;
 pub mod policy;
 pub mod preemption;
@@ -19,6 +20,7 @@ pub use admission::{
 };
 pub use availability::VmShape;
 pub use contention::{Candidate, Contention};
+pub use migration::Route;
 pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{

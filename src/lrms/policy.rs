@@ -33,15 +33,18 @@
 //! * **MWT**: least waiting time first (waiting = time since submission not spent working);
 //!   ties to the younger lease.
 //! * **MOV (paper 001, `mov-score`)**: eq. 1, score 1 / (overhead of the lease) — cheapest
-//!   first; ties to the younger lease. Eq. 1's `n·(mem/s + mem/r)` is the suspension cost of
+//!   first (a lease that costs nothing before any that costs something); ties to the younger
+//!   lease. Eq. 1's `n·(mem/s + mem/r)` is the suspension cost of
 //!   eq. 7 without its millisecond pauses; the score uses the full operation cost so that what
 //!   ranks is what is charged.
 //! * **CP(α)** (eq. 2): score α·v + (1 − α)·w with both terms preemptability scores in [0, 1]
 //!   over the leases in play, as Haizea's scores are: v = eq. 1's score relative to the
-//!   cheapest lease with a cost (h⁺_min / h; 1 for leases that cost nothing), w = 1 − waiting /
-//!   the longest waiting. Highest first; ties to the younger lease. α = 0 is exactly MWT's
-//!   order and α = 1 exactly eq. 1's. (Raw seconds would let waiting times, hours, drown
-//!   overheads, seconds: CP(0.31) would be MWT.)
+//!   cheapest lease with a cost (h⁺_min / h), w = 1 − waiting / the longest waiting. A lease
+//!   that costs nothing has v = 1 plus an infinitesimal edge over the cheapest paid one (eq.
+//!   1's 1 / 0 is above every 1 / h): for α > 0, ties on the score go to the cheaper lease,
+//!   then to the younger. Highest first. α = 0 is exactly MWT's order and α = 1 exactly eq.
+//!   1's (free leases first, then cheapest first). (Raw seconds would let waiting times,
+//!   hours, drown overheads, seconds: CP(0.31) would be MWT.)
 //!
 //! Algorithms. When room is additive (every set frees the sum of what its leases free alone —
 //! paper 003's VM counting, eq. 1, is a special case; see [`Contention::additive`]), MLIP is a
@@ -379,10 +382,19 @@ fn score_order_items(policy: PreemptionPolicy, items: &[Item]) -> Option<Vec<usi
         }
     };
     let score: Vec<f64> = items.iter().map(score_of).collect();
+    // Where the overhead counts (α > 0), a tie on the score goes to the cheaper lease: a
+    // lease that costs nothing has v = 1 as the cheapest paid one has, plus an infinitesimal
+    // edge — so at α = 1 the order is exactly eq. 1's (1 / 0 above every 1 / h), and a free
+    // lease is never passed over for a paid one it ties with.
+    let cheaper = |a: usize, b: usize| match alpha > 0.0 {
+        true => items[a].cost.cmp(&items[b].cost),
+        false => std::cmp::Ordering::Equal,
+    };
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.sort_by(|&a, &b| {
         score[b]
             .total_cmp(&score[a])
+            .then(cheaper(a, b))
             .then(items[b].arrival.cmp(&items[a].arrival))
             .then(b.cmp(&a))
     });
@@ -1433,6 +1445,100 @@ mod tests {
         assert_eq!(pick(PreemptionPolicy::MovScore), vec![1]);
         // v = 0.5, 1, 0.83; w = 1, 0, 0.9: 0.31·v + 0.69·w = 0.845, 0.31, 0.879.
         assert_eq!(pick(PreemptionPolicy::Cp { alpha: 0.31 }), vec![2]);
+    }
+
+    #[test]
+    fn a_lease_that_costs_nothing_is_ranked_before_the_cheapest_paid_one() {
+        // Issue 40: an older cancellable lease stopped for nothing, and a younger suspendable
+        // one whose suspension costs 8.7 s; equal waiting; either alone frees the one VM
+        // needed. The free one used to tie with the paid one (v = 1 both) and lose to the
+        // younger; "least overhead first" takes it.
+        let mk = |cost, waiting, arrival, t| Item {
+            gain: 1,
+            vms: 1,
+            preempted_vms: 1,
+            lease_type: t,
+            cost,
+            reschedules: t != LeaseType::BestEffortCancellable,
+            waiting,
+            arrival,
+        };
+        let items = vec![
+            mk(0, 60_000_000, 1, LeaseType::BestEffortCancellable),
+            mk(8_700_000, 60_000_000, 2, LeaseType::BestEffortSuspendable),
+        ];
+        let pick = |p| choose_additive(p, &items, 1, DELTA, 1).unwrap();
+        assert_eq!(pick(PreemptionPolicy::MovScore), vec![0]);
+        assert_eq!(pick(PreemptionPolicy::Cp { alpha: 0.31 }), vec![0]);
+        assert_eq!(pick(PreemptionPolicy::Cp { alpha: 1.0 }), vec![0]);
+        // MWT disregards overheads: the tie goes to the younger lease, as before.
+        assert_eq!(pick(PreemptionPolicy::Mwt), vec![1]);
+        assert_eq!(pick(PreemptionPolicy::Cp { alpha: 0.0 }), vec![1]);
+        // A free lease that waited much longer still loses under CP: the edge is a tie-break.
+        let items = vec![
+            mk(0, 600_000_000, 1, LeaseType::BestEffortCancellable),
+            mk(8_700_000, 0, 2, LeaseType::BestEffortSuspendable),
+        ];
+        let pick = |p| choose_additive(p, &items, 1, DELTA, 1).unwrap();
+        assert_eq!(pick(PreemptionPolicy::Cp { alpha: 0.31 }), vec![1]);
+        assert_eq!(pick(PreemptionPolicy::MovScore), vec![0]);
+    }
+
+    /// Eq. 1's order written from the formula: score 1 / h as an extended real (1 / 0 = ∞),
+    /// highest first, ties to the younger lease.
+    fn eq_1_order(items: &[Item]) -> Vec<usize> {
+        let score = |x: &Item| match x.cost {
+            0 => f64::INFINITY,
+            h => 1.0 / h as f64,
+        };
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by(|&a, &b| {
+            score(&items[b])
+                .total_cmp(&score(&items[a]))
+                .then(items[b].arrival.cmp(&items[a].arrival))
+                .then(b.cmp(&a))
+        });
+        order
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// With free leases among paid ones (and equal costs), α = 1 and `mov-score` take eq.
+        /// 1's order exactly, α = 0 MWT's, and at any α a free lease comes before every paid
+        /// lease it ties with on waiting.
+        #[test]
+        fn score_orders_rank_free_leases_first_and_keep_their_ends(
+            leases in prop::collection::vec((prop::sample::select(vec![0u64, 0, 5, 5, 8_700_000, 30_000_000]), 0u64..4, 0u64..6), 1..9),
+            alpha in 0.0f64..=1.0,
+        ) {
+            let items: Vec<Item> = leases.iter().map(|&(cost, w, arrival)| Item {
+                gain: 1,
+                vms: 1,
+                preempted_vms: 1,
+                lease_type: LeaseType::BestEffortSuspendable,
+                cost,
+                reschedules: cost > 0,
+                waiting: w * 1_000_000,
+                arrival,
+            }).collect();
+            let eq1 = eq_1_order(&items);
+            prop_assert_eq!(score_order_items(PreemptionPolicy::MovScore, &items).unwrap(), eq1.clone());
+            prop_assert_eq!(score_order_items(PreemptionPolicy::Cp { alpha: 1.0 }, &items).unwrap(), eq1);
+            let mut mwt: Vec<usize> = (0..items.len()).collect();
+            mwt.sort_by(|&a, &b| items[a].waiting.cmp(&items[b].waiting).then(items[b].arrival.cmp(&items[a].arrival)).then(b.cmp(&a)));
+            prop_assert_eq!(score_order_items(PreemptionPolicy::Cp { alpha: 0.0 }, &items).unwrap(), mwt.clone());
+            prop_assert_eq!(score_order_items(PreemptionPolicy::Mwt, &items).unwrap(), mwt);
+            if alpha > 0.0 {
+                let order = score_order_items(PreemptionPolicy::Cp { alpha }, &items).unwrap();
+                let pos = |i: usize| order.iter().position(|&x| x == i).unwrap();
+                for (f, free) in items.iter().enumerate().filter(|(_, x)| x.cost == 0) {
+                    for (p, _) in items.iter().enumerate().filter(|(_, x)| x.cost > 0 && x.waiting == free.waiting) {
+                        prop_assert!(pos(f) < pos(p), "free {} after paid {} in {:?}", f, p, order);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -20,7 +20,9 @@
 //!   it start late — by the pause and suspension time of the VMs preempted for it, never more
 //!   (paper 003 Table III: 720 s → 745.6 s). If that lateness would carry the lease into
 //!   leases that start after its interval, the interval is extended and the decision made
-//!   again over it.
+//!   again over it; if the set then chosen vacates sooner, the decision is made once more
+//!   over the interval the lease will hold, among the leases chosen, so that what is carried
+//!   out is minimal for the interval finally used.
 //! * Preemption is planned to the microsecond with the overhead model: pauses one VM after
 //!   another, suspensions and resumptions one VM at a time on the shared storage
 //!   (`storage.rs`), stops for cancellable leases. The plan goes to the VMs as timed steps.
@@ -46,11 +48,13 @@ use super::admission::{
 };
 use super::availability::{Availability, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
+use super::migration::Route;
 use super::overhead::{Operation, OverheadModel};
 use super::policy::PreemptionPolicy;
 use super::preemption::{self, Preemption};
 use super::queue::{Listed, Queue, Rank};
 use super::storage::Storage;
+use crate::igg::Published;
 use crate::model::HostSpec;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
@@ -199,7 +203,8 @@ pub type Steps = std::sync::Arc<[(EmuTime, VmEvent)]>;
 pub struct Decision {
     /// The local request it was made for.
     pub local: RequestId,
-    /// The interval the local request needed (widened if its lateness required).
+    /// The interval the local request needed: widened if its lateness required, and then
+    /// the interval it holds (from the requested start to the end of its run).
     pub window: (EmuTime, EmuTime),
     /// The leases in the chosen set and what happens to each, in arrival order.
     pub set: Vec<(RequestId, Operation)>,
@@ -412,6 +417,16 @@ struct Vacating {
     vms: Vec<(EmuTime, EmuTime, EmuTime)>,
 }
 
+/// A preemption decision ready to be carried out: how its set is vacated, when the last VM
+/// is off its host, the end of the interval it was decided over, and whether the policy's
+/// choice was provably its optimum.
+struct Decided {
+    vacating: Vec<Vacating>,
+    done: EmuTime,
+    end: EmuTime,
+    exact: bool,
+}
+
 /// The LRMS core of one cluster.
 pub struct Core {
     cfg: Config,
@@ -432,6 +447,9 @@ pub struct Core {
     /// The leases waiting in the backfilling queue, in queue order.
     queue: Queue,
     decisions: u64,
+    /// The other clusters of the Grid as they last published their free slots (the migration
+    /// route of a preemption, [`Route`]).
+    elsewhere: Vec<Published>,
 }
 
 /// Why the core refused a request.
@@ -508,6 +526,7 @@ impl Clone for Core {
             starts: self.starts.clone(),
             queue: self.queue.clone(),
             decisions: self.decisions,
+            elsewhere: self.elsewhere.clone(),
         }
     }
 }
@@ -590,7 +609,14 @@ impl Core {
             starts: BTreeSet::new(),
             queue: Queue::default(),
             decisions: 0,
+            elsewhere: Vec::new(),
         }
+    }
+
+    /// The other clusters of the Grid as they last published their free slots: where a
+    /// migratable lease that cannot keep its deadline here may be migrated to ([`Route`]).
+    pub fn set_elsewhere(&mut self, published: Vec<Published>) {
+        self.elsewhere = published;
     }
 
     /// The availability profile (for inspection and tests).
@@ -1584,27 +1610,51 @@ impl Core {
             _ => return None,
         };
         if l.req.lease_type == LeaseType::DeadlineMigratable && op != Operation::Wait {
-            // It must still be able to finish by its deadline if it resumes here after the
-            // local lease: suspended now, resumed after `end`.
-            let m = &self.cfg.overhead;
-            let deadline = l.req.deadline.unwrap_or(EmuTime::NEVER);
-            let remaining = l.duration.saturating_sub(self.done_by(l, now));
-            let resume_at = end.max(now + m.suspend_lease(l.req.vms, l.req.mem_mb));
-            if resume_at + m.resume_lease(l.req.vms, l.req.mem_mb) + remaining > deadline {
-                return None;
-            }
+            let begin = start.earlier_by(self.vacate_time(l, op)).max(now);
+            return self.keeps_deadline(l, op, (begin, end), now).then_some(op);
         }
         Some(op)
     }
 
+    /// Whether migratable lease `l`, preempted by `op` from `begin` on for a local lease
+    /// ending at `end`, still finishes by its deadline: resumed here after `end` (suspended
+    /// now), or — migrating — on another cluster whose published slots show room ([`Route`],
+    /// paper 003 §4.2: "either on the same resource or on another resource").
+    fn keeps_deadline(
+        &self,
+        l: &Lease,
+        op: Operation,
+        (begin, end): (EmuTime, EmuTime),
+        now: EmuTime,
+    ) -> bool {
+        let m = &self.cfg.overhead;
+        let (vms, mem) = (l.req.vms, l.req.mem_mb);
+        let deadline = l.req.deadline.unwrap_or(EmuTime::NEVER);
+        let remaining = l.duration.saturating_sub(self.done_by(l, now));
+        let resume_at = end.max(now + m.suspend_lease(vms, mem));
+        if resume_at + m.resume_lease(vms, mem) + remaining <= deadline {
+            return true;
+        }
+        let route = Route {
+            begin,
+            migration: m.migrate_lease(vms, mem),
+            remaining,
+            cores: u64::from(vms) * u64::from(l.req.cores_per_vm),
+            deadline,
+        };
+        op == Operation::Migrate && route.open(&self.elsewhere)
+    }
+
     /// The contention of local lease `local` needing `[start, end)`: every lease holding a
-    /// host then, as a candidate (in arrival order) or as a fixed hold.
+    /// host then, as a candidate (in arrival order; only those of `among`, if given) or as a
+    /// fixed hold.
     fn contention(
         &self,
         local: RequestId,
         start: EmuTime,
         end: EmuTime,
         now: EmuTime,
+        among: Option<&[RequestId]>,
     ) -> Contention {
         let l = &self.leases[&local];
         let m = &self.cfg.overhead;
@@ -1621,7 +1671,7 @@ impl Core {
         in_play.dedup();
         let mut cands: Vec<(EmuTime, u64, RequestId, Operation)> = in_play
             .iter()
-            .filter(|id| **id != local)
+            .filter(|id| **id != local && among.is_none_or(|ids| ids.contains(id)))
             .filter_map(|id| {
                 let x = self.leases.get(id)?;
                 let op = self.candidacy(x, start, end, now)?;
@@ -1856,6 +1906,7 @@ impl Core {
                 .any(|h| h.start >= from && h.lease != local && !set.contains(&h.lease))
     }
 
+    /// Makes room for local request `id` asking for `start` by preempting, or refuses it.
     fn preempt_for(
         &mut self,
         id: RequestId,
@@ -1874,17 +1925,10 @@ impl Core {
         self.decisions += 1;
         let mut end = start + length;
         for _ in 0..MAX_WINDOW_EXTENSIONS {
-            let c = self.contention(id, start, end, now);
-            let ask = preemption::Ask {
-                now,
-                local: &self.leases[&id].req,
-                seed,
-                budget: self.cfg.search_budget,
-            };
-            let choice = self.preemption.choose(&c, &ask).ok_or(Refusal::NoRoom)?;
+            let c = self.contention(id, start, end, now, None);
+            let choice = self.ask_policy(id, &c, now, seed).ok_or(Refusal::NoRoom)?;
             let (vacating, done) = self.plan_vacating(&c, &choice.set, start, now);
-            let set_ids: Vec<RequestId> =
-                choice.set.iter().map(|&i| c.candidates[i].lease).collect();
+            let set_ids: Vec<RequestId> = vacating.iter().map(|v| v.id).collect();
             let latest_end = done.max(start) + length;
             if latest_end > end && self.tail_taken(id, &set_ids, end, latest_end) {
                 // Late by its preemption, the lease would run into leases after its interval:
@@ -1892,43 +1936,120 @@ impl Core {
                 end = latest_end;
                 continue;
             }
-            // The cost of what is done: the policy's operations, except for leases the busy
-            // storage turned into waits.
-            let decision_cost = self.cfg.overhead.set_cost(vacating.iter().map(|v| {
-                let l = &self.leases[&v.id];
-                (v.op, l.req.vms, l.req.mem_mb)
-            }));
-            self.apply_vacating(&vacating, now, out);
-            let reschedule = if vacating.iter().any(|v| v.op.reschedules()) {
-                self.cfg.overhead.reschedule
-            } else {
-                EmuDuration::ZERO
-            };
-            let allowed = start.max(done);
-            let placed = self.find_slot(id, start).filter(|(s, _, _)| *s <= allowed);
-            let Some((s, plan, hosts)) = placed else {
-                out.push(Action::Violation(format!(
-                    "local request #{} found no room by {} after its preemption decision",
-                    id.0, allowed
-                )));
-                self.place_waiting(now, out);
-                return Err(Refusal::NoRoom);
-            };
-            self.commit(id, s, plan, hosts, out);
-            out.push(Action::Decision(Decision {
-                local: id,
-                window: (start, end),
-                set: vacating.iter().map(|v| (v.id, v.op)).collect(),
-                cost: decision_cost,
-                reschedule,
-                vacated_by: done,
-                local_start: s,
+            let decided = Decided {
+                vacating,
+                done,
+                end,
                 exact: choice.exact,
-            }));
-            self.place_waiting(now, out);
-            return Ok(());
+            };
+            let decided = match latest_end < end {
+                true => self.narrowed(id, (start, length), now, seed, decided),
+                false => decided,
+            };
+            return self.carry_out(id, start, now, decided, out);
         }
         Err(Refusal::NoRoom)
+    }
+
+    /// The preemption policy's answer for local request `id` on contention `c`.
+    fn ask_policy(
+        &mut self,
+        id: RequestId,
+        c: &Contention,
+        now: EmuTime,
+        seed: u64,
+    ) -> Option<super::policy::Choice> {
+        let ask = preemption::Ask {
+            now,
+            local: &self.leases[&id].req,
+            seed,
+            budget: self.cfg.search_budget,
+        };
+        self.preemption.choose(c, &ask)
+    }
+
+    /// A decision made over an interval widened for its lateness whose set vacates sooner
+    /// than that interval assumed: made again over the interval the local lease will hold
+    /// (`start` to the end of its run of `length` once the set is vacated), among the leases
+    /// chosen, until the set no longer changes — so what is carried out is minimal for the
+    /// interval finally used. The set only shrinks, and vacating fewer leases never ends
+    /// later, so the interval only narrows and the leases kept still leave room.
+    fn narrowed(
+        &mut self,
+        id: RequestId,
+        (start, length): (EmuTime, EmuDuration),
+        now: EmuTime,
+        seed: u64,
+        mut d: Decided,
+    ) -> Decided {
+        for _ in 0..=d.vacating.len() {
+            let end = d.done.max(start) + length;
+            let ids: Vec<RequestId> = d.vacating.iter().map(|v| v.id).collect();
+            let c = self.contention(id, start, end, now, Some(&ids));
+            let Some(choice) = self.ask_policy(id, &c, now, seed) else {
+                // Cannot happen with a policy that answers as it should (the leases chosen
+                // leave room over the narrower interval); keep the wider decision.
+                return d;
+            };
+            if choice.set.len() == ids.len() {
+                return Decided { end, ..d };
+            }
+            let (vacating, done) = self.plan_vacating(&c, &choice.set, start, now);
+            d = Decided {
+                vacating,
+                done,
+                end,
+                exact: d.exact && choice.exact,
+            };
+        }
+        d
+    }
+
+    /// Carries out decision `d` for local request `id` asking for `start`: vacates its set,
+    /// charges it, and reserves the local lease by the time its hosts are free.
+    fn carry_out(
+        &mut self,
+        id: RequestId,
+        start: EmuTime,
+        now: EmuTime,
+        d: Decided,
+        out: &mut Vec<Action>,
+    ) -> Result<(), Refusal> {
+        // The cost of what is done: the policy's operations, except for leases the busy
+        // storage turned into waits.
+        let decision_cost = self.cfg.overhead.set_cost(d.vacating.iter().map(|v| {
+            let l = &self.leases[&v.id];
+            (v.op, l.req.vms, l.req.mem_mb)
+        }));
+        self.apply_vacating(&d.vacating, now, out);
+        let reschedule = if d.vacating.iter().any(|v| v.op.reschedules()) {
+            self.cfg.overhead.reschedule
+        } else {
+            EmuDuration::ZERO
+        };
+        let allowed = start.max(d.done);
+        let placed = self.find_slot(id, start).filter(|(s, _, _)| *s <= allowed);
+        let Some((s, plan, hosts)) = placed else {
+            out.push(Action::Violation(format!(
+                "local request #{} found no room by {} after its preemption decision",
+                id.0, allowed
+            )));
+            self.place_waiting(now, out);
+            return Err(Refusal::NoRoom);
+        };
+        self.commit(id, s, plan, hosts, out);
+        out.push(Action::Decision(Decision {
+            local: id,
+            window: (start, d.end),
+            set: d.vacating.iter().map(|v| (v.id, v.op)).collect(),
+            cost: decision_cost,
+            reschedule,
+            vacated_by: d.done,
+            local_start: s,
+            exact: d.exact,
+        }));
+        self.place_waiting(now, out);
+        Ok(())
     }
 
     /// Carries out a vacating plan: reservations dropped, VMs stopped or paused and
@@ -2782,6 +2903,58 @@ mod tests {
         );
         assert_eq!(c.leases().len(), 1);
         assert_eq!(c.availability().holds(t0, EmuTime::NEVER).len(), 4);
+    }
+
+    /// Issue 40: one 1-core host runs a migratable lease (one 660 MB VM, 1000 s, deadline
+    /// 1300 s) when a local request for its core arrives at 100 s for 500 s. Suspended and
+    /// resumed here after the local lease it would end at 1516 s, past its deadline; migrated
+    /// (eq. 8: 52.8 s of copy, 16.5 s + 16.5 s of suspension and resumption, 10 ms of pauses:
+    /// 85.8 s) it ends at 1085.8 s. With another cluster of the Grid publishing room it is a
+    /// candidate and both are served; publishing none, or none free, it is not, as before.
+    fn migration_route(elsewhere: Vec<Published>) -> Result<Vec<Action>, Refusal> {
+        let mut cfg = config(Backfilling::Conservative);
+        cfg.can_migrate = true;
+        let mut c = Core::new(&hosts(1, 1, 4096), cfg, with(PreemptionPolicy::Mov));
+        let mut m = req(0, Origin::External, 0, 1, 660, 1000);
+        m.lease_type = LeaseType::DeadlineMigratable;
+        m.deadline = Some(EmuTime::from_secs(1300));
+        c.submit_external(m, EmuTime::ZERO).unwrap();
+        c.set_elsewhere(elsewhere);
+        let now = EmuTime::from_secs(100);
+        c.submit_local(req(1, Origin::Local, 100, 1, 100, 500), now)
+    }
+
+    fn published(free: u64, until: u64) -> Published {
+        Published {
+            free: vec![(EmuTime::from_secs(100), free)],
+            until: EmuTime::from_secs(until),
+            cores: 4,
+            price: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_migratable_lease_that_keeps_its_deadline_only_by_migrating_is_a_candidate() {
+        let a = migration_route(vec![published(4, 3700)]).expect("served by migrating");
+        let d = decision(&a).expect("a decision");
+        assert_eq!(d.set, vec![(RequestId(0), Operation::Migrate)]);
+        let eq_8 = OverheadModel::gluster_testbed().migrate_lease(1, 660);
+        assert!((eq_8.as_secs_f64() - 85.81).abs() < 1e-6, "{eq_8:?}");
+        assert_eq!(d.cost, eq_8 + d.reschedule);
+        assert!(a
+            .iter()
+            .any(|x| matches!(x, Action::Relocate(r) if r.req.id == RequestId(0))));
+        // No room elsewhere: rejected as before.
+        assert_eq!(migration_route(vec![]).err(), Some(Refusal::NoRoom));
+        assert_eq!(
+            migration_route(vec![published(0, 3700)]).err(),
+            Some(Refusal::NoRoom)
+        );
+        // A horizon ending before it would finish there shows no room either.
+        assert_eq!(
+            migration_route(vec![published(4, 1000)]).err(),
+            Some(Refusal::NoRoom)
+        );
     }
 
     #[test]

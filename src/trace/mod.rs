@@ -55,6 +55,7 @@ pub const KINDS: &[&str] = &[
     "RelocationOutcome",
     "PublishTick",
     "FreeSlots",
+    "GridSlots",
     "SlotsRequest",
     "Reallocate",
     "NegotiationTick",

@@ -9,7 +9,13 @@
 //!   moved (no cost); a cancellable lease is stopped (its shutdowns); a suspendable lease (or
 //!   a migratable one with no other cluster) is paused, suspended and resumed — eq. 7,
 //!   `2v·t_p + Σ(mem/s + mem/r)`; a running lease that would end before it could be vacated is
-//!   waited for (no cost). δ is added once when the set suspends anything (the reading under
+//!   waited for (no cost); a running migratable lease of a Grid with another cluster is
+//!   migrated — suspended here as a suspension is, priced by eq. 8 (`Σ t_copy + t_s +
+//!   Σ_{j<v} max(t_s, t_r) + t_r + 2v·t_p`). A migratable lease is in play only if it still
+//!   finishes by its deadline (§4.2, "either on the same resource or on another resource"):
+//!   resumed here after the local lease, or, migrated, on another cluster whose published
+//!   slots have its cores free from when it begins to be vacated until it would finish there.
+//!   δ is added once when the set suspends or migrates anything (the reading under
 //!   which Table III's 27.8 s comes out for both a 3-lease and a 2-lease set). The policies rank
 //!   by these per-lease costs; what is charged is the cost of what is done, where a lease whose
 //!   suspension, queued behind the set's others on the shared storage, could only end after
@@ -27,12 +33,17 @@
 //!   one VM at a time on the shared storage (§5), leases in arrival order. If that lateness
 //!   carries it into a lease that begins holding a host after its interval, the decision is
 //!   made again over the interval it will really hold (at most four times), else it is
-//!   rejected (paper 001 §3: in its interval or rejected).
+//!   rejected (paper 001 §3: in its interval or rejected). If the set chosen over a widened
+//!   interval vacates sooner, so that the lease holds less than that interval, the decision
+//!   is made once more over the interval it holds, among the leases chosen, until the set no
+//!   longer changes: what is carried out is minimal for the interval finally used.
 //! * MWT, paper 001's MOV (`mov-score`) and CP(α) (paper 001 §4.3.1, Haizea's mapper): leases
 //!   sorted by a preemptability score (MWT: least waited first; mov-score: eq. 1, cheapest
 //!   first; CP: α·v + (1 − α)·w with v = cheapest positive cost / cost and w = 1 − waiting /
-//!   longest waiting), ties to the younger lease; the shortest prefix that leaves room, then
-//!   leases made redundant dropped, least preemptable first.
+//!   longest waiting; a lease that costs nothing has v = 1 and an infinitesimal edge over paid
+//!   leases, so for α > 0 ties on the score go to the cheaper lease), then ties to the younger
+//!   lease; the shortest prefix that leaves room, then leases made redundant dropped, least
+//!   preemptable first.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +71,12 @@ pub struct Lease {
     pub waiting: f64,
     /// Its holds: (host, start s, end s, cores, mem MB).
     pub holds: Vec<(usize, f64, f64, u64, u64)>,
+    /// Its cores (VMs × cores per VM).
+    pub cores: u64,
+    /// Work it has left, s.
+    pub remaining: f64,
+    /// Its deadline, s (infinite if none).
+    pub deadline: f64,
 }
 
 /// The testbed and the request.
@@ -76,6 +93,13 @@ pub struct Scene {
     pub now: f64,
     /// Pause per VM t_p, suspend rate s, resume rate r (MB/s), shutdown per VM, δ (s).
     pub timings: (f64, f64, f64, f64, f64),
+    /// Rate of copying a suspended VM to another cluster, MB/s.
+    pub copy_rate: f64,
+    /// Whether the Grid has another cluster: running migratable leases are migrated.
+    pub migrate: bool,
+    /// The other clusters' published free slots: (from s, free cores) steps, and the end of
+    /// the horizon, s.
+    pub elsewhere: Vec<(Vec<(f64, u64)>, f64)>,
 }
 
 /// What the reference decides.
@@ -90,19 +114,22 @@ pub struct Verdict {
 }
 
 impl Scene {
-    fn candidates(&self) -> Vec<&Lease> {
+    /// The leases in play that may be preempted (only those of `among`, if given).
+    fn candidates(&self, among: Option<&[u32]>) -> Vec<&Lease> {
         let (ws, we) = self.window;
         let mut c: Vec<&Lease> = self
             .leases
             .iter()
             .filter(|l| !l.local && l.kind != "non-preemptable")
+            .filter(|l| among.is_none_or(|ids| ids.contains(&l.id)))
+            .filter(|l| self.keeps_deadline(l))
             .filter(|l| l.holds.iter().any(|h| h.1 < we && h.2 > ws))
             .collect();
         c.sort_by(|a, b| a.arrival.total_cmp(&b.arrival).then(a.id.cmp(&b.id)));
         c
     }
 
-    /// What preempting `l` does: "displace", "wait", "stop" or "suspend".
+    /// What preempting `l` does: "displace", "wait", "stop", "suspend" or "migrate".
     fn op(&self, l: &Lease) -> &'static str {
         let (tp, s, _, shutdown, _) = self.timings;
         if !l.running {
@@ -117,6 +144,8 @@ impl Scene {
             "wait"
         } else if l.kind == "cancellable" {
             "stop"
+        } else if l.kind == "migratable" && self.migrate {
+            "migrate"
         } else {
             "suspend"
         }
@@ -128,13 +157,74 @@ impl Scene {
         match self.op(l) {
             "stop" => shutdown * v,
             "suspend" => 2.0 * v * tp + v * (l.mem_mb as f64 / s + l.mem_mb as f64 / r),
+            "migrate" => self.migration(l),
             _ => 0.0,
         }
     }
 
+    /// Eq. 8 without δ: copies one after another; the first suspension and the last
+    /// resumption alone, each VM's suspension overlapping the previous one's resumption;
+    /// a pause and an unpause per VM.
+    fn migration(&self, l: &Lease) -> f64 {
+        let (tp, s, r, _, _) = self.timings;
+        let mem = l.mem_mb as f64;
+        let (ts, tr, tc) = (mem / s, mem / r, mem / self.copy_rate);
+        let v = f64::from(l.vms);
+        v * tc + ts + (v - 1.0) * ts.max(tr) + tr + 2.0 * v * tp
+    }
+
+    /// Whether `l`, if preempted, still finishes by its deadline (paper 003 §4.2: "either on
+    /// the same resource or on another resource"): suspended now at the latest and resumed
+    /// here once the local lease ends; or, migrating, on another cluster whose published
+    /// slots have its cores free from the moment it begins to be vacated until it would
+    /// finish there, within their horizon.
+    fn keeps_deadline(&self, l: &Lease) -> bool {
+        let op = self.op(l);
+        if l.kind != "migratable" || op == "wait" {
+            return true;
+        }
+        let (tp, s, r, _, _) = self.timings;
+        let (v, mem) = (f64::from(l.vms), l.mem_mb as f64);
+        let suspended = self.now + v * (tp + mem / s);
+        let here = self.window.1.max(suspended) + v * (tp + mem / r) + l.remaining;
+        if here <= l.deadline + 1e-9 {
+            return true;
+        }
+        if op != "migrate" {
+            return false;
+        }
+        let begin = (self.window.0 - v * (tp + mem / s)).max(self.now);
+        let finish = begin + self.migration(l) + l.remaining;
+        let free_at = |steps: &[(f64, u64)], until: f64, t: f64| -> u64 {
+            if t >= until {
+                return 0;
+            }
+            steps
+                .iter()
+                .rev()
+                .find(|x| x.0 <= t)
+                .map_or(u64::MAX, |x| x.1)
+        };
+        finish <= l.deadline + 1e-9
+            && self.elsewhere.iter().any(|(steps, until)| {
+                finish <= *until + 1e-9
+                    && std::iter::once(begin)
+                        .chain(
+                            steps
+                                .iter()
+                                .map(|x| x.0)
+                                .filter(|&t| t > begin && t < finish),
+                        )
+                        .all(|t| free_at(steps, *until, t) >= l.cores)
+            })
+    }
+
     fn set_cost(&self, set: &[&Lease]) -> f64 {
         let sum: f64 = set.iter().map(|l| self.lease_cost(l)).sum();
-        if set.iter().any(|l| self.op(l) == "suspend") {
+        if set
+            .iter()
+            .any(|l| matches!(self.op(l), "suspend" | "migrate"))
+        {
             sum + self.timings.4
         } else {
             sum
@@ -204,14 +294,16 @@ impl Scene {
         let (mut cost, mut suspended) = (0.0, false);
         for l in leases {
             let v = f64::from(l.vms);
-            match self.op(l) {
+            let op = self.op(l);
+            match op {
                 "wait" => done = done.max(l.end),
                 "stop" => {
                     // Stopped as late as still leaves the host by the start, else at once.
                     done = done.max(self.window.0.max(self.now + shutdown * v));
                     cost += shutdown * v;
                 }
-                "suspend" => {
+                "suspend" | "migrate" => {
+                    // A migration is suspended here as a suspension is (eq. 8's t_s terms).
                     let first = storage.max(self.now + v * tp);
                     let off = first + v * (l.mem_mb as f64 / s);
                     if off >= l.end - 1e-9 {
@@ -219,7 +311,10 @@ impl Scene {
                     } else {
                         storage = off;
                         done = done.max(off);
-                        cost += 2.0 * v * tp + v * (l.mem_mb as f64 / s + l.mem_mb as f64 / r);
+                        cost += match op {
+                            "migrate" => self.migration(l),
+                            _ => 2.0 * v * tp + v * (l.mem_mb as f64 / s + l.mem_mb as f64 / r),
+                        };
                         suspended = true;
                     }
                 }
@@ -235,15 +330,17 @@ impl Scene {
     pub fn serve(&self, policy: &str, alpha: f64) -> (Verdict, (f64, f64)) {
         let (start, mut end) = self.window;
         let length = end - start;
-        for _ in 0..4 {
-            let scene = Scene {
-                hosts: self.hosts.clone(),
-                leases: self.leases.clone(),
-                local: self.local,
-                window: (start, end),
-                now: self.now,
-                timings: self.timings,
+        if self.fits_as_is() {
+            // No decision is made: it is served in its interval.
+            let verdict = Verdict {
+                set: None,
+                cost: 0.0,
+                vacated_by: self.now,
             };
+            return (verdict, (start, end));
+        }
+        for _ in 0..4 {
+            let scene = self.over((start, end));
             let verdict = scene.decide(policy, alpha);
             let Some(ids) = &verdict.set else {
                 return (verdict, (start, end));
@@ -259,6 +356,11 @@ impl Scene {
             if latest_end > end + 1e-9 && tail {
                 end = latest_end;
                 continue;
+            }
+            if latest_end < end - 1e-9 {
+                // Decided over a wider interval than the one it will hold: the set carried
+                // out is the policy's choice among these leases over the interval used.
+                return self.narrowed(policy, alpha, ids.clone(), (start, latest_end));
             }
             let verdict = Verdict {
                 cost: performed,
@@ -277,14 +379,65 @@ impl Scene {
         )
     }
 
+    /// The scene for a local request needing `window`.
+    fn over(&self, window: (f64, f64)) -> Scene {
+        Scene {
+            hosts: self.hosts.clone(),
+            leases: self.leases.clone(),
+            local: self.local,
+            window,
+            now: self.now,
+            timings: self.timings,
+            copy_rate: self.copy_rate,
+            migrate: self.migrate,
+            elsewhere: self.elsewhere.clone(),
+        }
+    }
+
+    /// A decision over an interval wider than the local lease will hold, made again over
+    /// the interval it holds (from its start to the end of its run after the vacating of
+    /// `ids`) among `ids`, until the set no longer changes: the set carried out is then
+    /// minimal for the interval it holds.
+    fn narrowed(
+        &self,
+        policy: &str,
+        alpha: f64,
+        mut ids: Vec<u32>,
+        (start, mut end): (f64, f64),
+    ) -> (Verdict, (f64, f64)) {
+        let length = self.window.1 - self.window.0;
+        loop {
+            let scene = self.over((start, end));
+            let again = scene.decide_among(policy, alpha, Some(&ids));
+            // The leases chosen leave room over the wider interval, so over this one too,
+            // and something must go (the request did not fit in its own interval).
+            let chosen = again
+                .set
+                .clone()
+                .expect("the leases chosen still leave room");
+            let (done, performed) = scene.vacating(&chosen);
+            if chosen == ids {
+                let verdict = Verdict {
+                    set: Some(chosen),
+                    cost: performed,
+                    vacated_by: done,
+                };
+                return (verdict, (start, end));
+            }
+            ids = chosen;
+            end = done.max(start) + length;
+        }
+    }
+
     /// Whether the local request fits without preempting anything.
     pub fn fits_as_is(&self) -> bool {
         self.room(&[]) >= u64::from(self.local.0)
     }
 
-    /// Every subset of the leases in play that leaves room, as positions in arrival order.
-    fn valid_sets(&self) -> (Vec<&Lease>, Vec<Vec<usize>>) {
-        let c = self.candidates();
+    /// Every subset of the leases in play (of `among`, if given) that leaves room, as
+    /// positions in arrival order.
+    fn valid_sets(&self, among: Option<&[u32]>) -> (Vec<&Lease>, Vec<Vec<usize>>) {
+        let c = self.candidates(among);
         let n = c.len();
         assert!(n <= 14, "too many leases in play for the reference: {n}");
         let mut valid = Vec::new();
@@ -300,7 +453,13 @@ impl Scene {
 
     /// The policy's choice by its definition.
     pub fn decide(&self, policy: &str, alpha: f64) -> Verdict {
-        let (c, valid) = self.valid_sets();
+        self.decide_among(policy, alpha, None)
+    }
+
+    /// The policy's choice by its definition, among the leases `among` (all in play if
+    /// `None`; the others then hold their hosts as if they could not be preempted).
+    fn decide_among(&self, policy: &str, alpha: f64, among: Option<&[u32]>) -> Verdict {
+        let (c, valid) = self.valid_sets(among);
         let leases = |s: &[usize]| s.iter().map(|&i| c[i]).collect::<Vec<_>>();
         let cost = |s: &[usize]| self.set_cost(&leases(s));
         // Arrival-order tie-break: positions from the newest down, smaller first.
@@ -346,7 +505,8 @@ impl Scene {
                     let class = |kind: &str| -> u32 {
                         s.iter()
                             .filter(|&&i| {
-                                c[i].kind == kind && matches!(self.op(c[i]), "stop" | "suspend")
+                                c[i].kind == kind
+                                    && matches!(self.op(c[i]), "stop" | "suspend" | "migrate")
                             })
                             .map(|&i| c[i].vms)
                             .sum()
@@ -416,10 +576,21 @@ impl Scene {
                 alpha * v + (1.0 - alpha) * w
             }
         };
+        // A lease that costs nothing scores 1 plus an infinitesimal edge over a paid lease of
+        // score 1 (eq. 1's 1 / 0 above every 1 / h): where the overhead counts, ties on the
+        // score go to the cheaper lease.
+        let edge = |a: usize, b: usize| {
+            if alpha > 0.0 {
+                costs[a].total_cmp(&costs[b])
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        };
         let mut order: Vec<usize> = (0..c.len()).collect();
         order.sort_by(|&a, &b| {
             score(b)
                 .total_cmp(&score(a))
+                .then(edge(a, b))
                 .then(c[b].arrival.total_cmp(&c[a].arrival))
                 .then(b.cmp(&a))
         });
