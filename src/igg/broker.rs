@@ -137,6 +137,11 @@ pub struct Outcomes {
     /// provider reported them rejected): they end rejected, outcome
     /// `rejected-after-redirect`.
     pub rejected_after_redirect: u64,
+    /// Requests accepted or counter-offered in an answer that came after this Grid gave the
+    /// offer up (timed out, retries spent) or settled it: declined at once (`PeerDecline`
+    /// with verdict `late`), so the provider's ticket is released without waiting for its
+    /// expiry. Counted per answer: a duplicated answer counts again.
+    pub late_declined: u64,
 }
 
 /// An offer as the provider receives it.
@@ -599,15 +604,18 @@ impl Broker {
         }
     }
 
-    /// The requester receives answers: redirect what was accepted (or counter-offered and
-    /// worth taking), decline the rest, and put declined requests back in the queue.
+    /// The requester receives `from`'s answers: redirect what was accepted (or
+    /// counter-offered and worth taking), decline the rest, and put declined requests back in
+    /// the queue. Answers to an offer it no longer waits for are declined at once
+    /// ([`Broker::decline_late`]).
     pub(crate) fn on_answers(
         &mut self,
+        from: GridId,
         negotiation: NegotiationId,
         answers: &[(RequestId, Answer)],
     ) -> Vec<Out> {
         let Some(ob) = self.outbound.remove(&negotiation) else {
-            return Vec::new(); // late or duplicate: already settled
+            return self.decline_late(from, negotiation, answers);
         };
         let mut out = Vec::new();
         let mut items = ob.items;
@@ -657,6 +665,7 @@ impl Broker {
                                 negotiation,
                                 lease: *lease,
                                 price,
+                                late: false,
                             },
                         });
                     }
@@ -677,6 +686,42 @@ impl Broker {
                 q.done_with(ob.peer);
             }
             self.queue.push_back(q);
+        }
+        out
+    }
+
+    /// An answer to an offer this requester gave up on (its timeout and retries ran out and
+    /// the requests went on to other peers or home) or settled already (a duplicate): each
+    /// accept or counter-offer in it is declined at once, so that the provider releases the
+    /// ticket it holds now rather than at its expiry — except for a request being redirected
+    /// under this very negotiation (a duplicate answer must not undo its redirection; once
+    /// the provider has confirmed a ticket, a decline leaves it be).
+    fn decline_late(
+        &mut self,
+        from: GridId,
+        negotiation: NegotiationId,
+        answers: &[(RequestId, Answer)],
+    ) -> Vec<Out> {
+        let mut out = Vec::new();
+        for (lease, a) in answers {
+            let (Answer::Accept { price } | Answer::Counter { price }) = *a else {
+                continue; // a rejection holds nothing
+            };
+            let redirecting = (self.redirecting.get(lease))
+                .is_some_and(|r| r.negotiation == negotiation && r.peer == from);
+            if redirecting {
+                continue;
+            }
+            self.outcomes.late_declined += 1;
+            out.push(Out::Send {
+                peer: from,
+                msg: PeerMsg::Decline {
+                    negotiation,
+                    lease: *lease,
+                    price,
+                    late: true,
+                },
+            });
         }
         out
     }
@@ -761,7 +806,8 @@ impl Broker {
         }
     }
 
-    /// A counter-offer was declined: release the ticket.
+    /// A counter-offer was declined, or an answer came too late for its requester: release
+    /// the ticket (unless confirmed: a late decline never undoes a redirection taken).
     pub(crate) fn on_decline(&mut self, negotiation: NegotiationId, lease: RequestId) {
         if self
             .tickets
@@ -957,6 +1003,7 @@ pub(crate) mod tests {
             panic!("an offer")
         };
         let out = b.on_answers(
+            GridId(1),
             negotiation,
             &[
                 (RequestId(1), Answer::Accept { price: 1.0 }),
@@ -972,7 +1019,7 @@ pub(crate) mod tests {
         assert_eq!(b.queued(), 1);
         // A late duplicate answer does nothing.
         assert!(b
-            .on_answers(negotiation, &[(RequestId(1), Answer::Reject)])
+            .on_answers(GridId(1), negotiation, &[(RequestId(1), Answer::Reject)])
             .is_empty());
         // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
         assert_eq!(
@@ -1008,7 +1055,7 @@ pub(crate) mod tests {
                 break;
             };
             offered += 1;
-            b.on_answers(negotiation, &[(RequestId(2), Answer::Reject)]);
+            b.on_answers(GridId(1), negotiation, &[(RequestId(2), Answer::Reject)]);
         }
         // `retries` = 2: the first offer and two more, then peer 1 counts as tried (the
         // 1.5 contract is not worth it at unit cost 1.2) and the request is served here.
@@ -1147,6 +1194,7 @@ pub(crate) mod tests {
             panic!("an offer")
         };
         b.on_answers(
+            peer,
             negotiation,
             &[(RequestId(1), Answer::Accept { price: 1.0 })],
         );
@@ -1187,6 +1235,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_duplicate_answer_never_declines_the_redirection_it_started() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0);
+        let (peer, n) = redirect_next(&mut b);
+        // After the negotiation was settled, an answer under it names request 1 again and
+        // request 2 (counter-offered): 2 is declined, late; 1, being redirected under this
+        // negotiation, is not.
+        let copy = [
+            (RequestId(1), Answer::Accept { price: 1.0 }),
+            (RequestId(2), Answer::Counter { price: 1.5 }),
+        ];
+        let out = b.on_answers(peer, n, &copy);
+        assert_eq!(
+            out,
+            vec![Out::Send {
+                peer,
+                msg: PeerMsg::Decline {
+                    negotiation: n,
+                    lease: RequestId(2),
+                    price: 1.5,
+                    late: true
+                }
+            }]
+        );
+        assert!(b.awaiting_ack(RequestId(1)));
+        assert_eq!(b.outcomes.late_declined, 1);
+        // From another Grid (a stray answer naming this negotiation), nothing it redirects
+        // is spared either: only the provider's own answer is about that redirection.
+        assert_eq!(b.on_answers(GridId(2), n, &copy).len(), 2);
+    }
+
+    #[test]
     fn a_redirection_without_an_answer_is_resent_never_served_here() {
         let mut b = requester();
         b.enqueue(req(1), 100.0);
@@ -1198,6 +1278,7 @@ pub(crate) mod tests {
             panic!()
         };
         b.on_answers(
+            GridId(1),
             negotiation,
             &[(RequestId(1), Answer::Accept { price: 1.0 })],
         );

@@ -816,7 +816,7 @@ impl Gateway {
             } => {
                 out.push(Effect::Cancel(Timer::Offer(negotiation)));
                 out.push(Effect::Observe(Observation::OfferSettled(negotiation)));
-                let outs = self.broker.on_answers(negotiation, &answers);
+                let outs = self.broker.on_answers(from, negotiation, &answers);
                 self.carry(outs, now, out);
             }
             PeerMsg::Redirect {
@@ -1015,7 +1015,7 @@ mod tests {
     use crate::igg::broker::tests::req;
     use crate::igg::dispatch::ClusterModel;
     use crate::igg::dispatch::DispatchName;
-    use crate::igg::peering::{Contract as Terms, ContractKind};
+    use crate::igg::peering::{Answer, Contract as Terms, ContractKind};
 
     fn settings(contracts: Vec<(GridId, Terms)>) -> GatewaySettings {
         GatewaySettings {
@@ -1573,6 +1573,78 @@ mod tests {
         assert!(next
             .iter()
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
+    }
+
+    /// The peer messages among `effects`.
+    fn sent(effects: &[Effect]) -> Vec<&PeerMsg> {
+        (effects.iter())
+            .filter_map(|e| match e {
+                Effect::Send { msg, .. } if !matches!(msg, PeerMsg::Price { .. }) => Some(msg),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_after_the_requester_gave_up_is_declined_at_once_and_frees_the_ticket() {
+        // Grid 0 offers request 1 to Grid 1, whose round comes only after Grid 0 has spent
+        // its retry and given the offer up (request 1 went home).
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        let round = gws[0].on(Input::Tick, EmuTime::from_secs(60));
+        let Some(&PeerMsg::Offer { negotiation: n, .. }) = sent(&round).first().copied() else {
+            panic!("an offer: {round:?}")
+        };
+        let offer = sent(&round)[0].clone();
+        let from0 = |msg: PeerMsg| Input::Peer {
+            from: GridId(0),
+            msg,
+        };
+        assert!(gws[1].on(from0(offer), EmuTime::from_secs(60)).is_empty());
+        gws[0].on(Input::OfferTimeout(n), EmuTime::from_secs(150));
+        gws[0].on(Input::OfferTimeout(n), EmuTime::from_secs(240));
+        let answer = gws[1].on(Input::Tick, EmuTime::from_secs(250));
+        let answer = sent(&answer)[0].clone();
+        assert!(matches!(&answer, PeerMsg::Answer { answers, .. }
+            if matches!(answers[..], [(RequestId(1), Answer::Accept { .. })])));
+        // The late accept is declined at once, marked late, and counted.
+        let reply = gws[0].on(
+            Input::Peer {
+                from: GridId(1),
+                msg: answer,
+            },
+            EmuTime::from_secs(250),
+        );
+        let decline = sent(&reply)[0].clone();
+        assert!(
+            matches!(decline, PeerMsg::Decline { negotiation, lease: RequestId(1), late: true, .. } if negotiation == n)
+        );
+        assert!(reply.iter().any(|e| matches!(e,
+            Effect::Observe(Observation::Outcomes(o)) if o.late_declined == 1 && o.accepted == 0)));
+        assert!(
+            !reply.iter().any(|e| matches!(e, Effect::Place { .. })),
+            "nothing served"
+        );
+        // The provider releases the ticket then, long before its expiry (600 s): a
+        // redirection under it would now be refused.
+        assert!(gws[1]
+            .on(from0(decline), EmuTime::from_secs(250))
+            .is_empty());
+        let redirect = PeerMsg::Redirect {
+            negotiation: n,
+            req: req(1),
+            price: 1.0,
+        };
+        let refused = gws[1].on(from0(redirect), EmuTime::from_secs(251));
+        assert!(matches!(
+            sent(&refused)[..],
+            [PeerMsg::RedirectAck {
+                accepted: false,
+                ..
+            }]
+        ));
     }
 
     /// When each timer of `effects` named by `which` is due, in seconds.
