@@ -21,6 +21,7 @@ use super::negotiation::{
 use super::peering::{
     Answer, CostModel, NegotiationId, OfferState, PriceRange, Ticket, TicketError, Tickets,
 };
+use super::promise::{self, Promises};
 pub(crate) use super::protocol::Item;
 use super::protocol::PeerMsg;
 use crate::model::{GridId, LeaseRequest, RequestId};
@@ -167,6 +168,9 @@ pub(crate) struct Standing<'a> {
     pub cost: &'a CostModel,
     /// Load and capacity over the window of a request.
     pub window: &'a dyn Fn(&LeaseRequest) -> (f64, f64),
+    /// What its clusters can promise: a request they cannot run by its deadline is rejected
+    /// whatever the policy would answer; `None`: not checked.
+    pub promises: Option<&'a mut Promises>,
 }
 
 /// An IGG's peering state.
@@ -392,7 +396,10 @@ impl Broker {
             }
         }
         for q in &mut waiting {
-            q.plan = self.plan_for(q, now);
+            // A request nobody can run by its deadline any more is not offered.
+            q.plan = promise::still_possible(&q.item.req, now)
+                .then(|| self.plan_for(q, now))
+                .flatten();
         }
         let contracts = self.contracts.clone();
         for c in &contracts {
@@ -518,7 +525,7 @@ impl Broker {
     /// decreasing order of offered price (the earliest first among equals), each request
     /// answered from its cost at the provider's load over its window plus the units of the
     /// tickets already held — tickets issued earlier in this evaluation included.
-    pub(crate) fn evaluate_offers(&mut self, own: &Standing<'_>, now: EmuTime) -> Vec<Out> {
+    pub(crate) fn evaluate_offers(&mut self, own: &mut Standing<'_>, now: EmuTime) -> Vec<Out> {
         let mut offers = std::mem::take(&mut self.pending);
         offers.sort_by(|a, b| b.price.total_cmp(&a.price));
         offers
@@ -537,11 +544,13 @@ impl Broker {
     }
 
     /// The provider's answers to one offer, issuing tickets for accepts and counter-offers;
-    /// the requests are taken in the order offered. A duplicate gets the same answers again.
+    /// the requests are taken in the order offered. A request its clusters cannot run by its
+    /// deadline ([`Promises`]) is rejected before the policy is asked. A duplicate gets the
+    /// same answers again.
     pub(crate) fn answer_offer(
         &mut self,
         offer: &Offered<'_>,
-        own: &Standing<'_>,
+        own: &mut Standing<'_>,
         now: EmuTime,
     ) -> Out {
         let Offered {
@@ -564,6 +573,10 @@ impl Broker {
         let mut held = self.tickets.held_units(now);
         let mut answers = Vec::with_capacity(items.len());
         for it in items {
+            if own.promises.as_ref().is_some_and(|p| !p.can_keep(&it.req)) {
+                answers.push((it.req.id, Answer::Reject));
+                continue;
+            }
             let (load, capacity) = (own.window)(&it.req);
             let l = (load + held / capacity.max(1.0)).min(1.0);
             let c = own.cost.marginal(it.units, l, capacity);
@@ -591,6 +604,9 @@ impl Broker {
                     confirmed: false,
                 });
                 held += it.units;
+                if let Some(p) = own.promises.as_mut() {
+                    p.promise(&it.req);
+                }
             }
             answers.push((it.req.id, a));
         }
@@ -1112,14 +1128,15 @@ pub(crate) mod tests {
             max: 3.0,
         };
         let empty = |_: &LeaseRequest| (0.0, 1000.0);
-        let idle = Standing {
+        let mut idle = Standing {
             cost: &cost,
             window: &empty,
+            promises: None,
         };
         let Out::Send {
             msg: PeerMsg::Answer { answers, .. },
             ..
-        } = p.answer_offer(&offered, &idle, now)
+        } = p.answer_offer(&offered, &mut idle, now)
         else {
             panic!()
         };
@@ -1130,7 +1147,7 @@ pub(crate) mod tests {
         ));
         assert_eq!(p.tickets.held_units(now), 200.0);
         // A duplicate offer gets the same answers and issues nothing new.
-        let again = p.answer_offer(&offered, &idle, now);
+        let again = p.answer_offer(&offered, &mut idle, now);
         assert_eq!(
             again,
             Out::Send {

@@ -16,6 +16,7 @@ use super::broker::{Broker, Contract, Item, Offered, Out, Outcomes, Standing};
 use super::dispatch::{Dispatch, DispatchAsk};
 use super::negotiation::{AnswerPolicy, OfferPolicy};
 use super::peering::{CostModel, NegotiationId, PriceRange};
+use super::promise::Promises;
 use super::protocol::PeerMsg;
 use super::slots::{Published, SlotStore, SlotsAt};
 use super::Loads;
@@ -597,14 +598,8 @@ impl Gateway {
     /// `slots`: this Grid's slots as of `now`.
     fn cost_horizon(&self, req: &LeaseRequest, now: EmuTime, slots: &SlotsAt<'_>) -> EmuTime {
         let run = req.duration;
-        if req.lease_type.deadline_constrained() {
-            let deadline = req.deadline.or_else(|| {
-                req.deadline_ratio
-                    .map(|r| req.arrival + EmuDuration::from_secs_f64(run.as_secs_f64() * r))
-            });
-            if let Some(d) = deadline.filter(|d| *d > now) {
-                return d;
-            }
+        if let Some(d) = super::promise::deadline_of(req).filter(|d| *d > now) {
+            return d;
         }
         // The earliest over the clusters: each searched only for one earlier than the best.
         let start = (0..self.clusters.len())
@@ -752,11 +747,15 @@ impl Gateway {
                 .map(|req| (req.id, self.window(req, now, &slots)))
                 .collect();
             let window = |req: &LeaseRequest| windows.get(&req.id).copied().unwrap_or((1.0, 0.0));
-            let standing = Standing {
+            // The redirections of what it accepts arrive with the answers (the IGG knows no
+            // link delay): its clusters' slots are read as of now.
+            let mut promises = Promises::new(&self.slots, self.clusters.len(), now);
+            let mut standing = Standing {
                 cost: &self.cost,
                 window: &window,
+                promises: Some(&mut promises),
             };
-            let answers = self.broker.evaluate_offers(&standing, now);
+            let answers = self.broker.evaluate_offers(&mut standing, now);
             self.carry(answers, now, out);
         }
         // Home costs of the queued requests over their windows; below the threshold, a
