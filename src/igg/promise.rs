@@ -38,8 +38,8 @@ pub(crate) fn still_possible(req: &LeaseRequest, at: EmuTime) -> bool {
 /// What a provider's published slots say of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Room {
-    /// The slots cannot tell: a cluster has not published, or the request's deadline lies
-    /// past the end of what they published.
+    /// The slots cannot tell: a cluster has not published (or the request has no deadline
+    /// and fits nowhere within the horizon: nothing to check).
     Unknown,
     /// The earliest start a cluster's free slots give it.
     From(EmuTime),
@@ -81,7 +81,10 @@ impl Promises {
         }
     }
 
-    /// What the slots say of `req`, and the cluster of its earliest start.
+    /// What the slots say of `req`, and the cluster of its earliest start. Past a cluster's
+    /// horizon nothing is known to be free (as [`SlotStore::earliest_on`] reads it): a run
+    /// that would outlast the publication finds no room (its cluster may hold reservations
+    /// there that it has not published).
     fn room(&self, req: &LeaseRequest) -> (Room, Option<usize>) {
         if !(0..self.clusters).all(|j| self.slots.knows(j)) {
             return (Room::Unknown, None);
@@ -92,11 +95,8 @@ impl Promises {
             .min();
         match (earliest, deadline_of(req)) {
             (Some((start, j)), _) => (Room::From(start), Some(j)),
-            // Nothing fits within the horizon, and the deadline is within it: no room.
-            (None, Some(d)) if self.slots.horizon_end().is_some_and(|end| d <= end) => {
-                (Room::None, None)
-            }
-            (None, _) => (Room::Unknown, None),
+            (None, Some(_)) => (Room::None, None),
+            (None, None) => (Room::Unknown, None),
         }
     }
 
@@ -164,13 +164,9 @@ mod tests {
             let deadline = at + duration + slack;
             let r = with_deadline(duration, deadline);
             let p = Promises::new(&one_cluster(busy, until_busy), 1, EmuTime::from_secs(at));
+            // Past the horizon (10 000 s) nothing is known to be free.
             let start = if busy <= 4 || at >= until_busy { at } else { until_busy };
-            // Past the horizon (10 000 s) the slots cannot tell: the time left decides.
-            let fits = if start + duration <= 10_000 {
-                start + duration <= deadline
-            } else {
-                deadline > 10_000
-            };
+            let fits = start + duration <= deadline && start + duration <= 10_000;
             prop_assert_eq!(p.can_keep(&r), fits, "start {}", start);
             // Without a deadline it is always promised; without a publication, only the
             // time left counts.
@@ -200,11 +196,12 @@ mod tests {
     }
 
     #[test]
-    fn a_deadline_past_the_published_horizon_is_judged_on_the_time_left() {
-        // Fully busy to the horizon (10 000 s): nothing fits within it, but the slots cannot
-        // say whether it fits after.
-        let p = Promises::new(&one_cluster(8, 10_000), 1, EmuTime::ZERO);
-        assert!(p.can_keep(&with_deadline(100, 20_000)));
-        assert!(!p.can_keep(&with_deadline(100, 9_000)));
+    fn a_run_that_would_outlast_the_publication_is_not_promised() {
+        // Busy until 5 000 s, free after, published to 10 000 s: a run of 4 000 s from
+        // 5 000 s is promised; one of 8 000 s would run past what was published.
+        let p = Promises::new(&one_cluster(8, 5_000), 1, EmuTime::ZERO);
+        assert!(p.can_keep(&with_deadline(4_000, 9_000)));
+        assert!(!p.can_keep(&with_deadline(4_000, 8_999)));
+        assert!(!p.can_keep(&with_deadline(8_000, 20_000)));
     }
 }
