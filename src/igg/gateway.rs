@@ -16,7 +16,7 @@ use super::broker::{Broker, Contract, Item, Offered, Out, Outcomes, Standing};
 use super::dispatch::{Dispatch, DispatchAsk};
 use super::negotiation::{AnswerPolicy, OfferPolicy};
 use super::peering::{CostModel, NegotiationId, PriceRange};
-use super::promise::Promises;
+use super::promise::{Booking, Promises};
 use super::protocol::PeerMsg;
 use super::slots::{Published, SlotStore, SlotsAt};
 use super::Loads;
@@ -297,6 +297,9 @@ pub struct Gateway {
     refused_here: BTreeSet<RequestId>,
     /// Draws of round and price-update intervals.
     rng: StdRng,
+    /// By cluster index, the slots this IGG's promises (accepts and counter-offers) took
+    /// since the cluster last published: the next evaluation's [`Promises`] sees them taken.
+    promised: BTreeMap<usize, Vec<Booking>>,
 }
 
 /// A copy of a gateway's state (to undo an input, [`Gateway::restore`]): with the shipped
@@ -321,6 +324,7 @@ impl Clone for Gateway {
             next_price_update: self.next_price_update,
             refused_here: self.refused_here.clone(),
             rng: self.rng.clone(),
+            promised: self.promised.clone(),
         }
     }
 }
@@ -370,6 +374,7 @@ impl Gateway {
             next_price_update: EmuTime::ZERO,
             refused_here: BTreeSet::new(),
             rng: StdRng::seed_from_u64(settings.seed),
+            promised: BTreeMap::new(),
             settings,
         }
     }
@@ -396,6 +401,8 @@ impl Gateway {
             Input::FreeSlots { cluster, slots } => {
                 if let Some(j) = self.index_of(cluster) {
                     self.slots.publish(j, slots);
+                    // What it publishes now shows the requests promised before and placed.
+                    self.promised.remove(&j);
                 }
             }
             Input::Tick => self.tick(now, &mut out),
@@ -749,13 +756,17 @@ impl Gateway {
             let window = |req: &LeaseRequest| windows.get(&req.id).copied().unwrap_or((1.0, 0.0));
             // The redirections of what it accepts arrive with the answers (the IGG knows no
             // link delay): its clusters' slots are read as of now.
-            let mut promises = Promises::new(&self.slots, self.clusters.len(), now);
+            let promised: Vec<Booking> = self.promised.values().flatten().copied().collect();
+            let mut promises = Promises::new(&self.slots, self.clusters.len(), now, &promised);
             let mut standing = Standing {
                 cost: &self.cost,
                 window: &window,
                 promises: Some(&mut promises),
             };
             let answers = self.broker.evaluate_offers(&mut standing, now);
+            for b in promises.booked() {
+                self.promised.entry(b.0).or_default().push(b);
+            }
             self.carry(answers, now, out);
         }
         // Home costs of the queued requests over their windows; below the threshold, a

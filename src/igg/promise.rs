@@ -62,23 +62,44 @@ pub(crate) fn can_promise(req: &LeaseRequest, at: EmuTime, room: Room) -> bool {
     }
 }
 
+/// A slot a promise took: on a cluster (by index), from a start, so many cores, for so long.
+pub(crate) type Booking = (usize, EmuTime, u64, EmuDuration);
+
 /// A provider's clusters as one evaluation of offers sees them: their published slots as of
-/// the time the redirections would arrive, less what this evaluation has promised already.
+/// the time the redirections would arrive, less what was promised since they published
+/// (this evaluation's promises and the earlier ones its clusters have not published yet).
 pub(crate) struct Promises {
     slots: SlotStore,
     clusters: usize,
     at: EmuTime,
+    booked: Vec<Booking>,
 }
 
 impl Promises {
     /// The promises `clusters` clusters publishing `slots` can make for redirections
-    /// arriving at `at` (a copy: what is promised here is not booked in the IGG's store).
-    pub(crate) fn new(slots: &SlotStore, clusters: usize, at: EmuTime) -> Promises {
+    /// arriving at `at`, after the slots `earlier` promises took (a copy: what is promised
+    /// here is not booked in the IGG's store, whose loads price the requests).
+    pub(crate) fn new(
+        slots: &SlotStore,
+        clusters: usize,
+        at: EmuTime,
+        earlier: &[Booking],
+    ) -> Promises {
+        let mut slots = slots.clone();
+        for &(j, start, cores, length) in earlier {
+            slots.book(j, start, cores, length);
+        }
         Promises {
-            slots: slots.clone(),
+            slots,
             clusters,
             at,
+            booked: Vec::new(),
         }
+    }
+
+    /// The slots this evaluation's promises took.
+    pub(crate) fn booked(self) -> Vec<Booking> {
+        self.booked
     }
 
     /// What the slots say of `req`, and the cluster of its earliest start. Past a cluster's
@@ -110,6 +131,7 @@ impl Promises {
     pub(crate) fn promise(&mut self, req: &LeaseRequest) {
         if let (Room::From(start), Some(j)) = self.room(req) {
             self.slots.book(j, start, req.cores(), req.duration);
+            self.booked.push((j, start, req.cores(), req.duration));
         }
     }
 }
@@ -163,7 +185,7 @@ mod tests {
             // `at` if 4 are free then, else when the busy ones end.
             let deadline = at + duration + slack;
             let r = with_deadline(duration, deadline);
-            let p = Promises::new(&one_cluster(busy, until_busy), 1, EmuTime::from_secs(at));
+            let p = Promises::new(&one_cluster(busy, until_busy), 1, EmuTime::from_secs(at), &[]);
             // Past the horizon (10 000 s) nothing is known to be free.
             let start = if busy <= 4 || at >= until_busy { at } else { until_busy };
             let fits = start + duration <= deadline && start + duration <= 10_000;
@@ -173,7 +195,7 @@ mod tests {
             let mut best_effort = r.clone();
             best_effort.lease_type = LeaseType::BestEffortSuspendable;
             prop_assert!(p.can_keep(&best_effort));
-            let blind = Promises::new(&SlotStore::default(), 1, EmuTime::from_secs(at));
+            let blind = Promises::new(&SlotStore::default(), 1, EmuTime::from_secs(at), &[]);
             prop_assert!(blind.can_keep(&r));
             prop_assert_eq!(still_possible(&r, EmuTime::from_secs(at + slack)), true);
             prop_assert_eq!(still_possible(&r, EmuTime::from_secs(at + slack + 1)), false);
@@ -186,12 +208,15 @@ mod tests {
         ) {
             // An idle 8-core cluster fits two 4-core requests side by side, not a third.
             let r = with_deadline(duration, duration + slack);
-            let mut p = Promises::new(&one_cluster(0, 1), 1, EmuTime::ZERO);
+            let mut p = Promises::new(&one_cluster(0, 1), 1, EmuTime::ZERO, &[]);
             for _ in 0..2 {
                 prop_assert!(p.can_keep(&r));
                 p.promise(&r);
             }
             prop_assert_eq!(p.can_keep(&r), slack >= duration);
+            // The next evaluation, before the cluster publishes again, sees them taken too.
+            let next = Promises::new(&one_cluster(0, 1), 1, EmuTime::ZERO, &p.booked());
+            prop_assert_eq!(next.can_keep(&r), slack >= duration);
         }
     }
 
@@ -199,7 +224,7 @@ mod tests {
     fn a_run_that_would_outlast_the_publication_is_not_promised() {
         // Busy until 5 000 s, free after, published to 10 000 s: a run of 4 000 s from
         // 5 000 s is promised; one of 8 000 s would run past what was published.
-        let p = Promises::new(&one_cluster(8, 5_000), 1, EmuTime::ZERO);
+        let p = Promises::new(&one_cluster(8, 5_000), 1, EmuTime::ZERO, &[]);
         assert!(p.can_keep(&with_deadline(4_000, 9_000)));
         assert!(!p.can_keep(&with_deadline(4_000, 8_999)));
         assert!(!p.can_keep(&with_deadline(8_000, 20_000)));

@@ -290,12 +290,6 @@ impl SlotStore {
         self.clusters.values().map(|p| p.until).max()
     }
 
-    /// The end of the nearest published horizon, if any cluster has published: up to it,
-    /// every cluster's publication says what is free.
-    pub(crate) fn horizon_end(&self) -> Option<EmuTime> {
-        self.clusters.values().map(|p| p.until).min()
-    }
-
     /// The earliest start on cluster `j` (see [`Published::earliest`]).
     pub(crate) fn earliest_on(
         &self,
