@@ -694,16 +694,24 @@ impl Broker {
                 }
             }
         }
-        // Requests the answer did not mention go back to the queue for this peer again, as
-        // many times as an unanswered offer is retried.
+        self.requeue_unanswered(ob.peer, items);
+        out
+    }
+
+    /// Requests an answer of `peer` did not mention go back to the queue for this peer again,
+    /// as many times as an unanswered offer is retried.
+    fn requeue_unanswered(
+        &mut self,
+        peer: GridId,
+        items: BTreeMap<RequestId, (Queued, OfferState)>,
+    ) {
         for (_, (mut q, _)) in items {
             q.unanswered += 1;
             if q.unanswered > self.retries {
-                q.done_with(ob.peer);
+                q.done_with(peer);
             }
             self.queue.push_back(q);
         }
-        out
     }
 
     /// An answer to an offer this requester gave up on (its timeout and retries ran out and
@@ -1199,6 +1207,54 @@ pub(crate) mod tests {
                 }
             }]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_provider_accepts_only_what_its_slots_run_by_the_deadline(
+            busy in 0u64..=8,
+            until_busy in 1u64..5_000,
+            duration in 1u64..6_000,
+            slack in 0u64..6_000,
+        ) {
+            use crate::igg::slots::{Published, SlotStore};
+            use crate::model::LeaseType;
+            // One 8-core cluster, `busy` cores taken until `until_busy`, published to
+            // 10 000 s; idle on the cost model, so the policy alone would accept.
+            let mut slots = SlotStore::default();
+            slots.publish(0, Published {
+                free: vec![(EmuTime::ZERO, 8 - busy), (EmuTime::from_secs(until_busy), 8)],
+                until: EmuTime::from_secs(10_000),
+                cores: 8,
+                price: 1.0,
+            });
+            let mut r = req(1);
+            (r.vms, r.lease_type) = (4, LeaseType::DeadlineMigratable);
+            r.duration = EmuDuration::from_secs(duration);
+            r.deadline = Some(EmuTime::from_secs(duration + slack));
+            let items = [Item { req: r, units: 4.0 * duration as f64 }];
+            let offered = Offered { from: GridId(0), negotiation: 1, items: &items, price: 9.0, max: 9.0 };
+            let cost = CostModel { unit_cost: 1.0, steepness: 1.0 };
+            let mut promises = Promises::new(&slots, 1, EmuTime::ZERO, &[]);
+            let mut own = Standing {
+                cost: &cost,
+                window: &|_: &LeaseRequest| (0.0, 1e12),
+                promises: Some(&mut promises),
+            };
+            let mut p = Broker::new(GridId(1), vec![], 2, EmuDuration::from_secs(600));
+            let Out::Send { msg: PeerMsg::Answer { answers, .. }, .. } =
+                p.answer_offer(&offered, &mut own, EmuTime::ZERO)
+            else {
+                panic!("an answer")
+            };
+            let start = if busy <= 4 { 0 } else { until_busy };
+            let fits = start + duration <= (duration + slack).min(10_000);
+            proptest::prop_assert_eq!(matches!(answers[0].1, Answer::Accept { .. }), fits);
+            proptest::prop_assert_eq!(answers[0].1 == Answer::Reject, !fits);
+            // A rejected request holds no ticket.
+            let held = if fits { 4.0 * duration as f64 } else { 0.0 };
+            proptest::prop_assert_eq!(p.tickets.held_units(EmuTime::ZERO), held);
+        }
     }
 
     /// The redirection of request 1 that `b` makes next: offered in a round, accepted.
