@@ -606,7 +606,9 @@ fn a_request_refused_at_home_then_by_the_peers_says_peering_was_why() {
 
 /// The rows of `requests.csv` in `dir` whose outcome is `rejected-after-redirect`, each by
 /// column name.
-fn rejected_after_redirect(dir: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
+fn rejected_after_redirect(
+    dir: &std::path::Path,
+) -> Vec<std::collections::BTreeMap<String, String>> {
     let mut rows = csv::Reader::from_path(dir.join("requests.csv")).expect("readable");
     let header = rows.headers().expect("header").clone();
     rows.records()
@@ -644,7 +646,10 @@ fn providers_keep_their_promises_and_each_refusal_after_redirect_is_explained() 
     // published slots run it by then: the few that remain were promised with time left for
     // their run, and refused at admission for their deadline (what the slots cannot show:
     // VMs pinned to hosts, deployment time).
-    let runs = [(SMALL, 1..=6), ("topologies/paper004-two-grids.toml", 1..=3)];
+    let runs = [
+        (SMALL, 1..=6),
+        ("topologies/paper004-two-grids.toml", 1..=3),
+    ];
     let (mut redirected, mut remaining) = (0, 0);
     for (topology, seeds) in runs {
         for seed in seeds {
@@ -655,11 +660,19 @@ fn providers_keep_their_promises_and_each_refusal_after_redirect_is_explained() 
             let o = outcomes(&r);
             redirected += o.redirected;
             let after = rejected_after_redirect(dir.path());
-            assert_eq!(after.len() as u64, o.rejected_after_redirect, "{topology} {seed}");
+            assert_eq!(
+                after.len() as u64,
+                o.rejected_after_redirect,
+                "{topology} {seed}"
+            );
             let events = common::trace(dir.path());
             for row in &after {
                 let id = &row["request_id"];
-                let secs = |k: &str| row[k].parse::<f64>().unwrap_or_else(|_| panic!("{k} {row:?}"));
+                let secs = |k: &str| {
+                    row[k]
+                        .parse::<f64>()
+                        .unwrap_or_else(|_| panic!("{k} {row:?}"))
+                };
                 let at = promised_at(&events, id).expect("a promise in the trace") as f64 / 1e6;
                 assert!(
                     at + secs("duration_s") <= secs("deadline_s") + 1e-6,
@@ -667,15 +680,23 @@ fn providers_keep_their_promises_and_each_refusal_after_redirect_is_explained() 
                 );
                 assert_eq!(row["reason"], "deadline", "{row:?}");
                 let reported = events.iter().any(|e| {
-                    e["kind"] == "RemoteLease" && e["request"] == id.as_str() && e["verdict"] == "rejected"
+                    e["kind"] == "RemoteLease"
+                        && e["request"] == id.as_str()
+                        && e["verdict"] == "rejected"
                 });
-                assert!(reported, "{topology} {seed}: {id}'s provider reported it rejected");
+                assert!(
+                    reported,
+                    "{topology} {seed}: {id}'s provider reported it rejected"
+                );
             }
             remaining += after.len();
         }
     }
     assert!(redirected > 50, "the runs redirect work: {redirected}");
-    assert!(remaining <= 2, "{remaining} refused after redirect (30 before the check)");
+    assert!(
+        remaining <= 2,
+        "{remaining} refused after redirect (30 before the check)"
+    );
 }
 
 /// The trace of peering-small with `sets`, as text (written into a fresh directory).

@@ -102,17 +102,25 @@ impl Promises {
         self.booked
     }
 
-    /// What the slots say of `req`, and the cluster of its earliest start. Past a cluster's
-    /// horizon nothing is known to be free (as [`SlotStore::earliest_on`] reads it): a run
-    /// that would outlast the publication finds no room (its cluster may hold reservations
-    /// there that it has not published).
+    /// What the slots say of `req`, and the cluster of its earliest start. A request whose
+    /// deadline lies past the nearest horizon is searched for with each cluster's last
+    /// published step holding on past it ([`SlotStore::earliest_past_horizon_on`], as the
+    /// loads read the time past the horizon); otherwise nothing past the horizon is free.
     fn room(&self, req: &LeaseRequest) -> (Room, Option<usize>) {
         if !(0..self.clusters).all(|j| self.slots.knows(j)) {
             return (Room::Unknown, None);
         }
-        let (cores, run) = (req.cores(), req.duration);
+        let (cores, run, at) = (req.cores(), req.duration, self.at);
+        let past =
+            deadline_of(req).is_some_and(|d| self.slots.horizon_end().is_some_and(|end| d > end));
         let earliest = (0..self.clusters)
-            .filter_map(|j| Some((self.slots.earliest_on(j, self.at, cores, run)?, j)))
+            .filter_map(|j| {
+                let start = match past {
+                    true => self.slots.earliest_past_horizon_on(j, at, cores, run),
+                    false => self.slots.earliest_on(j, at, cores, run),
+                };
+                Some((start?, j))
+            })
             .min();
         match (earliest, deadline_of(req)) {
             (Some((start, j)), _) => (Room::From(start), Some(j)),
@@ -186,9 +194,11 @@ mod tests {
             let deadline = at + duration + slack;
             let r = with_deadline(duration, deadline);
             let p = Promises::new(&one_cluster(busy, until_busy), 1, EmuTime::from_secs(at), &[]);
-            // Past the horizon (10 000 s) nothing is known to be free.
+            // Within the horizon (10 000 s) the slots say; a deadline past it is searched
+            // for with the last step (all 8 free) holding on; a run ending past the horizon
+            // but by a deadline within it finds no room.
             let start = if busy <= 4 || at >= until_busy { at } else { until_busy };
-            let fits = start + duration <= deadline && start + duration <= 10_000;
+            let fits = start + duration <= deadline.min(10_000) || deadline > 10_000 && start + duration <= deadline;
             prop_assert_eq!(p.can_keep(&r), fits, "start {}", start);
             // Without a deadline it is always promised; without a publication, only the
             // time left counts.
@@ -221,12 +231,17 @@ mod tests {
     }
 
     #[test]
-    fn a_run_that_would_outlast_the_publication_is_not_promised() {
-        // Busy until 5 000 s, free after, published to 10 000 s: a run of 4 000 s from
-        // 5 000 s is promised; one of 8 000 s would run past what was published.
+    fn past_the_published_horizon_the_last_step_holds_on() {
+        // Busy until 5 000 s, free after, published to 10 000 s: a run of 8 000 s from
+        // 5 000 s outlasts the publication, and is promised if its deadline lies past it.
         let p = Promises::new(&one_cluster(8, 5_000), 1, EmuTime::ZERO, &[]);
         assert!(p.can_keep(&with_deadline(4_000, 9_000)));
         assert!(!p.can_keep(&with_deadline(4_000, 8_999)));
-        assert!(!p.can_keep(&with_deadline(8_000, 20_000)));
+        assert!(p.can_keep(&with_deadline(8_000, 13_000)));
+        assert!(!p.can_keep(&with_deadline(8_000, 12_999)));
+        // Busy up to the horizon: a step at the horizon is not published free, so nothing
+        // is known to be free past it either.
+        let p = Promises::new(&one_cluster(8, 10_000), 1, EmuTime::ZERO, &[]);
+        assert!(!p.can_keep(&with_deadline(100, 20_000)));
     }
 }
