@@ -424,6 +424,7 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     );
     assert_eq!(verdicts("reject"), o.rejected);
     assert_eq!(kind("PeerDecline").count() as u64, o.countered_declined);
+    assert_eq!(late_declined(&r), 0, "sound links: no answer comes late");
     let acked = kind("PeerRedirectAck").filter(|e| e["verdict"] == "redirected");
     assert_eq!(acked.count() as u64, o.redirected);
     // A provider reports each request it took over and its clusters refused as rejected.
@@ -500,9 +501,40 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     assert!(lossy(&o), "{o:?}");
     let events = common::trace(dir.path());
     let kind = |k: &str| events.iter().filter(|e| e["kind"] == k).count() as u64;
+    let declines = |v: &str| {
+        (events.iter())
+            .filter(|e| e["kind"] == "PeerDecline" && e["verdict"] == v)
+            .count() as u64
+    };
     assert_eq!(kind("PeerOffer"), o.offers);
     assert_eq!(kind("OfferTimeout"), o.timeouts);
-    assert_eq!(kind("PeerDecline"), o.countered_declined);
+    assert_eq!(declines("decline"), o.countered_declined);
+    assert_eq!(declines("late"), late_declined(&r));
+
+    // Links slower than a negotiation's timeouts and rounds (the stress preset `late`):
+    // answers come after their offers were given up, and each is declined at once, marked
+    // late — as many `PeerDecline`s as the summary counts, the other declines unchanged.
+    let delay = "fault.delay={ kind = \"exponential\", mean = \"300s\" }";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let r = common::run_traced(small(&[delay]), dir.path());
+    assert_eq!(r.summary.invariant_violations, 0);
+    let o = outcomes(&r);
+    let events = common::trace(dir.path());
+    let declines = |v: &str| {
+        (events.iter())
+            .filter(|e| e["kind"] == "PeerDecline" && e["verdict"] == v)
+            .count() as u64
+    };
+    assert!(late_declined(&r) > 0, "late answers: {o:?}");
+    assert_eq!(declines("late"), late_declined(&r));
+    assert_eq!(declines("decline"), o.countered_declined);
+}
+
+/// `negotiations.late_declined` summed over the Grids of `r`.
+fn late_declined(r: &igemu::RunResult) -> u64 {
+    (r.summary.grids.values())
+        .map(|g| g.negotiations.late_declined)
+        .sum()
 }
 
 #[test]
@@ -645,7 +677,7 @@ fn providers_keep_their_promises_and_each_refusal_after_redirect_is_explained() 
     // provider promises (accepts or counter-offers) a request with a deadline only if its
     // published slots run it by then: the few that remain were promised with time left for
     // their run, and refused at admission for their deadline (what the slots cannot show:
-    // VMs pinned to hosts, deployment time).
+    // VMs pinned to hosts, deployment time, reservations past the published horizon).
     let runs = [
         (SMALL, 1..=6),
         ("topologies/paper004-two-grids.toml", 1..=3),
