@@ -660,14 +660,14 @@ fn rejected_after_redirect(
 /// sent: the promise its provider made.
 fn promised_at(events: &[serde_json::Value], request: &str) -> Option<u64> {
     (events.iter())
+        .rev()
         .filter(|e| e["kind"] == "PeerAnswer")
         .filter(|e| {
             (e["items"].as_array().into_iter().flatten()).any(|i| {
                 i["request"] == request && (i["verdict"] == "accept" || i["verdict"] == "counter")
             })
         })
-        .filter_map(|e| e["t_us"].as_u64())
-        .last()
+        .find_map(|e| e["t_us"].as_u64())
 }
 
 #[test]
