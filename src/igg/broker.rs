@@ -930,6 +930,14 @@ impl Broker {
         self.redirecting.contains_key(&lease)
     }
 
+    /// The negotiation under which `lease` is being redirected to `peer`, while its
+    /// acknowledgement is awaited.
+    pub(crate) fn redirecting_to(&self, lease: RequestId, peer: GridId) -> Option<NegotiationId> {
+        (self.redirecting.get(&lease))
+            .filter(|r| r.peer == peer)
+            .map(|r| r.negotiation)
+    }
+
     /// A request this Grid serves for a peer ended: release its ticket; returns its origin.
     pub(crate) fn foreign_ended(&mut self, lease: RequestId) -> Option<GridId> {
         let (origin, negotiation) = self.foreign.remove(&lease)?;

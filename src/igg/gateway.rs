@@ -846,26 +846,7 @@ impl Gateway {
                 negotiation, lease, ..
             } => self.broker.on_decline(negotiation, lease),
             PeerMsg::LeaseReport { lease, ended, .. } => {
-                let Some(state) = ended else {
-                    return;
-                };
-                out.push(Effect::Send {
-                    to: from,
-                    msg: PeerMsg::LeaseReportAck { lease },
-                });
-                if self.reports_done.insert(lease) {
-                    if state == RequestState::Rejected {
-                        // Redirected, taken, then refused by the provider's clusters.
-                        self.broker.redirect_rejected();
-                        out.push(Effect::Observe(Observation::Outcomes(
-                            self.broker.outcomes().clone(),
-                        )));
-                    }
-                    out.push(Effect::Dve {
-                        note: DveNote::Ended(lease, state),
-                        posted: false,
-                    });
-                }
+                self.lease_reported(from, lease, ended, now, out)
             }
             PeerMsg::LeaseReportAck { lease } => {
                 out.push(Effect::Cancel(Timer::Report(lease)));
@@ -877,6 +858,44 @@ impl Gateway {
                 }
                 self.reprice();
             }
+        }
+    }
+
+    /// A provider reports on a request this Grid redirected to it: started, or ended in
+    /// `ended` (acknowledged, and passed on once).
+    fn lease_reported(
+        &mut self,
+        from: GridId,
+        lease: RequestId,
+        ended: Option<RequestState>,
+        now: EmuTime,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Some(negotiation) = self.broker.redirecting_to(lease, from) {
+            // The provider took the redirection over and its acknowledgement was lost (else
+            // this Grid would never pay for it): the report stands for it.
+            out.push(Effect::Cancel(Timer::Redirect(negotiation, lease)));
+            self.redirect_acknowledged(from, (negotiation, lease), true, now, out);
+        }
+        let Some(state) = ended else {
+            return;
+        };
+        out.push(Effect::Send {
+            to: from,
+            msg: PeerMsg::LeaseReportAck { lease },
+        });
+        if self.reports_done.insert(lease) {
+            if state == RequestState::Rejected {
+                // Redirected, taken, then refused by the provider's clusters.
+                self.broker.redirect_rejected();
+                out.push(Effect::Observe(Observation::Outcomes(
+                    self.broker.outcomes().clone(),
+                )));
+            }
+            out.push(Effect::Dve {
+                note: DveNote::Ended(lease, state),
+                posted: false,
+            });
         }
     }
 
@@ -1655,6 +1674,56 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    #[test]
+    fn a_report_from_the_provider_stands_for_a_lost_acknowledgement() {
+        // Grid 1 takes request 1 over, but its acknowledgement is lost; its report that the
+        // request started is the proof: Grid 0 pays and stops resending the redirection.
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        let offer = sent(&gws[0].on(Input::Tick, EmuTime::from_secs(60)))[0].clone();
+        let from = |g: u16, msg: PeerMsg| Input::Peer {
+            from: GridId(g),
+            msg,
+        };
+        gws[1].on(from(0, offer), EmuTime::from_secs(60));
+        let answer = sent(&gws[1].on(Input::Tick, EmuTime::from_secs(70)))[0].clone();
+        let redirect = sent(&gws[0].on(from(1, answer), EmuTime::from_secs(70)))[0].clone();
+        let PeerMsg::Redirect { negotiation, .. } = redirect else {
+            panic!("a redirection: {redirect:?}")
+        };
+        let taken = gws[1].on(from(0, redirect), EmuTime::from_secs(70));
+        let paid = |effects: &[Effect]| {
+            (effects.iter())
+                .filter(|e| matches!(e, Effect::Observe(Observation::Paid { to: GridId(1), .. })))
+                .count()
+        };
+        assert!(matches!(
+            sent(&taken)[..],
+            [PeerMsg::RedirectAck { accepted: true, .. }]
+        ));
+        let report = PeerMsg::LeaseReport {
+            lease: RequestId(1),
+            ended: None,
+            attempt: 0,
+        };
+        let got = gws[0].on(from(1, report.clone()), EmuTime::from_secs(80));
+        assert_eq!(paid(&got), 1);
+        assert!(got.iter().any(|e| matches!(e,
+            Effect::Cancel(Timer::Redirect(n, RequestId(1))) if *n == negotiation)));
+        assert!(gws[0]
+            .on(
+                Input::RedirectTimeout(RequestId(1)),
+                EmuTime::from_secs(100)
+            )
+            .is_empty());
+        // Paid once: a second report, or the acknowledgement arriving late, pays nothing more.
+        assert_eq!(paid(&gws[0].on(from(1, report), EmuTime::from_secs(90))), 0);
+        let ack = sent(&taken)[0].clone();
+        assert_eq!(paid(&gws[0].on(from(1, ack), EmuTime::from_secs(95))), 0);
     }
 
     /// When each timer of `effects` named by `which` is due, in seconds.
