@@ -10,7 +10,9 @@
 //! (`igg::backoff`); answers and redirections are idempotent (duplicates are answered again,
 //! never acted on twice); tickets expire. A requester that has sent a redirection never serves the
 //! request itself unless the provider refuses it explicitly, so a lost acknowledgement cannot
-//! make two Grids serve one request.
+//! make two Grids serve one request (the provider's report on the request stands for a lost
+//! acknowledgement: `redirecting_to`). An answer that comes after the requester gave its offer
+//! up is declined at once, so the provider's ticket is released without waiting for expiry.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
