@@ -441,8 +441,8 @@ fn peer_detail(msg: &PeerMsg) -> PeerDetail {
         PeerMsg::RedirectAck { accepted, .. } => {
             d.verdict = Some(if *accepted { "redirected" } else { "refused" });
         }
-        PeerMsg::Decline { price, .. } => {
-            d.verdict = Some("decline");
+        PeerMsg::Decline { price, late, .. } => {
+            d.verdict = Some(if *late { "late" } else { "decline" });
             d.price = Some(*price);
         }
         PeerMsg::LeaseReport { ended, .. } => {

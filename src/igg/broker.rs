@@ -10,7 +10,9 @@
 //! (`igg::backoff`); answers and redirections are idempotent (duplicates are answered again,
 //! never acted on twice); tickets expire. A requester that has sent a redirection never serves the
 //! request itself unless the provider refuses it explicitly, so a lost acknowledgement cannot
-//! make two Grids serve one request.
+//! make two Grids serve one request (the provider's report on the request stands for a lost
+//! acknowledgement: `redirecting_to`). An answer that comes after the requester gave its offer
+//! up is declined at once, so the provider's ticket is released without waiting for expiry.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -21,6 +23,7 @@ use super::negotiation::{
 use super::peering::{
     Answer, CostModel, NegotiationId, OfferState, PriceRange, Ticket, TicketError, Tickets,
 };
+use super::promise::{self, Promises};
 pub(crate) use super::protocol::Item;
 use super::protocol::PeerMsg;
 use crate::model::{GridId, LeaseRequest, RequestId};
@@ -137,6 +140,11 @@ pub struct Outcomes {
     /// provider reported them rejected): they end rejected, outcome
     /// `rejected-after-redirect`.
     pub rejected_after_redirect: u64,
+    /// Requests accepted or counter-offered in an answer that came after this Grid gave the
+    /// offer up (timed out, retries spent) or settled it: declined at once (`PeerDecline`
+    /// with verdict `late`), so the provider's ticket is released without waiting for its
+    /// expiry. Counted per answer: a duplicated answer counts again.
+    pub late_declined: u64,
 }
 
 /// An offer as the provider receives it.
@@ -162,6 +170,9 @@ pub(crate) struct Standing<'a> {
     pub cost: &'a CostModel,
     /// Load and capacity over the window of a request.
     pub window: &'a dyn Fn(&LeaseRequest) -> (f64, f64),
+    /// What its clusters can promise: a request they cannot run by its deadline is rejected
+    /// whatever the policy would answer; `None`: not checked.
+    pub promises: Option<&'a mut Promises>,
 }
 
 /// An IGG's peering state.
@@ -387,7 +398,10 @@ impl Broker {
             }
         }
         for q in &mut waiting {
-            q.plan = self.plan_for(q, now);
+            // A request nobody can run by its deadline any more is not offered.
+            q.plan = promise::still_possible(&q.item.req, now)
+                .then(|| self.plan_for(q, now))
+                .flatten();
         }
         let contracts = self.contracts.clone();
         for c in &contracts {
@@ -513,7 +527,7 @@ impl Broker {
     /// decreasing order of offered price (the earliest first among equals), each request
     /// answered from its cost at the provider's load over its window plus the units of the
     /// tickets already held — tickets issued earlier in this evaluation included.
-    pub(crate) fn evaluate_offers(&mut self, own: &Standing<'_>, now: EmuTime) -> Vec<Out> {
+    pub(crate) fn evaluate_offers(&mut self, own: &mut Standing<'_>, now: EmuTime) -> Vec<Out> {
         let mut offers = std::mem::take(&mut self.pending);
         offers.sort_by(|a, b| b.price.total_cmp(&a.price));
         offers
@@ -532,11 +546,13 @@ impl Broker {
     }
 
     /// The provider's answers to one offer, issuing tickets for accepts and counter-offers;
-    /// the requests are taken in the order offered. A duplicate gets the same answers again.
+    /// the requests are taken in the order offered. A request its clusters cannot run by its
+    /// deadline ([`Promises`]) is rejected before the policy is asked. A duplicate gets the
+    /// same answers again.
     pub(crate) fn answer_offer(
         &mut self,
         offer: &Offered<'_>,
-        own: &Standing<'_>,
+        own: &mut Standing<'_>,
         now: EmuTime,
     ) -> Out {
         let Offered {
@@ -559,6 +575,10 @@ impl Broker {
         let mut held = self.tickets.held_units(now);
         let mut answers = Vec::with_capacity(items.len());
         for it in items {
+            if own.promises.as_ref().is_some_and(|p| !p.can_keep(&it.req)) {
+                answers.push((it.req.id, Answer::Reject));
+                continue;
+            }
             let (load, capacity) = (own.window)(&it.req);
             let l = (load + held / capacity.max(1.0)).min(1.0);
             let c = own.cost.marginal(it.units, l, capacity);
@@ -586,6 +606,9 @@ impl Broker {
                     confirmed: false,
                 });
                 held += it.units;
+                if let Some(p) = own.promises.as_mut() {
+                    p.promise(&it.req);
+                }
             }
             answers.push((it.req.id, a));
         }
@@ -599,15 +622,18 @@ impl Broker {
         }
     }
 
-    /// The requester receives answers: redirect what was accepted (or counter-offered and
-    /// worth taking), decline the rest, and put declined requests back in the queue.
+    /// The requester receives `from`'s answers: redirect what was accepted (or
+    /// counter-offered and worth taking), decline the rest, and put declined requests back in
+    /// the queue. Answers to an offer it no longer waits for are declined at once
+    /// ([`Broker::decline_late`]).
     pub(crate) fn on_answers(
         &mut self,
+        from: GridId,
         negotiation: NegotiationId,
         answers: &[(RequestId, Answer)],
     ) -> Vec<Out> {
         let Some(ob) = self.outbound.remove(&negotiation) else {
-            return Vec::new(); // late or duplicate: already settled
+            return self.decline_late(from, negotiation, answers);
         };
         let mut out = Vec::new();
         let mut items = ob.items;
@@ -657,6 +683,7 @@ impl Broker {
                                 negotiation,
                                 lease: *lease,
                                 price,
+                                late: false,
                             },
                         });
                     }
@@ -669,14 +696,58 @@ impl Broker {
                 }
             }
         }
-        // Requests the answer did not mention go back to the queue for this peer again, as
-        // many times as an unanswered offer is retried.
+        self.requeue_unanswered(ob.peer, items);
+        out
+    }
+
+    /// Requests an answer of `peer` did not mention go back to the queue for this peer again,
+    /// as many times as an unanswered offer is retried.
+    fn requeue_unanswered(
+        &mut self,
+        peer: GridId,
+        items: BTreeMap<RequestId, (Queued, OfferState)>,
+    ) {
         for (_, (mut q, _)) in items {
             q.unanswered += 1;
             if q.unanswered > self.retries {
-                q.done_with(ob.peer);
+                q.done_with(peer);
             }
             self.queue.push_back(q);
+        }
+    }
+
+    /// An answer to an offer this requester gave up on (its timeout and retries ran out and
+    /// the requests went on to other peers or home) or settled already (a duplicate): each
+    /// accept or counter-offer in it is declined at once, so that the provider releases the
+    /// ticket it holds now rather than at its expiry — except for a request being redirected
+    /// under this very negotiation (a duplicate answer must not undo its redirection; once
+    /// the provider has confirmed a ticket, a decline leaves it be).
+    fn decline_late(
+        &mut self,
+        from: GridId,
+        negotiation: NegotiationId,
+        answers: &[(RequestId, Answer)],
+    ) -> Vec<Out> {
+        let mut out = Vec::new();
+        for (lease, a) in answers {
+            let (Answer::Accept { price } | Answer::Counter { price }) = *a else {
+                continue; // a rejection holds nothing
+            };
+            let redirecting = (self.redirecting.get(lease))
+                .is_some_and(|r| r.negotiation == negotiation && r.peer == from);
+            if redirecting {
+                continue;
+            }
+            self.outcomes.late_declined += 1;
+            out.push(Out::Send {
+                peer: from,
+                msg: PeerMsg::Decline {
+                    negotiation,
+                    lease: *lease,
+                    price,
+                    late: true,
+                },
+            });
         }
         out
     }
@@ -761,7 +832,8 @@ impl Broker {
         }
     }
 
-    /// A counter-offer was declined: release the ticket.
+    /// A counter-offer was declined, or an answer came too late for its requester: release
+    /// the ticket (unless confirmed: a late decline never undoes a redirection taken).
     pub(crate) fn on_decline(&mut self, negotiation: NegotiationId, lease: RequestId) {
         if self
             .tickets
@@ -858,6 +930,14 @@ impl Broker {
     /// Whether a redirection of `lease` is still waiting for its acknowledgement.
     pub(crate) fn awaiting_ack(&self, lease: RequestId) -> bool {
         self.redirecting.contains_key(&lease)
+    }
+
+    /// The negotiation under which `lease` is being redirected to `peer`, while its
+    /// acknowledgement is awaited.
+    pub(crate) fn redirecting_to(&self, lease: RequestId, peer: GridId) -> Option<NegotiationId> {
+        (self.redirecting.get(&lease))
+            .filter(|r| r.peer == peer)
+            .map(|r| r.negotiation)
     }
 
     /// A request this Grid serves for a peer ended: release its ticket; returns its origin.
@@ -957,6 +1037,7 @@ pub(crate) mod tests {
             panic!("an offer")
         };
         let out = b.on_answers(
+            GridId(1),
             negotiation,
             &[
                 (RequestId(1), Answer::Accept { price: 1.0 }),
@@ -972,7 +1053,7 @@ pub(crate) mod tests {
         assert_eq!(b.queued(), 1);
         // A late duplicate answer does nothing.
         assert!(b
-            .on_answers(negotiation, &[(RequestId(1), Answer::Reject)])
+            .on_answers(GridId(1), negotiation, &[(RequestId(1), Answer::Reject)])
             .is_empty());
         // Request 2 was tried with peer 1; the 1.5 contract is not worth it at unit cost 1.2.
         assert_eq!(
@@ -1008,7 +1089,7 @@ pub(crate) mod tests {
                 break;
             };
             offered += 1;
-            b.on_answers(negotiation, &[(RequestId(2), Answer::Reject)]);
+            b.on_answers(GridId(1), negotiation, &[(RequestId(2), Answer::Reject)]);
         }
         // `retries` = 2: the first offer and two more, then peer 1 counts as tried (the
         // 1.5 contract is not worth it at unit cost 1.2) and the request is served here.
@@ -1065,14 +1146,15 @@ pub(crate) mod tests {
             max: 3.0,
         };
         let empty = |_: &LeaseRequest| (0.0, 1000.0);
-        let idle = Standing {
+        let mut idle = Standing {
             cost: &cost,
             window: &empty,
+            promises: None,
         };
         let Out::Send {
             msg: PeerMsg::Answer { answers, .. },
             ..
-        } = p.answer_offer(&offered, &idle, now)
+        } = p.answer_offer(&offered, &mut idle, now)
         else {
             panic!()
         };
@@ -1083,7 +1165,7 @@ pub(crate) mod tests {
         ));
         assert_eq!(p.tickets.held_units(now), 200.0);
         // A duplicate offer gets the same answers and issues nothing new.
-        let again = p.answer_offer(&offered, &idle, now);
+        let again = p.answer_offer(&offered, &mut idle, now);
         assert_eq!(
             again,
             Out::Send {
@@ -1137,6 +1219,56 @@ pub(crate) mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn a_provider_accepts_only_what_its_slots_run_by_the_deadline(
+            busy in 0u64..=8,
+            until_busy in 1u64..5_000,
+            duration in 1u64..6_000,
+            slack in 0u64..6_000,
+        ) {
+            use crate::igg::slots::{Published, SlotStore};
+            use crate::model::LeaseType;
+            // One 8-core cluster, `busy` cores taken until `until_busy`, published to
+            // 10 000 s; idle on the cost model, so the policy alone would accept.
+            let mut slots = SlotStore::default();
+            slots.publish(0, Published {
+                free: vec![(EmuTime::ZERO, 8 - busy), (EmuTime::from_secs(until_busy), 8)],
+                until: EmuTime::from_secs(10_000),
+                cores: 8,
+                price: 1.0,
+            });
+            let mut r = req(1);
+            (r.vms, r.lease_type) = (4, LeaseType::DeadlineMigratable);
+            r.duration = EmuDuration::from_secs(duration);
+            r.deadline = Some(EmuTime::from_secs(duration + slack));
+            let items = [Item { req: r, units: 4.0 * duration as f64 }];
+            let offered = Offered { from: GridId(0), negotiation: 1, items: &items, price: 9.0, max: 9.0 };
+            let cost = CostModel { unit_cost: 1.0, steepness: 1.0 };
+            let mut promises = Promises::new(&slots, 1, EmuTime::ZERO, &[]);
+            let mut own = Standing {
+                cost: &cost,
+                window: &|_: &LeaseRequest| (0.0, 1e12),
+                promises: Some(&mut promises),
+            };
+            let mut p = Broker::new(GridId(1), vec![], 2, EmuDuration::from_secs(600));
+            let Out::Send { msg: PeerMsg::Answer { answers, .. }, .. } =
+                p.answer_offer(&offered, &mut own, EmuTime::ZERO)
+            else {
+                panic!("an answer")
+            };
+            // Past the horizon (for a deadline past it) the last step, all free, holds on.
+            let (start, deadline) = (if busy <= 4 { 0 } else { until_busy }, duration + slack);
+            let fits = start + duration <= deadline.min(10_000)
+                || deadline > 10_000 && start + duration <= deadline;
+            proptest::prop_assert_eq!(matches!(answers[0].1, Answer::Accept { .. }), fits);
+            proptest::prop_assert_eq!(answers[0].1 == Answer::Reject, !fits);
+            // A rejected request holds no ticket.
+            let held = if fits { 4.0 * duration as f64 } else { 0.0 };
+            proptest::prop_assert_eq!(p.tickets.held_units(EmuTime::ZERO), held);
+        }
+    }
+
     /// The redirection of request 1 that `b` makes next: offered in a round, accepted.
     fn redirect_next(b: &mut Broker) -> (GridId, NegotiationId) {
         let Out::Send {
@@ -1147,6 +1279,7 @@ pub(crate) mod tests {
             panic!("an offer")
         };
         b.on_answers(
+            peer,
             negotiation,
             &[(RequestId(1), Answer::Accept { price: 1.0 })],
         );
@@ -1187,6 +1320,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_duplicate_answer_never_declines_the_redirection_it_started() {
+        let mut b = requester();
+        b.enqueue(req(1), 100.0);
+        let (peer, n) = redirect_next(&mut b);
+        // After the negotiation was settled, an answer under it names request 1 again and
+        // request 2 (counter-offered): 2 is declined, late; 1, being redirected under this
+        // negotiation, is not.
+        let copy = [
+            (RequestId(1), Answer::Accept { price: 1.0 }),
+            (RequestId(2), Answer::Counter { price: 1.5 }),
+        ];
+        let out = b.on_answers(peer, n, &copy);
+        assert_eq!(
+            out,
+            vec![Out::Send {
+                peer,
+                msg: PeerMsg::Decline {
+                    negotiation: n,
+                    lease: RequestId(2),
+                    price: 1.5,
+                    late: true
+                }
+            }]
+        );
+        assert!(b.awaiting_ack(RequestId(1)));
+        assert_eq!(b.outcomes.late_declined, 1);
+        // From another Grid (a stray answer naming this negotiation), nothing it redirects
+        // is spared either: only the provider's own answer is about that redirection.
+        assert_eq!(b.on_answers(GridId(2), n, &copy).len(), 2);
+    }
+
+    #[test]
     fn a_redirection_without_an_answer_is_resent_never_served_here() {
         let mut b = requester();
         b.enqueue(req(1), 100.0);
@@ -1198,6 +1363,7 @@ pub(crate) mod tests {
             panic!()
         };
         b.on_answers(
+            GridId(1),
             negotiation,
             &[(RequestId(1), Answer::Accept { price: 1.0 })],
         );

@@ -16,6 +16,7 @@ use super::broker::{Broker, Contract, Item, Offered, Out, Outcomes, Standing};
 use super::dispatch::{Dispatch, DispatchAsk};
 use super::negotiation::{AnswerPolicy, OfferPolicy};
 use super::peering::{CostModel, NegotiationId, PriceRange};
+use super::promise::{Booking, Promises};
 use super::protocol::PeerMsg;
 use super::slots::{Published, SlotStore, SlotsAt};
 use super::Loads;
@@ -296,6 +297,9 @@ pub struct Gateway {
     refused_here: BTreeSet<RequestId>,
     /// Draws of round and price-update intervals.
     rng: StdRng,
+    /// By cluster index, the slots this IGG's promises (accepts and counter-offers) took
+    /// since the cluster last published: the next evaluation's [`Promises`] sees them taken.
+    promised: BTreeMap<usize, Vec<Booking>>,
 }
 
 /// A copy of a gateway's state (to undo an input, [`Gateway::restore`]): with the shipped
@@ -320,6 +324,7 @@ impl Clone for Gateway {
             next_price_update: self.next_price_update,
             refused_here: self.refused_here.clone(),
             rng: self.rng.clone(),
+            promised: self.promised.clone(),
         }
     }
 }
@@ -369,6 +374,7 @@ impl Gateway {
             next_price_update: EmuTime::ZERO,
             refused_here: BTreeSet::new(),
             rng: StdRng::seed_from_u64(settings.seed),
+            promised: BTreeMap::new(),
             settings,
         }
     }
@@ -395,6 +401,8 @@ impl Gateway {
             Input::FreeSlots { cluster, slots } => {
                 if let Some(j) = self.index_of(cluster) {
                     self.slots.publish(j, slots);
+                    // What it publishes now shows the requests promised before and placed.
+                    self.promised.remove(&j);
                 }
             }
             Input::Tick => self.tick(now, &mut out),
@@ -597,14 +605,8 @@ impl Gateway {
     /// `slots`: this Grid's slots as of `now`.
     fn cost_horizon(&self, req: &LeaseRequest, now: EmuTime, slots: &SlotsAt<'_>) -> EmuTime {
         let run = req.duration;
-        if req.lease_type.deadline_constrained() {
-            let deadline = req.deadline.or_else(|| {
-                req.deadline_ratio
-                    .map(|r| req.arrival + EmuDuration::from_secs_f64(run.as_secs_f64() * r))
-            });
-            if let Some(d) = deadline.filter(|d| *d > now) {
-                return d;
-            }
+        if let Some(d) = super::promise::deadline_of(req).filter(|d| *d > now) {
+            return d;
         }
         // The earliest over the clusters: each searched only for one earlier than the best.
         let start = (0..self.clusters.len())
@@ -752,11 +754,19 @@ impl Gateway {
                 .map(|req| (req.id, self.window(req, now, &slots)))
                 .collect();
             let window = |req: &LeaseRequest| windows.get(&req.id).copied().unwrap_or((1.0, 0.0));
-            let standing = Standing {
+            // The redirections of what it accepts arrive with the answers (the IGG knows no
+            // link delay): its clusters' slots are read as of now.
+            let promised: Vec<Booking> = self.promised.values().flatten().copied().collect();
+            let mut promises = Promises::new(&self.slots, self.clusters.len(), now, &promised);
+            let mut standing = Standing {
                 cost: &self.cost,
                 window: &window,
+                promises: Some(&mut promises),
             };
-            let answers = self.broker.evaluate_offers(&standing, now);
+            let answers = self.broker.evaluate_offers(&mut standing, now);
+            for b in promises.booked() {
+                self.promised.entry(b.0).or_default().push(b);
+            }
             self.carry(answers, now, out);
         }
         // Home costs of the queued requests over their windows; below the threshold, a
@@ -816,7 +826,7 @@ impl Gateway {
             } => {
                 out.push(Effect::Cancel(Timer::Offer(negotiation)));
                 out.push(Effect::Observe(Observation::OfferSettled(negotiation)));
-                let outs = self.broker.on_answers(negotiation, &answers);
+                let outs = self.broker.on_answers(from, negotiation, &answers);
                 self.carry(outs, now, out);
             }
             PeerMsg::Redirect {
@@ -836,26 +846,7 @@ impl Gateway {
                 negotiation, lease, ..
             } => self.broker.on_decline(negotiation, lease),
             PeerMsg::LeaseReport { lease, ended, .. } => {
-                let Some(state) = ended else {
-                    return;
-                };
-                out.push(Effect::Send {
-                    to: from,
-                    msg: PeerMsg::LeaseReportAck { lease },
-                });
-                if self.reports_done.insert(lease) {
-                    if state == RequestState::Rejected {
-                        // Redirected, taken, then refused by the provider's clusters.
-                        self.broker.redirect_rejected();
-                        out.push(Effect::Observe(Observation::Outcomes(
-                            self.broker.outcomes().clone(),
-                        )));
-                    }
-                    out.push(Effect::Dve {
-                        note: DveNote::Ended(lease, state),
-                        posted: false,
-                    });
-                }
+                self.lease_reported(from, lease, ended, now, out)
             }
             PeerMsg::LeaseReportAck { lease } => {
                 out.push(Effect::Cancel(Timer::Report(lease)));
@@ -867,6 +858,44 @@ impl Gateway {
                 }
                 self.reprice();
             }
+        }
+    }
+
+    /// A provider reports on a request this Grid redirected to it: started, or ended in
+    /// `ended` (acknowledged, and passed on once).
+    fn lease_reported(
+        &mut self,
+        from: GridId,
+        lease: RequestId,
+        ended: Option<RequestState>,
+        now: EmuTime,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Some(negotiation) = self.broker.redirecting_to(lease, from) {
+            // The provider took the redirection over and its acknowledgement was lost (else
+            // this Grid would never pay for it): the report stands for it.
+            out.push(Effect::Cancel(Timer::Redirect(negotiation, lease)));
+            self.redirect_acknowledged(from, (negotiation, lease), true, now, out);
+        }
+        let Some(state) = ended else {
+            return;
+        };
+        out.push(Effect::Send {
+            to: from,
+            msg: PeerMsg::LeaseReportAck { lease },
+        });
+        if self.reports_done.insert(lease) {
+            if state == RequestState::Rejected {
+                // Redirected, taken, then refused by the provider's clusters.
+                self.broker.redirect_rejected();
+                out.push(Effect::Observe(Observation::Outcomes(
+                    self.broker.outcomes().clone(),
+                )));
+            }
+            out.push(Effect::Dve {
+                note: DveNote::Ended(lease, state),
+                posted: false,
+            });
         }
     }
 
@@ -1015,7 +1044,7 @@ mod tests {
     use crate::igg::broker::tests::req;
     use crate::igg::dispatch::ClusterModel;
     use crate::igg::dispatch::DispatchName;
-    use crate::igg::peering::{Contract as Terms, ContractKind};
+    use crate::igg::peering::{Answer, Contract as Terms, ContractKind};
 
     fn settings(contracts: Vec<(GridId, Terms)>) -> GatewaySettings {
         GatewaySettings {
@@ -1573,6 +1602,128 @@ mod tests {
         assert!(next
             .iter()
             .any(|e| matches!(e, Effect::Place { req, .. } if req.id == RequestId(1))));
+    }
+
+    /// The peer messages among `effects`.
+    fn sent(effects: &[Effect]) -> Vec<&PeerMsg> {
+        (effects.iter())
+            .filter_map(|e| match e {
+                Effect::Send { msg, .. } if !matches!(msg, PeerMsg::Price { .. }) => Some(msg),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_after_the_requester_gave_up_is_declined_at_once_and_frees_the_ticket() {
+        // Grid 0 offers request 1 to Grid 1, whose round comes only after Grid 0 has spent
+        // its retry and given the offer up (request 1 went home).
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        let round = gws[0].on(Input::Tick, EmuTime::from_secs(60));
+        let Some(&PeerMsg::Offer { negotiation: n, .. }) = sent(&round).first().copied() else {
+            panic!("an offer: {round:?}")
+        };
+        let offer = sent(&round)[0].clone();
+        let from0 = |msg: PeerMsg| Input::Peer {
+            from: GridId(0),
+            msg,
+        };
+        assert!(gws[1].on(from0(offer), EmuTime::from_secs(60)).is_empty());
+        gws[0].on(Input::OfferTimeout(n), EmuTime::from_secs(150));
+        gws[0].on(Input::OfferTimeout(n), EmuTime::from_secs(240));
+        let answer = gws[1].on(Input::Tick, EmuTime::from_secs(250));
+        let answer = sent(&answer)[0].clone();
+        assert!(matches!(&answer, PeerMsg::Answer { answers, .. }
+            if matches!(answers[..], [(RequestId(1), Answer::Accept { .. })])));
+        // The late accept is declined at once, marked late, and counted.
+        let reply = gws[0].on(
+            Input::Peer {
+                from: GridId(1),
+                msg: answer,
+            },
+            EmuTime::from_secs(250),
+        );
+        let decline = sent(&reply)[0].clone();
+        assert!(
+            matches!(decline, PeerMsg::Decline { negotiation, lease: RequestId(1), late: true, .. } if negotiation == n)
+        );
+        assert!(reply.iter().any(|e| matches!(e,
+            Effect::Observe(Observation::Outcomes(o)) if o.late_declined == 1 && o.accepted == 0)));
+        assert!(
+            !reply.iter().any(|e| matches!(e, Effect::Place { .. })),
+            "nothing served"
+        );
+        // The provider releases the ticket then, long before its expiry (600 s): a
+        // redirection under it would now be refused.
+        assert!(gws[1]
+            .on(from0(decline), EmuTime::from_secs(250))
+            .is_empty());
+        let redirect = PeerMsg::Redirect {
+            negotiation: n,
+            req: req(1),
+            price: 1.0,
+        };
+        let refused = gws[1].on(from0(redirect), EmuTime::from_secs(251));
+        assert!(matches!(
+            sent(&refused)[..],
+            [PeerMsg::RedirectAck {
+                accepted: false,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn a_report_from_the_provider_stands_for_a_lost_acknowledgement() {
+        // Grid 1 takes request 1 over, but its acknowledgement is lost; its report that the
+        // request started is the proof: Grid 0 pays and stops resending the redirection.
+        let mut gws = [gateway(0), gateway(1)];
+        publish(&mut gws[0], 0, 0);
+        publish(&mut gws[1], 1, 4);
+        gws[0].on(Input::Submit(req(1)), EmuTime::ZERO);
+        let offer = sent(&gws[0].on(Input::Tick, EmuTime::from_secs(60)))[0].clone();
+        let from = |g: u16, msg: PeerMsg| Input::Peer {
+            from: GridId(g),
+            msg,
+        };
+        gws[1].on(from(0, offer), EmuTime::from_secs(60));
+        let answer = sent(&gws[1].on(Input::Tick, EmuTime::from_secs(70)))[0].clone();
+        let redirect = sent(&gws[0].on(from(1, answer), EmuTime::from_secs(70)))[0].clone();
+        let PeerMsg::Redirect { negotiation, .. } = redirect else {
+            panic!("a redirection: {redirect:?}")
+        };
+        let taken = gws[1].on(from(0, redirect), EmuTime::from_secs(70));
+        let paid = |effects: &[Effect]| {
+            (effects.iter())
+                .filter(|e| matches!(e, Effect::Observe(Observation::Paid { to: GridId(1), .. })))
+                .count()
+        };
+        assert!(matches!(
+            sent(&taken)[..],
+            [PeerMsg::RedirectAck { accepted: true, .. }]
+        ));
+        let report = PeerMsg::LeaseReport {
+            lease: RequestId(1),
+            ended: None,
+            attempt: 0,
+        };
+        let got = gws[0].on(from(1, report.clone()), EmuTime::from_secs(80));
+        assert_eq!(paid(&got), 1);
+        assert!(got.iter().any(|e| matches!(e,
+            Effect::Cancel(Timer::Redirect(n, RequestId(1))) if *n == negotiation)));
+        assert!(gws[0]
+            .on(
+                Input::RedirectTimeout(RequestId(1)),
+                EmuTime::from_secs(100)
+            )
+            .is_empty());
+        // Paid once: a second report, or the acknowledgement arriving late, pays nothing more.
+        assert_eq!(paid(&gws[0].on(from(1, report), EmuTime::from_secs(90))), 0);
+        let ack = sent(&taken)[0].clone();
+        assert_eq!(paid(&gws[0].on(from(1, ack), EmuTime::from_secs(95))), 0);
     }
 
     /// When each timer of `effects` named by `which` is due, in seconds.

@@ -1,6 +1,7 @@
 //! Pure gateway logic: the IGG's decisions (`gateway`), how it distributes external requests
 //! over its clusters (`dispatch`), peering (cost functions and contracts in `peering`, the
-//! negotiation state in `broker`, the messages in `protocol`) and published slots (`slots`).
+//! negotiation state in `broker`, the messages in `protocol`, the promises a Grid can keep in
+//! `promise`) and published slots (`slots`).
 
 pub(crate) mod backoff;
 pub(crate) mod broker;
@@ -8,6 +9,7 @@ pub mod dispatch;
 pub(crate) mod gateway;
 pub mod negotiation;
 pub(crate) mod peering;
+pub(crate) mod promise;
 pub(crate) mod protocol;
 pub(crate) mod slots;
 

@@ -52,14 +52,19 @@ pub enum PeerMsg {
         /// Taken over or refused.
         accepted: bool,
     },
-    /// Requester → provider: a counter-offer is declined (step 3.2; releases the ticket).
+    /// Requester → provider: a counter-offer is declined (step 3.2), or an accept or
+    /// counter-offer came after the requester gave the offer up (`late`); either way the
+    /// provider releases the ticket it holds for the request at once.
     Decline {
         /// Negotiation id.
         negotiation: NegotiationId,
         /// The request.
         lease: RequestId,
-        /// The unit price of the counter-offer declined.
+        /// The unit price of the counter-offer (or accept) declined.
         price: f64,
+        /// The answer came after the requester gave the offer up (its timeout and retries
+        /// ran out, or it settled the request already): declined unread.
+        late: bool,
     },
     /// Provider → origin: a redirected request started or ended.
     LeaseReport {

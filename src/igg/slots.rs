@@ -157,6 +157,25 @@ impl Published {
         self.first_fit(&ask)
     }
 
+    /// [`Published::earliest`] for a run that may outlast the publication: the last step
+    /// before the horizon is taken to hold on past it (as [`Published::used_units`] reads the
+    /// time past the horizon), so a start found may end after the horizon.
+    pub fn earliest_past_horizon(
+        &self,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) -> Option<EmuTime> {
+        let ask = Ask {
+            now,
+            cores,
+            length,
+            before: EmuTime::NEVER,
+        };
+        let steps = self.steps_in(now, self.until.max(now));
+        ask.first_fit(self.free_at(now), EmuTime::NEVER, steps.iter().copied())
+    }
+
     /// The answer to `ask` from the published steps.
     fn first_fit(&self, ask: &Ask) -> Option<EmuTime> {
         // Past the horizon nothing is known to be free ([`Published::free_at`]): no run
@@ -299,6 +318,24 @@ impl SlotStore {
         length: EmuDuration,
     ) -> Option<EmuTime> {
         self.clusters.get(&j)?.earliest(now, cores, length)
+    }
+
+    /// The earliest start on cluster `j` of a run that may outlast its publication (see
+    /// [`Published::earliest_past_horizon`]).
+    pub(crate) fn earliest_past_horizon_on(
+        &self,
+        j: usize,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) -> Option<EmuTime> {
+        (self.clusters.get(&j)?).earliest_past_horizon(now, cores, length)
+    }
+
+    /// The end of the nearest published horizon, if any cluster has published: up to it,
+    /// every cluster's publication says what is free.
+    pub(crate) fn horizon_end(&self) -> Option<EmuTime> {
+        self.clusters.values().map(|p| p.until).min()
     }
 
     /// Eq. 2's inputs: each cluster's price per unit and the resource units it contributes

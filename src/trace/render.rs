@@ -1059,7 +1059,8 @@ impl Facts {
         let slot = match e.kind.as_str() {
             "PeerOffer" => Some(&mut self.offer),
             "PeerRedirect" => Some(&mut self.redirect),
-            "PeerDecline" => Some(&mut self.decline),
+            // A late answer's decline settles nothing: the offer had timed out already.
+            "PeerDecline" if e.verdict.as_deref() != Some("late") => Some(&mut self.decline),
             _ => None,
         };
         if let Some(slot) = slot {

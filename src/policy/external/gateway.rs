@@ -280,8 +280,9 @@ impl ExternalGateway {
                 negotiation,
                 lease,
                 price,
+                late,
             } => json!({
-                "kind": "decline", "negotiation": negotiation, "lease": label(*lease), "price": price,
+                "kind": "decline", "negotiation": negotiation, "lease": label(*lease), "price": price, "late": late,
             }),
             PeerMsg::LeaseReport {
                 lease,
@@ -479,6 +480,10 @@ impl ExternalGateway {
                 negotiation: negotiation()?,
                 lease: self.lease(field(m, "lease")?)?,
                 price: number(m, "price")?,
+                late: match m.get("late") {
+                    None | Some(Value::Null) => false,
+                    Some(v) => v.as_bool().ok_or("`late` must be true or false")?,
+                },
             },
             "lease_report" => PeerMsg::LeaseReport {
                 lease: self.lease(field(m, "lease")?)?,
