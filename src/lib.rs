@@ -608,7 +608,8 @@ pub fn lateness_verdict(lateness: &TimerLateness) -> String {
 
 /// The printed summary's negotiation line: the Grids' `negotiations` counters summed (each
 /// request offered is counted by its requester's Grid alone), under their summary keys'
-/// names; empty when no Grid negotiated. `rejected after redirect` appears when non-zero.
+/// names; empty when no Grid negotiated. `rejected after redirect` and `late answers declined`
+/// appear when non-zero.
 fn negotiations_line<'a>(grids: impl Iterator<Item = &'a igg::Outcomes>) -> String {
     let mut t = igg::Outcomes::default();
     for o in grids {
@@ -620,6 +621,7 @@ fn negotiations_line<'a>(grids: impl Iterator<Item = &'a igg::Outcomes>) -> Stri
         t.timeouts += o.timeouts;
         t.redirected += o.redirected;
         t.rejected_after_redirect += o.rejected_after_redirect;
+        t.late_declined += o.late_declined;
     }
     if t == igg::Outcomes::default() {
         return String::new();
@@ -636,6 +638,9 @@ fn negotiations_line<'a>(grids: impl Iterator<Item = &'a igg::Outcomes>) -> Stri
     );
     if t.rejected_after_redirect > 0 {
         line += &format!(" (rejected after redirect {})", t.rejected_after_redirect);
+    }
+    if t.late_declined > 0 {
+        line += &format!("; late answers declined {}", t.late_declined);
     }
     line.push('\n');
     line

@@ -32,7 +32,7 @@ pub(super) const PEERING_KEYS: [&str; 4] = [
 ];
 
 /// `summary.json`'s negotiation counters, with a colour and the words a legend gives them.
-const COUNTERS: [(&str, &str, &str); 8] = [
+const COUNTERS: [(&str, &str, &str); 9] = [
     ("offers", "#666666", "requests offered"),
     ("accepted", "#009E73", "accepted"),
     ("countered_taken", "#0072B2", "counter-offer taken"),
@@ -45,6 +45,7 @@ const COUNTERS: [(&str, &str, &str); 8] = [
         "#000000",
         "rejected after redirect",
     ),
+    ("late_declined", "#999999", "late answer declined"),
 ];
 
 /// The unit money is written in.
