@@ -162,6 +162,23 @@ fn two_clusters(kind: &str) -> igemu::topology::Topology {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The run broke no invariant, and the lease labelled `victim` completed on cluster `c2`
+/// after exactly one migration.
+fn the_victim_completed_on_c2_after_one_migration(r: &RunResult) {
+    assert_eq!(
+        r.summary.invariant_violations, 0,
+        "{:?}",
+        r.summary.violation_examples
+    );
+    let victim = record(r, "victim");
+    assert_eq!(victim.state, Some(RequestState::Completed));
+    assert_eq!(victim.migrations, 1);
+    assert_eq!(
+        victim.cluster.map(|c| r.topology.cluster(c).name.clone()),
+        Some("c2".into())
+    );
+}
+
 fn record<'a>(r: &'a RunResult, label: &str) -> &'a igemu::metrics::RequestRecord {
     let i = r
         .topology
@@ -277,18 +294,7 @@ fn a_backfill_depth_is_a_topology_setting_that_leaves_requests_further_back_alon
 fn a_preempted_migratable_lease_moves_to_another_cluster_through_the_igg() {
     let dir = tempfile::tempdir().expect("temp dir");
     let r = run_traced(two_clusters("migratable"), dir.path());
-    assert_eq!(
-        r.summary.invariant_violations, 0,
-        "{:?}",
-        r.summary.violation_examples
-    );
-    let victim = record(&r, "victim");
-    assert_eq!(victim.state, Some(RequestState::Completed));
-    assert_eq!(victim.migrations, 1);
-    assert_eq!(
-        victim.cluster.map(|c| r.topology.cluster(c).name.clone()),
-        Some("c2".into())
-    );
+    the_victim_completed_on_c2_after_one_migration(&r);
     assert_eq!(r.summary.metrics.migrations, 1);
     let events = trace(dir.path());
     let kinds: Vec<&str> = events
@@ -335,6 +341,7 @@ fn a_preempted_migratable_lease_moves_to_another_cluster_through_the_igg() {
         "{}",
         t("Migrated", 0)
     );
+    let victim = record(&r, "victim");
     assert!(victim.end.expect("ended") <= igemu::time::EmuTime::from_secs(36_000));
 }
 
@@ -370,20 +377,10 @@ fn tight_migratable(dispatch: &str) -> igemu::topology::Topology {
 fn a_lease_that_keeps_its_deadline_only_by_migrating_migrates_where_the_grid_shows_room() {
     let dir = tempfile::tempdir().expect("temp dir");
     let r = run_traced(tight_migratable("earliest-start"), dir.path());
-    assert_eq!(
-        r.summary.invariant_violations, 0,
-        "{:?}",
-        r.summary.violation_examples
-    );
+    the_victim_completed_on_c2_after_one_migration(&r);
     let local = record(&r, "local");
     assert_eq!(local.state, Some(RequestState::Completed));
     let victim = record(&r, "victim");
-    assert_eq!(victim.state, Some(RequestState::Completed));
-    assert_eq!(victim.migrations, 1);
-    assert_eq!(
-        victim.cluster.map(|c| r.topology.cluster(c).name.clone()),
-        Some("c2".into())
-    );
     assert!(victim.end.expect("ended") <= igemu::time::EmuTime::from_secs(9000));
     // c1 learnt of c2's room from the IGG, which passed c2's publications on.
     let passed_on = trace(dir.path())
