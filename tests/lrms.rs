@@ -144,9 +144,16 @@ fn two_clusters(kind: &str) -> igemu::topology::Topology {
     } else {
         victim
     };
+    victim_and_local_on_c1(victim, "rr")
+}
+
+/// Two one-host clusters `c1` and `c2` of Grid `g` under MOV, the external `victim` placed by
+/// `dispatch`, and a local request for all of c1's cores at 1800 s.
+fn victim_and_local_on_c1(victim: Request, dispatch: &str) -> igemu::topology::Topology {
     Federation::new("two-clusters")
         .lrms("profile", "nfs-100mbps")
         .lrms("preemption", "mov")
+        .igg("dispatch", dispatch)
         .grid(
             "g",
             &[
@@ -354,23 +361,7 @@ fn tight_migratable(dispatch: &str) -> igemu::topology::Topology {
     let victim = Request::new("victim", 0, 2, 1024, 7200)
         .kind("migratable")
         .deadline(9000);
-    Federation::new("two-clusters")
-        .lrms("profile", "nfs-100mbps")
-        .lrms("preemption", "mov")
-        .igg("dispatch", dispatch)
-        .grid(
-            "g",
-            &[
-                ("c1", Hosts::new(1, 4, 8192)),
-                ("c2", Hosts::new(1, 4, 8192)),
-            ],
-        )
-        .workload(Users::external("ext", "g").request(victim))
-        .workload(
-            Users::local("users", "g", "c1").request(Request::new("local", 1800, 4, 1024, 3600)),
-        )
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"))
+    victim_and_local_on_c1(victim, dispatch)
 }
 
 #[test]

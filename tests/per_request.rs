@@ -511,18 +511,23 @@ fn report(dir: &Path) -> Result<String, String> {
     }
 }
 
-#[test]
-fn a_runs_page_shows_request_metrics_and_links_each_gantt_bar_to_its_leases_events() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = run(
-        tmp.path(),
+/// Paper 003's testbed under MOML (preemptions, so every lease event), run into `tmp/p003`.
+fn moml_testbed(tmp: &std::path::Path) -> std::path::PathBuf {
+    run(
+        tmp,
         "p003",
         &[
             "topologies/paper003-testbed.toml",
             "--set",
             "lrms.preemption=moml",
         ],
-    );
+    )
+}
+
+#[test]
+fn a_runs_page_shows_request_metrics_and_links_each_gantt_bar_to_its_leases_events() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = moml_testbed(tmp.path());
     let html = report(&dir).expect("a page");
     for says in [
         "<h3 id=\"request-metrics\">Request metrics</h3>",
@@ -614,15 +619,7 @@ fn a_runs_page_shows_request_metrics_and_links_each_gantt_bar_to_its_leases_even
 #[test]
 fn a_lease_log_or_metrics_igemu_never_writes_are_refused_at_their_place() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = run(
-        tmp.path(),
-        "p003",
-        &[
-            "topologies/paper003-testbed.toml",
-            "--set",
-            "lrms.preemption=moml",
-        ],
-    );
+    let dir = moml_testbed(tmp.path());
     let file = |n: &str| dir.join(n);
     let keep: Vec<(&str, String)> = ["leases.csv", "requests.csv", "summary.json"]
         .into_iter()
