@@ -720,6 +720,14 @@ fn providers_keep_their_promises_and_each_refusal_after_redirect_is_explained() 
                     reported,
                     "{topology} {seed}: {id}'s provider reported it rejected"
                 );
+                let refusals: Vec<_> = (events.iter())
+                    .filter(|e| e["kind"] == "AssignAnswer" && e["request"] == id.as_str())
+                    .map(|e| e["verdict"].as_str().unwrap_or("taken"))
+                    .collect();
+                assert!(
+                    !refusals.is_empty() && refusals.iter().all(|v| *v == "deadline"),
+                    "{topology} {seed}: {id}'s clusters' answers say why: {refusals:?}"
+                );
             }
             remaining += after.len();
         }

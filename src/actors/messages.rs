@@ -91,9 +91,21 @@ impl AssignAnswer {
         self.refusal.is_none()
     }
 }
-traced!(AssignAnswer, "AssignAnswer", |m| Correlation::request(
-    m.lease
-));
+impl Traced for AssignAnswer {
+    const KIND: &'static str = "AssignAnswer";
+    fn correlation(&self) -> Correlation {
+        Correlation::request(self.lease)
+    }
+    /// A refusal's reason (`deadline`, `no-room`, …) is written as the record's verdict, so
+    /// a trace says why a cluster turned an assignment down (an accepted one has none).
+    fn peer(&self) -> Option<PeerDetail> {
+        let refusal = self.refusal?;
+        Some(PeerDetail {
+            verdict: Some(refusal.reason().as_str()),
+            ..PeerDetail::default()
+        })
+    }
+}
 
 /// LRMS → IGG → DVE manager, or LRMS → local users: the lease started on a cluster.
 #[derive(Message, Clone, Copy)]

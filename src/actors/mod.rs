@@ -638,9 +638,10 @@ impl Emu {
             let answer = reply.await.ok();
             drop(awaited);
             let answer = answer?;
-            let (kind, corr) = (answer.kind(), answer.correlation());
             emu.tracer
-                .record(emu.clock.now(), (to_id, from), kind, corr, Some(seq));
+                .record_with(emu.clock.now(), (to_id, from), Some(seq), || {
+                    (answer.kind(), answer.correlation(), answer.peer())
+                });
             emu.counted();
             Some(answer)
         }

@@ -304,7 +304,8 @@ pub struct PeerItem {
     pub price: Option<f64>,
 }
 
-/// What a message between IGGs says about its negotiation, written only in its trace record.
+/// What a message between IGGs says about its negotiation (and a cluster's refusal of an
+/// assignment, as a verdict), written only in its trace record.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PeerDetail {
     /// The unit price it carries.
@@ -331,7 +332,8 @@ pub trait Traced {
     fn correlation(&self) -> Correlation {
         Correlation::default()
     }
-    /// Peering detail (messages between IGGs only); computed only when the record is written.
+    /// Peering detail (messages between IGGs; a refused assignment's reason); computed only
+    /// when the record is written.
     fn peer(&self) -> Option<PeerDetail> {
         None
     }
