@@ -259,7 +259,7 @@ fn carry_out(office: &Rc<Office>, gateway: &Rc<RefCell<GatewayCore>>, effect: Ef
 
 /// Sets the gateway's `timer` for `at`, replacing (cancelling) the one it had; the
 /// negotiation tick is never cancelled, so it is not kept.
-fn set_timer(office: &Rc<Office>, at: crate::EmuTime, timer: Timer) {
+fn set_timer(office: &Rc<Office>, at: crate::time::EmuTime, timer: Timer) {
     let (emu, me) = (&office.emu, &office.me);
     let id = office.id;
     let handle = match timer {

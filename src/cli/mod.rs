@@ -34,7 +34,7 @@ macro_rules! tell {
     }};
 }
 
-use crate::threads::why;
+use crate::federation::threads::why;
 use crate::topology::{self, Overrides, Topology};
 use crate::{run, Error, RunOptions};
 

@@ -508,7 +508,7 @@ pub(super) fn check_run_flags(args: &RunArgs, topo: &Topology) -> Result<(), Err
             "--serve shows a realtime run as it goes, and this run is in virtual mode; add --mode realtime".into(),
         ));
     }
-    crate::threads::check(
+    crate::federation::threads::check(
         usize::from(args.threads),
         topo.emulation.mode,
         &[

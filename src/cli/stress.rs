@@ -237,7 +237,7 @@ pub(super) fn load_stress_topology(
     } else {
         topo.emulation.mode
     };
-    crate::threads::check(
+    crate::federation::threads::check(
         threads,
         mode_of_runs,
         &[(

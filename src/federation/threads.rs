@@ -20,10 +20,11 @@ use crate::actors::igg::Igg;
 use crate::actors::shard::{Door, Federation};
 use crate::actors::{Emu, Peer};
 use crate::model::GridId;
+use crate::results::Observed;
 use crate::time::{self, Clock, ClockMode, EmuTime, Lateness};
 use crate::topology::Topology;
 use crate::trace::Tracer;
-use crate::{fault, Error, Observed, RunOptions};
+use crate::{fault, Error, RunOptions};
 
 /// Why each feature that follows one thread's order needs the run on one thread, as
 /// [`check`] says it.
