@@ -1,0 +1,945 @@
+//! Output folders: what a command may replace, what it refuses, and files written whole or not
+//! at all.
+
+use super::*;
+
+/// The same run is known by what it runs, not by how the command spells it: the topology's
+/// contents (a path with `./`, or through a link, is the same file) and each override's key
+/// and value (`lrms.cp_alpha = 0.1` is `lrms.cp_alpha=0.1`). Before, both were refused as
+/// another run's outputs (audit). A changed file or another value still is; a run's outputs
+/// still record the path and the overrides as given.
+#[test]
+fn the_same_run_spelled_another_way_replaces_its_outputs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = tmp_str(&dir, "pv");
+    let topology = tmp_str(&dir, "t.toml");
+    std::fs::copy(common::path("topologies/quickstart.toml"), &topology).expect("copy");
+    let dotted = format!("{}/./t.toml", dir.path().display());
+    let run = |file: &str, set: &str| igemu(&["run", file, "--set", set, "--out", &out, "--quiet"]);
+    for (file, set) in [
+        (topology.as_str(), "lrms.cp_alpha=0.1"),
+        (dotted.as_str(), "lrms.cp_alpha=0.1"),
+        (topology.as_str(), " lrms . cp_alpha = 0.1"),
+        (topology.as_str(), "lrms.cp_alpha=1e-1"),
+    ] {
+        let o = run(file, set);
+        assert!(o.status.success(), "{file} {set}: {}", stderr(&o));
+        let summary = json(&dir.path().join("pv/summary.json"));
+        assert_eq!(summary["provenance"]["topology_path"], file);
+        assert_eq!(summary["provenance"]["overrides"][0], set);
+    }
+    let another = "holds another run's outputs";
+    let o = run(&topology, "lrms.cp_alpha=0.2");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
+    // The same contents in another folder are another run: a topology's traces and
+    // profiles are read from its own folder.
+    std::fs::create_dir(dir.path().join("elsewhere")).expect("folder");
+    let elsewhere = tmp_str(&dir, "elsewhere/t.toml");
+    std::fs::copy(&topology, &elsewhere).expect("copy");
+    let o = run(&elsewhere, "lrms.cp_alpha=0.1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&topology).expect("topology");
+    std::fs::write(&topology, text + "\n# changed\n").expect("written");
+    let o = run(&topology, "lrms.cp_alpha=0.1");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(another), "{}", stderr(&o));
+}
+
+/// A run's outputs replace the previous run's as a set: when writing them fails part-way
+/// (here the summary's temporary file cannot be created), the old requests.csv, trace and
+/// summary are still there, whole, and no temporary file is left; the next run replaces them
+/// all, its trace included, and leaves no temporary file either.
+#[test]
+fn a_failed_write_leaves_the_previous_run_whole() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let file = "topologies/peering-small.toml";
+    let first = igemu(&["run", file, "--trace", "--out", out]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let read = |name: &str| std::fs::read(dir.path().join(name)).expect(name);
+    let old = ["requests.csv", "summary.json", "trace.jsonl"].map(read);
+    // A directory where the new summary would be staged: its write fails.
+    let blocker = dir.path().join(".summary.json.tmp");
+    std::fs::create_dir(&blocker).expect("blocker");
+    let seed = [
+        "run",
+        file,
+        "--trace",
+        "--set",
+        "emulation.seed=7",
+        "--out",
+        out,
+        "--overwrite",
+    ];
+    let failed = igemu(&seed);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert_eq!(
+        ["requests.csv", "summary.json", "trace.jsonl"].map(read),
+        old
+    );
+    std::fs::remove_dir(&blocker).expect("blocker removed");
+    let staged: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(staged.is_empty(), "temporary files left: {staged:?}");
+    let replaced = igemu(&seed);
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    assert_ne!(read("requests.csv"), old[0]);
+    assert_ne!(read("trace.jsonl"), old[2]);
+    let summary: serde_json::Value = serde_json::from_slice(&read("summary.json")).expect("json");
+    assert_eq!(summary["seed"], 7);
+    let left = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(left, 0);
+}
+
+/// Two runs into one folder at once: the second is refused (exit 2) while the first holds
+/// the folder, rather than removing and renaming the first's staged files (both said their
+/// outputs were written, and the folder held no trace or files of both). The folder is
+/// held here as a run holds it.
+#[cfg(unix)]
+#[test]
+fn a_run_into_a_folder_another_run_is_writing_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let held = std::fs::File::open(dir.path()).expect("folder opened");
+    held.try_lock().expect("folder held");
+    let o = refused(
+        &["run", "--trace", "--out", out],
+        "another igemu run is writing its outputs there now",
+    );
+    assert!(!stderr(&o).contains("panicked"));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "written while held: {left:?}");
+    held.unlock().expect("released");
+    let ran = igemu(&["run", "--trace", "--out", out]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    assert!(dir.path().join("trace.jsonl").is_file());
+}
+
+/// An --out that is a link to nothing, or a folder where no file can be made, is refused
+/// before the run (exit 2, naming the folder and the fix), not after it (exit 1, naming a
+/// hidden temporary file, with the run's work lost).
+#[cfg(unix)]
+#[test]
+fn an_out_folder_that_cannot_take_files_is_refused_before_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).expect("symlink");
+    refused(
+        &["run", "--out", link.to_str().expect("utf-8")],
+        "which does not exist; create the folder it points to",
+    );
+    let stress = [&ONE_QUIET_STRESS[..], &["--out"]].concat();
+    refused(
+        &[&stress[..], &[link.to_str().expect("utf-8")]].concat(),
+        "which does not exist",
+    );
+    let closed = dir.path().join("closed");
+    std::fs::create_dir(&closed).expect("folder");
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    // A superuser writes anywhere: nothing to refuse then.
+    if std::fs::write(closed.join("x"), "").is_err() {
+        let out = closed.to_str().expect("utf-8");
+        refused(&["run", "--out", out], "igemu cannot create files there");
+        refused(
+            &[&stress[..], &[out]].concat(),
+            "igemu cannot create files there",
+        );
+    }
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+pub(super) fn tmp_str(dir: &tempfile::TempDir, name: &str) -> String {
+    dir.path().join(name).to_str().expect("utf-8").to_string()
+}
+
+/// Runs the `igemu` binary like [`igemu`], but gives up on it after `secs` seconds (killed;
+/// `None`): for commands that would block forever if a fix regressed (a FIFO read twice).
+/// Its exit code and standard error otherwise.
+pub(super) fn igemu_within(args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"));
+    cmd.args(args);
+    within(cmd, secs)
+}
+
+/// Runs the `igemu` binary as [`igemu_within`] does, with its address space limited to `kib`
+/// KiB (`ulimit -v`, through `sh`): a reader that holds a whole input fails there with an
+/// abort ("memory allocation of ... failed", exit 134), not by filling the machine.
+#[cfg(unix)]
+pub(super) fn igemu_in_memory(kib: u64, args: &[&str], secs: u64) -> Option<(Option<i32>, String)> {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_igemu"))
+        .args(args);
+    within(cmd, secs)
+}
+
+/// Runs `cmd` from the crate root as [`igemu_within`] describes.
+pub(super) fn within(mut cmd: std::process::Command, secs: u64) -> Option<(Option<i32>, String)> {
+    let mut child = cmd
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    // Drained as it comes: a child writing more than a pipe holds would otherwise block.
+    let mut pipe = child.stderr.take().expect("piped");
+    let err = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+        err
+    });
+    for _ in 0..secs * 10 {
+        if let Some(status) = child.try_wait().expect("waits") {
+            return Some((status.code(), err.join().expect("stderr read")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Runs the `igemu` binary and checks it refused: exit 2, `expect` in its standard error.
+pub(super) fn refused(args: &[&str], expect: &str) -> Output {
+    let o = igemu(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    assert!(stderr(&o).contains(expect), "{args:?}: {}", stderr(&o));
+    o
+}
+
+/// Unix only: a symbolic link at `link` to `target`.
+#[cfg(unix)]
+pub(super) fn link(target: &str, link: &Path) {
+    std::os::unix::fs::symlink(target, link).expect("symlink made");
+}
+
+/// A `summary.json` with every key `igemu report` reads: no requests, `clusters` as
+/// (`grid/cluster`, hosts), and `grids` as (name, figures) JSON.
+pub(super) fn run_summary(end_s: f64, clusters: &[(&str, u64)], grids: &[(&str, &str)]) -> String {
+    let counts = r#"{"completed": 0, "rejected": 0, "cancelled": 0, "unfinished": 0}"#;
+    let clusters: Vec<String> = clusters
+        .iter()
+        .map(|(name, hosts)| format!("\"{name}\": {{\"hosts\": {hosts}}}"))
+        .collect();
+    let grids: Vec<String> = grids
+        .iter()
+        .map(|(name, figures)| format!("\"{name}\": {figures}"))
+        .collect();
+    format!(
+        r#"{{"topology": "t", "mode": "virtual", "seed": 1, "policies": {{}}, "emulated_end_s": {end_s}, "wall_s": 0,
+"requests": {{"total": 0, "local": {counts}, "external": {counts}}}, "clusters": {{{}}}, "grids": {{{}}}}}"#,
+        clusters.join(", "),
+        grids.join(", ")
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).expect("dir made");
+        d
+    };
+    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
+    // A file of zeros past every cap (sparse: no disk is used), with no line end.
+    let zeros = |path: &Path| {
+        let _ = std::fs::remove_file(path);
+        let f = std::fs::File::create(path).expect("created");
+        f.set_len((16 << 20) + 1).expect("sized");
+    };
+    // Before: "out of memory" after 1.6 GB, or an abort (exit 134).
+    let z1 = dir("z1");
+    zeros(&z1.join("summary.json"));
+    refused(
+        &["report", &s(&z1)],
+        "summary.json: cannot read the file: larger than 16 MiB",
+    );
+    let z3 = tmp.path().join("z3");
+    refused(
+        &["sweep", "merge", "--out", &s(&z3), "/dev/zero"],
+        "/dev/zero:1: longer than 1048576 bytes; not a CSV row",
+    );
+    let z2 = dir("z2");
+    std::fs::write(z2.join("runs.csv"), "run,seed,x,error\n0,1,2,\n").expect("written");
+    link("/dev/zero", &z2.join("sweep.json"));
+    refused(
+        &["sweep", "merge", "--out", &s(&z3), &s(&z2.join("runs.csv"))],
+        "sweep.json: larger than 16 MiB",
+    );
+    let z4 = dir("z4");
+    // The negotiations are drawn and listed from the trace for Grids that negotiated.
+    let offered = r#"{"negotiations": {"offers": 1}, "paid": 0, "received": 0}"#;
+    let grids = run_summary(0.0, &[], &[("g", offered), ("h", offered)]);
+    std::fs::write(z4.join("summary.json"), grids).expect("written");
+    zeros(&z4.join("trace.jsonl"));
+    refused(
+        &["report", &s(&z4)],
+        "trace.jsonl:1: error: longer than 16777216 bytes; not a trace record",
+    );
+    for csv in [
+        "requests.csv",
+        "intervals.csv",
+        "utilization.csv",
+        "leases.csv",
+    ] {
+        let z = dir(&format!("z-{csv}"));
+        std::fs::write(z.join("summary.json"), run_summary(0.0, &[], &[])).expect("written");
+        zeros(&z.join(csv));
+        refused(
+            &["report", &s(&z)],
+            &format!("{csv}:1: longer than 1048576 bytes; not a CSV row"),
+        );
+    }
+    let z5 = dir("z5");
+    zeros(&z5.join("points.csv"));
+    refused(
+        &["report", &s(&z5)],
+        "points.csv:1: longer than 1048576 bytes",
+    );
+    // A resumed sweep reads its run file back too (it used to loop or fill memory).
+    let z6 = dir("z6");
+    let sweep = small_sweep(&z6, "2h");
+    let out = z6.join("out");
+    let ran = igemu(&["sweep", &s(&sweep), "--out", &s(&out), "--quiet"]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    zeros(&out.join("runs.csv"));
+    refused(
+        &[
+            "sweep",
+            &s(&sweep),
+            "--out",
+            &s(&out),
+            "--resume",
+            "--quiet",
+        ],
+        "runs.csv:1: longer than 1048576 bytes",
+    );
+    // A device where an output directory keeps a file is not read at all.
+    let z7 = dir("z7");
+    link("/dev/zero", &z7.join("summary.json"));
+    refused(&["report", &s(&z7)], "summary.json: not a regular file");
+}
+
+/// `--overwrite` removed or replaced any file named like igemu's outputs (a user's
+/// points.csv, stress.json, sweep.json …). Now a file of such a name that igemu did not write
+/// is refused by every command that writes into the folder, named, and left as it was; and
+/// the root of the file system is no output folder.
+#[test]
+fn overwrite_replaces_only_igemus_own_files_and_the_root_is_no_output_folder() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    for (name, text) in [
+        ("points.csv", "my,own,table\n1,2,3\n"),
+        ("stress.json", "{\"mine\": true}\n"),
+        ("sweep.json", "{}\n"),
+        ("summary.json", "{\"provenance\": {}}\n"),
+        ("report.html", "<!DOCTYPE html><title>My page</title>\n"),
+    ] {
+        let out = dir.path().join(format!("out-{name}"));
+        std::fs::create_dir_all(&out).expect("mkdir");
+        std::fs::write(out.join(name), text).expect("written");
+        for args in [
+            vec!["run", "--out", s(&out), "--overwrite", "--quiet"],
+            vec![
+                "sweep",
+                s(&sweep),
+                "--out",
+                s(&out),
+                "--overwrite",
+                "--quiet",
+            ],
+            vec![
+                "stress",
+                "topologies/peering-small.toml",
+                "--seeds",
+                "1",
+                "--out",
+                s(&out),
+                "--overwrite",
+                "--quiet",
+            ],
+        ] {
+            let o = igemu(&args);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(name) && stderr(&o).contains("not written by igemu"),
+                "{name} {args:?}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                std::fs::read_to_string(out.join(name)).expect("still there"),
+                text,
+                "{name} {args:?}: left as it was"
+            );
+            let left: Vec<_> = std::fs::read_dir(&out).expect("dir").collect();
+            assert_eq!(left.len(), 1, "{name} {args:?}: nothing else written");
+        }
+    }
+    // igemu's own files are still replaced with --overwrite.
+    let out = dir.path().join("own");
+    let o = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = igemu(&["run", "--out", s(&out), "--overwrite", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("summary.json").exists() && !out.join("points.csv").exists());
+
+    for root in ["/", "/tmp/.."] {
+        let o = igemu(&["run", "--out", root, "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{root}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("root of the file system"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(!Path::new("/summary.json").exists());
+}
+
+/// Single-file outputs are written beside their path and renamed into place; a path where
+/// that would destroy something is refused, exit 2, and left as it was: a device (here a
+/// link to `/dev/null`, which the rename must not touch), a FIFO, a directory, the command's
+/// own input, or an existing file of another kind. An earlier output of the same kind is
+/// replaced.
+#[cfg(unix)]
+#[test]
+fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| tmp_str(&tmp, name);
+    let run = igemu(&["run", "--out", &at("run"), "--trace", "--quiet"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let trace = at("run/trace.jsonl");
+    std::os::unix::fs::symlink("/dev/null", at("null")).expect("symlink");
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(at("fifo"))
+        .status();
+    assert!(fifo.is_ok_and(|s| s.success()), "mkfifo");
+    let topology = at("topology.toml");
+    std::fs::copy(common::path("topologies/quickstart.toml"), &topology).expect("copy");
+    let before = |p: &str| std::fs::read(p).expect("readable");
+    let (trace_bytes, summary_bytes, topology_bytes) = (
+        before(&trace),
+        before(&at("run/summary.json")),
+        before(&topology),
+    );
+    let device = "not a regular file";
+    refused(
+        &["run", "--out", &at("o1"), "--record", &at("null")],
+        device,
+    );
+    refused(&["trace", &trace, "--chrome", &at("null")], device);
+    // Were it opened to look at its first bytes, a FIFO would block: within a time limit.
+    let (code, err) = igemu_within(&["trace", &trace, "--chrome", &at("fifo")], 30)
+        .expect("ends (not blocked opening the FIFO)");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(device), "{err}");
+    refused(&["report", &at("run"), "--out", &at("null")], device);
+    refused(
+        &["trace", &trace, "--negotiations", "--out", &at("run")],
+        "a directory",
+    );
+    let own = "own input";
+    refused(&["trace", &trace, "--chrome", &trace], own);
+    refused(&["trace", &trace, "--negotiations", "--out", &trace], own);
+    refused(
+        &["report", &at("run"), "--out", &at("run/summary.json")],
+        own,
+    );
+    // The run's own outputs in --out, however the record's directory is spelled.
+    let own_output = "the run writes its own";
+    let dotted = format!("{}/../run/summary.json", at("run"));
+    refused(
+        &["run", "--out", &at("run"), "--record", &dotted],
+        own_output,
+    );
+    std::os::unix::fs::symlink(at("run"), at("run-link")).expect("symlink");
+    let linked = at("run-link/requests.csv");
+    refused(
+        &["run", "--out", &at("run"), "--record", &linked],
+        own_output,
+    );
+    let other = "is not replaced";
+    refused(
+        &[
+            "trace",
+            &trace,
+            "--request",
+            "ext-1",
+            "--mermaid",
+            &topology,
+        ],
+        other,
+    );
+    refused(&["report", &at("run"), "--out", &topology], other);
+    let export = [
+        "workload",
+        "export",
+        "topologies/quickstart.toml",
+        "--workload",
+    ];
+    refused(
+        &[&export[..], &["alpha-dve", "--out", &topology]].concat(),
+        other,
+    );
+    // A directory's --out that is a file is a usage error too (it was exit 1, "File exists").
+    let not_dir = "is a file, not a directory";
+    refused(&["run", "--out", &topology], not_dir);
+    let stress = ["stress", "topologies/quickstart.toml", "--seeds", "1"];
+    refused(
+        &[&stress[..], &["--faults", "none", "--out", &topology]].concat(),
+        not_dir,
+    );
+    // Nothing was touched.
+    let null = std::fs::symlink_metadata(at("null")).expect("still there");
+    assert!(null.file_type().is_symlink());
+    assert!(std::fs::metadata("/dev/null").is_ok_and(|m| m.file_type().is_char_device()));
+    let fifo = std::fs::symlink_metadata(at("fifo")).expect("still there");
+    assert!(fifo.file_type().is_fifo());
+    assert_eq!(before(&trace), trace_bytes);
+    assert_eq!(before(&at("run/summary.json")), summary_bytes);
+    assert_eq!(before(&topology), topology_bytes);
+    // A trace the topology replays is an input too, even when it is an earlier export.
+    std::fs::create_dir_all(at("traces")).expect("dir");
+    std::fs::copy(
+        common::path("topologies/traces/synthetic-64.swf"),
+        at("traces/synthetic-64.swf"),
+    )
+    .expect("copied");
+    let replay = at("replay.toml");
+    let text = std::fs::read_to_string(common::path("topologies/swf-replay.toml")).expect("read");
+    std::fs::write(&replay, &text).expect("written");
+    let frozen = at("traces/frozen.swf");
+    let export_trace = [
+        "workload",
+        "export",
+        &replay,
+        "--workload",
+        "trace",
+        "--out",
+        &frozen,
+    ];
+    let o = igemu(&export_trace);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let replays_frozen = text.replace("traces/synthetic-64.swf", "traces/frozen.swf");
+    std::fs::write(&replay, replays_frozen).expect("written");
+    let frozen_bytes = before(&frozen);
+    refused(&export_trace, own);
+    assert_eq!(before(&frozen), frozen_bytes);
+    // Temporary files have names of their own, created only where nothing is: a link
+    // planted at the name they once had (`c.json.tmp`) is not written through.
+    std::fs::write(at("victim"), "victim").expect("written");
+    for planted in ["c.json.tmp", ".c.json.tmp", "r.html.tmp", "e.swf.tmp"] {
+        std::os::unix::fs::symlink(at("victim"), at(planted)).expect("symlink");
+    }
+    assert!(igemu(&["trace", &trace, "--chrome", &at("c.json")])
+        .status
+        .success());
+    assert!(igemu(&["report", &at("run"), "--out", &at("r.html")])
+        .status
+        .success());
+    let o = igemu(&[&export[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(before(&at("victim")), b"victim");
+    // A FIFO where an output directory keeps a file is refused, not read (a read blocks
+    // until something writes) nor replaced.
+    let fifo_in = |dir: &str, name: &str| {
+        std::fs::create_dir_all(at(dir)).expect("dir");
+        let made = std::process::Command::new("mkfifo")
+            .arg(at(&format!("{dir}/{name}")))
+            .status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    };
+    fifo_in("f1", "summary.json");
+    fifo_in("f2", "stress.csv");
+    fifo_in("f3", "report.html");
+    let stress = [
+        "stress",
+        "topologies/quickstart.toml",
+        "--seeds",
+        "1",
+        "--faults",
+    ];
+    for args in [
+        vec!["run", "--out", &at("f1"), "--quiet"],
+        [&stress[..], &["none", "--out", &at("f2"), "--quiet"]].concat(),
+        vec!["report", &at("f3")],
+    ] {
+        let (code, err) = igemu_within(&args, 30).expect("ends (not blocked on a FIFO)");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+    }
+    // An earlier output of the same kind is replaced.
+    for _ in 0..2 {
+        let mermaid = [
+            "trace",
+            &trace,
+            "--request",
+            "ext-1",
+            "--mermaid",
+            &at("m.mmd"),
+        ];
+        assert!(igemu(&mermaid).status.success());
+        assert!(igemu(&["report", &at("run"), "--out", &at("r.html")])
+            .status
+            .success());
+        let o = igemu(&[&export[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}
+
+/// A single-file output in a folder that does not exist is refused before any work, exit 2,
+/// naming the path given and the folder to create, and nothing is made: before, `run --record
+/// nodir/x.rec` ran, left its `--out` folder, and failed (exit 1) naming its hidden temporary
+/// file. The `--out` folder a run makes may hold the record (`--record D/run.rec --out D`).
+#[test]
+fn single_file_outputs_in_a_missing_folder_are_refused_before_any_work() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| tmp_str(&tmp, name);
+    let run = igemu(&["run", "--out", &at("run"), "--trace", "--quiet"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let trace = at("run/trace.jsonl");
+    let missing = at("nodir/x.out");
+    let fix = format!(
+        "{missing}: the folder {} does not exist; create it first",
+        at("nodir")
+    );
+    refused(
+        &["run", "--record", &missing, "--out", &at("o"), "--quiet"],
+        &format!("--record {fix}"),
+    );
+    assert!(!Path::new(&at("o")).exists(), "the run made its --out");
+    for flag in ["--chrome", "--mermaid"] {
+        refused(&["trace", &trace, flag, &missing], &format!("{flag} {fix}"));
+    }
+    refused(
+        &["trace", &trace, "--negotiations", "--out", &missing],
+        &format!("--out {fix}"),
+    );
+    refused(
+        &["report", &at("run"), "--out", &missing],
+        &format!("--out {fix}"),
+    );
+    refused(
+        &[
+            "workload",
+            "export",
+            "topologies/quickstart.toml",
+            "--workload",
+            "alpha-dve",
+            "--out",
+            &missing,
+        ],
+        &format!("--out {fix}"),
+    );
+    // A file where the folder should be.
+    refused(
+        &[
+            "report",
+            &at("run"),
+            "--out",
+            &at("run/summary.json/r.html"),
+        ],
+        "is a file, not a folder",
+    );
+    assert!(!Path::new(&at("nodir")).exists());
+    assert!(!Path::new(&at("run/report.html")).exists());
+    // A record in the --out the run makes needs no folder yet, but not through `..`: that
+    // path needs a folder inside it, which nothing makes.
+    refused(
+        &[
+            "run",
+            "--record",
+            &at("o2/sub/../x.rec"),
+            "--out",
+            &at("o2"),
+            "--quiet",
+        ],
+        "does not exist; create it first",
+    );
+    assert!(!Path::new(&at("o2")).exists(), "the run made its --out");
+    let made = igemu(&[
+        "run",
+        "--record",
+        &at("new/run.rec"),
+        "--out",
+        &at("new"),
+        "--quiet",
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(Path::new(&at("new/run.rec")).is_file());
+}
+
+/// A folder holds one run or one sweep: `sweep` refuses another sweep's results (its
+/// `sweep.json` records other inputs) and a run's outputs, `run` a sweep's, each unless
+/// `--overwrite`, which leaves the folder holding the new one alone. The same sweep again, and
+/// shards of one sweep sharing a folder, need no flag.
+#[test]
+fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&sweep)
+            .expect("readable")
+            .replace("seeds = 2", "seeds = 1"),
+    )
+    .expect("written");
+    let out = dir.path().join("out");
+    let ok = |args: &[&str]| {
+        let o = igemu(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    };
+    let listing = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .expect("a folder")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    ok(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    let before = std::fs::read(out.join("runs.csv")).expect("runs.csv");
+    // The same sweep again replaces its own results.
+    ok(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    // Another sweep: refused, nothing touched.
+    refused(
+        &["sweep", s(&other), "--out", s(&out), "--quiet"],
+        "holds another sweep's results (sweep.json: the seeds differ)",
+    );
+    assert_eq!(
+        std::fs::read(out.join("runs.csv")).expect("runs.csv"),
+        before
+    );
+    // A run into the sweep's folder: refused.
+    refused(
+        &["run", "--out", s(&out), "--quiet"],
+        "holds a sweep's outputs (sweep.json, paired.csv, points.csv, runs.csv)",
+    );
+    assert!(!out.join("summary.json").exists());
+    // With --overwrite the run replaces the sweep: the folder holds the run alone.
+    ok(&["run", "--out", s(&out), "--quiet", "--overwrite"]);
+    assert_eq!(
+        listing(&out),
+        [
+            "decisions.csv",
+            "intervals.csv",
+            "leases.csv",
+            "requests.csv",
+            "summary.json",
+            "utilization.csv"
+        ]
+    );
+    // A sweep into the run's folder: refused; with --overwrite, the sweep alone.
+    refused(
+        &["sweep", s(&other), "--out", s(&out), "--quiet"],
+        "holds a run's outputs (summary.json, ",
+    );
+    assert!(!out.join("runs.csv").exists());
+    ok(&[
+        "sweep",
+        s(&other),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--overwrite",
+    ]);
+    assert_eq!(
+        listing(&out),
+        ["paired.csv", "points.csv", "runs.csv", "sweep.json"]
+    );
+    // The other sweep's results give way to this one's with --overwrite only.
+    ok(&[
+        "sweep",
+        s(&sweep),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--overwrite",
+    ]);
+    assert_eq!(
+        std::fs::read(out.join("runs.csv")).expect("runs.csv"),
+        before
+    );
+    // Shards of one sweep share a folder; a shard of another sweep does not join them.
+    let shards = dir.path().join("shards");
+    for i in ["0/2", "1/2"] {
+        ok(&[
+            "sweep",
+            s(&sweep),
+            "--out",
+            s(&shards),
+            "--shard",
+            i,
+            "--quiet",
+        ]);
+    }
+    refused(
+        &[
+            "sweep",
+            s(&other),
+            "--out",
+            s(&shards),
+            "--shard",
+            "0/2",
+            "--quiet",
+        ],
+        "sweep-0-of-2.json: the seeds differ",
+    );
+    // Results with no record of their inputs are another sweep's too.
+    let bare = dir.path().join("bare");
+    std::fs::create_dir(&bare).expect("created");
+    std::fs::write(bare.join("runs.csv"), "run,seed,error\n").expect("written");
+    refused(
+        &["sweep", s(&sweep), "--out", s(&bare), "--quiet"],
+        "runs.csv without the sweep.json saying what made it",
+    );
+    // Such results (an older igemu's) still resume, as docs/sweeps.md promises.
+    let old = dir.path().join("old");
+    std::fs::create_dir(&old).expect("created");
+    for f in ["runs.csv", "points.csv", "paired.csv"] {
+        std::fs::copy(out.join(f), old.join(f)).expect("copied");
+    }
+    refused(
+        &["sweep", s(&sweep), "--out", s(&old), "--quiet"],
+        "points.csv without the sweep.json",
+    );
+    ok(&["sweep", s(&sweep), "--out", s(&old), "--quiet", "--resume"]);
+    assert_eq!(
+        std::fs::read(old.join("runs.csv")).expect("runs.csv"),
+        before
+    );
+}
+
+/// `sweep merge --out` keeps to the rule of `sweep --out`: beside its shards, or over an
+/// earlier merge of the same sweep, it merges; a folder holding another sweep's results or a
+/// run's outputs is refused unless --overwrite, which leaves the merge alone there.
+#[test]
+fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sweep = small_sweep(dir.path(), "1h");
+    let shards = dir.path().join("shards");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let args = [
+            "sweep",
+            s(&sweep),
+            "--shard",
+            &shard,
+            "--out",
+            s(&shards),
+            "--quiet",
+        ];
+        assert!(igemu(&args).status.success());
+    }
+    let files = [
+        shards.join("runs-0-of-2.csv"),
+        shards.join("runs-1-of-2.csv"),
+    ];
+    let merge = |out: &Path, more: &[&str]| {
+        let mut args = vec!["sweep", "merge", "--out", s(out)];
+        args.extend_from_slice(more);
+        args.extend(files.iter().map(|f| s(f)));
+        igemu(&args)
+    };
+    for _ in 0..2 {
+        let o = merge(&shards, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // A stray file beside the shards is the only thing --overwrite removes there: the shards
+    // and their records, the merge's own inputs, stay.
+    std::fs::remove_file(shards.join("sweep.json")).expect("removed");
+    let stray = "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\nrr,m,1,2,2,2\n";
+    std::fs::write(shards.join("points.csv"), stray).expect("written");
+    let o = merge(&shards, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = merge(&shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A points.csv igemu did not write is refused even with --overwrite, and kept.
+    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let o = merge(&shards, &["--overwrite"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not written by igemu"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(shards.join("points.csv")).expect("kept"),
+        "stray\n"
+    );
+    std::fs::remove_file(shards.join("points.csv")).expect("removed");
+    let o = merge(&shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for kept in [
+        "runs-0-of-2.csv",
+        "runs-1-of-2.csv",
+        "sweep-0-of-2.json",
+        "sweep-1-of-2.json",
+    ] {
+        assert!(shards.join(kept).exists(), "{kept} was removed");
+    }
+    let other = dir.path().join("other");
+    std::fs::write(
+        dir.path().join("other.toml"),
+        "topology = \"small.toml\"\nseeds = 1\nmetrics = [\"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\"]\n",
+    )
+    .expect("written");
+    let o = igemu(&[
+        "sweep",
+        &tmp_str(&dir, "other.toml"),
+        "--out",
+        s(&other),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = dir.path().join("run");
+    assert!(igemu(&["run", "--out", s(&run), "--quiet"])
+        .status
+        .success());
+    for (out, why) in [
+        (&other, "holds another sweep's results"),
+        (&run, "holds a run's outputs"),
+    ] {
+        let before = std::fs::read_dir(out).expect("listed").count();
+        let o = merge(out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{}", stderr(&o));
+        assert_eq!(std::fs::read_dir(out).expect("listed").count(), before);
+        let o = merge(out, &["--overwrite"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut left: Vec<String> = std::fs::read_dir(out)
+            .expect("listed")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let merged = ["paired.csv", "points.csv", "runs.csv", "sweep.json"];
+        assert_eq!(left, merged, "{out:?}");
+    }
+}
