@@ -157,8 +157,9 @@ pub struct Config {
     /// Multiple resource partitions (paper 004 §4.2): when the scheduler backfills, queued
     /// local requests go ahead of waiting Grid leases (priority scheduling: "the waiting
     /// queue is ordered by priority when the scheduler is backfilling"); reservations already
-    /// made stay. The local partition's share of the free slots is kept from the IGG by the
-    /// actor's publication.
+    /// made stay. Each partition has a size ([`Core::resize_partitions`]) and a job borrows
+    /// from the other only its idle cores ([`super::partition`]). The local partition's share
+    /// of the free slots is kept from the IGG by the actor's publication.
     pub partitions: bool,
     /// How many waiting leases, from the front of the queue, a scheduling pass considers
     /// (`lrms.backfill_depth`, Slurm's `bf_max_job_test`); `None`: all of them.
