@@ -291,9 +291,9 @@ mod tests {
                 parts.add(&c);
                 charges.push(c);
                 for sec in 0..80 {
-                    for x in 0..2 {
+                    for (x, &limit) in limits.iter().enumerate() {
                         // Never over its size: what any job took from it was idle.
-                        prop_assert!(used_at(&charges, x, sec) <= limits[x]);
+                        prop_assert!(used_at(&charges, x, sec) <= limit);
                         prop_assert_eq!(parts.peak(x, t(sec), t(sec + 1)), used_at(&charges, x, sec));
                     }
                 }
