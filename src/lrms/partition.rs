@@ -133,24 +133,29 @@ impl Partitions {
         &self,
         p: usize,
         cores: u64,
-        (start, end): (EmuTime, EmuTime),
+        window: (EmuTime, EmuTime),
         now: bool,
     ) -> Option<[u64; 2]> {
-        let q = 1 - p;
-        let own = cores.min(self.idle(p, start, end));
-        let need = cores - own;
-        let may_borrow = if now {
-            need
-        } else {
-            cores.saturating_sub(self.limits[p])
+        let idle = |x: usize| self.idle(x, window.0, window.1);
+        rule(self.limits, idle, (p, cores), now)
+    }
+
+    /// The partitions' use as it stands, cumulated, for many [`Profile::take`]s in a row (a
+    /// search over start candidates): each answers as [`Partitions::take`] would.
+    pub fn profile(&self) -> Profile {
+        let cumulate = |d: &BTreeMap<EmuTime, i64>| {
+            let mut used = 0;
+            d.iter()
+                .map(|(&t, &v)| {
+                    used += v;
+                    (t, used)
+                })
+                .collect()
         };
-        if need > may_borrow || need > self.idle(q, start, end) {
-            return None;
+        Profile {
+            limits: self.limits,
+            steps: [cumulate(&self.deltas[0]), cumulate(&self.deltas[1])],
         }
-        let mut taken = [0; 2];
-        taken[p] = own;
-        taken[q] = need;
-        Some(taken)
     }
 
     /// [`Partitions::take`], or where the rule does not allow it (a lease put back in its
@@ -170,6 +175,68 @@ impl Partitions {
             taken[1 - p] = cores - own;
             taken
         })
+    }
+}
+
+/// Lawson and Smirni's rule given each partition's `idle` cores over the window: a job of
+/// partition `p` needing `cores` takes its own partition's idle cores first and borrows the
+/// rest from the other's idle cores — freely if it starts `now`, else only what exceeds its
+/// partition's size.
+fn rule(
+    limits: [u64; 2],
+    idle: impl Fn(usize) -> u64,
+    (p, cores): (usize, u64),
+    now: bool,
+) -> Option<[u64; 2]> {
+    let q = 1 - p;
+    let own = cores.min(idle(p));
+    let need = cores - own;
+    let may_borrow = if now {
+        need
+    } else {
+        cores.saturating_sub(limits[p])
+    };
+    if need > may_borrow || need > idle(q) {
+        return None;
+    }
+    let mut taken = [0; 2];
+    taken[p] = own;
+    taken[q] = need;
+    Some(taken)
+}
+
+/// A snapshot of [`Partitions`]: each partition's use from each change on.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    limits: [u64; 2],
+    steps: [Vec<(EmuTime, i64)>; 2],
+}
+
+impl Profile {
+    /// [`Partitions::peak`] on the snapshot.
+    fn peak(&self, p: usize, start: EmuTime, end: EmuTime) -> u64 {
+        let v = &self.steps[p];
+        let i = v.partition_point(|&(t, _)| t <= start);
+        let mut peak = if i > 0 { v[i - 1].1 } else { 0 };
+        for &(t, used) in &v[i..] {
+            if t >= end {
+                break;
+            }
+            peak = peak.max(used);
+        }
+        peak.max(0) as u64
+    }
+
+    /// [`Partitions::take`] on the snapshot.
+    pub fn take(
+        &self,
+        p: usize,
+        cores: u64,
+        (start, end): (EmuTime, EmuTime),
+        now: bool,
+    ) -> Option<[u64; 2]> {
+        let idle = |x: usize| self.limits[x].saturating_sub(self.peak(x, start, end));
+        rule(self.limits, idle, (p, cores), now)
     }
 }
 
@@ -285,6 +352,7 @@ mod tests {
                 let (p, cores, s, e, now) = j;
                 let got = parts.take(p, cores, (t(s), t(e)), now);
                 prop_assert_eq!(got, reference(limits, &charges, j));
+                prop_assert_eq!(parts.profile().take(p, cores, (t(s), t(e)), now), got);
                 let Some(taken) = got else { continue };
                 prop_assert_eq!(taken[0] + taken[1], cores);
                 let c = charge(s, e, taken);

@@ -852,6 +852,9 @@ impl Core {
         }
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         let mut quick = quick.map(UsageSteps::walk);
+        // With partitions, their use cumulated once for every start tried.
+        let parts = self.cfg.partitions.then(|| self.parts.profile());
+        let (k, now) = (self.partition(l), self.now.get());
         // Starts before this one fail the quick test (a step over the limit that every
         // window as long from them meets), so they are passed over untried.
         let mut untried_before = EmuTime::ZERO;
@@ -877,7 +880,9 @@ impl Core {
             if quick
                 .as_mut()
                 .is_some_and(|steps| !steps.fits(t, end, cores, total))
-                || self.partition_take(l, t, end).is_none()
+                || parts
+                    .as_ref()
+                    .is_some_and(|p| p.take(k, cores, (t, end), t <= now).is_none())
             {
                 continue;
             }
