@@ -16,6 +16,9 @@
 //!   pivot's shadow time does in Lawson and Smirni's policy — and borrows only what exceeds
 //!   its partition's size (a job larger than its partition could otherwise never start).
 //!
+//! They apply where local jobs queue with the Grid's (`lrms.locals = "queued"`, paper 004's
+//! providers); local requests decided on arrival stand outside any partition's queue.
+//!
 //! The charge of a lease is fixed over its window (the same cores from each partition
 //! throughout). Sizes change at each publication (the forecast, `Mf`, or the mean local
 //! load, `M`); charges made before stay as they were.

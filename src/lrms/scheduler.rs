@@ -853,7 +853,7 @@ impl Core {
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         let mut quick = quick.map(UsageSteps::walk);
         // With partitions, their use cumulated once for every start tried.
-        let parts = self.cfg.partitions.then(|| self.parts.profile());
+        let parts = self.sized_partitions().then(|| self.parts.profile());
         let (k, now) = (self.partition(l), self.now.get());
         // Starts before this one fail the quick test (a step over the limit that every
         // window as long from them meets), so they are passed over untried.
@@ -908,7 +908,7 @@ impl Core {
     /// Lawson and Smirni's rule ([`Partitions::take`]; a start at the instant of the input
     /// may borrow), or `None` if the rule does not let it run then. Without, no limit.
     fn partition_take(&self, l: &Lease, start: EmuTime, end: EmuTime) -> Option<[u64; 2]> {
-        if !self.cfg.partitions {
+        if !self.sized_partitions() {
             return Some([0, 0]);
         }
         let now = start <= self.now.get();
@@ -919,7 +919,7 @@ impl Core {
     /// Records lease `id`'s charge for a reservation over `[start, end)` (with partitions),
     /// replacing the one it had.
     fn charge(&mut self, id: RequestId, start: EmuTime, end: EmuTime) {
-        if !self.cfg.partitions {
+        if !self.sized_partitions() {
             return;
         }
         self.uncharge(id);
@@ -931,6 +931,13 @@ impl Core {
         if let Some(l) = self.leases.get_mut(&id) {
             l.charge = Some(c);
         }
+    }
+
+    /// Whether the partitions' sizes and borrowing rule apply: with partitions where local
+    /// jobs queue with the Grid's (paper 004's providers). Local requests decided on arrival
+    /// (reserved, preempting if they must) stand outside any partition's queue.
+    fn sized_partitions(&self) -> bool {
+        self.cfg.partitions && self.cfg.locals == LocalRequests::Queued
     }
 
     /// Takes lease `id`'s charge out of its partitions.
