@@ -1384,7 +1384,11 @@ impl Core {
         let res = l.res.as_ref()?;
         let (promised, end) = (res.start, res.end);
         let floor = now.max(l.not_before);
-        let skippable = l.images_ready.is_none() && self.cfg.backfilling != Backfilling::Fcfs;
+        // With sized partitions a start may open without capacity freed (a start now may
+        // borrow, a partition may have been resized): every lease is placed again.
+        let skippable = l.images_ready.is_none()
+            && self.cfg.backfilling != Backfilling::Fcfs
+            && !self.sized_partitions();
         // Only starts whose windows meet capacity freed since are worth trying: every other
         // one did not fit before and still does not.
         let mut only = None;
