@@ -539,6 +539,8 @@ impl Lrms {
             return;
         };
         *reserve = f.publish(now).round() as u64;
+        let local = *reserve;
+        self.core.resize_partitions(local);
         if forecasts {
             let actions = self.core.reserve_all(now);
             self.apply(actions, ctx);
@@ -649,6 +651,8 @@ impl Lrms {
             return;
         };
         *reserve = seen.round() as u64;
+        let local = *reserve;
+        self.core.resize_partitions(local);
         let actions = self.core.reserve_all(now);
         self.apply(actions, ctx);
         if let Some(p) = &self.publishing {

@@ -8,6 +8,7 @@ pub(crate) mod availability;
 pub mod contention;
 pub mod migration;
 pub(crate) mod overhead;
+pub mod partition;
 pub mod policy;
 pub mod preemption;
 pub mod provider;

@@ -8,7 +8,12 @@
 //!   (§4.2: "the waiting queue is ordered by priority when the scheduler is backfilling"; at
 //!   a reallocation "backfill the jobs, starting with the local jobs"); reservations already
 //!   made are kept. Under EASY each partition has its own pivots, as in Lawson and Smirni's
-//!   policy. The Grid partition borrows whatever the local one does not use.
+//!   policy.
+//! * **Limits and borrowing** ([`super::partition`]). The local partition has the size the
+//!   forecast (or the mean local load) gives it, the Grid's the rest; a job takes its own
+//!   partition's idle cores first, and may borrow the other's idle cores — those no job or
+//!   pivot of that partition holds over its window — when it starts at once; a reservation for
+//!   later is planned on its own partition (borrowing only what exceeds its size).
 //! * **Forecast (`Mf`).** At each publication the provider forecasts its local load over the
 //!   next interval with an exponentially weighted moving average of the local load of past
 //!   intervals (§6.1: a window of 25 intervals, so α = 2 / (25 + 1)), schedules its queue

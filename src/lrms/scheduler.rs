@@ -41,6 +41,7 @@
 //! (at the times the core asks for), [`Core::vm_reported`], and the migration calls, and
 //! carries out the returned [`Action`]s.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::admission::{
@@ -50,6 +51,7 @@ use super::availability::{Availability, UsageSteps, VmShape};
 use super::contention::{Candidate, Contention};
 use super::migration::Route;
 use super::overhead::{Operation, OverheadModel};
+use super::partition::{Charge, Partitions};
 use super::policy::PreemptionPolicy;
 use super::preemption::{self, Preemption};
 use super::queue::{Listed, Queue, Rank};
@@ -155,8 +157,9 @@ pub struct Config {
     /// Multiple resource partitions (paper 004 §4.2): when the scheduler backfills, queued
     /// local requests go ahead of waiting Grid leases (priority scheduling: "the waiting
     /// queue is ordered by priority when the scheduler is backfilling"); reservations already
-    /// made stay. The local partition's share of the free slots is kept from the IGG by the
-    /// actor's publication.
+    /// made stay. Each partition has a size ([`Core::resize_partitions`]) and a job borrows
+    /// from the other only its idle cores ([`super::partition`]). The local partition's share
+    /// of the free slots is kept from the IGG by the actor's publication.
     pub partitions: bool,
     /// How many waiting leases, from the front of the queue, a scheduling pass considers
     /// (`lrms.backfill_depth`, Slurm's `bf_max_job_test`); `None`: all of them.
@@ -351,6 +354,8 @@ struct Lease {
     queued: bool,
     /// How it is listed in the core's [`Queue`] (kept by [`Core::sync`]).
     listed: Option<Listed>,
+    /// The cores its reservation takes from each partition (with partitions).
+    charge: Option<Charge>,
 }
 
 /// What one VM of `req` needs.
@@ -379,6 +384,7 @@ impl Lease {
             started_once: false,
             queued: true,
             listed: None,
+            charge: None,
         }
     }
 
@@ -450,6 +456,10 @@ pub struct Core {
     /// The other clusters of the Grid as they last published their free slots (the migration
     /// route of a preemption, [`Route`]).
     elsewhere: Vec<Published>,
+    /// The partitions' sizes and charges (used with [`Config::partitions`]).
+    parts: Partitions,
+    /// The instant of the input being handled: a start then may borrow (set by each input).
+    now: Cell<EmuTime>,
 }
 
 /// Why the core refused a request.
@@ -527,6 +537,8 @@ impl Clone for Core {
             queue: self.queue.clone(),
             decisions: self.decisions,
             elsewhere: self.elsewhere.clone(),
+            parts: self.parts.clone(),
+            now: self.now.clone(),
         }
     }
 }
@@ -593,6 +605,7 @@ impl Core {
     /// A core for a cluster with these hosts, deciding with `policies`.
     pub fn new(hosts: &[HostSpec], cfg: Config, policies: Policies) -> Core {
         let mut avail = Availability::new(hosts, cfg.enforce_memory);
+        let total = avail.total_cores();
         if cfg.compress {
             avail.track_freed();
         }
@@ -610,6 +623,8 @@ impl Core {
             queue: Queue::default(),
             decisions: 0,
             elsewhere: Vec::new(),
+            parts: Partitions::new(total),
+            now: Cell::new(EmuTime::ZERO),
         }
     }
 
@@ -718,6 +733,7 @@ impl Core {
 
     /// Forgets lease `id` (and its place in the queue).
     fn forget(&mut self, id: RequestId) {
+        self.uncharge(id);
         if let Some(l) = self.leases.remove(&id) {
             self.queue.relist(l.listed, None);
         }
@@ -836,6 +852,9 @@ impl Core {
         }
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         let mut quick = quick.map(UsageSteps::walk);
+        // With partitions, their use cumulated once for every start tried.
+        let parts = self.sized_partitions().then(|| self.parts.profile());
+        let (k, now) = (self.partition(l), self.now.get());
         // Starts before this one fail the quick test (a step over the limit that every
         // window as long from them meets), so they are passed over untried.
         let mut untried_before = EmuTime::ZERO;
@@ -861,6 +880,9 @@ impl Core {
             if quick
                 .as_mut()
                 .is_some_and(|steps| !steps.fits(t, end, cores, total))
+                || parts
+                    .as_ref()
+                    .is_some_and(|p| p.take(k, cores, (t, end), t <= now).is_none())
             {
                 continue;
             }
@@ -876,9 +898,66 @@ impl Core {
     fn fits_at(&self, id: RequestId, t: EmuTime) -> Option<(Plan, Vec<u16>)> {
         let l = &self.leases[&id];
         let plan = self.plan(l, t);
+        self.partition_take(l, t, plan.end)?;
         self.avail
             .place(l.req.vms, l.shape(), t, plan.end)
             .map(|hosts| (plan, hosts))
+    }
+
+    /// With partitions, the cores lease `l` would take from each over `[start, end)` by
+    /// Lawson and Smirni's rule ([`Partitions::take`]; a start at the instant of the input
+    /// may borrow), or `None` if the rule does not let it run then. Without, no limit.
+    fn partition_take(&self, l: &Lease, start: EmuTime, end: EmuTime) -> Option<[u64; 2]> {
+        if !self.sized_partitions() {
+            return Some([0, 0]);
+        }
+        let now = start <= self.now.get();
+        self.parts
+            .take(self.partition(l), l.req.cores(), (start, end), now)
+    }
+
+    /// Records lease `id`'s charge for a reservation over `[start, end)` (with partitions),
+    /// replacing the one it had.
+    fn charge(&mut self, id: RequestId, start: EmuTime, end: EmuTime) {
+        if !self.sized_partitions() {
+            return;
+        }
+        self.uncharge(id);
+        let l = &self.leases[&id];
+        let now = start <= self.now.get();
+        let taken = (self.parts).take_anyway(self.partition(l), l.req.cores(), (start, end), now);
+        let c = Charge { start, end, taken };
+        self.parts.add(&c);
+        if let Some(l) = self.leases.get_mut(&id) {
+            l.charge = Some(c);
+        }
+    }
+
+    /// Whether the partitions' sizes and borrowing rule apply: with partitions where local
+    /// jobs queue with the Grid's (paper 004's providers). Local requests decided on arrival
+    /// (reserved, preempting if they must) stand outside any partition's queue.
+    fn sized_partitions(&self) -> bool {
+        self.cfg.partitions && self.cfg.locals == LocalRequests::Queued
+    }
+
+    /// Takes lease `id`'s charge out of its partitions.
+    fn uncharge(&mut self, id: RequestId) {
+        if let Some(c) = self.leases.get_mut(&id).and_then(|l| l.charge.take()) {
+            self.parts.remove(&c);
+        }
+    }
+
+    /// Sizes the local partition at `local` cores, the Grid's at the rest (paper 004 §4.2:
+    /// at each publication, by the forecast or the mean local load; at a reallocation, by
+    /// the load seen). Charges made before stay.
+    pub fn resize_partitions(&mut self, local: u64) {
+        self.parts.resize(local);
+    }
+
+    /// Each partition's size in cores: (Grid, local).
+    pub fn partition_sizes(&self) -> (u64, u64) {
+        let [g, l] = self.parts.limits();
+        (g, l)
     }
 
     fn commit(
@@ -891,6 +970,7 @@ impl Core {
     ) {
         let shape = self.leases[&id].shape();
         self.avail.reserve(id, &hosts, shape, start, plan.end);
+        self.charge(id, start, plan.end);
         for (t, d) in &plan.bookings {
             self.storage.book(id, *t, *d);
         }
@@ -924,6 +1004,7 @@ impl Core {
     /// Drops a lease's reservation: its slots and its storage bookings from the reservation's
     /// start (bookings before it belong to an earlier episode still being vacated).
     fn drop_reservation(&mut self, id: RequestId) {
+        self.uncharge(id);
         if let Some(l) = self.leases.get_mut(&id) {
             if let Some(res) = l.res.take() {
                 self.starts.remove(&(res.start, id));
@@ -1069,6 +1150,7 @@ impl Core {
     /// The earliest start this cluster could give `req` now, booking nothing (for the IGG's
     /// earliest-start dispatch); `None` if it would refuse it.
     pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
+        self.now.set(now);
         let req = self.shaped(req.clone());
         let l = Lease::waiting(req, self.cfg.speed, self.next_order, now);
         let (start, plan, _) = self.find_slot_for(&l, now)?;
@@ -1142,6 +1224,7 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
+        self.now.set(now);
         if self.leases.contains_key(&req.id) {
             // Only a gateway that is not igemu's assigns a lease its cluster holds already:
             // the checker is told, and the lease held stays as it is.
@@ -1301,7 +1384,11 @@ impl Core {
         let res = l.res.as_ref()?;
         let (promised, end) = (res.start, res.end);
         let floor = now.max(l.not_before);
-        let skippable = l.images_ready.is_none() && self.cfg.backfilling != Backfilling::Fcfs;
+        // With sized partitions a start may open without capacity freed (a start now may
+        // borrow, a partition may have been resized): every lease is placed again.
+        let skippable = l.images_ready.is_none()
+            && self.cfg.backfilling != Backfilling::Fcfs
+            && !self.sized_partitions();
         // Only starts whose windows meet capacity freed since are worth trying: every other
         // one did not fit before and still does not.
         let mut only = None;
@@ -1498,6 +1585,7 @@ impl Core {
     /// 004 Algorithm 1, lines 3–5: the load-forecast policy schedules its queue with an
     /// unbounded number of pivots before it publishes, then returns to EASY).
     pub fn reserve_all(&mut self, now: EmuTime) -> Vec<Action> {
+        self.now.set(now);
         let easy = self.cfg.backfilling;
         self.cfg.backfilling = Backfilling::Conservative;
         let mut out = Vec::new();
@@ -1516,6 +1604,7 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
+        self.now.set(now);
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.local(now, self.cluster_service(&req));
         let start = req.start.unwrap_or(req.arrival).max(now);
@@ -2204,6 +2293,7 @@ impl Core {
 
     /// The IGG found (or did not find) another cluster for a lease this core is relocating.
     pub fn relocated(&mut self, lease: RequestId, moved: bool, now: EmuTime) -> Vec<Action> {
+        self.now.set(now);
         let mut out = Vec::new();
         let Some(l) = self.leases.get_mut(&lease) else {
             return out;
@@ -2236,6 +2326,7 @@ impl Core {
     /// copied and resumed here and it can still finish by its deadline. (Its copy was charged
     /// with the migration, eq. 8, by the source.)
     pub fn adopt(&mut self, r: &Relocation, now: EmuTime) -> Result<Vec<Action>, Refusal> {
+        self.now.set(now);
         self.fits_ever(&r.req)?;
         let tc = self.cfg.overhead.copy_vm(r.req.mem_mb);
         let mut arrive = Vec::with_capacity(r.images_ready.len());
@@ -2273,6 +2364,7 @@ impl Core {
 
     /// Starts what is due at `now`. Call at every [`Action::Wake`] time.
     pub fn tick(&mut self, now: EmuTime) -> Vec<Action> {
+        self.now.set(now);
         let mut out = Vec::new();
         // Keep only wakes still to come (split_off costs the removed part, not the set).
         self.wakes = self.wakes.split_off(&(now + EmuDuration::from_micros(1)));
@@ -2359,6 +2451,7 @@ impl Core {
 
     /// A VM instance of `lease` reached `state` (finished, cancelled or suspended).
     pub fn vm_reported(&mut self, lease: RequestId, state: VmState, now: EmuTime) -> Vec<Action> {
+        self.now.set(now);
         let mut out = Vec::new();
         let Some(l) = self.leases.get_mut(&lease) else {
             return out;
@@ -2421,6 +2514,8 @@ mod tests {
     use super::*;
     use crate::lrms::availability::tests::hosts;
     use crate::model::{ClusterId, GridId};
+    use proptest::test_runner::TestCaseError;
+    use proptest::{prop_assert, prop_assert_eq};
 
     pub(crate) fn config(backfilling: Backfilling) -> Config {
         Config {
@@ -2716,6 +2811,184 @@ mod tests {
         };
         assert_eq!(reserved(true), Some(EmuTime::from_secs(200)));
         assert_eq!(reserved(false), None);
+    }
+
+    /// A conservative core on one host of 8 cores, locals queued, with or without
+    /// partitions (the local one of 4 cores).
+    fn partitioned(partitions: bool) -> Core {
+        let mut cfg = config(Backfilling::Conservative);
+        cfg.locals = LocalRequests::Queued;
+        cfg.partitions = partitions;
+        let mut c = Core::new(&hosts(1, 8, 8192), cfg, with(PreemptionPolicy::Nop));
+        c.resize_partitions(4);
+        c
+    }
+
+    fn reserved_at(c: &Core, id: u32) -> Option<u64> {
+        let l = c.leases.get(&RequestId(id))?;
+        l.res
+            .as_ref()
+            .map(|r| r.start.since(EmuTime::ZERO).as_secs_f64() as u64)
+    }
+
+    #[test]
+    fn with_partitions_a_reservation_waits_for_its_own_partition() {
+        // Local L1 (4 cores, 50 s) and Grid G1 (4 cores, 100 s) start at once, each on its
+        // own partition. Grid G2 (4 cores, 50 s) must wait: without partitions it is reserved
+        // when L1 ends (50); with them it waits for the Grid partition (100) — it may borrow
+        // the local partition's cores only when they are idle at its start. A local L2 (4
+        // cores) then gets its own partition at 50, where without partitions it queues
+        // behind G2 (100).
+        let t0 = EmuTime::ZERO;
+        let run = |partitions: bool| {
+            let mut c = partitioned(partitions);
+            c.submit_local(req(1, Origin::Local, 0, 4, 100, 50), t0)
+                .unwrap();
+            c.submit_external(req(2, Origin::External, 0, 4, 100, 100), t0)
+                .unwrap();
+            c.submit_external(req(3, Origin::External, 0, 4, 100, 50), t0)
+                .unwrap();
+            c.submit_local(req(4, Origin::Local, 0, 4, 100, 30), t0)
+                .unwrap();
+            (1..=4).map(|id| reserved_at(&c, id)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(false), vec![Some(0), Some(0), Some(50), Some(100)]);
+        assert_eq!(run(true), vec![Some(0), Some(0), Some(100), Some(50)]);
+        // At its start a Grid lease borrows the local partition's idle cores: with the
+        // local partition empty, 8 Grid cores start at once.
+        let mut c = partitioned(true);
+        let out = c
+            .submit_external(req(5, Origin::External, 0, 8, 100, 10), t0)
+            .unwrap();
+        assert_eq!(started(&out), vec![5]);
+        assert_eq!(
+            c.leases[&RequestId(5)].charge.map(|ch| ch.taken),
+            Some([4, 4])
+        );
+    }
+
+    /// Checks, second by second over the first 2000 s, that no partition is charged more
+    /// than its size and that each lease's charge covers its cores over its reservation.
+    fn check_partitions(c: &Core) -> Result<(), TestCaseError> {
+        let [g, l] = c.parts.limits();
+        let charges: Vec<(Charge, u64)> = c
+            .leases
+            .values()
+            .filter_map(|x| x.charge.map(|ch| (ch, x.req.cores())))
+            .collect();
+        for (ch, cores) in &charges {
+            prop_assert_eq!(ch.taken[0] + ch.taken[1], *cores);
+        }
+        for sec in 0..2000u64 {
+            let at = EmuTime::from_secs(sec);
+            let mut used = [0u64; 2];
+            for (ch, _) in charges
+                .iter()
+                .filter(|(ch, _)| ch.start <= at && at < ch.end)
+            {
+                used[0] += ch.taken[0];
+                used[1] += ch.taken[1];
+            }
+            prop_assert!(
+                used[0] <= g && used[1] <= l,
+                "at {}s {:?} of [{}, {}]",
+                sec,
+                used,
+                g,
+                l
+            );
+        }
+        Ok(())
+    }
+
+    type Job = (bool, u32, u64, u64);
+
+    enum Ev {
+        Submit(LeaseRequest),
+        Wake,
+        Done(RequestId),
+    }
+
+    /// The events `jobs` (local?, cores, seconds after the previous, run time) submit.
+    fn job_events(jobs: &[Job]) -> BTreeMap<(EmuTime, u64), Ev> {
+        let mut at = 0;
+        let mut events = BTreeMap::new();
+        for (i, &(is_local, cores, gap, secs)) in jobs.iter().enumerate() {
+            at += gap;
+            let origin = if is_local {
+                Origin::Local
+            } else {
+                Origin::External
+            };
+            let r = req(i as u32, origin, at, cores, 100, secs);
+            events.insert((r.arrival, i as u64), Ev::Submit(r));
+        }
+        events
+    }
+
+    /// Drives a partitioned core (EASY with one pivot a partition, or conservative) with
+    /// `jobs` and checks at every event that the partitions stay within their sizes and that
+    /// no reservation is ever moved later — borrowing delays no pivot.
+    fn drive_partitioned(easy: bool, local: u64, jobs: &[Job]) -> Result<(), TestCaseError> {
+        let mut cfg = config(if easy {
+            Backfilling::Easy { pivots: 1 }
+        } else {
+            Backfilling::Conservative
+        });
+        cfg.locals = LocalRequests::Queued;
+        cfg.partitions = true;
+        let mut c = Core::new(&hosts(2, 4, 8192), cfg, with(PreemptionPolicy::Nop));
+        c.resize_partitions(local);
+        let mut events = job_events(jobs);
+        let (mut seq, mut promised) = (1_000_000u64, BTreeMap::<RequestId, EmuTime>::new());
+        while let Some(((t, _), e)) = events.pop_first() {
+            let out = match e {
+                Ev::Submit(r) if r.origin == Origin::Local => c.submit_local(r, t),
+                Ev::Submit(r) => c.submit_external(r, t),
+                Ev::Wake => Ok(c.tick(t)),
+                Ev::Done(lease) => Ok(c.vm_reported(lease, VmState::Finished, t)),
+            };
+            for a in out.unwrap_or_default() {
+                seq += 1;
+                let at = match &a {
+                    Action::Wake(w) => (*w, Ev::Wake),
+                    Action::RunVms { lease, plans } => {
+                        let done = plans[0].steps.iter().find(|s| s.1 == VmEvent::Completed);
+                        for _ in 1..plans.len() {
+                            seq += 1;
+                            let end = done.map_or(t, |s| s.0);
+                            events.insert((end, seq), Ev::Done(*lease));
+                        }
+                        seq += 1;
+                        (done.map_or(t, |s| s.0), Ev::Done(*lease))
+                    }
+                    _ => continue,
+                };
+                events.insert((at.0, seq), at.1);
+            }
+            for (id, l) in &c.leases {
+                if let (Phase::Waiting, Some(r)) = (&l.phase, &l.res) {
+                    let first = *promised.entry(*id).or_insert(r.start);
+                    prop_assert!(r.start <= first, "lease #{} moved later", id.0);
+                }
+            }
+            check_partitions(&c)?;
+        }
+        prop_assert!(c.leases.is_empty(), "every lease ran");
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(60))]
+        #[test]
+        fn partitions_stay_within_their_sizes_and_borrowing_delays_no_pivot(
+            easy in proptest::prelude::any::<bool>(),
+            local in 0..9u64,
+            jobs in proptest::collection::vec(
+                (proptest::prelude::any::<bool>(), 1..8u32, 0..30u64, 5..120u64), 1..14),
+        ) {
+            drive_partitioned(easy, local, &jobs)?;
+        }
     }
 
     #[test]

@@ -205,7 +205,8 @@ pub struct LrmsSettings {
     pub compress: bool,
     /// How local requests are treated: reserved on arrival (preempting) or queued.
     pub locals: crate::lrms::LocalRequests,
-    /// Local and Grid partitions (from the Grid's provider policy).
+    /// Local and Grid partitions (from the Grid's provider policy), each with its size and
+    /// Lawson and Smirni's borrowing rule ([`crate::lrms::partition`]).
     pub partitions: crate::lrms::provider::Partitions,
     /// How many waiting requests, from the front of the queue, a scheduling pass considers
     /// (`backfill_depth`, Slurm's `bf_max_job_test`); `None`: every one.
