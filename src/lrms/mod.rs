@@ -24,6 +24,6 @@ pub use migration::Route;
 pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
-    Action, Backfilling, Booking, Config, Core, Decision, LeaseView, LocalRequests, Policies,
-    Refusal, Relocation, Speed, Steps, VmPlan,
+    Action, Backfilling, Booking, Config, Core, Decision, LeaseView, LocalRequests, Moldable,
+    Policies, Refusal, Relocation, Speed, Steps, VmPlan,
 };

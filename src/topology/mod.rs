@@ -205,6 +205,9 @@ pub struct LrmsSettings {
     pub compress: bool,
     /// How local requests are treated: reserved on arrival (preempting) or queued.
     pub locals: crate::lrms::LocalRequests,
+    /// How an external moldable request runs: spread over the cluster or as one server's
+    /// single job (`moldable`, paper 002).
+    pub moldable: crate::lrms::Moldable,
     /// Local and Grid partitions (from the Grid's provider policy).
     pub partitions: crate::lrms::provider::Partitions,
     /// How many waiting requests, from the front of the queue, a scheduling pass considers
@@ -1023,6 +1026,7 @@ struct LrmsOverrides<'a> {
     search_budget: Option<usize>,
     compress: Option<bool>,
     locals: Option<crate::lrms::LocalRequests>,
+    moldable: Option<crate::lrms::Moldable>,
     backfill_depth: Option<usize>,
 }
 
@@ -1055,6 +1059,7 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
         locals: t
             .named::<crate::lrms::LocalRequests>("locals")
             .map(|(v, _)| v),
+        moldable: t.named::<crate::lrms::Moldable>("moldable").map(|(v, _)| v),
         backfill_depth: t
             .positive("backfill_depth", MAX_BACKFILL_DEPTH)
             .map(|(v, _)| v as usize),
@@ -1831,6 +1836,7 @@ fn merge_lrms(
         search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
         compress: pick!(compress, false),
         locals: pick!(locals, crate::lrms::LocalRequests::Reserved),
+        moldable: pick!(moldable, crate::lrms::Moldable::Spread),
         partitions: crate::lrms::provider::Partitions::Single,
         backfill_depth: own.backfill_depth.or(lrms_defaults.backfill_depth),
         profile,
