@@ -16,7 +16,8 @@ pub(crate) mod scheduler;
 pub(crate) mod storage;
 
 pub use admission::{
-    AdmissionAsk, AdmissionControl, AdmissionPolicy, Measured, Monitor, QueueCounts, Verdict,
+    AdmissionAsk, AdmissionControl, AdmissionPolicy, Measured, Monitor, PacpOmega, QueueCounts,
+    Verdict,
 };
 pub use availability::VmShape;
 pub use contention::{Candidate, Contention};

@@ -1190,6 +1190,8 @@ impl Core {
             );
             return Ok(vec![Action::Violation(what)]);
         }
+        // Its work, tasks × task duration here, however it is shaped (PACP's ω by `work`).
+        let work = self.cfg.speed.local(req.duration) * u64::from(req.vms);
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.offered(now);
         let service = self.cluster_service(&req);
@@ -1234,7 +1236,7 @@ impl Core {
                 return Err(Refusal::QueueFull);
             }
         }
-        self.monitor.admitted(service);
+        self.monitor.admitted(service, work);
         self.terms(id, reshaped, &mut out);
         out.extend(self.tick(now));
         Ok(out)
@@ -2459,6 +2461,7 @@ fn vacating_actions(
 mod tests {
     use super::*;
     use crate::lrms::availability::tests::hosts;
+    use crate::lrms::PacpOmega;
     use crate::model::{ClusterId, GridId};
 
     pub(crate) fn config(backfilling: Backfilling) -> Config {
@@ -3006,13 +3009,14 @@ mod tests {
     /// Feeds a PACP core (12 VMs, paper 002's deadline model) an external moldable request
     /// of 2 tasks × 30 s every 10 s and a local one of 1 task × 6 s every 10 s (at +5 s), for
     /// `secs`, completing VMs when their plans say; returns (admitted, refused as queue full).
-    fn pacp_stream(reading: Moldable, secs: u64) -> (u32, u32) {
+    fn pacp_stream(reading: Moldable, omega: PacpOmega, secs: u64) -> (u32, u32) {
         let mut cfg = config(Backfilling::Conservative);
         cfg.moldable = reading;
         let pacp = AdmissionPolicy::Pacp {
             low_urgency: 0.5,
             low_ratio: 4.0,
             high_ratio: 2.0,
+            omega,
         };
         let policies = Policies::builtin(PreemptionPolicy::Nop, pacp);
         let mut c = Core::new(&hosts(3, 4, 4096), cfg, policies);
@@ -3073,11 +3077,18 @@ mod tests {
     fn pacp_limits_an_overloaded_single_server_queue() {
         // Single server: ω = 60 s against an external request every 10 s (ρ_e ≈ 6): the queue
         // is unstable, Algorithm 1 finds a finite K and requests beyond it are refused.
-        let (admitted, full) = pacp_stream(Moldable::SingleServer, 2000);
+        let measured = PacpOmega::Measured;
+        let (admitted, full) = pacp_stream(Moldable::SingleServer, measured, 2000);
         assert!(full > 100, "admitted {admitted}, refused {full}");
         assert!(admitted >= 20, "admitted {admitted}");
         // Spread, the same stream runs in 5 s on 12 VMs (ρ_e ≈ 0.5): no limit is reached.
-        assert_eq!(pacp_stream(Moldable::Spread, 2000), (200, 0));
+        assert_eq!(pacp_stream(Moldable::Spread, measured, 2000), (200, 0));
+        // Given ω = tasks × task duration (60 s) as §V-B says, the model sees the single
+        // server's overload and limits the queue, but a spread queue never grows to it.
+        assert_eq!(
+            pacp_stream(Moldable::Spread, PacpOmega::Work, 2000),
+            (200, 0)
+        );
     }
 
     #[test]

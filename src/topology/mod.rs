@@ -178,6 +178,10 @@ pub use crate::igg::dispatch::DispatchName;
 
 pub use crate::model::HostSpec;
 
+/// PACP's settings: the share of low-urgency requests, their mean deadline ratio, the
+/// high-urgency one, and where ω comes from.
+pub type PacpSettings = (f64, f64, f64, crate::lrms::PacpOmega);
+
 /// Settings of one cluster's LRMS (profile defaults, then `[lrms]`, then the cluster's own).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LrmsSettings {
@@ -192,8 +196,9 @@ pub struct LrmsSettings {
     /// Admission control of external requests (`admission`, `admission_fallback`).
     pub admission: Chosen,
     /// PACP's deadline model: the share of low-urgency requests and the two mean deadline
-    /// ratios (`pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`).
-    pub pacp: (f64, f64, f64),
+    /// ratios (`pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`), and where its ω
+    /// comes from (`pacp_omega`).
+    pub pacp: PacpSettings,
     /// The fixed admission policy's queue limit (`queue_limit`).
     pub queue_limit: usize,
     /// Whether VM memory limits placement (false: overcommitted, only cores count).
@@ -249,7 +254,7 @@ impl AdmissionName {
     /// the two deadline ratios) and the fixed policy's queue limit.
     pub fn policy(
         self,
-        (low_urgency, low_ratio, high_ratio): (f64, f64, f64),
+        (low_urgency, low_ratio, high_ratio, omega): PacpSettings,
         queue_limit: usize,
     ) -> crate::lrms::admission::AdmissionPolicy {
         use crate::lrms::admission::AdmissionPolicy as P;
@@ -261,6 +266,7 @@ impl AdmissionName {
                 low_urgency,
                 low_ratio,
                 high_ratio,
+                omega,
             },
             AdmissionName::Fixed => P::Fixed(queue_limit),
         }
@@ -1021,6 +1027,7 @@ struct LrmsOverrides<'a> {
     pacp_low_urgency: Option<f64>,
     pacp_low_ratio: Option<f64>,
     pacp_high_ratio: Option<f64>,
+    pacp_omega: Option<crate::lrms::PacpOmega>,
     queue_limit: Option<usize>,
     enforce_memory: Option<bool>,
     search_budget: Option<usize>,
@@ -1047,6 +1054,9 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
             .map(|(v, _)| v),
         pacp_high_ratio: t
             .positive_number("pacp_high_ratio", MAX_RATIO)
+            .map(|(v, _)| v),
+        pacp_omega: t
+            .named::<crate::lrms::PacpOmega>("pacp_omega")
             .map(|(v, _)| v),
         queue_limit: t
             .uint("queue_limit", 1_000_000_000)
@@ -1830,6 +1840,7 @@ fn merge_lrms(
             pick!(pacp_low_urgency, 0.5),
             pick!(pacp_low_ratio, 4.0),
             pick!(pacp_high_ratio, 2.0),
+            pick!(pacp_omega, crate::lrms::PacpOmega::Measured),
         ),
         queue_limit: pick!(queue_limit, 1),
         enforce_memory: pick!(enforce_memory, true),
