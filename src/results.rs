@@ -748,6 +748,10 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
         if let Some(depth) = l.backfill_depth {
             scheduler += &format!(", backfill depth {depth}");
         }
+        if l.moldable != lrms::Moldable::Spread {
+            // Named only when not the default, so that other runs' summaries stay as they were.
+            scheduler += &format!(", moldable {}", l.moldable.as_str());
+        }
         let shipped = |point| {
             policy::registry::described(
                 point,

@@ -842,6 +842,7 @@ impl Replay {
             speed: Speed::default(),
             compress: false,
             locals: igemu::lrms::LocalRequests::Reserved,
+            moldable: igemu::lrms::Moldable::Spread,
             partitions: false,
             backfill_depth: None,
         };

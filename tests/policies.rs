@@ -538,12 +538,14 @@ fn the_dispatch_admission_and_negotiation_examples_decide_as_they_say() {
         rec.cluster.map(|c| r.topology.cluster(c).name.as_str()),
         Some("c256")
     );
-    // Short first refuses requests with reason queue-limit, which CACP never does.
+    // Short first refuses requests with reason queue-limit, which CACP never does (without
+    // compression, whose filled holes keep the reference load's queues under its limit).
     let reg = admission_example::registry();
     let refused = |policy: &str| {
         let set = format!("lrms.admission={policy}");
+        let sets = [set.as_str(), "lrms.compress=false"];
         let r = run(
-            with_registry("topologies/paper002-admission.toml", &reg, &[&set]),
+            with_registry("topologies/paper002-admission.toml", &reg, &sets),
             &RunOptions::default(),
         )
         .expect("runs");

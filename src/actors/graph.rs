@@ -494,6 +494,7 @@ fn core_config(topo: &Topology, cid: ClusterId, name: &str) -> Config {
         speed: topo.speed_of(cid),
         compress: lrms.compress,
         locals: lrms.locals,
+        moldable: lrms.moldable,
         partitions: lrms.partitions != Partitions::Single,
         backfill_depth: lrms.backfill_depth,
     }

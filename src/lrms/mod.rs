@@ -17,7 +17,8 @@ pub(crate) mod scheduler;
 pub(crate) mod storage;
 
 pub use admission::{
-    AdmissionAsk, AdmissionControl, AdmissionPolicy, Measured, Monitor, QueueCounts, Verdict,
+    AdmissionAsk, AdmissionControl, AdmissionPolicy, Measured, Monitor, PacpOmega, QueueCounts,
+    Verdict,
 };
 pub use availability::VmShape;
 pub use contention::{Candidate, Contention};
@@ -25,6 +26,6 @@ pub use migration::Route;
 pub use overhead::{Operation, OverheadModel, Timings};
 pub use policy::{choose, choose_additive, Choice, Item, PreemptionPolicy, SEARCH_BUDGET};
 pub use scheduler::{
-    Action, Backfilling, Booking, Config, Core, Decision, LeaseView, LocalRequests, Policies,
-    Refusal, Relocation, Speed, Steps, VmPlan,
+    Action, Backfilling, Booking, Config, Core, Decision, LeaseView, LocalRequests, Moldable,
+    Policies, Refusal, Relocation, Speed, Steps, VmPlan,
 };

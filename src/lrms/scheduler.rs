@@ -90,6 +90,41 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// How a cluster runs an external moldable request (`lrms.moldable`, paper 002).
+    Moldable {
+        /// Its work (tasks × task duration) spreads over every VM the cluster can hold, which
+        /// then run for work / VMs (§IV: "moldable applications which can spread over all
+        /// available resources in a cluster"; §V-B: "the duration … of the request changes
+        /// accordingly").
+        Spread => "spread",
+        /// As the single-server model assumes: the request holds every VM the cluster can
+        /// hold — the cluster serves one at a time — for its whole work, tasks × task duration
+        /// (§V-B: "ω = meanNumberofTasks ∗ meanTaskDuration", the mean service time
+        /// Algorithm 1 is given).
+        SingleServer => "single-server",
+    }
+}
+
+/// How long a moldable request of `tasks` tasks of `task` each runs on the `vms` VMs it is
+/// given under `reading`: its work `tasks × task` spread over them (rounded up to the
+/// microsecond), or the whole work as one server's job. Local requests are always spread:
+/// paper 002's model needs their queue stable (eq. 4, ρ_l = λ_j/μ_l < 1), which at Table II's
+/// local load (αl = 4 s) only spread requests are.
+pub(crate) fn moldable_run(
+    reading: Moldable,
+    tasks: u32,
+    task: EmuDuration,
+    vms: u64,
+) -> EmuDuration {
+    let work = u128::from(tasks) * u128::from(task.as_micros());
+    let run = match reading {
+        Moldable::Spread => work.div_ceil(u128::from(vms.max(1))),
+        Moldable::SingleServer => work,
+    };
+    EmuDuration::from_micros(u64::try_from(run).unwrap_or(u64::MAX))
+}
+
 /// How fast a cluster runs work stated at the reference speed: a lease of duration `d` takes
 /// `d · reference / cluster` here (paper 000 §5.2: clusters of 2000, 3000 and 2100 MIPS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +189,8 @@ pub struct Config {
     pub compress: bool,
     /// How local requests are treated.
     pub locals: LocalRequests,
+    /// How an external moldable request runs here (`lrms.moldable`).
+    pub moldable: Moldable,
     /// Multiple resource partitions (paper 004 §4.2): when the scheduler backfills, queued
     /// local requests go ahead of waiting Grid leases (priority scheduling: "the waiting
     /// queue is ordered by priority when the scheduler is backfilling"); reservations already
@@ -1157,19 +1194,21 @@ impl Core {
         l.deadline().is_none_or(|d| plan.end <= d).then_some(start)
     }
 
-    /// The request as this cluster runs it: a moldable one spread over every VM the cluster
-    /// can hold (its work `vms × duration` unchanged), and a deadline given as a ratio of the
-    /// run time resolved with the run time here. The result is rigid.
+    /// The request as this cluster runs it: a moldable one on every VM the cluster can hold,
+    /// for its run time under `lrms.moldable` ([`moldable_run`]), and a deadline given as a
+    /// ratio of the run time resolved with the run time here. The result is rigid.
     fn shaped(&self, mut req: LeaseRequest) -> LeaseRequest {
         if req.moldable {
             let vms = self
                 .avail
                 .capacity_for(shape_of(&req))
                 .clamp(1, u64::from(u32::MAX));
-            let work = u128::from(req.vms) * u128::from(req.duration.as_micros());
-            let each = work.div_ceil(u128::from(vms));
+            let reading = match req.origin {
+                Origin::External => self.cfg.moldable,
+                Origin::Local => Moldable::Spread,
+            };
+            req.duration = moldable_run(reading, req.vms, req.duration, vms);
             req.vms = vms as u32;
-            req.duration = EmuDuration::from_micros(u64::try_from(each).unwrap_or(u64::MAX));
             req.moldable = false;
         }
         if let Some(ratio) = req.deadline_ratio.take() {
@@ -1234,6 +1273,8 @@ impl Core {
             );
             return Ok(vec![Action::Violation(what)]);
         }
+        // Its work, tasks × task duration here, however it is shaped (PACP's ω by `work`).
+        let work = self.cfg.speed.local(req.duration) * u64::from(req.vms);
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.offered(now);
         let service = self.cluster_service(&req);
@@ -1278,7 +1319,7 @@ impl Core {
                 return Err(Refusal::QueueFull);
             }
         }
-        self.monitor.admitted(service);
+        self.monitor.admitted(service, work);
         self.terms(id, reshaped, &mut out);
         out.extend(self.tick(now));
         Ok(out)
@@ -2513,6 +2554,7 @@ fn vacating_actions(
 mod tests {
     use super::*;
     use crate::lrms::availability::tests::hosts;
+    use crate::lrms::PacpOmega;
     use crate::model::{ClusterId, GridId};
     use proptest::test_runner::TestCaseError;
     use proptest::{prop_assert, prop_assert_eq};
@@ -2529,6 +2571,7 @@ mod tests {
             speed: Speed::default(),
             compress: false,
             locals: LocalRequests::Reserved,
+            moldable: Moldable::Spread,
             partitions: false,
             backfill_depth: None,
         }
@@ -3156,6 +3199,168 @@ mod tests {
         assert_eq!(
             c.submit_external(huge, EmuTime::ZERO),
             Err(Refusal::TooLarge)
+        );
+    }
+
+    #[test]
+    fn a_single_server_moldable_request_holds_the_cluster_for_its_whole_work() {
+        // 3 hosts × 4 cores = 12 VMs; 3 tasks of 100 s: paper 002's ω = tasks × task
+        // duration = 300 s on all 12 VMs, and a deadline of 2 run times, 600 s after arrival.
+        let mut cfg = config(Backfilling::Conservative);
+        cfg.moldable = Moldable::SingleServer;
+        let mut c = Core::new(&hosts(3, 4, 4096), cfg, with(PreemptionPolicy::Nop));
+        let mut bag = req(0, Origin::External, 0, 3, 100, 100);
+        bag.moldable = true;
+        bag.deadline_ratio = Some(2.0);
+        let a = c.submit_external(bag.clone(), EmuTime::ZERO).unwrap();
+        assert!(a.contains(&Action::Terms {
+            lease: RequestId(0),
+            vms: 12,
+            deadline: Some(EmuTime::from_secs(600)),
+        }));
+        assert_eq!(c.leases()[0].duration, EmuDuration::from_secs(300));
+        // The cluster serves one at a time: the next waits for the whole run.
+        bag.id = RequestId(1);
+        c.submit_external(bag, EmuTime::ZERO).unwrap();
+        let next = c.leases().into_iter().find(|l| l.id == RequestId(1));
+        assert_eq!(
+            next.and_then(|l| l.slot).map(|s| s.0),
+            Some(EmuTime::from_secs(300))
+        );
+        // A local moldable request is spread whatever the reading: 300 VM-s over 12 VMs.
+        let mut local = req(2, Origin::Local, 0, 3, 100, 100);
+        local.moldable = true;
+        let mut c = Core::new(
+            &hosts(3, 4, 4096),
+            cfg_single(),
+            with(PreemptionPolicy::Nop),
+        );
+        c.submit_local(local, EmuTime::ZERO).unwrap();
+        assert_eq!(c.leases()[0].duration, EmuDuration::from_secs(25));
+    }
+
+    fn cfg_single() -> Config {
+        let mut cfg = config(Backfilling::Conservative);
+        cfg.moldable = Moldable::SingleServer;
+        cfg
+    }
+
+    proptest::proptest! {
+        /// The run time, VMs and deadline of a moldable external request under each reading,
+        /// against paper 002's definitions written out here: single server, the whole cluster
+        /// for tasks × task duration; spread, the same work over every VM (rounded up to the
+        /// µs); deadline = arrival + ratio × run time.
+        #[test]
+        fn moldable_terms_follow_the_reading(
+            hosts_n in 1usize..6, tasks in 1u32..40, task_ms in 1u64..500_000,
+            ratio in 0.5f64..8.0, arrival in 0u64..1000, single in proptest::bool::ANY,
+        ) {
+            let mut cfg = config(Backfilling::Conservative);
+            cfg.moldable = if single { Moldable::SingleServer } else { Moldable::Spread };
+            let mut c = Core::new(&hosts(hosts_n, 4, 4096), cfg, with(PreemptionPolicy::Nop));
+            let mut bag = req(0, Origin::External, arrival, tasks, 100, 0);
+            bag.duration = EmuDuration::from_micros(task_ms * 1000);
+            bag.moldable = true;
+            bag.deadline_ratio = Some(ratio);
+            let a = c.submit_external(bag, EmuTime::from_secs(arrival)).unwrap();
+            let vms = 4 * hosts_n as u64;
+            let work_us = u64::from(tasks) * task_ms * 1000;
+            let run_us = if single { work_us } else { work_us.div_ceil(vms) };
+            proptest::prop_assert_eq!(c.leases()[0].duration.as_micros(), run_us);
+            let Some(Action::Terms { vms: got, deadline: Some(d), .. }) =
+                a.iter().find(|x| matches!(x, Action::Terms { .. }))
+            else {
+                return Err(proptest::test_runner::TestCaseError::fail("no terms"));
+            };
+            proptest::prop_assert_eq!(u64::from(*got), vms);
+            let want = arrival as f64 + ratio * run_us as f64 / 1e6;
+            let slack = d.since(EmuTime::ZERO).as_secs_f64() - want;
+            proptest::prop_assert!(slack.abs() < 2e-6, "deadline off by {slack} s");
+        }
+    }
+
+    /// Feeds a PACP core (12 VMs, paper 002's deadline model) an external moldable request
+    /// of 2 tasks × 30 s every 10 s and a local one of 1 task × 6 s every 10 s (at +5 s), for
+    /// `secs`, completing VMs when their plans say; returns (admitted, refused as queue full).
+    fn pacp_stream(reading: Moldable, omega: PacpOmega, secs: u64) -> (u32, u32) {
+        let mut cfg = config(Backfilling::Conservative);
+        cfg.moldable = reading;
+        let pacp = AdmissionPolicy::Pacp {
+            low_urgency: 0.5,
+            low_ratio: 4.0,
+            high_ratio: 2.0,
+            omega,
+        };
+        let policies = Policies::builtin(PreemptionPolicy::Nop, pacp);
+        let mut c = Core::new(&hosts(3, 4, 4096), cfg, policies);
+        let mut events: BTreeMap<(EmuTime, u64), Option<(bool, LeaseRequest)>> = BTreeMap::new();
+        let mut done: BTreeMap<(EmuTime, u64), RequestId> = BTreeMap::new();
+        for i in 0..(secs / 10) as u32 {
+            let t = 10 * u64::from(i);
+            let mut e = req(2 * i, Origin::External, t, 2, 100, 30);
+            let mut l = req(2 * i + 1, Origin::Local, t + 5, 1, 100, 6);
+            (e.moldable, l.moldable) = (true, true);
+            events.insert((e.arrival, u64::from(2 * i)), Some((true, e)));
+            events.insert((l.arrival, u64::from(2 * i + 1)), Some((false, l)));
+        }
+        let (mut seq, mut admitted, mut full) = (1u64 << 40, 0, 0);
+        loop {
+            let next_event = events.first_key_value().map(|(k, _)| *k);
+            let next_done = done.first_key_value().map(|(k, _)| *k);
+            let done_first = next_done.is_some_and(|d| next_event.is_none_or(|e| d.0 <= e.0));
+            let out = match (next_event, next_done) {
+                (_, Some(d)) if done_first => {
+                    let lease = done.remove(&d).unwrap(); // d is a key of `done`
+                    c.vm_reported(lease, VmState::Finished, d.0)
+                }
+                (Some(k), _) => match events.remove(&k).flatten() {
+                    None => c.tick(k.0),
+                    Some((true, r)) => match c.submit_external(r, k.0) {
+                        Ok(out) => {
+                            admitted += 1;
+                            out
+                        }
+                        Err(why) => {
+                            full += u32::from(why == Refusal::QueueFull);
+                            Vec::new()
+                        }
+                    },
+                    Some((false, r)) => c.submit_local(r, k.0).unwrap_or_default(),
+                },
+                _ => return (admitted, full),
+            };
+            for a in out {
+                seq += 1;
+                match a {
+                    Action::Wake(at) => drop(events.insert((at, seq), None)),
+                    Action::RunVms { lease, plans } => {
+                        for p in plans.iter() {
+                            let end = p.steps.iter().find(|s| s.1 == VmEvent::Completed);
+                            seq += 1;
+                            done.insert((end.map_or(EmuTime::ZERO, |s| s.0), seq), lease);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pacp_limits_an_overloaded_single_server_queue() {
+        // Single server: ω = 60 s against an external request every 10 s (ρ_e ≈ 6): the queue
+        // is unstable, Algorithm 1 finds a finite K and requests beyond it are refused.
+        let measured = PacpOmega::Measured;
+        let (admitted, full) = pacp_stream(Moldable::SingleServer, measured, 2000);
+        assert!(full > 100, "admitted {admitted}, refused {full}");
+        assert!(admitted >= 20, "admitted {admitted}");
+        // Spread, the same stream runs in 5 s on 12 VMs (ρ_e ≈ 0.5): no limit is reached.
+        assert_eq!(pacp_stream(Moldable::Spread, measured, 2000), (200, 0));
+        // Given ω = tasks × task duration (60 s) as §V-B says, the model sees the single
+        // server's overload and limits the queue, but a spread queue never grows to it.
+        assert_eq!(
+            pacp_stream(Moldable::Spread, PacpOmega::Work, 2000),
+            (200, 0)
         );
     }
 

@@ -148,8 +148,9 @@ pub struct LeaseRequest {
     pub lease_type: LeaseType,
     /// Absolute deadline, if any.
     pub deadline: Option<EmuTime>,
-    /// A moldable request (paper 002 §IV): its `vms × duration` is work that spreads over
-    /// every VM of the cluster that runs it, which then takes `vms × duration / its VMs`.
+    /// A moldable request (paper 002 §IV): its `vms × duration` is work that runs on every VM
+    /// of the cluster that runs it, which then takes `vms × duration / its VMs` (or the whole
+    /// work, for an external one under `lrms.moldable = "single-server"`).
     pub moldable: bool,
     /// Paper 002's deadline ratio, for a moldable request whose run time is only known where
     /// it runs: the LRMS sets `deadline = arrival + ratio × run time there`.

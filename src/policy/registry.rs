@@ -29,7 +29,7 @@ pub struct LrmsSetup {
     /// `lrms.cp_alpha`: CP's weight of the overhead score.
     pub cp_alpha: f64,
     /// `lrms.pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`: PACP's deadline model.
-    pub pacp: (f64, f64, f64),
+    pub pacp: crate::topology::PacpSettings,
     /// `lrms.queue_limit`: the fixed policy's limit.
     pub queue_limit: usize,
 }
@@ -367,7 +367,7 @@ pub(crate) fn described(
     point: Point,
     name: &str,
     cp_alpha: f64,
-    (pacp, queue_limit): ((f64, f64, f64), usize),
+    (pacp, queue_limit): (crate::topology::PacpSettings, usize),
 ) -> Option<String> {
     let lower = |d: String| d.to_lowercase();
     match point {

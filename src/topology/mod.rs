@@ -178,6 +178,10 @@ pub use crate::igg::dispatch::DispatchName;
 
 pub use crate::model::HostSpec;
 
+/// PACP's settings: the share of low-urgency requests, their mean deadline ratio, the
+/// high-urgency one, and where ω comes from.
+pub type PacpSettings = (f64, f64, f64, crate::lrms::PacpOmega);
+
 /// Settings of one cluster's LRMS (profile defaults, then `[lrms]`, then the cluster's own).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LrmsSettings {
@@ -192,8 +196,9 @@ pub struct LrmsSettings {
     /// Admission control of external requests (`admission`, `admission_fallback`).
     pub admission: Chosen,
     /// PACP's deadline model: the share of low-urgency requests and the two mean deadline
-    /// ratios (`pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`).
-    pub pacp: (f64, f64, f64),
+    /// ratios (`pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`), and where its ω
+    /// comes from (`pacp_omega`).
+    pub pacp: PacpSettings,
     /// The fixed admission policy's queue limit (`queue_limit`).
     pub queue_limit: usize,
     /// Whether VM memory limits placement (false: overcommitted, only cores count).
@@ -205,6 +210,9 @@ pub struct LrmsSettings {
     pub compress: bool,
     /// How local requests are treated: reserved on arrival (preempting) or queued.
     pub locals: crate::lrms::LocalRequests,
+    /// How an external moldable request runs: spread over the cluster or as one server's
+    /// single job (`moldable`, paper 002).
+    pub moldable: crate::lrms::Moldable,
     /// Local and Grid partitions (from the Grid's provider policy), each with its size and
     /// Lawson and Smirni's borrowing rule ([`crate::lrms::partition`]).
     pub partitions: crate::lrms::provider::Partitions,
@@ -247,7 +255,7 @@ impl AdmissionName {
     /// the two deadline ratios) and the fixed policy's queue limit.
     pub fn policy(
         self,
-        (low_urgency, low_ratio, high_ratio): (f64, f64, f64),
+        (low_urgency, low_ratio, high_ratio, omega): PacpSettings,
         queue_limit: usize,
     ) -> crate::lrms::admission::AdmissionPolicy {
         use crate::lrms::admission::AdmissionPolicy as P;
@@ -259,6 +267,7 @@ impl AdmissionName {
                 low_urgency,
                 low_ratio,
                 high_ratio,
+                omega,
             },
             AdmissionName::Fixed => P::Fixed(queue_limit),
         }
@@ -1019,11 +1028,13 @@ struct LrmsOverrides<'a> {
     pacp_low_urgency: Option<f64>,
     pacp_low_ratio: Option<f64>,
     pacp_high_ratio: Option<f64>,
+    pacp_omega: Option<crate::lrms::PacpOmega>,
     queue_limit: Option<usize>,
     enforce_memory: Option<bool>,
     search_budget: Option<usize>,
     compress: Option<bool>,
     locals: Option<crate::lrms::LocalRequests>,
+    moldable: Option<crate::lrms::Moldable>,
     backfill_depth: Option<usize>,
 }
 
@@ -1045,6 +1056,9 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
         pacp_high_ratio: t
             .positive_number("pacp_high_ratio", MAX_RATIO)
             .map(|(v, _)| v),
+        pacp_omega: t
+            .named::<crate::lrms::PacpOmega>("pacp_omega")
+            .map(|(v, _)| v),
         queue_limit: t
             .uint("queue_limit", 1_000_000_000)
             .map(|(v, _)| v as usize),
@@ -1056,6 +1070,7 @@ fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOverrides<'a> 
         locals: t
             .named::<crate::lrms::LocalRequests>("locals")
             .map(|(v, _)| v),
+        moldable: t.named::<crate::lrms::Moldable>("moldable").map(|(v, _)| v),
         backfill_depth: t
             .positive("backfill_depth", MAX_BACKFILL_DEPTH)
             .map(|(v, _)| v as usize),
@@ -1826,12 +1841,14 @@ fn merge_lrms(
             pick!(pacp_low_urgency, 0.5),
             pick!(pacp_low_ratio, 4.0),
             pick!(pacp_high_ratio, 2.0),
+            pick!(pacp_omega, crate::lrms::PacpOmega::Measured),
         ),
         queue_limit: pick!(queue_limit, 1),
         enforce_memory: pick!(enforce_memory, true),
         search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
         compress: pick!(compress, false),
         locals: pick!(locals, crate::lrms::LocalRequests::Reserved),
+        moldable: pick!(moldable, crate::lrms::Moldable::Spread),
         partitions: crate::lrms::provider::Partitions::Single,
         backfill_depth: own.backfill_depth.or(lrms_defaults.backfill_depth),
         profile,

@@ -138,6 +138,17 @@ fn a_flood_is_warned_about_by_validate_and_run_with_the_fix() {
     let (code, err) = validate_quickstart(&["lrms.backfill_depth=0"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("backfill_depth"), "{err}");
+    // A reading of moldable requests igemu does not know names the two it does.
+    let (code, err) = validate_quickstart(&["lrms.moldable=rigid"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("expected one of: spread, single-server"),
+        "{err}"
+    );
+    assert_eq!(
+        validate_quickstart(&["lrms.moldable=single-server"]).0,
+        Some(0)
+    );
 }
 
 #[test]

@@ -48,6 +48,19 @@ use super::scheduler::Refusal;
 use crate::model::LeaseRequest;
 use crate::time::{EmuDuration, EmuTime};
 
+named_enum! {
+    /// Where PACP takes Algorithm 1's ω from (`lrms.pacp_omega`, paper 002).
+    PacpOmega {
+        /// The mean service time of the external requests admitted, as the cluster runs them
+        /// (a moldable one: its run time under `lrms.moldable`).
+        Measured => "measured",
+        /// The mean work of the external requests admitted, tasks × task duration at this
+        /// cluster's speed, however they run — §V-B: "ω, which is needed in algorithm 1, is
+        /// ω = meanNumberofTasks ∗ meanTaskDuration".
+        Work => "work",
+    }
+}
+
 /// The admission policy of an LRMS, as configured: which shipped policy, with its
 /// parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +79,8 @@ pub enum AdmissionPolicy {
         low_ratio: f64,
         /// u_h: the high-urgency requests' mean deadline ratio.
         high_ratio: f64,
+        /// Where ω comes from.
+        omega: PacpOmega,
     },
     /// At most this many external leases waiting, always (a static baseline).
     Fixed(usize),
@@ -81,7 +96,8 @@ pub fn builtin(policy: AdmissionPolicy) -> Box<dyn AdmissionControl> {
             low_urgency,
             low_ratio,
             high_ratio,
-        } => Box::new(Pacp::new(low_urgency, low_ratio, high_ratio)),
+            omega,
+        } => Box::new(Pacp::new(low_urgency, low_ratio, high_ratio).with_omega(omega)),
         AdmissionPolicy::Fixed(k) => Box::new(Fixed(k)),
     }
 }
@@ -165,6 +181,8 @@ pub struct Monitor {
     first: Option<EmuTime>,
     offered: u64,
     admitted: Stream,
+    /// The work (tasks × task duration) of the requests admitted.
+    work: Stream,
     local: Stream,
 }
 
@@ -175,6 +193,8 @@ pub struct Measured {
     pub external_rate: f64,
     /// ω: mean service time of an admitted external request without preemption, seconds.
     pub external_service: f64,
+    /// Mean work of an admitted external request (tasks × task duration here), seconds.
+    pub external_work: f64,
     /// λ_j: arrival rate of local requests, per second.
     pub local_rate: f64,
     /// 1/μ_l: mean service time of a local request, seconds.
@@ -199,9 +219,11 @@ impl Monitor {
         self.offered += 1;
     }
 
-    /// An external request was admitted; it needs `service` of the whole cluster.
-    pub fn admitted(&mut self, service: EmuDuration) {
+    /// An external request was admitted; it needs `service` of the whole cluster, and is
+    /// `work` VM-time (tasks × task duration, at this cluster's speed).
+    pub fn admitted(&mut self, service: EmuDuration, work: EmuDuration) {
         self.admitted.add(service.as_secs_f64());
+        self.work.add(work.as_secs_f64());
     }
 
     /// A local request arrived at `now`, needing `service` of the whole cluster.
@@ -230,6 +252,7 @@ impl Monitor {
         Some(Measured {
             external_rate: self.offered as f64 / elapsed,
             external_service: self.admitted.mean,
+            external_work: self.work.mean,
             local_rate: self.local.n as f64 / elapsed,
             local_service: self.local.mean,
             local_cv: self.local.cv(),
@@ -447,6 +470,54 @@ mod tests {
     }
 
     #[test]
+    fn pacp_takes_omega_from_the_work_when_told() {
+        // External requests every 20 s running 2 s (ρ_e ≈ 0.13, stable) but of 30 s of work
+        // (tasks × task duration), locals every 100 s of 20 s.
+        let mut m = Monitor::new();
+        let t = EmuTime::from_secs;
+        for k in 0..100u64 {
+            m.offered(t(20 * k));
+            m.admitted(EmuDuration::from_secs(2), EmuDuration::from_secs(30));
+            if k % 5 == 0 {
+                m.local(t(20 * k), EmuDuration::from_secs(20));
+            }
+        }
+        let req = crate::model::LeaseRequest {
+            id: crate::model::RequestId(0),
+            origin: crate::model::Origin::External,
+            grid: crate::model::GridId(0),
+            cluster: None,
+            arrival: EmuTime::ZERO,
+            start: None,
+            vms: 1,
+            cores_per_vm: 1,
+            mem_mb: 1,
+            duration: EmuDuration::from_secs(2),
+            lease_type: crate::model::LeaseType::BestEffortCancellable,
+            deadline: None,
+            moldable: false,
+            deadline_ratio: None,
+        };
+        let verdict = |omega| {
+            let mut pacp = Pacp::new(0.5, 4.0, 2.0).with_omega(omega);
+            pacp.admit(&AdmissionAsk {
+                now: t(2000),
+                request: &req,
+                service: EmuDuration::from_secs(2),
+                monitor: &m,
+                queue: &NoQueue,
+            })
+        };
+        assert_eq!(verdict(PacpOmega::Measured), Verdict::Limit(MAX_QUEUE));
+        // With ω = 30 s, ρ_e = 0.05 · 30 / 0.8 > 1: the limit of that model, D = 3ω.
+        let mut work = m.measured(t(2000)).expect("warmed up");
+        work.external_service = 30.0;
+        let k = pacp_queue_length(&QueueModel::of(&work, 90.0));
+        assert!(k < MAX_QUEUE);
+        assert_eq!(verdict(PacpOmega::Work), Verdict::Limit(k));
+    }
+
+    #[test]
     fn the_monitor_learns_rates_and_service_times_online() {
         let mut m = Monitor::new();
         let mut pacp = Pacp::new(0.5, 4.0, 2.0);
@@ -482,7 +553,7 @@ mod tests {
         // every 100 s needing 20 s (alternately 10 and 30: CV 0.5).
         for k in 0..100u64 {
             m.offered(t(20 * k));
-            m.admitted(EmuDuration::from_secs(30));
+            m.admitted(EmuDuration::from_secs(30), EmuDuration::from_secs(30));
             if k % 5 == 0 {
                 m.local(
                     t(20 * k),

@@ -3,8 +3,8 @@
 //! deadline of eq. 13.
 
 use super::{
-    expected_deadline, pacp_queue_length, AdmissionAsk, AdmissionControl, Learnt, QueueModel,
-    Verdict,
+    expected_deadline, pacp_queue_length, AdmissionAsk, AdmissionControl, Learnt, Measured,
+    PacpOmega, QueueModel, Verdict,
 };
 
 /// PACP with eq. 13's deadline model and its limit as learnt so far.
@@ -13,6 +13,7 @@ pub struct Pacp {
     low_urgency: f64,
     low_ratio: f64,
     high_ratio: f64,
+    omega: PacpOmega,
     learnt: Learnt,
 }
 
@@ -24,8 +25,25 @@ impl Pacp {
             low_urgency,
             low_ratio,
             high_ratio,
+            omega: PacpOmega::Measured,
             learnt: Learnt::default(),
         }
+    }
+
+    /// This PACP with ω taken from `omega`.
+    pub fn with_omega(self, omega: PacpOmega) -> Pacp {
+        Pacp { omega, ..self }
+    }
+}
+
+/// The measured workload with ω taken from `omega`: the service time measured, or the work.
+fn with_omega(m: &Measured, omega: PacpOmega) -> Measured {
+    match omega {
+        PacpOmega::Measured => *m,
+        PacpOmega::Work => Measured {
+            external_service: m.external_work,
+            ..*m
+        },
     }
 }
 
@@ -36,7 +54,9 @@ impl AdmissionControl for Pacp {
 
     fn admit(&mut self, ask: &AdmissionAsk<'_>) -> Verdict {
         let (rate_l, u_l, u_h) = (self.low_urgency, self.low_ratio, self.high_ratio);
+        let omega = self.omega;
         self.learnt.limit(ask, |m| {
+            let m = &with_omega(m, omega);
             let deadline = expected_deadline(rate_l, u_l, u_h, m.external_service);
             pacp_queue_length(&QueueModel::of(m, deadline))
         })
