@@ -30,6 +30,8 @@ pub(super) enum WorkloadCommand {
     },
 }
 
+/// `igemu workload export`: workload `name` of the topology at `path` as an SWF trace, to
+/// `out` or standard output.
 pub(super) fn export(
     path: &Path,
     name: &str,
@@ -66,35 +68,8 @@ pub(super) fn export(
             names.join(", ")
         )));
     };
-    let jobs: Vec<crate::workload::Job> = w
-        .requests
-        .iter()
-        .map(|id| {
-            let r = &topo.requests[id.0 as usize];
-            crate::workload::Job {
-                arrival: r.arrival.since(crate::time::EmuTime::ZERO),
-                vms: r.vms * r.cores_per_vm,
-                duration: r.duration,
-            }
-        })
-        .collect();
-    let header = vec![
-        (
-            "Computer".to_string(),
-            format!("igemu export of workload `{name}` of {}", path.display()),
-        ),
-        (
-            "Installation".to_string(),
-            "igemu (synthetic; no real users)".to_string(),
-        ),
-        (
-            "Note".to_string(),
-            format!(
-                "seed {}; one processor per core; every job completed",
-                topo.emulation.seed
-            ),
-        ),
-    ];
+    let jobs = export_jobs(&topo, w);
+    let header = export_header(name, path, topo.emulation.seed);
     let text = crate::workload::swf::write(&jobs, &header);
     if to_stdout {
         use std::io::Write;
@@ -114,6 +89,38 @@ pub(super) fn export(
     write_atomically(out, text.as_bytes())?;
     say!("{} jobs written to {}", jobs.len(), out.display());
     Ok(())
+}
+
+/// Workload `w`'s requests as SWF jobs: arrival, processors (one per core), run time.
+fn export_jobs(topo: &Topology, w: &topology::Workload) -> Vec<crate::workload::Job> {
+    (w.requests.iter())
+        .map(|id| {
+            let r = &topo.requests[id.0 as usize];
+            crate::workload::Job {
+                arrival: r.arrival.since(crate::time::EmuTime::ZERO),
+                vms: r.vms * r.cores_per_vm,
+                duration: r.duration,
+            }
+        })
+        .collect()
+}
+
+/// The SWF header of an export of workload `name` of the topology at `path`.
+fn export_header(name: &str, path: &Path, seed: u64) -> Vec<(String, String)> {
+    vec![
+        (
+            "Computer".to_string(),
+            format!("igemu export of workload `{name}` of {}", path.display()),
+        ),
+        (
+            "Installation".to_string(),
+            "igemu (synthetic; no real users)".to_string(),
+        ),
+        (
+            "Note".to_string(),
+            format!("seed {seed}; one processor per core; every job completed"),
+        ),
+    ]
 }
 
 /// The error for a trace with malformed lines: each as `file:line: error: ...` with its fix,

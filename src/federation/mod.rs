@@ -106,28 +106,15 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     }
     let topo = Rc::new(topo);
     let mode = topo.emulation.mode;
-    let labels = topo.request_labels.clone();
-    let tracer = match &options.trace_dir {
-        Some(dir) => {
-            let path = if options.stage_trace {
-                staged(dir, "trace.jsonl")
-            } else {
-                dir.join("trace.jsonl")
-            };
-            Tracer::to_file(&path, labels)
-                .map_err(|source| Error::Output { path, source })?
-                .with_filter(options.trace_filter.clone())
-        }
-        None => Tracer::counting(labels),
-    };
-    let (mut order_log, record_at) = match &options.record {
+    let tracer = open_tracer(&topo, options)?;
+    let (order_log, record_at) = match &options.record {
         Some(path) => {
             let (log, staged) = open_record(path, &topo, options)?;
             (Some(log), Some((staged, path)))
         }
         None => (None, None),
     };
-    let mut order_script = match &options.replay {
+    let order_script = match &options.replay {
         Some(path) => Some(open_replay(path, &topo)?),
         None => None,
     };
@@ -139,60 +126,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         .map_err(Error::Runtime)?;
     let system = actix::System::with_tokio_rt(|| rt);
     let (end, emu) = system.block_on(async {
-        let faults = fault::Faults::new(
-            topo.faults.clone(),
-            time::stream_seed(topo.emulation.seed, "faults"),
-        );
-        let clock = Clock::new(mode);
-        if topo.emulation.interleaving > 0 {
-            let name = format!("interleaving-{}", topo.emulation.interleaving);
-            clock.interleave(time::stream_seed(topo.emulation.seed, &name));
-        }
-        if options.record_load {
-            clock.record_load();
-        }
-        if let Some(log) = order_log.take() {
-            clock.record_order(log);
-        }
-        if let Some((script, held)) = order_script.take() {
-            clock.replay_order(script, held);
-        }
-        if let Some(p) = &options.progress {
-            clock.mirror_now(std::sync::Arc::clone(p));
-        }
-        let emu = Rc::new(Emu::new(
-            clock,
-            tracer,
-            topo.requests.clone().into(),
-            faults,
-        ));
-        if let Some(cap) = topo.emulation.max_messages {
-            emu.cap.set(cap);
-        }
-        if options.lease_log {
-            // About four events a request: accepted, scheduled, started, ended.
-            let expected = topo.requests.len().saturating_mul(4);
-            emu.metrics.borrow_mut().record_lease_events(expected);
-        }
-        if options.intervals {
-            // A span per VM instance as a rule (preempted ones have more).
-            let vms = topo.requests.iter().map(|r| r.vms as usize);
-            let expected = vms.fold(0usize, usize::saturating_add);
-            emu.metrics.borrow_mut().record_spans(expected);
-        }
-        if let (Some(feed), ClockMode::Realtime { speedup }) = (&options.live, mode) {
-            emu.tracer.keep_recent(serve::RECENT_MESSAGES);
-            let (feed, weak, topo) = (
-                std::sync::Arc::clone(feed),
-                Rc::downgrade(&emu),
-                Rc::clone(&topo),
-            );
-            emu.clock.every_wall(serve::FRAME_EVERY, move |now, wall| {
-                if let Some(emu) = weak.upgrade() {
-                    serve::publish_frame(&feed, (&emu, &topo), (now, wall, speedup), false);
-                }
-            });
-        }
+        let emu = new_emu(&topo, options, tracer, (order_log, order_script));
+        watch_live(&emu, &topo, options);
         let end = emulate(Rc::clone(&emu), &topo, options.broken).await;
         (end, emu)
     });
@@ -202,11 +137,8 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let end = match end {
         Ok(end) => end,
         Err(e) => {
-            abandon(
-                &emu,
-                options,
-                record_at.as_ref().map(|(staged, _)| staged.as_path()),
-            );
+            let staged = record_at.as_ref().map(|(staged, _)| staged.as_path());
+            abandon(&emu, options, staged);
             return Err(e);
         }
     };
@@ -217,23 +149,116 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     // Timers still pending hold the actors' state, which holds the clock: drop them so the
     // run's state is freed with the runtime (sweeps run many runs in one process).
     emu.clock.discard_pending();
+    let result = gather(&emu, &topo, options, (end, wall_s), record_at);
+    drop(emu);
+    drop(system);
+    result
+}
+
+/// The run's tracer: writing `trace.jsonl` (staged or in place) where a trace is asked
+/// for, else only counting.
+fn open_tracer(topo: &Topology, options: &RunOptions) -> Result<Tracer, Error> {
+    let labels = topo.request_labels.clone();
+    Ok(match &options.trace_dir {
+        Some(dir) => {
+            let path = if options.stage_trace {
+                staged(dir, "trace.jsonl")
+            } else {
+                dir.join("trace.jsonl")
+            };
+            Tracer::to_file(&path, labels)
+                .map_err(|source| Error::Output { path, source })?
+                .with_filter(options.trace_filter.clone())
+        }
+        None => Tracer::counting(labels),
+    })
+}
+
+/// The run's context: its clock (interleaving, recording or replaying its order as asked),
+/// tracer, requests and faults, with the observations `options` asks for sized up front.
+fn new_emu(
+    topo: &Topology,
+    options: &RunOptions,
+    tracer: Tracer,
+    (order_log, order_script): (
+        Option<time::record::OrderLog>,
+        Option<(time::record::OrderScript, bool)>,
+    ),
+) -> Rc<Emu> {
+    let seed = topo.emulation.seed;
+    let faults = fault::Faults::new(topo.faults.clone(), time::stream_seed(seed, "faults"));
+    let clock = Clock::new(topo.emulation.mode);
+    if topo.emulation.interleaving > 0 {
+        let name = format!("interleaving-{}", topo.emulation.interleaving);
+        clock.interleave(time::stream_seed(seed, &name));
+    }
+    if options.record_load {
+        clock.record_load();
+    }
+    if let Some(log) = order_log {
+        clock.record_order(log);
+    }
+    if let Some((script, held)) = order_script {
+        clock.replay_order(script, held);
+    }
+    if let Some(p) = &options.progress {
+        clock.mirror_now(std::sync::Arc::clone(p));
+    }
+    let emu = Rc::new(Emu::new(
+        clock,
+        tracer,
+        topo.requests.clone().into(),
+        faults,
+    ));
+    if let Some(cap) = topo.emulation.max_messages {
+        emu.cap.set(cap);
+    }
+    if options.lease_log {
+        // About four events a request: accepted, scheduled, started, ended.
+        let expected = topo.requests.len().saturating_mul(4);
+        emu.metrics.borrow_mut().record_lease_events(expected);
+    }
+    if options.intervals {
+        // A span per VM instance as a rule (preempted ones have more).
+        let vms = topo.requests.iter().map(|r| r.vms as usize);
+        let expected = vms.fold(0usize, usize::saturating_add);
+        emu.metrics.borrow_mut().record_spans(expected);
+    }
+    emu
+}
+
+/// In a realtime run with a live view, publishes a frame every [`serve::FRAME_EVERY`] of
+/// wall time (the recent messages kept for it).
+fn watch_live(emu: &Rc<Emu>, topo: &Rc<Topology>, options: &RunOptions) {
+    let (Some(feed), ClockMode::Realtime { speedup }) = (&options.live, topo.emulation.mode) else {
+        return;
+    };
+    emu.tracer.keep_recent(serve::RECENT_MESSAGES);
+    let (feed, weak, topo) = (
+        std::sync::Arc::clone(feed),
+        Rc::downgrade(emu),
+        Rc::clone(topo),
+    );
+    emu.clock.every_wall(serve::FRAME_EVERY, move |now, wall| {
+        if let Some(emu) = weak.upgrade() {
+            serve::publish_frame(&feed, (&emu, &topo), (now, wall, speedup), false);
+        }
+    });
+}
+
+/// What an ended run gives: its record put in place, its replay's outcome, its trace
+/// finished, and its summary and records.
+fn gather(
+    emu: &Rc<Emu>,
+    topo: &Rc<Topology>,
+    options: &RunOptions,
+    (end, wall_s): (EmuTime, f64),
+    record_at: Option<(PathBuf, &PathBuf)>,
+) -> Result<RunResult, Error> {
     let load = emu.clock.take_load();
     let order = emu.clock.finish_order();
     let recorded = match (order.recorded, record_at) {
-        (Some(written), Some((staged, path))) => {
-            let put = written
-                .map_err(|e| Error::output(staged.clone())(e).to_string())
-                .and_then(|n| {
-                    std::fs::rename(&staged, path)
-                        .map(|()| n)
-                        .map_err(|e| Error::output(path.clone())(e).to_string())
-                });
-            if put.is_err() {
-                // Never leave a partial record behind (on a full disk it keeps it full).
-                let _ = std::fs::remove_file(&staged);
-            }
-            Some(put)
-        }
+        (Some(written), Some((staged, path))) => Some(put_record(written, &staged, path)),
         _ => None,
     };
     let replayed = order
@@ -241,7 +266,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         .map(|r| r.map_err(|d| name_actors(&d, &emu.tracer)));
     emu.tracer.finish().map_err(Error::Trace)?;
     let (mut summary, records, decisions, intervals, lease_log) =
-        summarize(&topo, Observed::of(&emu), end, wall_s);
+        summarize(topo, Observed::of(emu), end, wall_s);
     summary.provenance = provenance(options, &summary.plugins);
     summary.replay = match (&replayed, &options.replay) {
         (Some(outcome), Some(path)) => Some(ReplaySummary {
@@ -251,11 +276,9 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         }),
         _ => None,
     };
-    drop(emu);
-    drop(system);
     Ok(RunResult {
         load,
-        topology: topo,
+        topology: Rc::clone(topo),
         records,
         decisions,
         intervals,
@@ -266,6 +289,23 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         recorded,
         replayed,
     })
+}
+
+/// Puts a record written under its temporary name `staged` in place at `path`: the number
+/// of deliveries it holds, or why it could not be written (then nothing is left behind).
+fn put_record(written: std::io::Result<u64>, staged: &Path, path: &Path) -> Result<u64, String> {
+    let put = written
+        .map_err(|e| Error::output(staged.to_path_buf())(e).to_string())
+        .and_then(|n| {
+            std::fs::rename(staged, path)
+                .map(|()| n)
+                .map_err(|e| Error::output(path.to_path_buf())(e).to_string())
+        });
+    if put.is_err() {
+        // Never leave a partial record behind (on a full disk it keeps it full).
+        let _ = std::fs::remove_file(staged);
+    }
+    put
 }
 
 /// The run's provenance as the caller gave it, with the plug-ins in force.

@@ -149,6 +149,8 @@ fn offers_time_out_retry_then_give_the_peer_up() {
     );
 }
 
+/// One provider's tickets through a whole story (held, offered twice, redirected twice, lapsed,
+/// ended, redirected late): long (97 lines) because each step depends on the one before.
 #[test]
 fn provider_tickets_hold_capacity_and_redirections_are_idempotent() {
     let mut p = Broker::new(GridId(1), vec![], 2, EmuDuration::from_secs(600));
