@@ -415,6 +415,26 @@ pub(crate) fn pacp_queue_length(m: &QueueModel) -> usize {
 mod tests {
     use super::*;
 
+    /// An external best-effort request for one VM of one core, running `duration`.
+    fn one_vm_request(duration: EmuDuration) -> crate::model::LeaseRequest {
+        crate::model::LeaseRequest {
+            id: crate::model::RequestId(0),
+            origin: crate::model::Origin::External,
+            grid: crate::model::GridId(0),
+            cluster: None,
+            arrival: EmuTime::ZERO,
+            start: None,
+            vms: 1,
+            cores_per_vm: 1,
+            mem_mb: 1,
+            duration,
+            lease_type: crate::model::LeaseType::BestEffortCancellable,
+            deadline: None,
+            moldable: false,
+            deadline_ratio: None,
+        }
+    }
+
     fn model(deadline: f64) -> QueueModel {
         QueueModel {
             external_rate: 0.05,
@@ -482,22 +502,7 @@ mod tests {
                 m.local(t(20 * k), EmuDuration::from_secs(20));
             }
         }
-        let req = crate::model::LeaseRequest {
-            id: crate::model::RequestId(0),
-            origin: crate::model::Origin::External,
-            grid: crate::model::GridId(0),
-            cluster: None,
-            arrival: EmuTime::ZERO,
-            start: None,
-            vms: 1,
-            cores_per_vm: 1,
-            mem_mb: 1,
-            duration: EmuDuration::from_secs(2),
-            lease_type: crate::model::LeaseType::BestEffortCancellable,
-            deadline: None,
-            moldable: false,
-            deadline_ratio: None,
-        };
+        let req = one_vm_request(EmuDuration::from_secs(2));
         let verdict = |omega| {
             let mut pacp = Pacp::new(0.5, 4.0, 2.0).with_omega(omega);
             pacp.admit(&AdmissionAsk {
@@ -522,22 +527,7 @@ mod tests {
         let mut m = Monitor::new();
         let mut pacp = Pacp::new(0.5, 4.0, 2.0);
         let t = EmuTime::from_secs;
-        let req = crate::model::LeaseRequest {
-            id: crate::model::RequestId(0),
-            origin: crate::model::Origin::External,
-            grid: crate::model::GridId(0),
-            cluster: None,
-            arrival: EmuTime::ZERO,
-            start: None,
-            vms: 1,
-            cores_per_vm: 1,
-            mem_mb: 1,
-            duration: EmuDuration::from_secs(30),
-            lease_type: crate::model::LeaseType::BestEffortCancellable,
-            deadline: None,
-            moldable: false,
-            deadline_ratio: None,
-        };
+        let req = one_vm_request(EmuDuration::from_secs(30));
         let mut verdict = |m: &Monitor, now| {
             pacp.admit(&AdmissionAsk {
                 now,
