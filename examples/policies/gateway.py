@@ -19,7 +19,7 @@ A deliberately simple gateway, written to be read:
 `--broken` adds a bug for the checker to find: a duplicate redirection (a retry after a lost
 acknowledgement, or a duplicated message) is acknowledged as *refused* — so the requester
 serves the request itself while this Grid is already running it. With no faults nothing shows;
-`igemu stress` with lossy links finds it (tests/policies.rs).
+`igemu stress` with lossy links finds it (tests/policies/external.rs).
 """
 
 import os

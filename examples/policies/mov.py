@@ -4,7 +4,7 @@ that costs least by igemu's one cost function (each operation's cost, plus the r
 cost once if the set reschedules work); ties go to the set whose most recently submitted
 lease is the oldest, compared lease by lease from the newest down (paper 003 Table III keeps
 {5, 2, 3} over the equally cheap {5, 6}). igemu's own `mov`, re-implemented from the paper;
-they give byte-identical outputs (tests/policies.rs).
+they give byte-identical outputs (tests/policies/external.rs).
 
 It searches every set by branch and bound, newest leases first: exact, and fast for the
 dozen or so leases a testbed has in play; not meant for hundreds.

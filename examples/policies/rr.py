@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Round-robin dispatch (paper 000 eq. 25) as an external igemu policy: each request of a
 Grid starts one cluster further than the last, then tries the others in turn. igemu's own
-`rr`, re-implemented; they give byte-identical outputs (tests/policies.rs).
+`rr`, re-implemented; they give byte-identical outputs (tests/policies/external.rs).
 
     igemu run topologies/paper000-three-clusters.toml \\
         --set 'igg.dispatch=external:python3 examples/policies/rr.py'
