@@ -334,7 +334,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(300)))]
 
         /// Random small clusters, charges placed one by one by the rule itself: each answer
         /// equals the reference's, and once charged, no partition ever holds more than its

@@ -468,7 +468,7 @@ fn drive_partitioned(easy: bool, local: u64, jobs: &[Job]) -> Result<(), TestCas
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(60))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::proptest_cases(60)))]
     #[test]
     fn partitions_stay_within_their_sizes_and_borrowing_delays_no_pivot(
         easy in proptest::prelude::any::<bool>(),
