@@ -149,8 +149,21 @@ fn offers_time_out_retry_then_give_the_peer_up() {
     );
 }
 
-/// One provider's tickets through a whole story (held, offered twice, redirected twice, lapsed,
-/// ended, redirected late): long (97 lines) because each step depends on the one before.
+/// The acknowledgement the provider sends Grid 0 for `lease`'s redirection under
+/// negotiation 7.
+fn ack_of(lease: u32, accepted: bool) -> Vec<Out> {
+    vec![Out::Send {
+        peer: GridId(0),
+        msg: PeerMsg::RedirectAck {
+            negotiation: 7,
+            lease: RequestId(lease),
+            accepted,
+        },
+    }]
+}
+
+/// One provider's tickets through a whole story: held, offered twice, redirected twice,
+/// lapsed, ended, redirected late.
 #[test]
 fn provider_tickets_hold_capacity_and_redirections_are_idempotent() {
     let mut p = Broker::new(GridId(1), vec![], 2, EmuDuration::from_secs(600));
@@ -222,32 +235,12 @@ fn provider_tickets_hold_capacity_and_redirections_are_idempotent() {
     assert_eq!(p.tickets.held_units(now), 100.0);
     // After the ticket lapsed, a redirection is refused.
     let (late, _) = p.on_redirect(GridId(0), 7, &req(2), 1.0, now);
-    assert_eq!(
-        late,
-        vec![Out::Send {
-            peer: GridId(0),
-            msg: PeerMsg::RedirectAck {
-                negotiation: 7,
-                lease: RequestId(2),
-                accepted: false
-            }
-        }]
-    );
+    assert_eq!(late, ack_of(2, false));
     assert_eq!(p.foreign_ended(RequestId(1)), Some(GridId(0)));
     assert_eq!(p.tickets.held_units(now), 0.0);
     // A very late duplicate of a redirection taken and finished is still acknowledged.
     let (later, _) = p.on_redirect(GridId(0), 7, &req(1), 1.0, now);
-    assert_eq!(
-        later,
-        vec![Out::Send {
-            peer: GridId(0),
-            msg: PeerMsg::RedirectAck {
-                negotiation: 7,
-                lease: RequestId(1),
-                accepted: true
-            }
-        }]
-    );
+    assert_eq!(later, ack_of(1, true));
 }
 
 proptest::proptest! {

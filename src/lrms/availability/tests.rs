@@ -1,4 +1,5 @@
 use super::*;
+use proptest::test_runner::TestCaseError;
 
 /// `n` identical hosts of `cores` cores and `mem` MB at 1000 MIPS.
 pub(crate) fn hosts(n: usize, cores: u32, mem: u64) -> Vec<HostSpec> {
@@ -249,9 +250,7 @@ proptest::proptest! {
     }
 
     /// The indexed profile answers every room question as a full scan of its slots does,
-    /// through reservations, cuts, releases and forgetting. Long (114 lines) because the
-    /// reference scan is written out here, beside the operations it checks, independent of
-    /// the code under test.
+    /// through reservations, cuts, releases and forgetting.
     #[test]
     fn indexed_room_matches_a_full_scan(
         ops in proptest::collection::vec((0u8..6, 0u32..6, 0u64..3, 0u64..400, 1u64..300), 1..60),
@@ -260,113 +259,180 @@ proptest::proptest! {
         let mut a = Availability::new(&hosts(3, 4, 1 << 30), true);
         let mut naive = Naive::default();
         let mut now = EmuTime::ZERO;
-        for (i, &(op, lease, host, at, len)) in ops.iter().enumerate() {
-            let id = RequestId(lease);
-            match op {
-                // Reserve one VM (index i keeps VMs distinct) where the host has room.
-                0 | 1 => {
-                    let (s, e) = (t(at).max(now), t(at).max(now) + EmuDuration::from_secs(len));
-                    if a.room(host as usize, VM, s, e) > 0 {
-                        a.reserve_vm(host as u16, id, i as u32, VM, s, e);
-                        naive.0.push((host as usize, id, i as u32, s, e));
-                    }
-                }
-                // Cut or stretch a slot of this lease.
-                2 => {
-                    if let Some(k) = naive.0.iter().position(|x| x.1 == id) {
-                        let (h, _, vm, s, old_end) = naive.0[k];
-                        let end = s + EmuDuration::from_secs(len / 2);
-                        if end <= old_end || a.room(h, VM, old_end, end) > 0 {
-                            a.end_vm(id, vm, s, end);
-                            if end > s {
-                                naive.0[k].4 = end;
-                            } else {
-                                naive.0.remove(k);
-                            }
-                        }
-                    }
-                }
-                3 => {
-                    // This lease, or one of those reserved two VMs at once.
-                    let id = if host == 0 { RequestId(100 + (at % 60) as u32) } else { id };
-                    let from = t(len);
-                    a.release_from(id, from);
-                    naive.0.retain(|x| !(x.1 == id && x.3 >= from));
-                }
-                // A lease of its own with VMs on two hosts at once (VM k on the k-th).
-                5 => {
-                    let id = RequestId(100 + i as u32);
-                    let (s, e) = (t(at).max(now), t(at).max(now) + EmuDuration::from_secs(len));
-                    let pair = [host as u16, ((host + 1) % 3) as u16];
-                    if pair.iter().all(|&h| a.room(usize::from(h), VM, s, e) > 0) {
-                        a.reserve(id, &pair, VM, s, e);
-                        for (vm, &h) in pair.iter().enumerate() {
-                            naive.0.push((usize::from(h), id, vm as u32, s, e));
-                        }
-                    }
-                }
-                _ => {
-                    now = now.max(t(at));
-                    a.forget_before(now);
-                    naive.0.retain(|x| x.4 > now);
-                }
-            }
-            proptest::prop_assert!(a.within_capacity());
-            // The cluster-wide use and the slot ends, counted from the slots held.
-            let (mut deltas, mut ends) = (BTreeMap::new(), BTreeMap::new());
-            for &(_, _, _, s, e) in &naive.0 {
-                *deltas.entry(s).or_insert(0i64) += 1;
-                *deltas.entry(e).or_insert(0i64) -= 1;
-                *ends.entry(e).or_insert(0u32) += 1;
-            }
-            deltas.retain(|_, d| *d != 0);
-            proptest::prop_assert_eq!(&a.deltas, &deltas, "after op {}", i);
-            proptest::prop_assert_eq!(&a.ends, &ends, "after op {}", i);
-            // Placements through the spans earlier placements found too full (kept
-            // across every change, before and after what was forgotten) place as
-            // fresh first-fit placements do.
-            for &(_, at, len) in probes.iter().take(4) {
-                let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));
-                for shape in [VM, VmShape { cores: 3, mem_mb: 1024 }] {
-                    for vms in [1, 3] {
-                        proptest::prop_assert_eq!(
-                            a.place(vms, shape, s, e),
-                            a.place_skipping(vms, shape, s, e, &mut Blocked::default()),
-                            "{} VMs of {:?} over {:?}..{:?} after op {}", vms, shape, s, e, i
-                        );
-                    }
-                }
-            }
+        for (i, &op) in ops.iter().enumerate() {
+            apply_op(&mut a, &mut naive, &mut now, i, op);
+            check_counts(&a, &naive, i)?;
+            check_probes(&a, &probes, i)?;
         }
         for &(h, at, len) in &probes {
             let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));
             proptest::prop_assert_eq!(a.room(h as usize, VM, s, e), naive.room(h as usize, 4, s, e));
         }
-        // A search over rising starts with a shared `Blocked` places as fresh
-        // first-fit placements do, for every shape.
-        for shape in [VM, VmShape { cores: 2, mem_mb: 1024 }, VmShape { cores: 1, mem_mb: 1 << 29 }] {
-            for vms in [1, 2, 5] {
-                let mut blocked = Blocked::default();
-                let mut starts: Vec<u64> = probes.iter().map(|p| p.1).collect();
-                starts.sort_unstable();
-                for (k, &at) in starts.iter().enumerate() {
-                    // Lengths vary (as resuming plans' do) but windows only move later.
-                    let len = EmuDuration::from_secs(probes[k].2);
-                    let (s, e) = (t(at), t(at) + len);
-                    proptest::prop_assert_eq!(
-                        a.place_skipping(vms, shape, s, e, &mut blocked),
-                        a.place(vms, shape, s, e),
-                        "{} VMs of {:?} over {:?}..{:?}", vms, shape, s, e
-                    );
-                }
-            }
-        }
+        check_rising_starts(&a, &probes)?;
         let mut held: Vec<_> = a.holds(EmuTime::ZERO, EmuTime::NEVER).iter().map(|x| (x.host, x.lease, x.vm, x.start, x.end)).collect();
         let mut expected = naive.0.clone();
         held.sort();
         expected.sort();
         proptest::prop_assert_eq!(held, expected);
     }
+}
+
+/// One random operation of [`indexed_room_matches_a_full_scan`], applied to the profile and
+/// to the full scan's list of slots alike.
+fn apply_op(
+    a: &mut Availability,
+    naive: &mut Naive,
+    now: &mut EmuTime,
+    i: usize,
+    (op, lease, host, at, len): (u8, u32, u64, u64, u64),
+) {
+    let id = RequestId(lease);
+    match op {
+        // Reserve one VM (index i keeps VMs distinct) where the host has room.
+        0 | 1 => {
+            let (s, e) = (
+                t(at).max(*now),
+                t(at).max(*now) + EmuDuration::from_secs(len),
+            );
+            if a.room(host as usize, VM, s, e) > 0 {
+                a.reserve_vm(host as u16, id, i as u32, VM, s, e);
+                naive.0.push((host as usize, id, i as u32, s, e));
+            }
+        }
+        // Cut or stretch a slot of this lease.
+        2 => {
+            if let Some(k) = naive.0.iter().position(|x| x.1 == id) {
+                let (h, _, vm, s, old_end) = naive.0[k];
+                let end = s + EmuDuration::from_secs(len / 2);
+                if end <= old_end || a.room(h, VM, old_end, end) > 0 {
+                    a.end_vm(id, vm, s, end);
+                    if end > s {
+                        naive.0[k].4 = end;
+                    } else {
+                        naive.0.remove(k);
+                    }
+                }
+            }
+        }
+        3 => {
+            // This lease, or one of those reserved two VMs at once.
+            let id = if host == 0 {
+                RequestId(100 + (at % 60) as u32)
+            } else {
+                id
+            };
+            let from = t(len);
+            a.release_from(id, from);
+            naive.0.retain(|x| !(x.1 == id && x.3 >= from));
+        }
+        // A lease of its own with VMs on two hosts at once (VM k on the k-th).
+        5 => {
+            let id = RequestId(100 + i as u32);
+            let (s, e) = (
+                t(at).max(*now),
+                t(at).max(*now) + EmuDuration::from_secs(len),
+            );
+            let pair = [host as u16, ((host + 1) % 3) as u16];
+            if pair.iter().all(|&h| a.room(usize::from(h), VM, s, e) > 0) {
+                a.reserve(id, &pair, VM, s, e);
+                for (vm, &h) in pair.iter().enumerate() {
+                    naive.0.push((usize::from(h), id, vm as u32, s, e));
+                }
+            }
+        }
+        _ => {
+            *now = (*now).max(t(at));
+            a.forget_before(*now);
+            naive.0.retain(|x| x.4 > *now);
+        }
+    }
+}
+
+/// The profile within capacity, and its cluster-wide use and slot ends as counted from the
+/// slots held.
+fn check_counts(a: &Availability, naive: &Naive, i: usize) -> Result<(), TestCaseError> {
+    proptest::prop_assert!(a.within_capacity());
+    // The cluster-wide use and the slot ends, counted from the slots held.
+    let (mut deltas, mut ends) = (BTreeMap::new(), BTreeMap::new());
+    for &(_, _, _, s, e) in &naive.0 {
+        *deltas.entry(s).or_insert(0i64) += 1;
+        *deltas.entry(e).or_insert(0i64) -= 1;
+        *ends.entry(e).or_insert(0u32) += 1;
+    }
+    deltas.retain(|_, d| *d != 0);
+    proptest::prop_assert_eq!(&a.deltas, &deltas, "after op {}", i);
+    proptest::prop_assert_eq!(&a.ends, &ends, "after op {}", i);
+    Ok(())
+}
+
+/// Placements through the spans earlier placements found too full (kept across every
+/// change, before and after what was forgotten) place as fresh first-fit placements do.
+fn check_probes(
+    a: &Availability,
+    probes: &[(u64, u64, u64)],
+    i: usize,
+) -> Result<(), TestCaseError> {
+    for &(_, at, len) in probes.iter().take(4) {
+        let (s, e) = (t(at), t(at) + EmuDuration::from_secs(len));
+        for shape in [
+            VM,
+            VmShape {
+                cores: 3,
+                mem_mb: 1024,
+            },
+        ] {
+            for vms in [1, 3] {
+                proptest::prop_assert_eq!(
+                    a.place(vms, shape, s, e),
+                    a.place_skipping(vms, shape, s, e, &mut Blocked::default()),
+                    "{} VMs of {:?} over {:?}..{:?} after op {}",
+                    vms,
+                    shape,
+                    s,
+                    e,
+                    i
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A search over rising starts with a shared `Blocked` places as fresh first-fit
+/// placements do, for every shape.
+fn check_rising_starts(a: &Availability, probes: &[(u64, u64, u64)]) -> Result<(), TestCaseError> {
+    for shape in [
+        VM,
+        VmShape {
+            cores: 2,
+            mem_mb: 1024,
+        },
+        VmShape {
+            cores: 1,
+            mem_mb: 1 << 29,
+        },
+    ] {
+        for vms in [1, 2, 5] {
+            let mut blocked = Blocked::default();
+            let mut starts: Vec<u64> = probes.iter().map(|p| p.1).collect();
+            starts.sort_unstable();
+            for (k, &at) in starts.iter().enumerate() {
+                // Lengths vary (as resuming plans' do) but windows only move later.
+                let len = EmuDuration::from_secs(probes[k].2);
+                let (s, e) = (t(at), t(at) + len);
+                proptest::prop_assert_eq!(
+                    a.place_skipping(vms, shape, s, e, &mut blocked),
+                    a.place(vms, shape, s, e),
+                    "{} VMs of {:?} over {:?}..{:?}",
+                    vms,
+                    shape,
+                    s,
+                    e
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A host with more slots alive at once than the sweep keeps inline answers as the full
