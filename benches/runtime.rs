@@ -357,8 +357,13 @@ fn vm_memory(n: u32) -> f64 {
         // The quickstart's actors, built as a run builds them (its clock is not driven, so
         // nothing moves); the VMs are added on its first cluster's first host.
         let (done, _) = tokio::sync::oneshot::channel();
-        let graph = Graph::build(&emu, &quickstart(), done, igemu::Broken::None)
-            .unwrap_or_else(|e| panic!("the quickstart's policies are shipped ones: {e}"));
+        let graph = Graph::build(
+            &emu,
+            &igemu::plan::compile(&quickstart()),
+            done,
+            igemu::Broken::None,
+        )
+        .unwrap_or_else(|e| panic!("the quickstart's policies are shipped ones: {e}"));
         // Shared as a run's LRMS shares them among its VMs.
         let lrms = Rc::new(Own::of_peer(graph.lrms[0].1.clone()));
         let host = Rc::new(graph.hosts[0].1[0].clone());

@@ -150,6 +150,7 @@ pub mod input;
 pub mod lrms;
 pub mod metrics;
 pub mod model;
+pub mod plan;
 pub mod policy;
 pub mod progress;
 pub mod report;

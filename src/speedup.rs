@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::federation::{run, RunOptions};
 use crate::time::Lateness;
 use crate::topology::Topology;
-use crate::{actors, time, topology, Broken, Error};
+use crate::{time, topology, Broken, Error};
 
 /// Timer lateness in realtime runs, emulated milliseconds.
 pub type TimerLateness = Lateness;
@@ -166,7 +166,7 @@ pub fn predicted_wall_s(emulated_end_s: f64, speedup: f64) -> f64 {
 pub fn realtime_repeats_virtual(topo: &Topology, threads: usize) -> Result<(), &'static str> {
     if threads > 1 && topo.grids.len() > 1 {
         Err("its Grids run on threads of their own (--threads), and messages between them cross when the wall clock says")
-    } else if actors::graph::asks_processes(topo) {
+    } else if topo.asks_processes() {
         Err("its policies ask external processes, whose answers arrive when the wall clock says")
     } else {
         Ok(())

@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 
 use crate::actors::Emu;
 use crate::files::staged;
+use crate::plan::RunPlan;
 use crate::provenance::Provenance;
 use crate::record::{open_record, open_replay, ReplaySummary};
 use crate::results::{summarize, Observed, RunResult};
@@ -18,10 +19,10 @@ use crate::{actors, fault, policy, serve, time, trace, Broken, Error};
 
 pub mod threads;
 
-/// Builds the actor graph for `topo` and runs it to its end; returns the end time.
-async fn emulate(emu: Rc<Emu>, topo: &Topology, broken: Broken) -> Result<EmuTime, Error> {
+/// Builds the actor graph of `plan` and runs it to its end; returns the end time.
+async fn emulate(emu: Rc<Emu>, plan: &RunPlan, broken: Broken) -> Result<EmuTime, Error> {
     let (done_tx, done_rx) = oneshot::channel();
-    let _graph = actors::graph::Graph::build(&emu, topo, done_tx, broken).map_err(Error::Policy)?;
+    let _graph = actors::graph::Graph::build(&emu, plan, done_tx, broken).map_err(Error::Policy)?;
     let driver = actix::spawn(emu.clock.clone().drive());
     let stop = emu.plugins.stopped();
     let capped = emu.cap.stopped();
@@ -119,6 +120,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
         None => None,
     };
     let wall = time::Stopwatch::start();
+    let plan = crate::plan::compile(&topo);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(mode == ClockMode::Virtual)
@@ -128,7 +130,7 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let (end, emu) = system.block_on(async {
         let emu = new_emu(&topo, options, tracer, (order_log, order_script));
         watch_live(&emu, &topo, options);
-        let end = emulate(Rc::clone(&emu), &topo, options.broken).await;
+        let end = emulate(Rc::clone(&emu), &plan, options.broken).await;
         (end, emu)
     });
     // The run's processes end with it, whatever its outcome.

@@ -20,6 +20,7 @@ use crate::actors::igg::Igg;
 use crate::actors::shard::{Door, Federation};
 use crate::actors::{Emu, Peer};
 use crate::model::GridId;
+use crate::plan::RunPlan;
 use crate::results::Observed;
 use crate::time::{self, Clock, ClockMode, EmuTime, Lateness};
 use crate::topology::Topology;
@@ -145,6 +146,8 @@ pub(crate) fn run(
         ],
     )?;
     let (shard_of, shards) = partition(topo, threads);
+    // Compiled once, shared by every shard.
+    let plan = &crate::plan::compile(topo);
     let federation = Arc::new(Federation::new(shard_of.clone(), shards));
     let (built_tx, built_rx) = mpsc::channel::<Built>();
     let mut go_txs = Vec::new();
@@ -170,7 +173,7 @@ pub(crate) fn run(
                         .name(format!("igemu-shard-{i}"))
                         .spawn_scoped(scope, move || {
                             let go = go.ok_or_else(|| Error::Failed("shard set-up".into()))?;
-                            run_shard(topo, options, (i, &grids), federation, built_tx, go)
+                            run_shard((topo, plan), options, (i, &grids), federation, built_tx, go)
                         })
                 })
                 .collect();
@@ -335,7 +338,7 @@ impl Drop for EndAllOnPanic {
 
 /// Runs shard `i` (Grids `grids`) on this thread.
 fn run_shard(
-    topo: &Topology,
+    (topo, plan): (&Topology, &RunPlan),
     options: &RunOptions,
     (i, grids): (usize, &[GridId]),
     federation: Arc<Federation>,
@@ -359,7 +362,7 @@ fn run_shard(
         let mailbox = emu.clock.mailbox();
         let (done_tx, done_rx) = oneshot::channel();
         let graph =
-            Graph::build_part(&emu, topo, grids, done_tx, options.broken).map_err(Error::Policy)?;
+            Graph::build_part(&emu, plan, grids, done_tx, options.broken).map_err(Error::Policy)?;
         let door = Door {
             mailbox,
             director: graph.director.clone(),
@@ -380,7 +383,7 @@ fn run_shard(
         let (all_iggs, origin) = go
             .recv()
             .map_err(|_| Error::Failed("another shard failed to start".into()))?;
-        graph.introduce(topo, &all_iggs);
+        graph.introduce(plan, &all_iggs);
         emu.clock.start_at(origin);
         let driver = actix::spawn(emu.clock.clone().drive());
         let stop = emu.plugins.stopped();

@@ -22,7 +22,7 @@ use crate::igg::negotiation::{AnswerPolicy, OfferPolicy};
 use crate::lrms::admission::AdmissionControl;
 use crate::lrms::preemption::Preemption;
 use crate::model::GridId;
-use crate::topology::Topology;
+use crate::plan::RunPlan;
 use crate::trace::ActorId;
 
 /// Builds the policies of a run's sites.
@@ -37,51 +37,36 @@ pub(crate) struct Builder<'a> {
     pub names: Names,
 }
 
-/// Every external command the Grids `grids` of `topo` name (their IGGs' and their
-/// clusters'), with the decision points each is asked. A Grid whose whole gateway is external
+/// Every external command the Grids `grids` of `plan` name (their clusters', then their
+/// IGGs'), with the decision points each is asked. A Grid whose whole gateway is external
 /// names no policy for its gateway's decision points.
-fn external_commands(topo: &Topology, grids: &[GridId]) -> BTreeMap<String, Vec<Point>> {
+fn external_commands(plan: &RunPlan, grids: &[GridId]) -> BTreeMap<String, Vec<Point>> {
+    let mut clusters: Vec<_> = (grids.iter())
+        .flat_map(|&g| plan.grid(g).clusters.iter())
+        .collect();
+    clusters.sort_by_key(|c| c.id);
+    let lrms = clusters.into_iter().flat_map(|c| c.external());
+    let igg = (grids.iter()).flat_map(|&g| plan.grid(g).gateway.external());
     let mut commands: BTreeMap<String, Vec<Point>> = BTreeMap::new();
-    let lrms = (topo.clusters.iter())
-        .filter(|c| grids.contains(&c.grid))
-        .flat_map(|c| {
-            [
-                (Point::Preemption, &c.lrms.preemption),
-                (Point::Admission, &c.lrms.admission),
-            ]
-        });
-    let igg = (grids.iter()).flat_map(|g| {
-        let igg = &topo.grids[usize::from(g.0)].igg;
-        match igg.implementation.is_external() {
-            true => vec![(Point::Gateway, &igg.implementation)],
-            false => vec![
-                (Point::Dispatch, &igg.dispatch),
-                (Point::Answer, &igg.answer),
-                (Point::Offer, &igg.offer),
-            ],
-        }
-    });
     for (point, chosen) in lrms.chain(igg) {
-        if chosen.is_external() {
-            let points = commands.entry(chosen.name.clone()).or_default();
-            if !points.contains(&point) {
-                points.push(point);
-            }
+        let points = commands.entry(chosen.name.clone()).or_default();
+        if !points.contains(&point) {
+            points.push(point);
         }
     }
     commands
 }
 
-/// Starts every external process the Grids `grids` of `topo` name (a failure to start, or
+/// Starts every external process the Grids `grids` of `plan` name (a failure to start, or
 /// to answer the handshake, is the run's error). In a realtime run, each process's answers
 /// are read in the background and `arrived` is called after each.
 pub(crate) fn start_processes(
-    topo: &Topology,
+    plan: &RunPlan,
     grids: &[GridId],
     plugins: &Plugins,
     arrived: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
 ) -> Result<(), String> {
-    for (name, points) in external_commands(topo, grids) {
+    for (name, points) in external_commands(plan, grids) {
         if plugins.process(&name).is_some() {
             continue;
         }
@@ -91,14 +76,14 @@ pub(crate) fn start_processes(
         let command = name.trim_start_matches(super::EXTERNAL_PREFIX).trim();
         let hello = json!({
             "igemu": env!("CARGO_PKG_VERSION"),
-            "mode": match topo.emulation.mode {
+            "mode": match plan.mode {
                 crate::time::ClockMode::Virtual => "virtual",
                 crate::time::ClockMode::Realtime { .. } => "realtime",
             },
-            "seed": topo.emulation.seed,
-            "topology": topo.name,
+            "seed": plan.seed,
+            "topology": plan.topology,
         });
-        let p = Process::start(command, &words, &points, hello, topo.external.timeout)?;
+        let p = Process::start(command, &words, &points, hello, plan.external.timeout)?;
         if let Some(arrived) = &arrived {
             p.answer_in_background(std::sync::Arc::clone(arrived))?;
         }

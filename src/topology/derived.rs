@@ -1,10 +1,25 @@
-//! Settings derived from a topology for the actors that run it: each cluster's unit cost, each
-//! Grid's cost model (paper 004 eqs. 1–3), and the cluster models PAP dispatch reads (arrival
-//! rates and coefficients of variation of each cluster's load).
+//! Settings derived from a topology for its run plan ([`crate::plan`]): each cluster's unit
+//! cost, each Grid's cost model (paper 004 eqs. 1–3), the cluster models PAP dispatch reads
+//! (arrival rates and coefficients of variation of each cluster's load), and whether external
+//! processes decide.
 
 use super::*;
 
 impl Topology {
+    /// Whether any policy is decided by an external process (dispatch, answer, offer,
+    /// preemption or admission): in realtime its answers come at the emulated time the wall
+    /// time they took makes, so such a run does not repeat its virtual run.
+    pub fn asks_processes(&self) -> bool {
+        self.clusters
+            .iter()
+            .any(|c| c.lrms.preemption.is_external() || c.lrms.admission.is_external())
+            || self.grids.iter().any(|g| {
+                [&g.igg.dispatch, &g.igg.answer, &g.igg.offer]
+                    .iter()
+                    .any(|c| c.is_external())
+            })
+    }
+
     /// A cluster's cost of a resource unit, drawn from `peering.unit_cost` (paper 004 Table 1)
     /// with the run's seed.
     pub fn unit_cost(&self, c: ClusterId) -> f64 {
