@@ -103,7 +103,9 @@ impl Graph {
         broken: Broken,
     ) -> Result<Graph, String> {
         let arrived = answers_later(emu, plan);
-        crate::policy::build::start_processes(plan, grids, &emu.plugins, arrived)?;
+        let commands = plan.external_commands(grids);
+        let greeting = &plan.external.greeting;
+        crate::policy::build::start_processes(commands, greeting, &emu.plugins, arrived)?;
         let dir_id = emu.tracer.register("director".into());
         let counted = grids.iter().map(|&g| plan.grid(g).requests).sum();
         let director = Peer {

@@ -29,6 +29,8 @@ use crate::model::{ClusterId, GridId, HostSpec, Origin, RequestId, RequestState}
 use crate::time::{EmuDuration, EmuTime};
 use crate::trace::ActorId;
 
+pub use crate::plan::Publishing;
+
 /// A cluster's local resource management system.
 pub struct Lrms {
     emu: Rc<Emu>,
@@ -77,22 +79,6 @@ enum Held {
     Reallocate,
     Outcome(RelocationOutcome),
     Slots(GridSlots),
-}
-
-/// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
-#[derive(Clone, Debug)]
-pub struct Publishing {
-    /// Time between publications; `None`: only when the IGG asks ([`SlotsRequest`]).
-    pub interval: Option<EmuDuration>,
-    /// How far ahead the slots reach.
-    pub horizon: EmuDuration,
-    /// The cluster's cores.
-    pub cores: u64,
-    /// The cluster's cost of a resource unit (its price grows with load, eq. 1).
-    pub unit_cost: f64,
-    /// How the local partition kept from the published slots is sized (paper 004's `M`:
-    /// mean local load; `Mf`: a forecast).
-    pub partitions: Partitions,
 }
 
 /// What an LRMS is built from.

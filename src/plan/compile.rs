@@ -1,14 +1,13 @@
 //! Compiling a topology into its run plan: each derived setting is read from the topology
 //! once, here, and resolved into the spec of the actor that needs it.
 
-use super::{ClusterPlan, ExternalPlan, GatewayPlan, GridPlan, RunPlan};
-use crate::actors::lrms::Publishing;
+use super::{ClusterPlan, ExternalPlan, GatewayPlan, GridPlan, Publishing, RunPlan};
 use crate::igg::dispatch::DispatchSetup;
 use crate::igg::gateway::GatewaySettings;
 use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
 use crate::model::{ClusterId, GridId, LeaseType, Origin, RequestId};
-use crate::policy::{LrmsSetup, PeeringSetup};
+use crate::policy::{Greeting, LrmsSetup, PeeringSetup};
 use crate::time::{stream_seed, ClockMode, EmuDuration};
 use crate::topology::{PublicationMode, Topology, Workload};
 
@@ -16,8 +15,6 @@ use crate::topology::{PublicationMode, Topology, Workload};
 pub fn compile(topo: &Topology) -> RunPlan {
     let grid_ids = (0..topo.grids.len()).map(|g| GridId(g as u16));
     RunPlan {
-        topology: topo.name.clone(),
-        seed: topo.emulation.seed,
         mode: topo.emulation.mode,
         end: topo.emulation.end,
         registry: topo.registry.clone(),
@@ -38,7 +35,15 @@ fn external(topo: &Topology) -> ExternalPlan {
     let timeout = EmuDuration::from_secs_f64(topo.external.timeout.as_secs_f64() * speedup);
     ExternalPlan {
         asked: topo.asks_processes(),
-        timeout: topo.external.timeout,
+        greeting: Greeting {
+            mode: match topo.emulation.mode {
+                ClockMode::Virtual => "virtual",
+                ClockMode::Realtime { .. } => "realtime",
+            },
+            seed: topo.emulation.seed,
+            topology: topo.name.clone(),
+            timeout: topo.external.timeout,
+        },
         answer_within: topo.external.deadline.min(timeout),
     }
 }

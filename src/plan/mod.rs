@@ -13,24 +13,20 @@ use std::collections::BTreeMap;
 
 pub use compile::compile;
 
-use crate::actors::lrms::Publishing;
 use crate::igg::dispatch::DispatchSetup;
 use crate::igg::gateway::GatewaySettings;
 use crate::igg::peering::CostModel;
+use crate::lrms::provider::Partitions;
 use crate::lrms::Config;
 use crate::model::{ClusterId, GridId, HostSpec, RequestId};
 use crate::policy::external::Names;
-use crate::policy::{Chosen, LrmsSetup, PeeringSetup, Registry};
+use crate::policy::{Chosen, Greeting, LrmsSetup, PeeringSetup, Point, Registry};
 use crate::time::{ClockMode, EmuDuration};
 use crate::topology::EndCondition;
 
 /// A topology compiled for a run.
 #[derive(Clone, Debug)]
 pub struct RunPlan {
-    /// The topology's name (told to external processes).
-    pub topology: String,
-    /// The run's seed (told to external processes; every stream below derives from it).
-    pub seed: u64,
     /// How the run is driven.
     pub mode: ClockMode,
     /// When the run ends.
@@ -50,8 +46,9 @@ pub struct RunPlan {
 pub struct ExternalPlan {
     /// Whether any policy is decided by an external process.
     pub asked: bool,
-    /// Wall-clock time a process has to start, to answer and to exit.
-    pub timeout: std::time::Duration,
+    /// What each process is told when it starts (the run's mode, seed and topology), and
+    /// the wall-clock time it has to start, to answer and to exit.
+    pub greeting: Greeting,
     /// Realtime runs: emulated time a decision may take before its fallback decides — the
     /// deadline, or the timeout at the run's speed-up, whichever is shorter.
     pub answer_within: EmuDuration,
@@ -128,6 +125,22 @@ pub struct ClusterPlan {
     pub publishing: Option<Publishing>,
 }
 
+/// How an LRMS publishes its free time slots to its IGG (paper 004 §4.1).
+#[derive(Clone, Debug)]
+pub struct Publishing {
+    /// Time between publications; `None`: only when the IGG asks ([`crate::actors::messages::SlotsRequest`]).
+    pub interval: Option<EmuDuration>,
+    /// How far ahead the slots reach.
+    pub horizon: EmuDuration,
+    /// The cluster's cores.
+    pub cores: u64,
+    /// The cluster's cost of a resource unit (its price grows with load, eq. 1).
+    pub unit_cost: f64,
+    /// How the local partition kept from the published slots is sized (paper 004's `M`:
+    /// mean local load; `Mf`: a forecast).
+    pub partitions: Partitions,
+}
+
 impl RunPlan {
     /// How requests and Grids are named to external processes.
     pub fn names(&self) -> Names {
@@ -153,13 +166,32 @@ impl RunPlan {
     pub fn grid_ids(&self) -> Vec<GridId> {
         self.grids.iter().map(|g| g.id).collect()
     }
+
+    /// Every external command the Grids `grids` name (their clusters', then their IGGs'),
+    /// with the decision points each is asked: the processes a shard of those Grids starts.
+    pub fn external_commands(&self, grids: &[GridId]) -> BTreeMap<String, Vec<Point>> {
+        let mut clusters: Vec<&ClusterPlan> = (grids.iter())
+            .flat_map(|&g| self.grid(g).clusters.iter())
+            .collect();
+        clusters.sort_by_key(|c| c.id);
+        let lrms = clusters.into_iter().flat_map(ClusterPlan::external);
+        let igg = (grids.iter()).flat_map(|&g| self.grid(g).gateway.external());
+        let mut commands: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        for (point, chosen) in lrms.chain(igg) {
+            let points = commands.entry(chosen.name.clone()).or_default();
+            if !points.contains(&point) {
+                points.push(point);
+            }
+        }
+        commands
+    }
 }
 
 impl GatewayPlan {
     /// The decision points of this gateway that external processes decide, with the command
-    /// of each: the whole gateway, or each of its policies.
-    pub fn external(&self) -> Vec<(crate::policy::Point, &Chosen)> {
-        use crate::policy::Point;
+    /// of each: the whole gateway (which then names no policy of its own), or each of its
+    /// policies.
+    pub fn external(&self) -> Vec<(Point, &Chosen)> {
         let points = match self.implementation.is_external() {
             true => vec![(Point::Gateway, &self.implementation)],
             false => vec![
@@ -177,8 +209,7 @@ impl GatewayPlan {
 
 impl ClusterPlan {
     /// The decision points of this cluster that external processes decide.
-    pub fn external(&self) -> Vec<(crate::policy::Point, &Chosen)> {
-        use crate::policy::Point;
+    pub fn external(&self) -> Vec<(Point, &Chosen)> {
         [
             (Point::Preemption, &self.preemption),
             (Point::Admission, &self.admission),

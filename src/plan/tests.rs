@@ -156,31 +156,31 @@ hosts = { count = 1, cores = 4, memory_mb = 4096, mips = 1000 }
 
 /// The external commands a shard starts are those its Grids name, each with the decision
 /// points it is asked, clusters' first; a Grid whose whole gateway is external names no
-/// policy of its gateway's.
+/// policy of its gateway's. Each process is greeted with the run's mode, seed and name.
 #[test]
 fn each_shard_starts_the_processes_its_grids_name() {
     let topo = load_str(EXTERNAL, "t.toml", "t", None, &Overrides::default())
         .expect("the test topology is valid");
     let plan = compile(&topo);
     assert!(plan.external.asked);
-    let one = plan.grid(GridId(0));
-    let points = |g: &GridPlan| {
-        let mut all: Vec<_> = (g.clusters.iter()).flat_map(|c| c.external()).collect();
-        all.extend(g.gateway.external());
-        all.into_iter()
-            .map(|(p, c)| (p.as_str(), c.name.clone()))
+    let greeting = &plan.external.greeting;
+    assert_eq!((greeting.mode, greeting.seed), ("virtual", 3));
+    let listed = |grids: &[u16]| {
+        let grids: Vec<GridId> = grids.iter().map(|&g| GridId(g)).collect();
+        (plan.external_commands(&grids).into_iter())
+            .map(|(command, points)| {
+                let points: Vec<&str> = points.iter().map(|p| p.as_str()).collect();
+                format!("{command}: {}", points.join(" "))
+            })
             .collect::<Vec<_>>()
     };
     assert_eq!(
-        points(one),
+        listed(&[0]),
         [
-            ("preemption", "external:python3 p.py".to_string()),
-            ("admission", "external:python3 d.py".to_string()),
-            ("dispatch", "external:python3 d.py".to_string()),
+            "external:python3 d.py: admission dispatch",
+            "external:python3 p.py: preemption",
         ]
     );
-    assert_eq!(
-        points(plan.grid(GridId(1))),
-        [("gateway", "external:python3 g.py".to_string())]
-    );
+    assert_eq!(listed(&[1]), ["external:python3 g.py: gateway"]);
+    assert_eq!(listed(&[0, 1]).len(), 3);
 }

@@ -21,8 +21,6 @@ use crate::igg::dispatch::{Dispatch, DispatchSetup};
 use crate::igg::negotiation::{AnswerPolicy, OfferPolicy};
 use crate::lrms::admission::AdmissionControl;
 use crate::lrms::preemption::Preemption;
-use crate::model::GridId;
-use crate::plan::RunPlan;
 use crate::trace::ActorId;
 
 /// Builds the policies of a run's sites.
@@ -37,36 +35,31 @@ pub(crate) struct Builder<'a> {
     pub names: Names,
 }
 
-/// Every external command the Grids `grids` of `plan` name (their clusters', then their
-/// IGGs'), with the decision points each is asked. A Grid whose whole gateway is external
-/// names no policy for its gateway's decision points.
-fn external_commands(plan: &RunPlan, grids: &[GridId]) -> BTreeMap<String, Vec<Point>> {
-    let mut clusters: Vec<_> = (grids.iter())
-        .flat_map(|&g| plan.grid(g).clusters.iter())
-        .collect();
-    clusters.sort_by_key(|c| c.id);
-    let lrms = clusters.into_iter().flat_map(|c| c.external());
-    let igg = (grids.iter()).flat_map(|&g| plan.grid(g).gateway.external());
-    let mut commands: BTreeMap<String, Vec<Point>> = BTreeMap::new();
-    for (point, chosen) in lrms.chain(igg) {
-        let points = commands.entry(chosen.name.clone()).or_default();
-        if !points.contains(&point) {
-            points.push(point);
-        }
-    }
-    commands
+/// What a run tells each external process when it starts it (the handshake's `hello`) and
+/// how long a process may take.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Greeting {
+    /// The run's mode: `virtual` or `realtime`.
+    pub mode: &'static str,
+    /// The run's seed.
+    pub seed: u64,
+    /// The topology's name.
+    pub topology: String,
+    /// Wall-clock time a process has to start, to answer and to exit.
+    pub timeout: std::time::Duration,
 }
 
-/// Starts every external process the Grids `grids` of `plan` name (a failure to start, or
-/// to answer the handshake, is the run's error). In a realtime run, each process's answers
-/// are read in the background and `arrived` is called after each.
+/// Starts every external process `commands` names, each asked the decision points listed
+/// with it (a failure to start, or to answer the handshake, is the run's error). In a
+/// realtime run, each process's answers are read in the background and `arrived` is called
+/// after each.
 pub(crate) fn start_processes(
-    plan: &RunPlan,
-    grids: &[GridId],
+    commands: BTreeMap<String, Vec<Point>>,
+    greeting: &Greeting,
     plugins: &Plugins,
     arrived: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
 ) -> Result<(), String> {
-    for (name, points) in external_commands(plan, grids) {
+    for (name, points) in commands {
         if plugins.process(&name).is_some() {
             continue;
         }
@@ -76,14 +69,11 @@ pub(crate) fn start_processes(
         let command = name.trim_start_matches(super::EXTERNAL_PREFIX).trim();
         let hello = json!({
             "igemu": env!("CARGO_PKG_VERSION"),
-            "mode": match plan.mode {
-                crate::time::ClockMode::Virtual => "virtual",
-                crate::time::ClockMode::Realtime { .. } => "realtime",
-            },
-            "seed": plan.seed,
-            "topology": plan.topology,
+            "mode": greeting.mode,
+            "seed": greeting.seed,
+            "topology": greeting.topology,
         });
-        let p = Process::start(command, &words, &points, hello, plan.external.timeout)?;
+        let p = Process::start(command, &words, &points, hello, greeting.timeout)?;
         if let Some(arrived) = &arrived {
             p.answer_in_background(std::sync::Arc::clone(arrived))?;
         }

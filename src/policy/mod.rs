@@ -25,6 +25,7 @@ pub mod registry;
 pub mod run;
 pub mod words;
 
+pub use build::Greeting;
 pub use registry::{LrmsSetup, PeeringSetup, Registry};
 pub use run::{Note, PluginRecord, Plugins, PolicyFailure, Site, Witness};
 
