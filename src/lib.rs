@@ -188,6 +188,9 @@ pub use input::{Diagnostic, Report};
 // as the library's API has always named them (`igemu::run`, `igemu::RunOptions`, ...).
 pub mod federation;
 mod files;
+#[cfg(test)]
+mod layering;
+mod pacing;
 mod provenance;
 mod record;
 mod results;
@@ -198,13 +201,16 @@ pub use files::{
     check_output_file, check_regular_files, create_temp_beside, staged, write_atomically,
     OutputKind, RUN_OUTPUTS,
 };
+pub use pacing::{
+    lateness_verdict, SpeedupChoice, TimerLateness, AUTO_MAX_WALL, AUTO_P99_LATENESS_MS,
+    SUSTAINABLE_P99_LATENESS_MS,
+};
 pub use provenance::{file_hash, Provenance};
 pub use record::{
     read_record_header, record_file_name, RecordHeader, ReplayOutcome, ReplaySummary, RECORD_FORMAT,
 };
 pub use results::{policies, RunResult, Summary};
 pub use speedup::{
-    choose_speedup, lateness_verdict, predicted_wall_s, realtime_repeats_virtual, SpeedupChoice,
-    TimerLateness, AUTO_MAX_WALL, AUTO_P99_LATENESS_MS, SUSTAINABLE_P99_LATENESS_MS,
-    WAKE_PROBE_GAPS, WAKE_PROBE_WAITS, WAKE_QUANTILE,
+    choose_speedup, predicted_wall_s, realtime_repeats_virtual, WAKE_PROBE_GAPS, WAKE_PROBE_WAITS,
+    WAKE_QUANTILE,
 };

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::federation::RunOptions;
 use crate::files::create_temp_beside;
 use crate::provenance::Provenance;
 use crate::time::ClockMode;
@@ -54,11 +53,13 @@ pub struct ReplaySummary {
 }
 
 /// Opens the record file `path` under a temporary name beside it and writes its header
-/// (what ran); returns the log of deliveries that follows and the temporary name.
+/// (what ran: the topology, the run's `provenance` and its `broken` protocol's name);
+/// returns the log of deliveries that follows and the temporary name.
 pub(crate) fn open_record(
     path: &Path,
     topo: &Topology,
-    options: &RunOptions,
+    provenance: Option<&Provenance>,
+    broken: &str,
 ) -> Result<(time::record::OrderLog, PathBuf), Error> {
     use std::io::Write;
     record_file_name(path)?;
@@ -71,12 +72,12 @@ pub(crate) fn open_record(
     };
     let header = RecordHeader {
         igemu_record: RECORD_FORMAT,
-        provenance: options.provenance.clone().unwrap_or_default(),
+        provenance: provenance.cloned().unwrap_or_default(),
         seed: topo.emulation.seed,
         mode: mode.to_string(),
         speedup,
         interleaving: topo.emulation.interleaving,
-        broken: options.broken.name().to_string(),
+        broken: broken.to_string(),
     };
     let mut out = std::io::BufWriter::new(file);
     // Invariant: the header is plain data; serialising it cannot fail.

@@ -501,7 +501,7 @@ impl Lrms {
         let mut slots = Published::new(now, p.horizon, (free, load), p.cores, p.unit_cost);
         if let Some((_, reserve)) = &self.forecast {
             let local = self.core.local_usage(now, slots.until);
-            slots.keep_back(now, &local, *reserve, p.unit_cost);
+            crate::lrms::provider::keep_back(&mut slots, now, &local, *reserve, p.unit_cost);
         }
         FreeSlots {
             cluster: self.cluster,

@@ -162,7 +162,7 @@ pub(super) fn check_trace_actors(
     if filter.actors.is_empty() {
         return Ok(());
     }
-    crate::trace::check_actor_patterns(&filter.actors, &crate::trace::actor_catalogue(topo))
+    crate::trace::check_actor_patterns(&filter.actors, &topo.actor_catalogue())
         .map_err(|e| Error::Usage(format!("--trace-actors: {e}")))
 }
 

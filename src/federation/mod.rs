@@ -110,7 +110,12 @@ pub fn run(topo: Topology, options: &RunOptions) -> Result<RunResult, Error> {
     let tracer = open_tracer(&topo, options)?;
     let (order_log, record_at) = match &options.record {
         Some(path) => {
-            let (log, staged) = open_record(path, &topo, options)?;
+            let (log, staged) = open_record(
+                path,
+                &topo,
+                options.provenance.as_ref(),
+                options.broken.name(),
+            )?;
             (Some(log), Some((staged, path)))
         }
         None => (None, None),

@@ -40,7 +40,7 @@ impl CostModel {
 
     /// Eq. 1 (a provider's price): its cost plus cost × its load.
     pub fn provider_price(cost: f64, load: f64) -> f64 {
-        cost + cost * load
+        crate::model::published::provider_price(cost, load)
     }
 
     /// The total cost cost(L) of running `capacity · L` units: L_units · p(1 + (βL)²).

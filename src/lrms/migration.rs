@@ -18,7 +18,7 @@
 //! the lease really moves is decided when it is offered ([`super::Core::adopt`] there), and if
 //! no cluster takes it, it resumes here as a suspended lease would.
 
-use crate::igg::slots::Published;
+use crate::model::Published;
 use crate::time::{EmuDuration, EmuTime};
 
 /// What a migration needs of another cluster.

@@ -7,6 +7,7 @@ pub mod admission;
 pub(crate) mod availability;
 pub mod contention;
 pub mod migration;
+pub mod names;
 pub(crate) mod overhead;
 pub mod partition;
 pub mod policy;

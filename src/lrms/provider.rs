@@ -31,6 +31,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::published::{provider_price, Published};
 use crate::time::{EmuDuration, EmuTime};
 
 named_enum! {
@@ -191,6 +192,26 @@ pub fn grid_share(
         }
     }
     share
+}
+
+/// Keeps the local partition back from a provider's published slots (paper 004 §4.2):
+/// `reserve` cores of local partition are kept where the local jobs (`local`, their cores
+/// from each change point on) do not hold them, and the price becomes eq. 1 at the load that
+/// leaves (the load estimate of a forecasting provider).
+pub fn keep_back(
+    slots: &mut Published,
+    now: EmuTime,
+    local: &BTreeMap<EmuTime, u64>,
+    reserve: u64,
+    unit_cost: f64,
+) {
+    let free: BTreeMap<EmuTime, u64> = slots.free.iter().copied().collect();
+    slots.free = grid_share(&free, local, reserve).into_iter().collect();
+    let cap = slots.cores as f64 * slots.until.since(now).as_secs_f64();
+    if cap > 0.0 {
+        let load = slots.used_units(now, slots.until) / cap;
+        slots.price = provider_price(unit_cost, load);
+    }
 }
 
 #[cfg(test)]

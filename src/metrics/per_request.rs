@@ -33,9 +33,9 @@ use crate::model::{LeaseRequest, LeaseType, Origin, RequestState};
 use crate::time::{EmuDuration, EmuTime};
 use crate::topology::Topology;
 
-/// τ of the bounded slowdown when the topology sets none, seconds (Feitelson et al.'s and
-/// Haizea's 10 s).
-pub const DEFAULT_TAU_S: f64 = 10.0;
+/// τ of the bounded slowdown when the topology sets none, seconds (defined with the
+/// topology's `[metrics]` settings, which default to it).
+pub use crate::topology::DEFAULT_TAU_S;
 
 /// What a request's metrics are computed from.
 #[derive(Copy, Clone, Debug, PartialEq)]

@@ -1,8 +1,10 @@
 //! Plain data shared by the pure core and the actor shell: ids, lease requests, lease types,
-//! request outcomes, and the VM lifecycle state machine.
+//! request outcomes, the VM lifecycle state machine, and a cluster's published free slots.
 
+pub mod published;
 mod vm;
 
+pub use published::Published;
 pub use vm::{VmEvent, VmState};
 
 use serde::Serialize;

@@ -12,8 +12,8 @@ use super::{Point, EXTERNAL_PREFIX};
 use crate::igg::dispatch::{self, Dispatch, DispatchName, DispatchSetup};
 use crate::igg::negotiation::{self, AnswerName, AnswerPolicy, OfferName, OfferPolicy};
 use crate::lrms::admission::{self, AdmissionControl};
+use crate::lrms::names::{AdmissionName, PacpSettings, PreemptionName};
 use crate::lrms::preemption::{self, Preemption};
-use crate::topology::{AdmissionName, PreemptionName};
 
 /// The name of igemu's own gateway (`igg.implementation`).
 pub const GATEWAY: &str = "igemu";
@@ -29,7 +29,7 @@ pub struct LrmsSetup {
     /// `lrms.cp_alpha`: CP's weight of the overhead score.
     pub cp_alpha: f64,
     /// `lrms.pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`: PACP's deadline model.
-    pub pacp: crate::topology::PacpSettings,
+    pub pacp: PacpSettings,
     /// `lrms.queue_limit`: the fixed policy's limit.
     pub queue_limit: usize,
 }
@@ -367,7 +367,7 @@ pub(crate) fn described(
     point: Point,
     name: &str,
     cp_alpha: f64,
-    (pacp, queue_limit): (crate::topology::PacpSettings, usize),
+    (pacp, queue_limit): (PacpSettings, usize),
 ) -> Option<String> {
     let lower = |d: String| d.to_lowercase();
     match point {

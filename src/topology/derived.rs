@@ -1,11 +1,32 @@
 //! Settings derived from a topology for its run plan ([`crate::plan`]): each cluster's unit
 //! cost, each Grid's cost model (paper 004 eqs. 1–3), the cluster models PAP dispatch reads
 //! (arrival rates and coefficients of variation of each cluster's load), and whether external
-//! processes decide.
+//! processes decide; and the names of the actors a run has.
 
 use super::*;
 
 impl Topology {
+    /// The actors a run of this topology has, by trace name, for checking `--trace-actors` patterns
+    /// before the run: the director, each Grid's IGG and DVE, each cluster's LRMS, users and
+    /// hosts, and one `vm:REQUEST/` prefix per request (its VMs are `vm:REQUEST/0`, `/1`, …).
+    /// DVEs and users are listed for every Grid and cluster, though a run starts them only
+    /// where a workload needs them.
+    pub fn actor_catalogue(&self) -> Vec<String> {
+        let mut names = vec!["director".to_string()];
+        for g in &self.grids {
+            names.push(format!("igg:{}", g.name));
+            names.push(format!("dve:{}", g.name));
+        }
+        for c in &self.clusters {
+            let q = c.qualified_name(self);
+            names.push(format!("lrms:{q}"));
+            names.push(format!("users:{q}"));
+            names.extend((0..c.hosts.len()).map(|i| format!("host:{q}/{i}")));
+        }
+        names.extend(self.request_labels.iter().map(|r| format!("vm:{r}/")));
+        names
+    }
+
     /// Whether any policy is decided by an external process (dispatch, answer, offer,
     /// preemption or admission): in realtime its answers come at the emulated time the wall
     /// time they took makes, so such a run does not repeat its virtual run.

@@ -5,6 +5,7 @@
 //! traced run writes (every message is still counted and numbered).
 
 pub mod chrome;
+mod decision;
 pub mod render;
 
 use std::cell::{Cell, RefCell};
@@ -14,6 +15,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+pub use decision::Note;
 
 use crate::model::RequestId;
 use crate::time::EmuTime;
@@ -105,27 +108,6 @@ pub fn actor_matches(pattern: &str, name: &str) -> bool {
     } else {
         name == pattern
     }
-}
-
-/// The actors a run of `topo` has, by trace name, for checking `--trace-actors` patterns
-/// before the run: the director, each Grid's IGG and DVE, each cluster's LRMS, users and
-/// hosts, and one `vm:REQUEST/` prefix per request (its VMs are `vm:REQUEST/0`, `/1`, …).
-/// DVEs and users are listed for every Grid and cluster, though a run starts them only
-/// where a workload needs them.
-pub fn actor_catalogue(topo: &crate::topology::Topology) -> Vec<String> {
-    let mut names = vec!["director".to_string()];
-    for g in &topo.grids {
-        names.push(format!("igg:{}", g.name));
-        names.push(format!("dve:{}", g.name));
-    }
-    for c in &topo.clusters {
-        let q = c.qualified_name(topo);
-        names.push(format!("lrms:{q}"));
-        names.push(format!("users:{q}"));
-        names.extend((0..c.hosts.len()).map(|i| format!("host:{q}/{i}")));
-    }
-    names.extend(topo.request_labels.iter().map(|r| format!("vm:{r}/")));
-    names
 }
 
 /// Refuses a `--trace-actors` pattern that names no actor of the run (it kept nothing, and
@@ -380,7 +362,7 @@ struct Line<'a> {
     items: Vec<ItemLine<'a>>,
     /// A plug-in's decision (kind `Decision`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    decision: Option<&'a crate::policy::Note>,
+    decision: Option<&'a Note>,
 }
 
 /// An actor's name as registered: 16 bytes, as a run registers one per VM instance (with a
@@ -545,7 +527,7 @@ impl Tracer {
     /// Records a plug-in's decision, made by actor `by` at `t` while the record under way is
     /// handled: a record of kind `Decision` (numbered among the messages, not counted as
     /// one), written when the run is traced and the filter keeps it.
-    pub fn decision(&self, t: EmuTime, by: ActorId, note: &crate::policy::Note) {
+    pub fn decision(&self, t: EmuTime, by: ActorId, note: &Note) {
         let seq = self.messages.get();
         self.messages.set(seq + 1);
         self.decisions.set(self.decisions.get() + 1);

@@ -565,7 +565,7 @@ fn trace_actor_patterns_that_name_no_actor_are_refused_with_the_closest() {
             &igemu::topology::Overrides::default(),
         )
         .expect("loads");
-        let catalogue = igemu::trace::actor_catalogue(&topo);
+        let catalogue = topo.actor_catalogue();
         let trace = std::fs::read_to_string(out.join("trace.jsonl")).expect("trace");
         let mut names = std::collections::BTreeSet::new();
         for line in trace.lines() {

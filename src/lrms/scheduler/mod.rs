@@ -57,8 +57,8 @@ use super::policy::PreemptionPolicy;
 use super::preemption::{self, Preemption};
 use super::queue::{Listed, Queue, Rank};
 use super::storage::Storage;
-use crate::igg::Published;
 use crate::model::HostSpec;
+use crate::model::Published;
 use crate::model::{LeaseRequest, LeaseType, Origin, RequestId, RequestState, VmEvent, VmState};
 use crate::time::{stream_seed, EmuDuration, EmuTime};
 
