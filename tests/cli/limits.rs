@@ -373,6 +373,12 @@ fn numeric_settings_out_of_their_documented_range_are_errors_naming_value_and_ra
         );
         assert!(err.contains(expect), "{set}: {err}");
     }
+    workload_settings_out_of_range_are_errors_with_a_hint();
+}
+
+/// Workload settings out of their range (paper 000's DAS-2 model, deadlines) are errors
+/// naming the value, with a hint to use a number unless they are not finite.
+fn workload_settings_out_of_range_are_errors_with_a_hint() {
     for (set, expect) in [
         (
             "workload.0.das2.arrival_scale=1e-310",

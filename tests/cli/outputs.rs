@@ -249,6 +249,25 @@ pub(super) fn run_summary(end_s: f64, clusters: &[(&str, u64)], grids: &[(&str, 
     )
 }
 
+/// The folder `name` in `tmp`, made.
+fn made_dir(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
+    let d = tmp.path().join(name);
+    std::fs::create_dir_all(&d).expect("dir made");
+    d
+}
+
+/// `p` as an owned string.
+fn owned(p: &Path) -> String {
+    p.to_str().expect("utf-8").to_string()
+}
+
+/// Makes `path` a file of zeros past every cap (sparse: no disk is used), with no line end.
+fn zeros(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let f = std::fs::File::create(path).expect("created");
+    f.set_len((16 << 20) + 1).expect("sized");
+}
+
 #[cfg(unix)]
 #[test]
 fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
@@ -256,18 +275,7 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = |name: &str| {
-        let d = tmp.path().join(name);
-        std::fs::create_dir_all(&d).expect("dir made");
-        d
-    };
-    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
-    // A file of zeros past every cap (sparse: no disk is used), with no line end.
-    let zeros = |path: &Path| {
-        let _ = std::fs::remove_file(path);
-        let f = std::fs::File::create(path).expect("created");
-        f.set_len((16 << 20) + 1).expect("sized");
-    };
+    let (dir, s) = (|name: &str| made_dir(&tmp, name), owned);
     // Before: "out of memory" after 1.6 GB, or an abort (exit 134).
     let z1 = dir("z1");
     zeros(&z1.join("summary.json"));
@@ -275,18 +283,7 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         &["report", &s(&z1)],
         "summary.json: cannot read the file: larger than 16 MiB",
     );
-    let z3 = tmp.path().join("z3");
-    refused(
-        &["sweep", "merge", "--out", &s(&z3), "/dev/zero"],
-        "/dev/zero:1: longer than 1048576 bytes; not a CSV row",
-    );
-    let z2 = dir("z2");
-    std::fs::write(z2.join("runs.csv"), "run,seed,x,error\n0,1,2,\n").expect("written");
-    link("/dev/zero", &z2.join("sweep.json"));
-    refused(
-        &["sweep", "merge", "--out", &s(&z3), &s(&z2.join("runs.csv"))],
-        "sweep.json: larger than 16 MiB",
-    );
+    huge_files_a_sweep_reads_are_refused_at_the_cap(&tmp);
     let z4 = dir("z4");
     // The negotiations are drawn and listed from the trace for Grids that negotiated.
     let offered = r#"{"negotiations": {"offers": 1}, "paid": 0, "received": 0}"#;
@@ -317,6 +314,29 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         &["report", &s(&z5)],
         "points.csv:1: longer than 1048576 bytes",
     );
+    // A device where an output directory keeps a file is not read at all.
+    let z7 = dir("z7");
+    link("/dev/zero", &z7.join("summary.json"));
+    refused(&["report", &s(&z7)], "summary.json: not a regular file");
+}
+
+/// `sweep merge` refuses a huge runs file and a huge sweep.json beside one, and a resumed
+/// sweep a huge runs file of its own, at the cap.
+#[cfg(unix)]
+fn huge_files_a_sweep_reads_are_refused_at_the_cap(tmp: &tempfile::TempDir) {
+    let (dir, s) = (|name: &str| made_dir(tmp, name), owned);
+    let z3 = tmp.path().join("z3");
+    refused(
+        &["sweep", "merge", "--out", &s(&z3), "/dev/zero"],
+        "/dev/zero:1: longer than 1048576 bytes; not a CSV row",
+    );
+    let z2 = dir("z2");
+    std::fs::write(z2.join("runs.csv"), "run,seed,x,error\n0,1,2,\n").expect("written");
+    link("/dev/zero", &z2.join("sweep.json"));
+    refused(
+        &["sweep", "merge", "--out", &s(&z3), &s(&z2.join("runs.csv"))],
+        "sweep.json: larger than 16 MiB",
+    );
     // A resumed sweep reads its run file back too (it used to loop or fill memory).
     let z6 = dir("z6");
     let sweep = small_sweep(&z6, "2h");
@@ -335,10 +355,6 @@ fn huge_files_in_run_and_sweep_directories_are_refused_at_the_cap() {
         ],
         "runs.csv:1: longer than 1048576 bytes",
     );
-    // A device where an output directory keeps a file is not read at all.
-    let z7 = dir("z7");
-    link("/dev/zero", &z7.join("summary.json"));
-    refused(&["report", &s(&z7)], "summary.json: not a regular file");
 }
 
 /// `--overwrite` removed or replaced any file named like igemu's outputs (a user's
@@ -424,7 +440,6 @@ fn overwrite_replaces_only_igemus_own_files_and_the_root_is_no_output_folder() {
 #[cfg(unix)]
 #[test]
 fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
-    use std::os::unix::fs::FileTypeExt;
     let tmp = tempfile::tempdir().expect("temp dir");
     let at = |name: &str| tmp_str(&tmp, name);
     let run = igemu(&["run", "--out", &at("run"), "--trace", "--quiet"]);
@@ -443,25 +458,51 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
         before(&at("run/summary.json")),
         before(&topology),
     );
+    devices_directories_and_own_inputs_are_refused(&tmp, &trace);
+    other_files_and_files_for_directories_are_refused(&tmp, &trace, &topology);
+    // Nothing was touched.
+    special_files_are_left_as_they_were(&tmp);
+    assert_eq!(before(&trace), trace_bytes);
+    assert_eq!(before(&at("run/summary.json")), summary_bytes);
+    assert_eq!(before(&topology), topology_bytes);
+    a_trace_the_topology_replays_is_an_input_too(&tmp);
+    temporary_files_do_not_write_through_planted_links(&tmp, &trace);
+    fifos_where_output_directories_keep_files_are_refused(&tmp);
+    earlier_outputs_of_the_same_kind_are_replaced(&tmp, &trace);
+}
+
+/// `workload export` of the quickstart topology, its workload to follow.
+const EXPORT: [&str; 4] = [
+    "workload",
+    "export",
+    "topologies/quickstart.toml",
+    "--workload",
+];
+
+/// A device (`null`, a link to `/dev/null`, and `fifo`), a directory, the command's own
+/// input and the run's own outputs are refused as single-file outputs.
+#[cfg(unix)]
+fn devices_directories_and_own_inputs_are_refused(tmp: &tempfile::TempDir, trace: &str) {
+    let at = |name: &str| tmp_str(tmp, name);
     let device = "not a regular file";
     refused(
         &["run", "--out", &at("o1"), "--record", &at("null")],
         device,
     );
-    refused(&["trace", &trace, "--chrome", &at("null")], device);
+    refused(&["trace", trace, "--chrome", &at("null")], device);
     // Were it opened to look at its first bytes, a FIFO would block: within a time limit.
-    let (code, err) = igemu_within(&["trace", &trace, "--chrome", &at("fifo")], 30)
+    let (code, err) = igemu_within(&["trace", trace, "--chrome", &at("fifo")], 30)
         .expect("ends (not blocked opening the FIFO)");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(device), "{err}");
     refused(&["report", &at("run"), "--out", &at("null")], device);
     refused(
-        &["trace", &trace, "--negotiations", "--out", &at("run")],
+        &["trace", trace, "--negotiations", "--out", &at("run")],
         "a directory",
     );
     let own = "own input";
-    refused(&["trace", &trace, "--chrome", &trace], own);
-    refused(&["trace", &trace, "--negotiations", "--out", &trace], own);
+    refused(&["trace", trace, "--chrome", trace], own);
+    refused(&["trace", trace, "--negotiations", "--out", trace], own);
     refused(
         &["report", &at("run"), "--out", &at("run/summary.json")],
         own,
@@ -479,47 +520,53 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
         &["run", "--out", &at("run"), "--record", &linked],
         own_output,
     );
+}
+
+/// An existing file of another kind (`topology`) is not replaced by a single-file output,
+/// nor taken for a directory's `--out`.
+#[cfg(unix)]
+fn other_files_and_files_for_directories_are_refused(
+    tmp: &tempfile::TempDir,
+    trace: &str,
+    topology: &str,
+) {
+    let at = |name: &str| tmp_str(tmp, name);
     let other = "is not replaced";
     refused(
-        &[
-            "trace",
-            &trace,
-            "--request",
-            "ext-1",
-            "--mermaid",
-            &topology,
-        ],
+        &["trace", trace, "--request", "ext-1", "--mermaid", topology],
         other,
     );
-    refused(&["report", &at("run"), "--out", &topology], other);
-    let export = [
-        "workload",
-        "export",
-        "topologies/quickstart.toml",
-        "--workload",
-    ];
+    refused(&["report", &at("run"), "--out", topology], other);
     refused(
-        &[&export[..], &["alpha-dve", "--out", &topology]].concat(),
+        &[&EXPORT[..], &["alpha-dve", "--out", topology]].concat(),
         other,
     );
     // A directory's --out that is a file is a usage error too (it was exit 1, "File exists").
     let not_dir = "is a file, not a directory";
-    refused(&["run", "--out", &topology], not_dir);
+    refused(&["run", "--out", topology], not_dir);
     let stress = ["stress", "topologies/quickstart.toml", "--seeds", "1"];
     refused(
-        &[&stress[..], &["--faults", "none", "--out", &topology]].concat(),
+        &[&stress[..], &["--faults", "none", "--out", topology]].concat(),
         not_dir,
     );
-    // Nothing was touched.
-    let null = std::fs::symlink_metadata(at("null")).expect("still there");
+}
+
+/// The link to `/dev/null` and the FIFO are still what they were.
+#[cfg(unix)]
+fn special_files_are_left_as_they_were(tmp: &tempfile::TempDir) {
+    use std::os::unix::fs::FileTypeExt;
+    let null = std::fs::symlink_metadata(tmp_str(tmp, "null")).expect("still there");
     assert!(null.file_type().is_symlink());
     assert!(std::fs::metadata("/dev/null").is_ok_and(|m| m.file_type().is_char_device()));
-    let fifo = std::fs::symlink_metadata(at("fifo")).expect("still there");
+    let fifo = std::fs::symlink_metadata(tmp_str(tmp, "fifo")).expect("still there");
     assert!(fifo.file_type().is_fifo());
-    assert_eq!(before(&trace), trace_bytes);
-    assert_eq!(before(&at("run/summary.json")), summary_bytes);
-    assert_eq!(before(&topology), topology_bytes);
-    // A trace the topology replays is an input too, even when it is an earlier export.
+}
+
+/// A trace the topology replays is an input too, even when it is an earlier export.
+#[cfg(unix)]
+fn a_trace_the_topology_replays_is_an_input_too(tmp: &tempfile::TempDir) {
+    let at = |name: &str| tmp_str(tmp, name);
+    let before = |p: &str| std::fs::read(p).expect("readable");
     std::fs::create_dir_all(at("traces")).expect("dir");
     std::fs::copy(
         common::path("topologies/traces/synthetic-64.swf"),
@@ -544,25 +591,35 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
     let replays_frozen = text.replace("traces/synthetic-64.swf", "traces/frozen.swf");
     std::fs::write(&replay, replays_frozen).expect("written");
     let frozen_bytes = before(&frozen);
-    refused(&export_trace, own);
+    refused(&export_trace, "own input");
     assert_eq!(before(&frozen), frozen_bytes);
-    // Temporary files have names of their own, created only where nothing is: a link
-    // planted at the name they once had (`c.json.tmp`) is not written through.
+}
+
+/// Temporary files have names of their own, created only where nothing is: a link planted
+/// at the name they once had (`c.json.tmp`) is not written through.
+#[cfg(unix)]
+fn temporary_files_do_not_write_through_planted_links(tmp: &tempfile::TempDir, trace: &str) {
+    let at = |name: &str| tmp_str(tmp, name);
     std::fs::write(at("victim"), "victim").expect("written");
     for planted in ["c.json.tmp", ".c.json.tmp", "r.html.tmp", "e.swf.tmp"] {
         std::os::unix::fs::symlink(at("victim"), at(planted)).expect("symlink");
     }
-    assert!(igemu(&["trace", &trace, "--chrome", &at("c.json")])
+    assert!(igemu(&["trace", trace, "--chrome", &at("c.json")])
         .status
         .success());
     assert!(igemu(&["report", &at("run"), "--out", &at("r.html")])
         .status
         .success());
-    let o = igemu(&[&export[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
+    let o = igemu(&[&EXPORT[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(before(&at("victim")), b"victim");
-    // A FIFO where an output directory keeps a file is refused, not read (a read blocks
-    // until something writes) nor replaced.
+    assert_eq!(std::fs::read(at("victim")).expect("readable"), b"victim");
+}
+
+/// A FIFO where an output directory keeps a file is refused, not read (a read blocks until
+/// something writes) nor replaced.
+#[cfg(unix)]
+fn fifos_where_output_directories_keep_files_are_refused(tmp: &tempfile::TempDir) {
+    let at = |name: &str| tmp_str(tmp, name);
     let fifo_in = |dir: &str, name: &str| {
         std::fs::create_dir_all(at(dir)).expect("dir");
         let made = std::process::Command::new("mkfifo")
@@ -589,11 +646,16 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains("not a regular file"), "{args:?}: {err}");
     }
-    // An earlier output of the same kind is replaced.
+}
+
+/// An earlier output of the same kind is replaced.
+#[cfg(unix)]
+fn earlier_outputs_of_the_same_kind_are_replaced(tmp: &tempfile::TempDir, trace: &str) {
+    let at = |name: &str| tmp_str(tmp, name);
     for _ in 0..2 {
         let mermaid = [
             "trace",
-            &trace,
+            trace,
             "--request",
             "ext-1",
             "--mermaid",
@@ -603,7 +665,7 @@ fn single_file_outputs_never_replace_devices_inputs_or_other_files() {
         assert!(igemu(&["report", &at("run"), "--out", &at("r.html")])
             .status
             .success());
-        let o = igemu(&[&export[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
+        let o = igemu(&[&EXPORT[..], &["alpha-dve", "--out", &at("e.swf")]].concat());
         assert!(o.status.success(), "{}", stderr(&o));
     }
 }
@@ -690,6 +752,27 @@ fn single_file_outputs_in_a_missing_folder_are_refused_before_any_work() {
     assert!(Path::new(&at("new/run.rec")).is_file());
 }
 
+/// Runs `igemu` with `args` and asserts it succeeds.
+fn ok(args: &[&str]) {
+    let o = igemu(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+}
+
+/// The names in folder `d`, sorted.
+fn listing(d: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(d)
+        .expect("a folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// A folder holds one run or one sweep: `sweep` refuses another sweep's results (its
 /// `sweep.json` records other inputs) and a run's outputs, `run` a sweep's, each unless
 /// `--overwrite`, which leaves the folder holding the new one alone. The same sweep again, and
@@ -707,23 +790,6 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
     )
     .expect("written");
     let out = dir.path().join("out");
-    let ok = |args: &[&str]| {
-        let o = igemu(args);
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    };
-    let listing = |d: &Path| {
-        let mut names: Vec<String> = std::fs::read_dir(d)
-            .expect("a folder")
-            .map(|e| {
-                e.expect("an entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
-        names.sort();
-        names
-    };
     ok(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
     let before = std::fs::read(out.join("runs.csv")).expect("runs.csv");
     // The same sweep again replaces its own results.
@@ -737,43 +803,7 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
         std::fs::read(out.join("runs.csv")).expect("runs.csv"),
         before
     );
-    // A run into the sweep's folder: refused.
-    refused(
-        &["run", "--out", s(&out), "--quiet"],
-        "holds a sweep's outputs (sweep.json, paired.csv, points.csv, runs.csv)",
-    );
-    assert!(!out.join("summary.json").exists());
-    // With --overwrite the run replaces the sweep: the folder holds the run alone.
-    ok(&["run", "--out", s(&out), "--quiet", "--overwrite"]);
-    assert_eq!(
-        listing(&out),
-        [
-            "decisions.csv",
-            "intervals.csv",
-            "leases.csv",
-            "requests.csv",
-            "summary.json",
-            "utilization.csv"
-        ]
-    );
-    // A sweep into the run's folder: refused; with --overwrite, the sweep alone.
-    refused(
-        &["sweep", s(&other), "--out", s(&out), "--quiet"],
-        "holds a run's outputs (summary.json, ",
-    );
-    assert!(!out.join("runs.csv").exists());
-    ok(&[
-        "sweep",
-        s(&other),
-        "--out",
-        s(&out),
-        "--quiet",
-        "--overwrite",
-    ]);
-    assert_eq!(
-        listing(&out),
-        ["paired.csv", "points.csv", "runs.csv", "sweep.json"]
-    );
+    a_run_and_a_sweep_replace_each_other_only_with_overwrite(&out, &other);
     // The other sweep's results give way to this one's with --overwrite only.
     ok(&[
         "sweep",
@@ -787,12 +817,50 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
         std::fs::read(out.join("runs.csv")).expect("runs.csv"),
         before
     );
-    // Shards of one sweep share a folder; a shard of another sweep does not join them.
-    let shards = dir.path().join("shards");
+    a_shard_of_another_sweep_does_not_join_the_shards(dir.path(), &sweep, &other);
+    results_without_their_record_are_refused_but_resume(dir.path(), &sweep, &out, &before);
+}
+
+/// A run into the sweep's folder `out`: refused, and with `--overwrite` the folder holds the
+/// run alone; a sweep (`other`) into the run's folder: refused, and with `--overwrite` the
+/// sweep alone.
+fn a_run_and_a_sweep_replace_each_other_only_with_overwrite(out: &Path, other: &Path) {
+    refused(
+        &["run", "--out", s(out), "--quiet"],
+        "holds a sweep's outputs (sweep.json, paired.csv, points.csv, runs.csv)",
+    );
+    assert!(!out.join("summary.json").exists());
+    ok(&["run", "--out", s(out), "--quiet", "--overwrite"]);
+    assert_eq!(
+        listing(out),
+        [
+            "decisions.csv",
+            "intervals.csv",
+            "leases.csv",
+            "requests.csv",
+            "summary.json",
+            "utilization.csv"
+        ]
+    );
+    refused(
+        &["sweep", s(other), "--out", s(out), "--quiet"],
+        "holds a run's outputs (summary.json, ",
+    );
+    assert!(!out.join("runs.csv").exists());
+    ok(&["sweep", s(other), "--out", s(out), "--quiet", "--overwrite"]);
+    assert_eq!(
+        listing(out),
+        ["paired.csv", "points.csv", "runs.csv", "sweep.json"]
+    );
+}
+
+/// Shards of one sweep share a folder; a shard of another sweep does not join them.
+fn a_shard_of_another_sweep_does_not_join_the_shards(dir: &Path, sweep: &Path, other: &Path) {
+    let shards = dir.join("shards");
     for i in ["0/2", "1/2"] {
         ok(&[
             "sweep",
-            s(&sweep),
+            s(sweep),
             "--out",
             s(&shards),
             "--shard",
@@ -803,7 +871,7 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
     refused(
         &[
             "sweep",
-            s(&other),
+            s(other),
             "--out",
             s(&shards),
             "--shard",
@@ -812,29 +880,50 @@ fn runs_and_sweeps_do_not_replace_or_mix_with_each_other_without_overwrite() {
         ],
         "sweep-0-of-2.json: the seeds differ",
     );
-    // Results with no record of their inputs are another sweep's too.
-    let bare = dir.path().join("bare");
+}
+
+/// Results with no record of their inputs are another sweep's too; such results (an older
+/// igemu's, here copied from `out`) still resume, as docs/sweeps.md promises, to the same
+/// runs (`before`).
+fn results_without_their_record_are_refused_but_resume(
+    dir: &Path,
+    sweep: &Path,
+    out: &Path,
+    before: &[u8],
+) {
+    let bare = dir.join("bare");
     std::fs::create_dir(&bare).expect("created");
     std::fs::write(bare.join("runs.csv"), "run,seed,error\n").expect("written");
     refused(
-        &["sweep", s(&sweep), "--out", s(&bare), "--quiet"],
+        &["sweep", s(sweep), "--out", s(&bare), "--quiet"],
         "runs.csv without the sweep.json saying what made it",
     );
-    // Such results (an older igemu's) still resume, as docs/sweeps.md promises.
-    let old = dir.path().join("old");
+    let old = dir.join("old");
     std::fs::create_dir(&old).expect("created");
     for f in ["runs.csv", "points.csv", "paired.csv"] {
         std::fs::copy(out.join(f), old.join(f)).expect("copied");
     }
     refused(
-        &["sweep", s(&sweep), "--out", s(&old), "--quiet"],
+        &["sweep", s(sweep), "--out", s(&old), "--quiet"],
         "points.csv without the sweep.json",
     );
-    ok(&["sweep", s(&sweep), "--out", s(&old), "--quiet", "--resume"]);
+    ok(&["sweep", s(sweep), "--out", s(&old), "--quiet", "--resume"]);
     assert_eq!(
         std::fs::read(old.join("runs.csv")).expect("runs.csv"),
         before
     );
+}
+
+/// `sweep merge --out OUT MORE...` of the two shards in `shards`.
+fn merge_shards(shards: &Path, out: &Path, more: &[&str]) -> Output {
+    let files = [
+        shards.join("runs-0-of-2.csv"),
+        shards.join("runs-1-of-2.csv"),
+    ];
+    let mut args = vec!["sweep", "merge", "--out", s(out)];
+    args.extend_from_slice(more);
+    args.extend(files.iter().map(|f| s(f)));
+    igemu(&args)
 }
 
 /// `sweep merge --out` keeps to the rule of `sweep --out`: beside its shards, or over an
@@ -858,53 +947,11 @@ fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
         ];
         assert!(igemu(&args).status.success());
     }
-    let files = [
-        shards.join("runs-0-of-2.csv"),
-        shards.join("runs-1-of-2.csv"),
-    ];
-    let merge = |out: &Path, more: &[&str]| {
-        let mut args = vec!["sweep", "merge", "--out", s(out)];
-        args.extend_from_slice(more);
-        args.extend(files.iter().map(|f| s(f)));
-        igemu(&args)
-    };
     for _ in 0..2 {
-        let o = merge(&shards, &[]);
+        let o = merge_shards(&shards, &shards, &[]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    // A stray file beside the shards is the only thing --overwrite removes there: the shards
-    // and their records, the merge's own inputs, stay.
-    std::fs::remove_file(shards.join("sweep.json")).expect("removed");
-    let stray = "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\nrr,m,1,2,2,2\n";
-    std::fs::write(shards.join("points.csv"), stray).expect("written");
-    let o = merge(&shards, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let o = merge(&shards, &["--overwrite"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    // A points.csv igemu did not write is refused even with --overwrite, and kept.
-    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
-    let o = merge(&shards, &["--overwrite"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("not written by igemu"),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(
-        std::fs::read_to_string(shards.join("points.csv")).expect("kept"),
-        "stray\n"
-    );
-    std::fs::remove_file(shards.join("points.csv")).expect("removed");
-    let o = merge(&shards, &["--overwrite"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    for kept in [
-        "runs-0-of-2.csv",
-        "runs-1-of-2.csv",
-        "sweep-0-of-2.json",
-        "sweep-1-of-2.json",
-    ] {
-        assert!(shards.join(kept).exists(), "{kept} was removed");
-    }
+    overwrite_beside_the_shards_removes_only_strays_igemu_wrote(&shards);
     let other = dir.path().join("other");
     std::fs::write(
         dir.path().join("other.toml"),
@@ -928,11 +975,11 @@ fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
         (&run, "holds a run's outputs"),
     ] {
         let before = std::fs::read_dir(out).expect("listed").count();
-        let o = merge(out, &[]);
+        let o = merge_shards(&shards, out, &[]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(why), "{}", stderr(&o));
         assert_eq!(std::fs::read_dir(out).expect("listed").count(), before);
-        let o = merge(out, &["--overwrite"]);
+        let o = merge_shards(&shards, out, &["--overwrite"]);
         assert!(o.status.success(), "{}", stderr(&o));
         let mut left: Vec<String> = std::fs::read_dir(out)
             .expect("listed")
@@ -941,5 +988,41 @@ fn merge_refuses_another_sweeps_or_a_runs_folder_without_overwrite() {
         left.sort();
         let merged = ["paired.csv", "points.csv", "runs.csv", "sweep.json"];
         assert_eq!(left, merged, "{out:?}");
+    }
+}
+
+/// A stray file beside the shards is the only thing --overwrite removes there: the shards
+/// and their records, the merge's own inputs, stay; a points.csv igemu did not write is
+/// refused even with --overwrite, and kept.
+fn overwrite_beside_the_shards_removes_only_strays_igemu_wrote(shards: &Path) {
+    std::fs::remove_file(shards.join("sweep.json")).expect("removed");
+    let stray = "set:igg.dispatch,metric,n,mean,ci95_low,ci95_high\nrr,m,1,2,2,2\n";
+    std::fs::write(shards.join("points.csv"), stray).expect("written");
+    let o = merge_shards(shards, shards, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = merge_shards(shards, shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(shards.join("points.csv"), "stray\n").expect("written");
+    let o = merge_shards(shards, shards, &["--overwrite"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not written by igemu"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(shards.join("points.csv")).expect("kept"),
+        "stray\n"
+    );
+    std::fs::remove_file(shards.join("points.csv")).expect("removed");
+    let o = merge_shards(shards, shards, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for kept in [
+        "runs-0-of-2.csv",
+        "runs-1-of-2.csv",
+        "sweep-0-of-2.json",
+        "sweep-1-of-2.json",
+    ] {
+        assert!(shards.join(kept).exists(), "{kept} was removed");
     }
 }

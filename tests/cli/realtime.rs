@@ -281,88 +281,15 @@ pub(super) fn json_body(response: &str) -> serde_json::Value {
 
 #[test]
 fn the_live_view_shows_a_realtime_run_as_it_goes_and_stops_with_it() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().expect("temporary directory");
     let out = dir.path().join("live");
-    // About 5 s of wall time.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
-        .args(["run", "topologies/peering-small.toml", "--mode", "realtime"])
-        .args([
-            "--speedup",
-            "100000",
-            "--serve",
-            "127.0.0.1:0",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("igemu starts");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    let addr = first
-        .strip_prefix("live view: http://")
-        .and_then(|a| a.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("no address: {first}"))
-        .to_string();
+    let (mut child, addr) = fast_live_run(&out);
     // A browser, meanwhile, for as long as the run lasts.
-    let browser = chromium().map(|chrome| {
-        let url = format!("http://{addr}/");
-        std::thread::spawn(move || {
-            let profile = tempfile::tempdir().expect("temporary directory");
-            std::process::Command::new(chrome)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--no-first-run",
-                ])
-                .args([
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                ])
-                .args(["--disable-sync", "--enable-logging=stderr"])
-                // Waits while the page's event stream is open: until the run ends.
-                .args(["--virtual-time-budget=3000", "--dump-dom"])
-                .arg(format!("--user-data-dir={}", profile.path().display()))
-                .arg(url)
-                .output()
-                .expect("chromium starts")
-        })
-    });
+    let browser = chromium().map(|chrome| browser_following(chrome, &addr));
     let page = http_get(&addr, "/");
     assert!(page.starts_with("HTTP/1.1 200") && page.contains("EventSource(\"/events\")"));
-    // Values change while the run proceeds (the first frame comes when it starts).
-    let mut a = serde_json::Value::Null;
-    for _ in 0..50 {
-        let r = http_get(&addr, "/frame");
-        if !r.ends_with("\r\n\r\n") {
-            a = json_body(&r);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let b = json_body(&http_get(&addr, "/frame"));
-    assert!(
-        b["t_s"].as_f64() > a["t_s"].as_f64() && b["messages"].as_u64() > a["messages"].as_u64(),
-        "{a}\n{b}"
-    );
-    assert_eq!(b["clusters"].as_array().map(Vec::len), Some(4), "{b}");
-    assert!(!b["recent"].as_array().expect("recent").is_empty(), "{b}");
-    // The event stream: frames at least once a second, the last one saying the run is done.
-    let stream = http_get(&addr, "/events");
-    let frames: Vec<serde_json::Value> = stream
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: {\"topology\""))
-        .map(|l| serde_json::from_str(&format!("{{\"topology\"{l}")).expect("a frame"))
-        .collect();
-    assert!(frames.len() >= 3, "{} frames", frames.len());
-    let last = frames.last().expect("frames");
-    assert_eq!(last["done"], true, "{last}");
-    assert!(stream.contains("event: end"));
+    frames_change_while_the_run_proceeds(&addr);
+    let last = the_event_stream_ends_with_a_done_frame(&addr);
     let status = child.wait().expect("igemu ends");
     assert!(status.success(), "{status:?}");
     // Done with the run: nothing listens any more.
@@ -382,7 +309,105 @@ fn the_live_view_shows_a_realtime_run_as_it_goes_and_stops_with_it() {
         eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
         return;
     };
-    let shown = browser.join().expect("browser thread");
+    the_browser_followed_the_run(browser.join().expect("browser thread"));
+}
+
+/// A realtime run of the small peering topology (about 5 s of wall time) serving its live
+/// view on a free loopback port, into `out`: the child and the address it serves at.
+fn fast_live_run(out: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_igemu"))
+        .args(["run", "topologies/peering-small.toml", "--mode", "realtime"])
+        .args([
+            "--speedup",
+            "100000",
+            "--serve",
+            "127.0.0.1:0",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("igemu starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let addr = first
+        .strip_prefix("live view: http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("no address: {first}"))
+        .to_string();
+    (child, addr)
+}
+
+/// Headless Chromium `chrome` on the live view at `addr`, in a thread: its output once the
+/// page's event stream closes.
+fn browser_following(chrome: PathBuf, addr: &str) -> std::thread::JoinHandle<std::process::Output> {
+    let url = format!("http://{addr}/");
+    std::thread::spawn(move || {
+        let profile = tempfile::tempdir().expect("temporary directory");
+        std::process::Command::new(chrome)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+            ])
+            .args(["--disable-sync", "--enable-logging=stderr"])
+            // Waits while the page's event stream is open: until the run ends.
+            .args(["--virtual-time-budget=3000", "--dump-dom"])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(url)
+            .output()
+            .expect("chromium starts")
+    })
+}
+
+/// Values change while the run proceeds (the first frame comes when it starts).
+fn frames_change_while_the_run_proceeds(addr: &str) {
+    let mut a = serde_json::Value::Null;
+    for _ in 0..50 {
+        let r = http_get(addr, "/frame");
+        if !r.ends_with("\r\n\r\n") {
+            a = json_body(&r);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let b = json_body(&http_get(addr, "/frame"));
+    assert!(
+        b["t_s"].as_f64() > a["t_s"].as_f64() && b["messages"].as_u64() > a["messages"].as_u64(),
+        "{a}\n{b}"
+    );
+    assert_eq!(b["clusters"].as_array().map(Vec::len), Some(4), "{b}");
+    assert!(!b["recent"].as_array().expect("recent").is_empty(), "{b}");
+}
+
+/// The event stream: frames at least once a second, the last one (returned) saying the run
+/// is done.
+fn the_event_stream_ends_with_a_done_frame(addr: &str) -> serde_json::Value {
+    let stream = http_get(addr, "/events");
+    let frames: Vec<serde_json::Value> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: {\"topology\""))
+        .map(|l| serde_json::from_str(&format!("{{\"topology\"{l}")).expect("a frame"))
+        .collect();
+    assert!(frames.len() >= 3, "{} frames", frames.len());
+    let last = frames.last().expect("frames").clone();
+    assert_eq!(last["done"], true, "{last}");
+    assert!(stream.contains("event: end"));
+    last
+}
+
+/// The browser's page (`shown`, its dumped DOM) followed the run to its end, its values
+/// changing, with no script or console errors, and drew the clusters.
+fn the_browser_followed_the_run(shown: std::process::Output) {
     assert!(
         shown.status.success(),
         "chromium failed: {}",

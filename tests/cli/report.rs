@@ -118,6 +118,14 @@ pub(super) fn body_at(chrome: &Path, url: &str) -> String {
     text[at..at + text[at..].find('>').expect("its end") + 1].to_string()
 }
 
+/// The peering charts a report of a traced run of Grids that negotiated draws.
+const PEERING_CHARTS: [&str; 4] = [
+    "negotiations per grid",
+    "money between grids",
+    "offers over time",
+    "prices over time",
+];
+
 #[test]
 fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -140,8 +148,28 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
             .expect("json");
-    let clusters = summary["clusters"].as_object().expect("clusters");
+    report_shows_every_clusters_hosts_and_the_provenance(&html, &summary);
+    report_lists_every_negotiation_and_draws_peering(&html, &out);
+    let clusters = summary["clusters"].as_object().expect("clusters").len();
     let grids = summary["grids"].as_object().expect("grids").len();
+    let charts = clusters + 3 * grids + 4;
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), charts);
+    let windowed = a_windowed_report_counts_the_window(dir.path(), &out, &summary);
+    // The report is the same from `igemu report`, byte for byte.
+    let again = igemu(&["report", out.to_str().expect("utf-8")]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&page).expect("report"), html);
+    each_preempted_vm_is_marked_and_one_grid_has_no_peering(dir.path());
+    let Some(chrome) = chromium() else {
+        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
+        return;
+    };
+    the_run_and_window_pages_draw_in_chromium(&chrome, &html, &page, &windowed, charts);
+}
+
+/// A Gantt chart per cluster, every host its row (idle or not), and the topology's hash.
+fn report_shows_every_clusters_hosts_and_the_provenance(html: &str, summary: &serde_json::Value) {
+    let clusters = summary["clusters"].as_object().expect("clusters");
     for (c, figures) in clusters {
         assert!(
             html.contains(&format!("data-chart=\"gantt {c}\"")),
@@ -166,6 +194,12 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
             .as_str()
             .expect("hash")
     ));
+}
+
+/// The report lists every negotiation of the trace in `out`, and draws peering: the counters
+/// per Grid, the money between Grids, and (traced) the offers by outcome and the prices over
+/// time, each axis with its unit.
+fn report_lists_every_negotiation_and_draws_peering(html: &str, out: &Path) {
     let negotiations = igemu(&[
         "trace",
         out.join("trace.jsonl").to_str().expect("utf-8"),
@@ -183,14 +217,7 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     assert!(html.contains(&format!(
         "<h3>Negotiations ({offered} offers of a request)</h3>"
     )));
-    // Peering drawn: the counters per Grid, the money between Grids, and (traced) the offers
-    // by outcome and the prices over time, each axis with its unit.
-    for chart in [
-        "negotiations per grid",
-        "money between grids",
-        "offers over time",
-        "prices over time",
-    ] {
+    for chart in PEERING_CHARTS {
         assert!(
             html.contains(&format!("data-chart=\"{chart}\"")),
             "no {chart} chart"
@@ -199,10 +226,16 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     assert!(html.contains(">price (currency units/core-s)"));
     assert!(html.contains("paid to peers (currency units)"));
     assert!(html.contains("<a href=\"#peering\">Peering</a>"));
-    let charts = clusters.len() + 3 * grids + 4;
-    assert_eq!(html.matches("<svg class=\"chart\"").count(), charts);
-    // A windowed report counts the window in its headings, and draws the window.
-    let windowed = dir.path().join("window.html");
+}
+
+/// A windowed report of the run in `out` counts the window in its headings, and draws the
+/// window. Returns its page's path (in `dir`).
+fn a_windowed_report_counts_the_window(
+    dir: &Path,
+    out: &Path,
+    summary: &serde_json::Value,
+) -> PathBuf {
+    let windowed = dir.join("window.html");
     let o = igemu(&[
         "report",
         out.to_str().expect("utf-8"),
@@ -221,13 +254,13 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     assert!(window.contains("offers of a request in the window, of "));
     assert!(window.contains("hosts; in the window: "));
     assert!(window.contains("Key figures (the whole run)"));
-    // The report is the same from `igemu report`, byte for byte.
-    let again = igemu(&["report", out.to_str().expect("utf-8")]);
-    assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(std::fs::read_to_string(&page).expect("report"), html);
+    windowed
+}
 
-    // Every VM a preemption hit is marked once on its host (paper 001's testbed suspends).
-    let preempting = dir.path().join("p001");
+/// Every VM a preemption hit is marked once on its host (paper 001's testbed suspends); with
+/// one Grid, no peering section, nor its link (it was an all-zero table).
+fn each_preempted_vm_is_marked_and_one_grid_has_no_peering(dir: &Path) {
+    let preempting = dir.join("p001");
     let o = igemu(&[
         "run",
         "topologies/paper001-testbed.toml",
@@ -250,28 +283,29 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
         marked as u64,
         p001["vm_preemptions"].as_u64().expect("count")
     );
-    // One Grid: no peering section, nor its link (it was an all-zero table).
     let p001_page = std::fs::read_to_string(preempting.join("report.html")).expect("report");
     assert!(!p001_page.contains("id=\"peering\"") && !p001_page.contains("#peering"));
+}
 
-    let Some(chrome) = chromium() else {
-        eprintln!("SKIPPED the browser check: no chromium on the PATH (install Debian's `chromium`, or set IGEMU_CHROMIUM)");
-        return;
-    };
+/// The run's page (`html`, at `page`) and its windowed page draw all their `charts` in
+/// headless Chromium, the peering charts among them; a Gantt bar's link, followed, lands on
+/// its lease's table of events; the screenshot is not blank.
+fn the_run_and_window_pages_draw_in_chromium(
+    chrome: &Path,
+    html: &str,
+    page: &Path,
+    windowed: &Path,
+    charts: usize,
+) {
     let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-run.png");
-    let (body, log) = load_in_chromium(&chrome, &page, &screenshot);
+    let (body, log) = load_in_chromium(chrome, page, &screenshot);
     assert_drew(&body, &log, charts);
     let drawn = body
         .split("data-drawn=\"")
         .nth(1)
         .and_then(|d| d.split('"').next())
         .unwrap_or_default();
-    for chart in [
-        "negotiations per grid",
-        "money between grids",
-        "offers over time",
-        "prices over time",
-    ] {
+    for chart in PEERING_CHARTS {
         assert!(
             drawn.split('|').any(|c| c == chart),
             "{chart} did not draw: {drawn}"
@@ -279,7 +313,7 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
     }
     // The windowed page draws too (its charts over the window).
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-window.png");
-    let (body, log) = load_in_chromium(&chrome, &windowed, &shot);
+    let (body, log) = load_in_chromium(chrome, windowed, &shot);
     assert_drew(&body, &log, charts);
     // A Gantt bar's link, followed, lands on its lease's table of events.
     let at = html
@@ -287,7 +321,7 @@ fn a_runs_report_is_one_self_contained_page_whose_charts_draw_in_a_browser() {
         .expect("a bar linked to its lease's events");
     let link = &html[at + "<a href=\"#".len()..];
     let link = &link[..link.find('"').expect("a quote")];
-    let landed = body_at(&chrome, &format!("file://{}#{link}", page.display()));
+    let landed = body_at(chrome, &format!("file://{}#{link}", page.display()));
     assert!(
         landed.contains(&format!("data-target=\"{link} h4\"")),
         "#{link} leads nowhere: {landed}"
@@ -547,41 +581,58 @@ fn a_summary_missing_a_key_or_holding_the_wrong_type_is_refused_with_the_key_and
         .success());
 }
 
-/// A run's CSV files with a value igemu never writes (a state, a lease type), a row of
-/// another run (a cluster or host its summary does not have), rows out of time order, or
-/// counts that disagree with `summary.json` are refused at file:line, with both numbers.
-#[test]
-fn a_runs_files_that_disagree_or_hold_values_igemu_never_writes_are_refused_at_their_place() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let run = quickstart_run(tmp.path());
-    let file = |name: &str| run.join(name);
-    let keep: Vec<(String, String)> = ["requests.csv", "intervals.csv", "utilization.csv"]
-        .iter()
-        .map(|n| {
-            (
-                n.to_string(),
-                std::fs::read_to_string(file(n)).expect("readable"),
-            )
-        })
-        .collect();
-    let restore = || {
-        for (name, text) in &keep {
-            std::fs::write(file(name), text).expect("written");
+/// Files of an output folder as they were, to restore after each edit.
+struct KeptFiles {
+    dir: PathBuf,
+    files: Vec<(String, String)>,
+}
+
+impl KeptFiles {
+    /// Keeps the files `names` of folder `dir`.
+    fn keep(dir: &Path, names: &[&str]) -> Self {
+        let files = names
+            .iter()
+            .map(|n| {
+                (
+                    n.to_string(),
+                    std::fs::read_to_string(dir.join(n)).expect("readable"),
+                )
+            })
+            .collect();
+        KeptFiles {
+            dir: dir.to_path_buf(),
+            files,
         }
-    };
-    // The page drew "7 of 10 requests completed" from the summary beside a table of 9.
-    let requests = &keep[0].1;
-    let cut: Vec<&str> = requests.lines().collect();
-    std::fs::write(file("requests.csv"), cut[..cut.len() - 1].join("\n") + "\n").expect("cut");
-    report_refused(
-        &run,
-        &[
-            "requests.csv: error: it holds 9 requests, but",
-            "summary.json's `requests.total` is 10; the two files are not of one run",
-        ],
-    );
-    restore();
-    let edits: [(&str, usize, &str, &str, &[&str]); 7] = [
+    }
+
+    /// The kept text of file `name`.
+    fn text(&self, name: &str) -> &str {
+        let kept = self.files.iter().find(|(n, _)| n == name);
+        &kept.expect("a kept file").1
+    }
+
+    /// Writes every kept file back as it was.
+    fn restore(&self) {
+        for (name, text) in &self.files {
+            std::fs::write(self.dir.join(name), text).expect("written");
+        }
+    }
+}
+
+/// An edit of a run's file: in line `line` of file `name`, `from` becomes `to`, and the
+/// report is refused saying each of the last strings.
+type Edit = (
+    &'static str,
+    usize,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+);
+
+/// Edits of a quickstart run's CSVs that give a value igemu never writes, a row of another
+/// run, rows out of time order, or counts that disagree with `summary.json`.
+fn run_file_edits() -> [Edit; 7] {
+    [
         (
             "requests.csv",
             2,
@@ -634,15 +685,47 @@ fn a_runs_files_that_disagree_or_hold_values_igemu_never_writes_are_refused_at_t
             "100,alpha,a1,",
             &["utilization.csv:4: error: `time_s` 100 comes after 300 for alpha/a1"],
         ),
-    ];
-    for (name, line, from, to, says) in edits {
+    ]
+}
+
+/// A run's CSV files with a value igemu never writes (a state, a lease type), a row of
+/// another run (a cluster or host its summary does not have), rows out of time order, or
+/// counts that disagree with `summary.json` are refused at file:line, with both numbers.
+#[test]
+fn a_runs_files_that_disagree_or_hold_values_igemu_never_writes_are_refused_at_their_place() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = quickstart_run(tmp.path());
+    let file = |name: &str| run.join(name);
+    let keep = KeptFiles::keep(&run, &["requests.csv", "intervals.csv", "utilization.csv"]);
+    // The page drew "7 of 10 requests completed" from the summary beside a table of 9.
+    let cut: Vec<&str> = keep.text("requests.csv").lines().collect();
+    std::fs::write(file("requests.csv"), cut[..cut.len() - 1].join("\n") + "\n").expect("cut");
+    report_refused(
+        &run,
+        &[
+            "requests.csv: error: it holds 9 requests, but",
+            "summary.json's `requests.total` is 10; the two files are not of one run",
+        ],
+    );
+    keep.restore();
+    for (name, line, from, to, says) in run_file_edits() {
         edit_line(&file(name), line, from, to);
         report_refused(&run, says);
-        restore();
+        keep.restore();
     }
     assert!(igemu(&["report", run.to_str().expect("utf-8")])
         .status
         .success());
+}
+
+/// The cells of line `line` (from 1) of CSV `text`.
+fn csv_row(text: &str, line: usize) -> Vec<String> {
+    text.lines()
+        .nth(line - 1)
+        .expect("a row")
+        .split(',')
+        .map(String::from)
+        .collect()
 }
 
 /// A sweep's files with a NaN where a number must be, text in a numeric cell, a run twice
@@ -662,76 +745,67 @@ fn a_sweeps_files_that_disagree_or_hold_nan_are_refused_at_their_place() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let file = |name: &str| out.join(name);
-    let keep: Vec<(String, String)> = ["points.csv", "runs.csv", "paired.csv", "sweep.json"]
-        .iter()
-        .map(|n| {
-            (
-                n.to_string(),
-                std::fs::read_to_string(file(n)).expect("readable"),
-            )
-        })
-        .collect();
-    let restore = || {
-        for (name, text) in &keep {
-            std::fs::write(file(name), text).expect("written");
-        }
-    };
-    // points.csv: set:igg.dispatch,metric,n,mean,ci95_low,ci95_high.
-    let row = |text: &str, line: usize| -> Vec<String> {
-        text.lines()
-            .nth(line - 1)
-            .expect("a row")
-            .split(',')
-            .map(String::from)
-            .collect()
-    };
-    let mean = row(&keep[0].1, 3)[3].clone();
-    edit_line(&file("points.csv"), 3, &format!(",{mean},"), ",NaN,");
-    report_refused(&out, &["points.csv:3: error: `mean` is NaN, but `n` is 2: over 1 run or more it is a finite number"]);
-    restore();
-    edit_line(&file("points.csv"), 2, ",2,", ",two,");
-    report_refused(
-        &out,
-        &["points.csv:2: error: `n` is `two`; it counts the runs behind the point"],
-    );
-    restore();
-    edit_line(&file("points.csv"), 2, ",2,", ",3,");
-    report_refused(
-        &out,
-        &[
-            "points.csv: error: the `n` of metric `utilization_pct` add up to 5, but",
-            "runs.csv holds 4 runs that measured it",
-        ],
-    );
-    restore();
-    // runs.csv: run,seed,set:igg.dispatch,utilization_pct,makespan_s,error.
-    let runs = &keep[1].1;
-    let last = runs.lines().last().expect("a run").to_string();
-    std::fs::write(file("runs.csv"), format!("{runs}{last}\n")).expect("written");
-    report_refused(&out, &["runs.csv:6: error: run 3 again (also at line 5)"]);
-    let again = last.replacen("3,", "9,", 1);
-    std::fs::write(file("runs.csv"), format!("{runs}{again}\n")).expect("written");
-    report_refused(&out, &["runs.csv:6: error: run 9 has the point (igg.dispatch=bcf) and seed 2 of the run at line 5"]);
-    let cut: Vec<&str> = runs.lines().collect();
-    std::fs::write(file("runs.csv"), cut[..cut.len() - 1].join("\n") + "\n").expect("cut");
-    report_refused(
-        &out,
-        &["add up to 4, but", "runs.csv holds 3 runs that measured it"],
-    );
-    restore();
-    let paired = &keep[2].1;
-    let diff = row(paired, 2)[6].clone();
+    let names = ["points.csv", "runs.csv", "paired.csv", "sweep.json"];
+    let keep = KeptFiles::keep(&out, &names);
+    a_sweeps_points_with_nan_text_or_wrong_n_are_refused(&out, &keep);
+    a_sweeps_runs_twice_or_missing_are_refused(&out, &keep);
+    let diff = csv_row(keep.text("paired.csv"), 2)[6].clone();
     edit_line(&file("paired.csv"), 2, &diff, "x");
     report_refused(
         &out,
         &["paired.csv:2: error: `mean_diff` is `x`, not a number"],
     );
-    restore();
+    keep.restore();
     std::fs::write(file("sweep.json"), "{").expect("written");
     report_refused(&out, &["sweep.json:1: error: not JSON"]);
-    restore();
+    keep.restore();
     let o = igemu(&["report", out.to_str().expect("utf-8")]);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// points.csv (set:igg.dispatch,metric,n,mean,ci95_low,ci95_high) of the sweep in `out`
+/// with a NaN mean, text for `n`, or `n` that do not add up to the runs: refused.
+fn a_sweeps_points_with_nan_text_or_wrong_n_are_refused(out: &Path, keep: &KeptFiles) {
+    let file = |name: &str| out.join(name);
+    let mean = csv_row(keep.text("points.csv"), 3)[3].clone();
+    edit_line(&file("points.csv"), 3, &format!(",{mean},"), ",NaN,");
+    report_refused(out, &["points.csv:3: error: `mean` is NaN, but `n` is 2: over 1 run or more it is a finite number"]);
+    keep.restore();
+    edit_line(&file("points.csv"), 2, ",2,", ",two,");
+    report_refused(
+        out,
+        &["points.csv:2: error: `n` is `two`; it counts the runs behind the point"],
+    );
+    keep.restore();
+    edit_line(&file("points.csv"), 2, ",2,", ",3,");
+    report_refused(
+        out,
+        &[
+            "points.csv: error: the `n` of metric `utilization_pct` add up to 5, but",
+            "runs.csv holds 4 runs that measured it",
+        ],
+    );
+    keep.restore();
+}
+
+/// runs.csv (run,seed,set:igg.dispatch,utilization_pct,makespan_s,error) of the sweep in
+/// `out` with a run twice, a seed twice at a point, or a run missing: refused.
+fn a_sweeps_runs_twice_or_missing_are_refused(out: &Path, keep: &KeptFiles) {
+    let file = |name: &str| out.join(name);
+    let runs = keep.text("runs.csv");
+    let last = runs.lines().last().expect("a run").to_string();
+    std::fs::write(file("runs.csv"), format!("{runs}{last}\n")).expect("written");
+    report_refused(out, &["runs.csv:6: error: run 3 again (also at line 5)"]);
+    let again = last.replacen("3,", "9,", 1);
+    std::fs::write(file("runs.csv"), format!("{runs}{again}\n")).expect("written");
+    report_refused(out, &["runs.csv:6: error: run 9 has the point (igg.dispatch=bcf) and seed 2 of the run at line 5"]);
+    let cut: Vec<&str> = runs.lines().collect();
+    std::fs::write(file("runs.csv"), cut[..cut.len() - 1].join("\n") + "\n").expect("cut");
+    report_refused(
+        out,
+        &["add up to 4, but", "runs.csv holds 3 runs that measured it"],
+    );
+    keep.restore();
 }
 
 /// A run of 2.1 M spans (more than a page keeps one by one) on 4 000 busy hosts: the page

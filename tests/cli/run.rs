@@ -184,39 +184,120 @@ pub(super) fn html_rows(page: &str, marker: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Issue 39, "one set of counts": every count `igemu run` prints is derived here from the
-/// CSVs alone — `requests.csv`, `decisions.csv`, `intervals.csv` and the negotiations CSV —
-/// and found the same in the printed lines, in `summary.json` (under the key of the same
-/// name) and in the report. Seed 1 of the small peering topology has every kind: rejections,
-/// cancellations, running leases preempted, reservations displaced, every negotiation
-/// outcome, and requests redirected to a peer that the peer's clusters then rejected.
-#[test]
-fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_report() {
-    use std::collections::{BTreeMap, BTreeSet};
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = tmp.path();
-    let out = s(dir);
-    // Seed 27: a run with every answer and a request rejected after redirect (providers
-    // check their slots before they promise, so such requests are rare: docs/outputs.md).
+/// A CSV's rows, each a map from column to cell.
+type Rows = Vec<std::collections::BTreeMap<String, String>>;
+
+/// The outputs of one traced, reported `igemu run`: what it printed, its CSVs (with the
+/// negotiations CSV `igemu trace --negotiations` makes), `summary.json` and the report.
+struct RunOutputs {
+    printed: String,
+    requests: Rows,
+    decisions: Rows,
+    intervals: Rows,
+    negotiations: Rows,
+    summary: serde_json::Value,
+    page: String,
+}
+
+impl RunOutputs {
+    /// The printed line starting `start`.
+    fn line(&self, start: &str) -> String {
+        self.printed
+            .lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("a line starting `{start}` in:\n{}", self.printed))
+            .to_string()
+    }
+
+    /// The figure under `key` in the report's figures table (which names each figure for a
+    /// person, its key in the name's tooltip).
+    fn figure(&self, key: &str) -> u64 {
+        let figures_html = self
+            .page
+            .split("id=\"figures\"")
+            .nth(1)
+            .expect("a figures section");
+        let figures_html = figures_html.split("<h2").next().unwrap_or_default();
+        let figures: std::collections::BTreeMap<String, String> =
+            (figures_html.split("<tr><td title=\"").skip(1))
+                .filter_map(|row| {
+                    let (key, rest) = row.split_once('"')?;
+                    let value = rest
+                        .split("<td class=\"n\">")
+                        .nth(1)?
+                        .split("</td>")
+                        .next()?;
+                    Some((key.to_string(), value.to_string()))
+                })
+                .collect();
+        figures[key]
+            .parse()
+            .unwrap_or_else(|_| panic!("{key}: {}", figures[key]))
+    }
+
+    /// The count of Grid number `g` under `negotiations.{key}` in the report's per-Grid
+    /// peering table (a row per figure, its key in the name's tooltip).
+    fn reported_negotiations(&self, key: &str, g: usize) -> u64 {
+        let peering = self
+            .page
+            .split("id=\"peering\"")
+            .nth(1)
+            .expect("a peering section");
+        let row = peering
+            .split(&format!("<td title=\"negotiations.{key}\">"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("negotiations.{key} in the report"));
+        let row = row.split("</tr>").next().unwrap_or_default();
+        let cell = row
+            .split("<td class=\"n\">")
+            .nth(1 + g)
+            .expect("a cell per Grid");
+        cell.split("</td>")
+            .next()
+            .unwrap_or_default()
+            .parse()
+            .expect("a count")
+    }
+
+    /// The negotiations CSV's rows of requester `grid` whose `column` holds `value`.
+    fn rows_where(&self, grid: &str, column: &str, value: &str) -> u64 {
+        self.negotiations
+            .iter()
+            .filter(|r| r["requester"] == grid && r[column] == value)
+            .count() as u64
+    }
+}
+
+/// A CSV's rows as maps from column to cell.
+fn read_rows(name: &Path) -> Rows {
+    let mut r = csv::Reader::from_path(name).expect("a CSV");
+    let header = r.headers().expect("a header").clone();
+    r.records()
+        .map(|row| {
+            let row = row.expect("a row");
+            header
+                .iter()
+                .map(String::from)
+                .zip(row.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `topology` with `seed`, a trace and a report into `dir`, makes the negotiations CSV
+/// from its trace, and reads every output back.
+fn run_and_read_outputs(dir: &Path, topology: &str, seed: &str) -> RunOutputs {
     let o = igemu(&[
         "run",
-        "topologies/peering-small.toml",
+        topology,
         "--seed",
-        "27",
+        seed,
         "--trace",
         "--report",
         "--out",
-        out,
+        s(dir),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let printed = String::from_utf8_lossy(&o.stdout).into_owned();
-    let line = |start: &str| {
-        printed
-            .lines()
-            .find(|l| l.trim_start().starts_with(start))
-            .unwrap_or_else(|| panic!("a line starting `{start}` in:\n{printed}"))
-            .to_string()
-    };
     let negotiations_csv = dir.join("negotiations.csv");
     let n = igemu(&[
         "trace",
@@ -226,62 +307,55 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
         s(&negotiations_csv),
     ]);
     assert!(n.status.success(), "{}", stderr(&n));
-    let read = |name: &Path| -> Vec<BTreeMap<String, String>> {
-        let mut r = csv::Reader::from_path(name).expect("a CSV");
-        let header = r.headers().expect("a header").clone();
-        r.records()
-            .map(|row| {
-                let row = row.expect("a row");
-                header
-                    .iter()
-                    .map(String::from)
-                    .zip(row.iter().map(String::from))
-                    .collect()
-            })
-            .collect()
-    };
-    let requests = read(&dir.join("requests.csv"));
-    let decisions = read(&dir.join("decisions.csv"));
-    let intervals = read(&dir.join("intervals.csv"));
-    let negotiations = read(&negotiations_csv);
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"),
-    )
-    .expect("JSON");
-    let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    // The figures table names each figure for a person, its key in the name's tooltip.
-    let figures_html = page
-        .split("id=\"figures\"")
-        .nth(1)
-        .expect("a figures section");
-    let figures_html = figures_html.split("<h2").next().unwrap_or_default();
-    let figures: BTreeMap<String, String> = (figures_html.split("<tr><td title=\"").skip(1))
-        .filter_map(|row| {
-            let (key, rest) = row.split_once('"')?;
-            let value = rest
-                .split("<td class=\"n\">")
-                .nth(1)?
-                .split("</td>")
-                .next()?;
-            Some((key.to_string(), value.to_string()))
-        })
-        .collect();
-    let figure = |key: &str| -> u64 {
-        figures[key]
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}: {}", figures[key]))
-    };
-    let num = |r: &BTreeMap<String, String>, k: &str| -> u64 { r[k].parse().expect(k) };
+    RunOutputs {
+        printed: String::from_utf8_lossy(&o.stdout).into_owned(),
+        requests: read_rows(&dir.join("requests.csv")),
+        decisions: read_rows(&dir.join("decisions.csv")),
+        intervals: read_rows(&dir.join("intervals.csv")),
+        negotiations: read_rows(&negotiations_csv),
+        summary: serde_json::from_str(
+            &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"),
+        )
+        .expect("JSON"),
+        page: std::fs::read_to_string(dir.join("report.html")).expect("report.html"),
+    }
+}
 
-    // Requests by origin and state: printed, summary.json's `requests`, the report's table.
-    let report_requests = html_rows(&page, "id=\"requests\"");
+/// Issue 39, "one set of counts": every count `igemu run` prints is derived here from the
+/// CSVs alone — `requests.csv`, `decisions.csv`, `intervals.csv` and the negotiations CSV —
+/// and found the same in the printed lines, in `summary.json` (under the key of the same
+/// name) and in the report. Seed 1 of the small peering topology has every kind: rejections,
+/// cancellations, running leases preempted, reservations displaced, every negotiation
+/// outcome, and requests redirected to a peer that the peer's clusters then rejected.
+#[test]
+fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_report() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // Seed 27: a run with every answer and a request rejected after redirect (providers
+    // check their slots before they promise, so such requests are rare: docs/outputs.md).
+    let run = run_and_read_outputs(tmp.path(), "topologies/peering-small.toml", "27");
+    requests_by_origin_and_state_are_the_same_everywhere(&run);
+    let (preempted, displaced) = preemptions_are_the_same_everywhere(&run);
+    vms_preempted_in_intervals_are_those_in_decisions(&run, preempted.1);
+    overhead_is_the_csvs_sum(&run);
+    assert!(preempted.0 > 0 && displaced.0 > 0, "the run has both");
+    let cancelled = run.requests.iter().any(|r| r["state"] == "cancelled");
+    assert!(cancelled, "and cancellations");
+    let totals = each_grids_negotiations_are_the_same_everywhere(&run);
+    rejected_after_redirect_are_the_same_requests_in_both_csvs(&run);
+    printed_negotiations_are_the_grids_sums(&run, &totals);
+}
+
+/// Requests by origin and state: printed, summary.json's `requests`, the report's table.
+fn requests_by_origin_and_state_are_the_same_everywhere(run: &RunOutputs) {
+    let report_requests = html_rows(&run.page, "id=\"requests\"");
     for origin in ["local", "external"] {
-        let printed = counts_by_word(&line(origin));
+        let printed = counts_by_word(&run.line(origin));
         for (k, state) in ["completed", "rejected", "cancelled", "unfinished"]
             .iter()
             .enumerate()
         {
-            let derived = requests
+            let derived = run
+                .requests
                 .iter()
                 .filter(|r| r["origin"] == origin && r["state"] == *state)
                 .count() as u64;
@@ -292,21 +366,43 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
                 .sum();
             assert_eq!(printed[*state], derived, "{origin} {state}");
             assert_eq!(
-                summary["requests"][origin][*state], derived,
+                run.summary["requests"][origin][*state], derived,
                 "{origin} {state}"
             );
             assert_eq!(reported, derived, "report: {origin} {state}");
         }
     }
+}
 
-    // Preemption decisions, leases and VMs: decisions.csv's operations on requests.csv's
-    // leases; each key counts one kind, as requests.csv's `preemptions` and `displacements`.
-    let vms: BTreeMap<&str, u64> = requests
+/// `cell` of row `r` as a count.
+fn num(r: &std::collections::BTreeMap<String, String>, k: &str) -> u64 {
+    r[k].parse().expect(k)
+}
+
+/// The printed `decisions` line's parts: each part's first word and the counts after it.
+fn decision_parts(run: &RunOutputs) -> std::collections::BTreeMap<String, Vec<u64>> {
+    run.line("decisions")
+        .split(", ")
+        .map(|part| {
+            let mut words = part.split_whitespace();
+            let name = words.next().expect("a name").to_string();
+            (name, words.filter_map(|w| w.parse().ok()).collect())
+        })
+        .collect()
+}
+
+/// Preemption decisions, leases and VMs: decisions.csv's operations on requests.csv's
+/// leases; each key counts one kind, as requests.csv's `preemptions` and `displacements`;
+/// the same printed, in summary.json and in the report. Returns the (leases, VMs) preempted
+/// and displaced.
+fn preemptions_are_the_same_everywhere(run: &RunOutputs) -> ((u64, u64), (u64, u64)) {
+    let vms: std::collections::BTreeMap<&str, u64> = run
+        .requests
         .iter()
         .map(|r| (r["request_id"].as_str(), num(r, "vms")))
         .collect();
     let (mut preempted, mut displaced) = ((0u64, 0u64), (0u64, 0u64));
-    for d in &decisions {
+    for d in &run.decisions {
         let ops = d["operations"].split_whitespace();
         for (lease, op) in d["preempted"].split_whitespace().zip(ops) {
             let count = match op {
@@ -318,16 +414,56 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
             count.1 += vms[lease];
         }
     }
-    let column = |k: &str| requests.iter().map(|r| num(r, k)).sum::<u64>();
+    let column = |k: &str| run.requests.iter().map(|r| num(r, k)).sum::<u64>();
     assert_eq!(column("preemptions"), preempted.0);
     assert_eq!(column("displacements"), displaced.0);
-    // The VMs preempted, from intervals.csv alone: a running span followed at once on its host
-    // by an operation (pause, suspension, migration), or running until its lease was
-    // cancelled.
+    let parts = decision_parts(run);
+    let derived = [
+        ("decisions", "decisions", vec![run.decisions.len() as u64]),
+        (
+            "preemptions",
+            "lease_preemptions",
+            vec![preempted.0, preempted.1],
+        ),
+        (
+            "displacements",
+            "lease_displacements",
+            vec![displaced.0, displaced.1],
+        ),
+    ];
+    for (word, key, want) in derived {
+        assert_eq!(parts[word], want, "printed {word}");
+        assert_eq!(run.summary[key], want[0], "{key}");
+        assert_eq!(run.figure(key), want[0], "report: {key}");
+    }
+    for (key, want) in [
+        ("vm_preemptions", preempted.1),
+        ("vm_displacements", displaced.1),
+    ] {
+        assert_eq!(run.summary[key], want, "{key}");
+        assert_eq!(run.figure(key), want, "report: {key}");
+    }
+    // The report's Gantt headings count the VMs preempted on each cluster.
+    let marked: u64 = run
+        .page
+        .split(" VMs preempted</h3>")
+        .map(|h| h.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
+        .take_while(Option::is_some)
+        .flatten()
+        .sum();
+    assert_eq!(marked, preempted.1, "report: the hosts' headings");
+    (preempted, displaced)
+}
+
+/// The VMs preempted, from intervals.csv alone: a running span followed at once on its host
+/// by an operation (pause, suspension, migration), or running until its lease was
+/// cancelled — as many as decisions.csv's (`from_decisions`).
+fn vms_preempted_in_intervals_are_those_in_decisions(run: &RunOutputs, from_decisions: u64) {
+    use std::collections::BTreeMap;
     // Each VM instance's spans (start, end, state), by (request, VM, host).
     type Spans = Vec<(f64, f64, String)>;
     let mut spans: BTreeMap<[String; 3], Spans> = BTreeMap::new();
-    for i in &intervals {
+    for i in &run.intervals {
         let key = [i["request_id"].clone(), i["vm"].clone(), i["host"].clone()];
         let t = |k: &str| i[k].parse::<f64>().expect(k);
         spans
@@ -335,7 +471,8 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
             .or_default()
             .push((t("start_s"), t("end_s"), i["state"].clone()));
     }
-    let cancelled_at: BTreeMap<&str, f64> = requests
+    let cancelled_at: BTreeMap<&str, f64> = run
+        .requests
         .iter()
         .filter(|r| r["state"] == "cancelled")
         .map(|r| (r["request_id"].as_str(), r["end_s"].parse().expect("end_s")))
@@ -354,163 +491,115 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
         vm_preempted += u64::from(last.2 == "running" && stopped);
     }
     assert_eq!(
-        vm_preempted, preempted.1,
+        vm_preempted, from_decisions,
         "VMs preempted: intervals.csv and decisions.csv"
     );
-    let parts: BTreeMap<String, Vec<u64>> = line("decisions")
-        .split(", ")
-        .map(|part| {
-            let mut words = part.split_whitespace();
-            let name = words.next().expect("a name").to_string();
-            (name, words.filter_map(|w| w.parse().ok()).collect())
-        })
-        .collect();
-    let derived = [
-        ("decisions", "decisions", vec![decisions.len() as u64]),
-        (
-            "preemptions",
-            "lease_preemptions",
-            vec![preempted.0, preempted.1],
-        ),
-        (
-            "displacements",
-            "lease_displacements",
-            vec![displaced.0, displaced.1],
-        ),
-    ];
-    for (word, key, want) in derived {
-        assert_eq!(parts[word], want, "printed {word}");
-        assert_eq!(summary[key], want[0], "{key}");
-        assert_eq!(figure(key), want[0], "report: {key}");
-    }
-    for (key, want) in [
-        ("vm_preemptions", preempted.1),
-        ("vm_displacements", displaced.1),
-    ] {
-        assert_eq!(summary[key], want, "{key}");
-        assert_eq!(figure(key), want, "report: {key}");
-    }
-    // The report's Gantt headings count the VMs preempted on each cluster.
-    let marked: u64 = page
-        .split(" VMs preempted</h3>")
-        .map(|h| h.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
-        .take_while(Option::is_some)
-        .flatten()
-        .sum();
-    assert_eq!(marked, preempted.1, "report: the hosts' headings");
-    let overhead: f64 = requests
+}
+
+/// The printed overhead is requests.csv's `overhead_s` plus decisions.csv's `reschedule_s`.
+fn overhead_is_the_csvs_sum(run: &RunOutputs) {
+    let overhead: f64 = run
+        .requests
         .iter()
         .map(|r| r["overhead_s"].parse::<f64>().expect("overhead"))
         .sum::<f64>()
-        + decisions
+        + run
+            .decisions
             .iter()
             .map(|d| d["reschedule_s"].parse::<f64>().expect("reschedule"))
             .sum::<f64>();
-    assert!(parts.contains_key("overhead"), "{printed}");
     assert!(
-        line("decisions").contains(&format!("overhead {overhead:.1} s")),
-        "{overhead} in {printed}"
+        decision_parts(run).contains_key("overhead"),
+        "{}",
+        run.printed
     );
-    assert!(preempted.0 > 0 && displaced.0 > 0, "the run has both");
-    assert!(!cancelled_at.is_empty(), "and cancellations");
+    assert!(
+        run.line("decisions")
+            .contains(&format!("overhead {overhead:.1} s")),
+        "{overhead} in {}",
+        run.printed
+    );
+}
 
-    // Negotiations: the negotiations CSV's rows by requester, and the requests redirected
-    // as requests.csv has them, against the printed sums, each Grid's summary counters and
-    // the report's peering table. Sound links: no offer is resent, so each negotiation is
-    // one offer message.
-    let grids: Vec<String> = summary["grids"]
+/// Whether a requests.csv row was rejected after redirect.
+fn after_redirect(r: &&std::collections::BTreeMap<String, String>) -> bool {
+    r["outcome"] == "rejected-after-redirect"
+}
+
+/// Negotiations: the negotiations CSV's rows by requester, and the requests redirected as
+/// requests.csv has them, against each Grid's summary counters and the report's peering
+/// table. Sound links: no offer is resent, so each negotiation is one offer message.
+/// Returns the counters summed over the Grids.
+fn each_grids_negotiations_are_the_same_everywhere(
+    run: &RunOutputs,
+) -> std::collections::BTreeMap<&'static str, u64> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let grids: Vec<String> = run.summary["grids"]
         .as_object()
         .expect("grids")
         .keys()
         .cloned()
         .collect();
-    // The report's per-Grid table: a row per figure, its key in the name's tooltip.
-    let peering = page
-        .split("id=\"peering\"")
-        .nth(1)
-        .expect("a peering section");
-    let reported = |key: &str, g: usize| -> u64 {
-        let row = peering
-            .split(&format!("<td title=\"negotiations.{key}\">"))
-            .nth(1)
-            .unwrap_or_else(|| panic!("negotiations.{key} in the report"));
-        let row = row.split("</tr>").next().unwrap_or_default();
-        let cell = row
-            .split("<td class=\"n\">")
-            .nth(1 + g)
-            .expect("a cell per Grid");
-        cell.split("</td>")
-            .next()
-            .unwrap_or_default()
-            .parse()
-            .expect("a count")
-    };
-    let rows_where = |grid: &str, column: &str, value: &str| {
-        negotiations
-            .iter()
-            .filter(|r| r["requester"] == grid && r[column] == value)
-            .count() as u64
-    };
-    let after_redirect = |r: &&BTreeMap<String, String>| r["outcome"] == "rejected-after-redirect";
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
     for (g, grid) in grids.iter().enumerate() {
-        let offers: BTreeSet<&str> = negotiations
+        let offers: BTreeSet<&str> = run
+            .negotiations
             .iter()
             .filter(|r| r["requester"] == *grid)
             .map(|r| r["negotiation"].as_str())
             .collect();
-        let of_grid = requests.iter().filter(|r| r["grid"] == *grid);
+        let of_grid = run.requests.iter().filter(|r| r["grid"] == *grid);
         let taken = of_grid
             .clone()
             .filter(|r| !r["served_by"].is_empty() && r["served_by"] != *grid)
             .count() as u64;
         let rejected_there = of_grid.filter(after_redirect).count() as u64;
+        let rows_where = |column: &str, value: &str| run.rows_where(grid, column, value);
         let derived = [
             ("offers", offers.len() as u64),
             ("timeouts", 0),
-            ("accepted", rows_where(grid, "outcome", "accepted")),
-            (
-                "countered_taken",
-                rows_where(grid, "outcome", "countered-taken"),
-            ),
+            ("accepted", rows_where("outcome", "accepted")),
+            ("countered_taken", rows_where("outcome", "countered-taken")),
             (
                 "countered_declined",
-                rows_where(grid, "outcome", "countered-declined"),
+                rows_where("outcome", "countered-declined"),
             ),
-            ("rejected", rows_where(grid, "outcome", "rejected")),
-            ("redirected", rows_where(grid, "redirect", "redirected")),
+            ("rejected", rows_where("outcome", "rejected")),
+            ("redirected", rows_where("redirect", "redirected")),
             (
                 "rejected_after_redirect",
-                rows_where(grid, "at_provider", "rejected"),
+                rows_where("at_provider", "rejected"),
             ),
         ];
         for (key, want) in derived {
-            let counted = &summary["grids"][grid]["negotiations"][key];
+            let counted = &run.summary["grids"][grid]["negotiations"][key];
             assert_eq!(counted, want, "{grid}: negotiations.{key}");
-            assert_eq!(reported(key, g), want, "report: {grid} negotiations.{key}");
+            let reported = run.reported_negotiations(key, g);
+            assert_eq!(reported, want, "report: {grid} negotiations.{key}");
             *totals.entry(key).or_default() += want;
         }
         // requests.csv: redirected = started by a peer + rejected after redirect.
-        assert_eq!(
-            taken + rejected_there,
-            rows_where(grid, "redirect", "redirected"),
-            "{grid}"
-        );
-        assert_eq!(
-            rejected_there,
-            rows_where(grid, "at_provider", "rejected"),
-            "{grid}"
-        );
+        let redirected = rows_where("redirect", "redirected");
+        assert_eq!(taken + rejected_there, redirected, "{grid}");
+        let at_provider = rows_where("at_provider", "rejected");
+        assert_eq!(rejected_there, at_provider, "{grid}");
     }
-    // The same requests: rejected after redirect in requests.csv (with the peer's clusters'
-    // reason) and in the negotiations CSV.
-    let rejected_there: BTreeSet<&str> = requests
+    totals
+}
+
+/// The same requests: rejected after redirect in requests.csv (with the peer's clusters'
+/// reason) and in the negotiations CSV.
+fn rejected_after_redirect_are_the_same_requests_in_both_csvs(run: &RunOutputs) {
+    use std::collections::BTreeSet;
+    let rejected_there: BTreeSet<&str> = run
+        .requests
         .iter()
         .filter(after_redirect)
         .inspect(|r| assert!(r["state"] == "rejected" && !r["reason"].is_empty(), "{r:?}"))
         .map(|r| r["request_id"].as_str())
         .collect();
-    let reported_rejected: BTreeSet<&str> = negotiations
+    let reported_rejected: BTreeSet<&str> = run
+        .negotiations
         .iter()
         .filter(|r| r["at_provider"] == "rejected")
         .map(|r| r["request"].as_str())
@@ -520,7 +609,15 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
         !rejected_there.is_empty(),
         "the run has requests rejected after redirect"
     );
-    let printed_negotiations = counts_by_word(&line("negotiations:"));
+}
+
+/// The printed negotiations line and the report's heading are the Grids' counters summed
+/// (`totals`), and the run has every answer.
+fn printed_negotiations_are_the_grids_sums(
+    run: &RunOutputs,
+    totals: &std::collections::BTreeMap<&str, u64>,
+) {
+    let printed_negotiations = counts_by_word(&run.line("negotiations:"));
     for (word, key) in [
         ("offers", "offers"),
         ("timeouts", "timeouts"),
@@ -533,7 +630,7 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
     ] {
         assert_eq!(printed_negotiations[word], totals[key], "printed {word}");
     }
-    assert!(line("negotiations:").contains(&format!(
+    assert!(run.line("negotiations:").contains(&format!(
         "(rejected after redirect {})",
         totals["rejected_after_redirect"]
     )));
@@ -548,13 +645,13 @@ fn every_printed_count_is_derived_from_the_csvs_and_the_same_in_summary_and_repo
     // The report's heading counts what the Grids' `redirected` do, and says how many of them
     // were rejected after redirect.
     assert!(
-        page.contains(&format!(
+        run.page.contains(&format!(
             "<h3>Redirected requests ({})</h3>",
             totals["redirected"]
         )),
         "the report's heading"
     );
-    assert!(page.contains(&format!(
+    assert!(run.page.contains(&format!(
         "{} started by the peer, {} rejected after redirect",
         totals["redirected"] - totals["rejected_after_redirect"],
         totals["rejected_after_redirect"]

@@ -83,8 +83,14 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
             stderr(&o)
         );
     }
-    // Every other key stress sets in a run after the user's overrides is refused too, naming
-    // the flag that sets it; a fault key the chosen settings leave alone still applies.
+    stress_refuses_overrides_of_the_keys_it_sets();
+    stress_runs_from_its_first_seed();
+    seeds_past_the_largest_are_refused_with_a_range_that_is_accepted();
+}
+
+/// Every other key stress sets in a run after the user's overrides is refused too, naming
+/// the flag that sets it; a fault key the chosen settings leave alone still applies.
+fn stress_refuses_overrides_of_the_keys_it_sets() {
     let stress = |faults: &str, set: &str| {
         let small = "topologies/peering-small.toml";
         let args = [
@@ -108,6 +114,10 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
     }
     let o = stress("none", "fault.drop=0.5");
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// `--first-seed 7 --seeds 2` runs seeds 7 and 8, each row's reproduce line naming its own.
+fn stress_runs_from_its_first_seed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("st");
     let o = igemu(&[
@@ -137,6 +147,11 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
         rows[1].starts_with("none,8,") && rows[1].contains("emulation.seed=8"),
         "{csv}"
     );
+}
+
+/// Seeds past the largest are refused; near the largest seed the advice is a range that is
+/// accepted: it advised `--first-seed 18446744073709551615 --seeds 100000`, itself refused.
+fn seeds_past_the_largest_are_refused_with_a_range_that_is_accepted() {
     let o = igemu(&[
         "stress",
         "topologies/peering-small.toml",
@@ -151,8 +166,6 @@ fn stress_refuses_a_seed_override_and_runs_from_its_first_seed() {
         "{}",
         stderr(&o)
     );
-    // Near the largest seed the advice is a range that is accepted: it advised
-    // `--first-seed 18446744073709551615 --seeds 100000`, itself refused.
     let o = refused(
         &[
             "stress",

@@ -299,28 +299,7 @@ fn a_sweep_records_its_inputs_and_resume_refuses_changed_ones() {
     let ok = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     let r = json(&out.join("sweep.json"));
-    assert_eq!(r["igemu"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(r["sweep_path"], s(&sweep));
-    assert!(
-        r["topology_path"]
-            .as_str()
-            .is_some_and(|p| p.ends_with("small.toml")),
-        "{r}"
-    );
-    assert_eq!(r["set"]["emulation.end"], "\"3h\"");
-    assert_eq!(r["vary"][0]["key"], "igg.dispatch");
-    assert_eq!(
-        r["vary"][0]["values"],
-        serde_json::json!(["\"rr\"", "\"bcf\""])
-    );
-    assert_eq!(r["seeds"], serde_json::json!([1, 2]));
-    assert_eq!(r["runs"], 4);
-    assert_eq!(r["finished"], true);
-    assert_eq!(r["policies"]["peering"], "contracts price-range");
-    assert_eq!(
-        r["outputs"],
-        serde_json::json!(["runs.csv", "points.csv", "paired.csv"])
-    );
+    sweep_json_records_what_the_small_sweep_ran(&r, &sweep);
     let (topology_hash, sweep_hash) = (r["topology_hash"].clone(), r["sweep_hash"].clone());
     assert!(topology_hash.as_str().is_some_and(|h| h.len() == 16), "{r}");
     // The same inputs resume (nothing left to run).
@@ -345,22 +324,62 @@ fn a_sweep_records_its_inputs_and_resume_refuses_changed_ones() {
         json(&out.join("sweep.json"))["set"]["emulation.end"],
         "\"3h\""
     );
+    an_edited_topology_is_refused_unless_the_sweep_starts_over(
+        dir.path(),
+        &out,
+        (&topology_hash, &sweep_hash),
+    );
+}
 
-    // The same sweep file over an edited topology: refused, naming the file.
-    small_sweep(dir.path(), "3h");
-    let topo = dir.path().join("small.toml");
+/// The `sweep.json` (`r`) of the small sweep at `sweep` (end 3h, dispatch rr and bcf, two
+/// seeds) records its inputs, runs, policies and outputs.
+fn sweep_json_records_what_the_small_sweep_ran(r: &serde_json::Value, sweep: &Path) {
+    assert_eq!(r["igemu"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(r["sweep_path"], s(sweep));
+    assert!(
+        r["topology_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("small.toml")),
+        "{r}"
+    );
+    assert_eq!(r["set"]["emulation.end"], "\"3h\"");
+    assert_eq!(r["vary"][0]["key"], "igg.dispatch");
+    assert_eq!(
+        r["vary"][0]["values"],
+        serde_json::json!(["\"rr\"", "\"bcf\""])
+    );
+    assert_eq!(r["seeds"], serde_json::json!([1, 2]));
+    assert_eq!(r["runs"], 4);
+    assert_eq!(r["finished"], true);
+    assert_eq!(r["policies"]["peering"], "contracts price-range");
+    assert_eq!(
+        r["outputs"],
+        serde_json::json!(["runs.csv", "points.csv", "paired.csv"])
+    );
+}
+
+/// The same sweep file (in `dir`) over an edited topology: `--resume` into `out` is refused,
+/// naming the file; without --resume, other inputs' results are not replaced without
+/// --overwrite; with it, the sweep starts over and records the new inputs (a new topology
+/// hash, the same sweep hash as `hashes` had).
+fn an_edited_topology_is_refused_unless_the_sweep_starts_over(
+    dir: &Path,
+    out: &Path,
+    hashes: (&serde_json::Value, &serde_json::Value),
+) {
+    let (topology_hash, sweep_hash) = hashes;
+    let sweep = small_sweep(dir, "3h");
+    let topo = dir.join("small.toml");
     let text = std::fs::read_to_string(&topo).expect("readable");
     std::fs::write(&topo, text.replace("seed = 3", "seed = 4")).expect("written");
-    let refused = igemu(&["sweep", s(&sweep), "--out", s(&out), "--resume"]);
+    let refused = igemu(&["sweep", s(&sweep), "--out", s(out), "--resume"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     let err = stderr(&refused);
     assert!(
         err.contains("the topology file") && err.contains("small.toml changed"),
         "{err}"
     );
-    // Without --resume, other inputs' results are not replaced without --overwrite; with
-    // it, the sweep starts over and records the new inputs.
-    let refused = igemu(&["sweep", s(&sweep), "--out", s(&out), "--quiet"]);
+    let refused = igemu(&["sweep", s(&sweep), "--out", s(out), "--quiet"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(
         stderr(&refused).contains("holds another sweep's results (sweep.json: the topology file"),
@@ -369,20 +388,20 @@ fn a_sweep_records_its_inputs_and_resume_refuses_changed_ones() {
     );
     assert_eq!(
         json(&out.join("sweep.json"))["topology_hash"],
-        topology_hash
+        *topology_hash
     );
     let fresh = igemu(&[
         "sweep",
         s(&sweep),
         "--out",
-        s(&out),
+        s(out),
         "--quiet",
         "--overwrite",
     ]);
     assert_eq!(fresh.status.code(), Some(0), "{}", stderr(&fresh));
     let r = json(&out.join("sweep.json"));
-    assert_ne!(r["topology_hash"], topology_hash);
-    assert_eq!(r["sweep_hash"], sweep_hash);
+    assert_ne!(r["topology_hash"], *topology_hash);
+    assert_eq!(r["sweep_hash"], *sweep_hash);
 }
 
 /// Shards record their inputs in `sweep-I-of-N.json`; `sweep merge` writes one `sweep.json`

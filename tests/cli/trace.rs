@@ -67,14 +67,22 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
     let (code, err) = igemu_within(&["trace", &long, "--why", "0"], 60).expect("ends");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(&format!("long.jsonl{message}")), "{err}");
+    why_refuses_a_trace_out_of_order_or_a_cause_after_its_effect(&tmp);
+    every_reader_refuses_two_traces_concatenated(&tmp);
+}
+
+/// A trace record of message `seq` caused by message `cause`.
+fn trace_record(seq: u64, cause: u64) -> String {
+    format!(
+        r#"{{"seq":{seq},"t_us":0,"t":"0","from":"a","to":"b","kind":"Arrive","cause":{cause}}}"#
+    )
+}
+
+/// `--why` refuses records out of seq order, and a cause after its effect, at their line.
+fn why_refuses_a_trace_out_of_order_or_a_cause_after_its_effect(tmp: &tempfile::TempDir) {
     // Two records numbered 5 then a 3: before, "has no message 5".
-    let record = |seq: u64, cause: u64| {
-        format!(
-            r#"{{"seq":{seq},"t_us":0,"t":"0","from":"a","to":"b","kind":"Arrive","cause":{cause}}}"#
-        )
-    };
-    let dup = tmp_str(&tmp, "dup.jsonl");
-    let text = [record(5, 3), record(5, 4), record(3, 5)].join("\n");
+    let dup = tmp_str(tmp, "dup.jsonl");
+    let text = [trace_record(5, 3), trace_record(5, 4), trace_record(3, 5)].join("\n");
     std::fs::write(&dup, text).expect("written");
     let o = igemu(&["trace", &dup, "--why", "5"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -86,8 +94,8 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
         stderr(&o)
     );
     // A cause after its effect is an error at its line, not a chain cut short in silence.
-    let cycle = tmp_str(&tmp, "cycle.jsonl");
-    std::fs::write(&cycle, [record(1, 0), record(2, 7)].join("\n")).expect("written");
+    let cycle = tmp_str(tmp, "cycle.jsonl");
+    std::fs::write(&cycle, [trace_record(1, 0), trace_record(2, 7)].join("\n")).expect("written");
     let o = igemu(&["trace", &cycle, "--why", "2"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -95,9 +103,12 @@ fn trace_lines_are_capped_and_a_trace_out_of_order_is_refused() {
         "{}",
         stderr(&o)
     );
-    // Every reader refuses two traces concatenated, not only --why: before, each negotiation
-    // and request counted twice.
-    let run = tmp_str(&tmp, "run");
+}
+
+/// Every reader refuses two traces concatenated, not only --why: before, each negotiation
+/// and request counted twice.
+fn every_reader_refuses_two_traces_concatenated(tmp: &tempfile::TempDir) {
+    let run = tmp_str(tmp, "run");
     let ran = igemu(&[
         "run",
         "topologies/peering-small.toml",
@@ -234,19 +245,43 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
     let text = std::fs::read_to_string(&json).expect("export written");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let events = doc["traceEvents"].as_array().expect("an array");
-    let names = |what: &str| -> Vec<(u64, u64, String)> {
-        events
-            .iter()
-            .filter(|e| e["ph"] == "M" && e["name"] == what)
-            .map(|e| {
-                let id = |k: &str| e[k].as_u64().unwrap_or(u64::MAX);
-                let name = e["args"]["name"].as_str().unwrap_or("").to_string();
-                (id("pid"), id("tid"), name)
-            })
-            .collect()
-    };
-    // What the trace itself says: its Grids (IGGs) and the hosts VMs occupied.
-    let records = igemu::trace::render::parse(&std::fs::read_to_string(&trace).expect("trace"))
+    let threads = the_export_has_a_process_per_grid_and_a_track_per_host(events, &trace);
+    let slices: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "vm")
+        .collect();
+    let per_vm = vm_states_follow_one_another_without_overlapping(&slices, &threads);
+    a_suspended_vms_states_run_on_without_a_gap(&slices, &per_vm);
+    // Same trace, same export.
+    let again = tmp_str(&tmp, "again.json");
+    igemu(&["trace", &trace, "--chrome", &again]);
+    assert_eq!(std::fs::read(&again).expect("written"), text.as_bytes());
+    assert!(
+        !Path::new(&format!("{json}.tmp")).exists(),
+        "no temporary file left"
+    );
+}
+
+/// A Chrome export's metadata events named `what`: (pid, tid, name) each.
+fn metadata_names(events: &[serde_json::Value], what: &str) -> Vec<(u64, u64, String)> {
+    events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == what)
+        .map(|e| {
+            let id = |k: &str| e[k].as_u64().unwrap_or(u64::MAX);
+            let name = e["args"]["name"].as_str().unwrap_or("").to_string();
+            (id("pid"), id("tid"), name)
+        })
+        .collect()
+}
+
+/// The export of the trace at `trace` has a process per Grid (IGG) and a track per host VMs
+/// occupied, as the trace itself says. Returns the tracks (thread names).
+fn the_export_has_a_process_per_grid_and_a_track_per_host(
+    events: &[serde_json::Value],
+    trace: &str,
+) -> Vec<(u64, u64, String)> {
+    let records = igemu::trace::render::parse(&std::fs::read_to_string(trace).expect("trace"))
         .expect("valid trace");
     let grids: std::collections::BTreeSet<&str> = records
         .iter()
@@ -258,20 +293,30 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
         .filter_map(|e| e.to.strip_prefix("host:").map(|h| format!("host {h}")))
         .collect();
     assert!(!grids.is_empty() && !hosts.is_empty());
-    let processes = names("process_name");
+    let processes = metadata_names(events, "process_name");
     for g in &grids {
         assert!(
             processes.iter().any(|p| p.2 == format!("grid {g}")),
             "no process for Grid {g}: {processes:?}"
         );
     }
-    let threads = names("thread_name");
+    let threads = metadata_names(events, "thread_name");
     for h in &hosts {
         assert!(
             threads.iter().any(|t| &t.2 == h),
             "no track for {h}: {threads:?}"
         );
     }
+    threads
+}
+
+/// Each VM's state slices, of known states and on named tracks (`threads`), follow one
+/// another without overlapping, and no host track holds two at once. Returns each VM's
+/// spans.
+fn vm_states_follow_one_another_without_overlapping(
+    slices: &[&serde_json::Value],
+    threads: &[(u64, u64, String)],
+) -> std::collections::BTreeMap<String, Vec<(u64, u64)>> {
     const STATES: [&str; 8] = [
         "pending",
         "booting",
@@ -282,10 +327,6 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
         "resuming",
         "migrating",
     ];
-    let slices: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] == "vm")
-        .collect();
     let kinds: std::collections::BTreeSet<&str> =
         slices.iter().filter_map(|e| e["name"].as_str()).collect();
     assert!(
@@ -294,7 +335,7 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
     );
     let mut per_vm: std::collections::BTreeMap<String, Vec<(u64, u64)>> = Default::default();
     let mut per_track: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
-    for s in &slices {
+    for s in slices {
         let name = s["name"].as_str().unwrap_or("");
         assert!(STATES.contains(&name), "{s}");
         let (ts, dur) = (
@@ -326,7 +367,14 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
         }
     }
     assert!(contiguous > 0, "a VM's states follow one another");
-    // A suspended VM's states run on: suspending, then suspended, then resuming, without a gap.
+    per_vm
+}
+
+/// A suspended VM's states run on: suspending, then suspended, then resuming, without a gap.
+fn a_suspended_vms_states_run_on_without_a_gap(
+    slices: &[&serde_json::Value],
+    per_vm: &std::collections::BTreeMap<String, Vec<(u64, u64)>>,
+) {
     let suspended = slices
         .iter()
         .find(|s| s["name"] == "suspended")
@@ -341,14 +389,30 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
     assert!(at > 0 && at + 1 < spans.len(), "{vm}: {spans:?}");
     assert_eq!(spans[at - 1].1, spans[at].0, "{vm}: {spans:?}");
     assert_eq!(spans[at].1, spans[at + 1].0, "{vm}: {spans:?}");
-    // Same trace, same export.
-    let again = tmp_str(&tmp, "again.json");
-    igemu(&["trace", &trace, "--chrome", &again]);
-    assert_eq!(std::fs::read(&again).expect("written"), text.as_bytes());
-    assert!(
-        !Path::new(&format!("{json}.tmp")).exists(),
-        "no temporary file left"
-    );
+}
+
+/// `run --trace` of the small peering topology into `tmp`'s folder `name`, with `extra`
+/// arguments: its trace and summary.
+fn traced_peering_run(
+    tmp: &tempfile::TempDir,
+    name: &str,
+    extra: &[&str],
+) -> (String, serde_json::Value) {
+    let dir = tmp_str(tmp, name);
+    let mut args = vec![
+        "run",
+        "topologies/peering-small.toml",
+        "--trace",
+        "--quiet",
+        "--out",
+        &dir,
+    ];
+    args.extend_from_slice(extra);
+    let out = igemu(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = std::fs::read_to_string(format!("{dir}/trace.jsonl")).expect("trace");
+    let summary = std::fs::read_to_string(format!("{dir}/summary.json")).expect("summary");
+    (trace, serde_json::from_str(&summary).expect("JSON"))
 }
 
 /// `run --trace` with filters writes exactly the full trace's lines that pass all of them
@@ -358,30 +422,14 @@ fn a_chrome_export_is_a_gantt_of_vm_states_on_host_tracks() {
 fn a_filtered_trace_holds_only_matching_lines_and_the_same_count() {
     use igemu::trace::{actor_matches, KINDS};
     let tmp = tempfile::tempdir().expect("temp dir");
-    let run = |name: &str, extra: &[&str]| -> (String, serde_json::Value) {
-        let dir = tmp_str(&tmp, name);
-        let mut args = vec![
-            "run",
-            "topologies/peering-small.toml",
-            "--trace",
-            "--quiet",
-            "--out",
-            &dir,
-        ];
-        args.extend_from_slice(extra);
-        let out = igemu(&args);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let trace = std::fs::read_to_string(format!("{dir}/trace.jsonl")).expect("trace");
-        let summary = std::fs::read_to_string(format!("{dir}/summary.json")).expect("summary");
-        (trace, serde_json::from_str(&summary).expect("JSON"))
-    };
-    let (full, full_summary) = run("full", &[]);
+    let (full, full_summary) = traced_peering_run(&tmp, "full", &[]);
     let (kinds, actors, window) = (
         "PeerOffer,PeerAnswer,AssignLease,Tick",
         "igg:,lrms:busy/",
         "1000s..2d",
     );
-    let (cut, cut_summary) = run(
+    let (cut, cut_summary) = traced_peering_run(
+        &tmp,
         "cut",
         &[
             "--trace-kinds",
@@ -430,14 +478,19 @@ fn a_filtered_trace_holds_only_matching_lines_and_the_same_count() {
         })
         .collect();
     assert_eq!(kept_kinds.len(), 4, "{kept_kinds:?}");
+    bad_trace_filters_are_usage_errors_before_anything_runs(&tmp);
+}
 
+/// A bad `--trace-kinds`, `--trace-window` or `--trace-actors` is a usage error naming the
+/// flag, before anything runs.
+fn bad_trace_filters_are_usage_errors_before_anything_runs(tmp: &tempfile::TempDir) {
     for (flag, value, says) in [
         ("--trace-kinds", "PeerOfer", "did you mean `PeerOffer`?"),
         ("--trace-window", "1h-2h", "e.g. `1h..2h`"),
         ("--trace-window", "2h..1h", "empty window"),
         ("--trace-actors", ",", "e.g. `igg:`"),
     ] {
-        let dir = tmp_str(&tmp, "bad");
+        let dir = tmp_str(tmp, "bad");
         let out = igemu(&[
             "run",
             "topologies/peering-small.toml",
