@@ -150,12 +150,18 @@ fn stress_and_trace_commands_work_end_to_end() {
         .find(|e| e["kind"] == "PeerRedirect")
         .and_then(|e| e["negotiation"].as_u64())
         .expect("a redirection happened");
-    let mmd = dir.path().join("neg.mmd");
-    let chrome = dir.path().join("all.json");
+    a_negotiation_draws_as_a_mermaid_diagram(dir.path(), neg);
+    the_chrome_export_has_an_event_per_message(dir.path(), &trace);
+}
+
+/// `trace --negotiation N --mermaid` of the run in `dir` draws the negotiation `neg`'s
+/// messages, what followed each redirection one line per lease unless `--vm-steps`.
+fn a_negotiation_draws_as_a_mermaid_diagram(dir: &std::path::Path, neg: u64) {
+    let mmd = dir.join("neg.mmd");
     let neg_s = neg.to_string();
     let out = igemu(&[
         "trace",
-        dir.path().join("trace.jsonl").to_str().expect("utf-8"),
+        dir.join("trace.jsonl").to_str().expect("utf-8"),
         "--negotiation",
         &neg_s,
         "--mermaid",
@@ -171,7 +177,7 @@ fn stress_and_trace_commands_work_end_to_end() {
     assert!(!diagram.contains("AssignLease"), "{diagram}");
     let out = igemu(&[
         "trace",
-        dir.path().join("trace.jsonl").to_str().expect("utf-8"),
+        dir.join("trace.jsonl").to_str().expect("utf-8"),
         "--negotiation",
         &neg_s,
         "--vm-steps",
@@ -182,9 +188,14 @@ fn stress_and_trace_commands_work_end_to_end() {
     let steps = std::fs::read_to_string(&mmd).expect("written");
     assert!(steps.contains("AssignLease") && !steps.contains(": lease "));
     assert!(steps.lines().count() > diagram.lines().count());
+}
+
+/// `trace --chrome` of the run in `dir` has an instant event per message of its `trace`.
+fn the_chrome_export_has_an_event_per_message(dir: &std::path::Path, trace: &str) {
+    let chrome = dir.join("all.json");
     let out = igemu(&[
         "trace",
-        dir.path().join("trace.jsonl").to_str().expect("utf-8"),
+        dir.join("trace.jsonl").to_str().expect("utf-8"),
         "--chrome",
         chrome.to_str().expect("utf-8"),
     ]);

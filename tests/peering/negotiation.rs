@@ -180,8 +180,14 @@ pub(super) fn outcomes(r: &igemu::RunResult) -> Outcomes {
 
 #[test]
 fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
-    // Sound links: every message arrives once, so each request's answer in the
-    // trace is the one its requester acted on. The run has every kind of outcome.
+    on_sound_links_the_counters_are_the_verdicts_in_the_trace();
+    on_lossy_links_each_offer_timeout_and_decline_is_in_the_trace_once();
+    on_slow_links_late_answers_are_declined_and_counted();
+}
+
+/// Sound links: every message arrives once, so each request's answer in the trace is the one
+/// its requester acted on. The run has every kind of outcome.
+fn on_sound_links_the_counters_are_the_verdicts_in_the_trace() {
     let every_kind = |o: &Outcomes| {
         [
             o.accepted,
@@ -222,8 +228,13 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     let refused_there = kind("RemoteLease").filter(|e| e["verdict"] == "rejected");
     assert_eq!(refused_there.count() as u64, o.rejected_after_redirect);
     assert_eq!(kind("OfferTimeout").count() as u64, o.timeouts);
-    // Every message of a negotiation names its contract; offers their price and requests,
-    // answers a verdict per request, redirections and declines their price.
+    every_negotiation_message_names_its_contract_and_terms(&events);
+    the_negotiations_csv_tells_the_same_story(dir.path(), &o);
+}
+
+/// Every message of a negotiation names its contract; offers their price and requests,
+/// answers a verdict per request, redirections and declines their price.
+fn every_negotiation_message_names_its_contract_and_terms(events: &[serde_json::Value]) {
     for e in events.iter().filter(|e| e["negotiation"].is_u64()) {
         let k = e["kind"].as_str().unwrap_or_default();
         if k.starts_with("Peer") {
@@ -238,11 +249,15 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
             _ => {}
         }
     }
-    // `igemu trace --negotiations` tells the same story, one row per offered request.
-    let csv = dir.path().join("negotiations.csv");
+}
+
+/// `igemu trace --negotiations` of the trace in `dir` tells the same story as the counters
+/// `o`, one row per offered request.
+fn the_negotiations_csv_tells_the_same_story(dir: &std::path::Path, o: &Outcomes) {
+    let csv = dir.join("negotiations.csv");
     let out = igemu(&[
         "trace",
-        dir.path().join("trace.jsonl").to_str().expect("utf-8"),
+        dir.join("trace.jsonl").to_str().expect("utf-8"),
         "--negotiations",
         "--out",
         csv.to_str().expect("utf-8"),
@@ -278,11 +293,20 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
         o.rejected_after_redirect,
         "{by:?}"
     );
+}
 
-    // Lossy links: offers time out and are sent again. Each offer sent, each timeout fired
-    // and each decline is still in the trace once, as the summary counts it. (Answers and
-    // acknowledgements are not: a lost one is in the trace but was never acted on, and a
-    // duplicated offer or redirection is answered again.)
+/// The `PeerDecline` messages in `events` with verdict `v`.
+fn declines(events: &[serde_json::Value], v: &str) -> u64 {
+    (events.iter())
+        .filter(|e| e["kind"] == "PeerDecline" && e["verdict"] == v)
+        .count() as u64
+}
+
+/// Lossy links: offers time out and are sent again. Each offer sent, each timeout fired and
+/// each decline is still in the trace once, as the summary counts it. (Answers and
+/// acknowledgements are not: a lost one is in the trace but was never acted on, and a
+/// duplicated offer or redirection is answered again.)
+fn on_lossy_links_each_offer_timeout_and_decline_is_in_the_trace_once() {
     let lossy = |o: &Outcomes| o.timeouts > 0 && o.countered_declined > 0;
     let seed = first_seed(&["fault.drop=0.05"], lossy);
     let dir = tempfile::tempdir().expect("temp dir");
@@ -292,33 +316,25 @@ fn the_summarys_negotiation_counters_are_the_verdicts_in_the_trace() {
     assert!(lossy(&o), "{o:?}");
     let events = common::trace(dir.path());
     let kind = |k: &str| events.iter().filter(|e| e["kind"] == k).count() as u64;
-    let declines = |v: &str| {
-        (events.iter())
-            .filter(|e| e["kind"] == "PeerDecline" && e["verdict"] == v)
-            .count() as u64
-    };
     assert_eq!(kind("PeerOffer"), o.offers);
     assert_eq!(kind("OfferTimeout"), o.timeouts);
-    assert_eq!(declines("decline"), o.countered_declined);
-    assert_eq!(declines("late"), late_declined(&r));
+    assert_eq!(declines(&events, "decline"), o.countered_declined);
+    assert_eq!(declines(&events, "late"), late_declined(&r));
+}
 
-    // Links slower than a negotiation's timeouts and rounds (the stress preset `late`):
-    // answers come after their offers were given up, and each is declined at once, marked
-    // late — as many `PeerDecline`s as the summary counts, the other declines unchanged.
+/// Links slower than a negotiation's timeouts and rounds (the stress preset `late`): answers
+/// come after their offers were given up, and each is declined at once, marked late — as
+/// many `PeerDecline`s as the summary counts, the other declines unchanged.
+fn on_slow_links_late_answers_are_declined_and_counted() {
     let delay = "fault.delay={ kind = \"exponential\", mean = \"300s\" }";
     let dir = tempfile::tempdir().expect("temp dir");
     let r = common::run_traced(small(&[delay]), dir.path());
     assert_eq!(r.summary.invariant_violations, 0);
     let o = outcomes(&r);
     let events = common::trace(dir.path());
-    let declines = |v: &str| {
-        (events.iter())
-            .filter(|e| e["kind"] == "PeerDecline" && e["verdict"] == v)
-            .count() as u64
-    };
     assert!(late_declined(&r) > 0, "late answers: {o:?}");
-    assert_eq!(declines("late"), late_declined(&r));
-    assert_eq!(declines("decline"), o.countered_declined);
+    assert_eq!(declines(&events, "late"), late_declined(&r));
+    assert_eq!(declines(&events, "decline"), o.countered_declined);
 }
 
 /// `negotiations.late_declined` summed over the Grids of `r`.

@@ -21,7 +21,7 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     // run explores), and hosts that assume FIFO order: caught while it runs.
     let dir = scratch("realtime");
     let (rec, live, again) = (dir.join("run.rec"), dir.join("live"), dir.join("again"));
-    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let s = arg;
     let ran = igemu(&[
         "run",
         SMALL,
@@ -70,26 +70,7 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     let csv = |d: &std::path::Path| std::fs::read(d.join("requests.csv")).expect("requests.csv");
     assert!(csv(&live) == csv(&again), "the replay's requests differ");
     assert!(again.join("trace.jsonl").exists());
-    // The order comes from the record, not from the schedule's number: with the header
-    // edited to name another schedule, the replay still gives the recorded run — and says
-    // the record was edited (the end line's hash covers the header), exit 2.
-    let text = std::fs::read_to_string(&rec).expect("record");
-    let (header, body) = text.split_once('\n').expect("a header line");
-    assert!(header.contains("emulation.interleaving=1"), "{header}");
-    let other = dir.join("other-schedule.rec");
-    let edited = header.replace("emulation.interleaving=1", "emulation.interleaving=7");
-    std::fs::write(&other, format!("{edited}\n{body}")).expect("write");
-    let by_record = dir.join("by-record");
-    let followed = igemu(&["replay", &s(&other), "--out", &s(&by_record), "--quiet"]);
-    assert_eq!(followed.status.code(), Some(2), "{followed:?}");
-    assert!(
-        String::from_utf8_lossy(&followed.stderr).contains("edited or damaged"),
-        "{followed:?}"
-    );
-    assert!(
-        csv(&live) == csv(&by_record),
-        "the replay followed the schedule, not the record"
-    );
+    the_replay_follows_the_record_not_the_schedule_it_names(&dir, &rec, &live);
     // Without the record, the same run in FIFO order keeps every invariant: the violation
     // is the order's.
     let fifo = igemu(&[
@@ -103,10 +84,45 @@ fn a_violation_caught_in_a_realtime_run_is_reproduced_by_replaying_its_record() 
     assert_eq!(fifo.status.code(), Some(0), "{fifo:?}");
 }
 
+/// The order comes from the record (`rec`, of the run whose outputs are in `live`), not from
+/// the schedule's number: with the header edited to name another schedule, the replay still
+/// gives the recorded run — and says the record was edited (the end line's hash covers the
+/// header), exit 2.
+fn the_replay_follows_the_record_not_the_schedule_it_names(
+    dir: &std::path::Path,
+    rec: &std::path::Path,
+    live: &std::path::Path,
+) {
+    let s = arg;
+    let csv = |d: &std::path::Path| std::fs::read(d.join("requests.csv")).expect("requests.csv");
+    let text = std::fs::read_to_string(rec).expect("record");
+    let (header, body) = text.split_once('\n').expect("a header line");
+    assert!(header.contains("emulation.interleaving=1"), "{header}");
+    let other = dir.join("other-schedule.rec");
+    let edited = header.replace("emulation.interleaving=1", "emulation.interleaving=7");
+    std::fs::write(&other, format!("{edited}\n{body}")).expect("write");
+    let by_record = dir.join("by-record");
+    let followed = igemu(&["replay", &s(&other), "--out", &s(&by_record), "--quiet"]);
+    assert_eq!(followed.status.code(), Some(2), "{followed:?}");
+    assert!(
+        String::from_utf8_lossy(&followed.stderr).contains("edited or damaged"),
+        "{followed:?}"
+    );
+    assert!(
+        csv(live) == csv(&by_record),
+        "the replay followed the schedule, not the record"
+    );
+}
+
+/// `p` as a string for a command line.
+fn arg(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 #[test]
 fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     let dir = scratch("differ");
-    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let s = arg;
     // A copy of the topology, to change after recording.
     let topo = dir.join("small.toml");
     std::fs::copy(SMALL, &topo).expect("copy");
@@ -136,15 +152,41 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     assert!(summary_of(&dir.join("a"))["replay"].is_null());
     let text = std::fs::read_to_string(&rec).expect("record");
     let lines: Vec<&str> = text.lines().collect();
-    // Two deliveries swapped (of different lanes), a record cut short, one with a line after
-    // its end line.
+    changed_deliveries_are_refused_naming_the_first_difference(&dir, &lines);
+    edited_headers_are_refused(&dir, &lines);
+    // A record given as a pipe: read twice, so refused as what it is, before anything runs.
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("pipe.rec");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let out = igemu(&["replay", &s(&fifo), "--out", &s(&dir.join("p")), "--quiet"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("save the record to a file first"), "{err}");
+        assert!(!dir.join("p").exists());
+    }
+    a_junk_header_or_a_changed_or_missing_topology_is_refused(&dir, &topo, &rec);
+}
+
+/// Of the record `lines`: two deliveries swapped (of different lanes), a record cut short,
+/// one with a line after its end line — each refused at its first difference, its outputs
+/// saying they are not the record's run; actors are named in the difference.
+fn changed_deliveries_are_refused_naming_the_first_difference(
+    dir: &std::path::Path,
+    lines: &[&str],
+) {
+    let s = arg;
     let at = (2..lines.len() - 1)
         .find(|&i| lines[i] != lines[i + 1])
         .expect("two different deliveries");
-    let mut swapped = lines.clone();
+    let mut swapped = lines.to_vec();
     swapped.swap(at, at + 1);
     let cut = &lines[..lines.len() / 2];
-    let mut longer = lines.clone();
+    let mut longer = lines.to_vec();
     longer.push(lines[lines.len() - 1]);
     for (name, body, says) in [
         ("swapped", swapped, format!("delivery {at}: the record has")),
@@ -177,118 +219,97 @@ fn a_record_the_replay_does_not_follow_is_refused_at_its_first_difference() {
     .iter()
     .any(|prefix| err.contains(&format!(" ({prefix}")));
     assert!(named, "{err}");
+}
+
+/// Replays the record `lines` with its header replaced by `header`, saved as `NAME.rec` in
+/// `dir`, into the folder `name`: the exit code, standard error and standard output.
+fn replay_with_header(
+    dir: &std::path::Path,
+    lines: &[&str],
+    name: &str,
+    header: &str,
+) -> (Option<i32>, String, String) {
+    let mut edited = lines.to_vec();
+    edited[0] = header;
+    let file = dir.join(format!("{name}.rec"));
+    std::fs::write(&file, edited.join("\n") + "\n").expect("write");
+    let out = igemu(&[
+        "replay",
+        &arg(&file),
+        "--out",
+        &arg(&dir.join(name)),
+        "--quiet",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), err, said)
+}
+
+/// Headers edited (of the record `lines`) are refused: to another seed, to another override,
+/// to hold an escape sequence.
+fn edited_headers_are_refused(dir: &std::path::Path, lines: &[&str]) {
     // A header edited to another seed: not in the end line's hash, yet not the run it names
     // (the replay said "seed 4" and ran seed 3, exit 0).
-    {
-        let (from, to) = ("\"seed\":3,", "\"seed\":4,");
-        assert!(lines[0].contains(from), "{}", lines[0]);
-        let mut edited = lines.clone();
-        let header = lines[0].replace(from, to);
-        edited[0] = &header;
-        let file = dir.join("seed.rec");
-        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
-        let out = igemu(&[
-            "replay",
-            &s(&file),
-            "--out",
-            &s(&dir.join("seed")),
-            "--quiet",
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains("line 1 says seed 4, but the run it names"),
-            "{err}"
-        );
-        assert!(err.contains("has seed 3"), "{err}");
-    }
+    let (from, to) = ("\"seed\":3,", "\"seed\":4,");
+    assert!(lines[0].contains(from), "{}", lines[0]);
+    let (code, err, _) = replay_with_header(dir, lines, "seed", &lines[0].replace(from, to));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("line 1 says seed 4, but the run it names"),
+        "{err}"
+    );
+    assert!(err.contains("has seed 3"), "{err}");
     // A header edited to name another override (one that changes nothing this run does): the
     // replay ran it, exit 0, "each in the recorded order"; the end line's hash covers the
     // header now.
-    {
-        let from = "\"overrides\":[";
-        assert!(lines[0].contains(from), "{}", lines[0]);
-        let header = if lines[0].contains("\"overrides\":[]") {
-            lines[0].replace("\"overrides\":[]", "\"overrides\":[\"lrms.cp_alpha=0.5\"]")
-        } else {
-            lines[0].replace(from, "\"overrides\":[\"lrms.cp_alpha=0.5\",")
-        };
-        let mut edited = lines.clone();
-        edited[0] = &header;
-        let file = dir.join("sets.rec");
-        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
-        let out = igemu(&[
-            "replay",
-            &s(&file),
-            "--out",
-            &s(&dir.join("sets")),
-            "--quiet",
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("edited or damaged"), "{err}");
-        // Its outputs say they are not the record's run.
-        let replay = &summary_of(&dir.join("sets"))["replay"];
-        let diverged = replay["diverged"].as_str().unwrap_or_default();
-        assert!(diverged.contains("edited or damaged"), "{replay}");
-    }
+    let from = "\"overrides\":[";
+    assert!(lines[0].contains(from), "{}", lines[0]);
+    let header = if lines[0].contains("\"overrides\":[]") {
+        lines[0].replace("\"overrides\":[]", "\"overrides\":[\"lrms.cp_alpha=0.5\"]")
+    } else {
+        lines[0].replace(from, "\"overrides\":[\"lrms.cp_alpha=0.5\",")
+    };
+    let (code, err, _) = replay_with_header(dir, lines, "sets", &header);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("edited or damaged"), "{err}");
+    // Its outputs say they are not the record's run.
+    let replay = &summary_of(&dir.join("sets"))["replay"];
+    let diverged = replay["diverged"].as_str().unwrap_or_default();
+    assert!(diverged.contains("edited or damaged"), "{replay}");
     // A header whose strings hold an escape sequence: refused before any is shown (the
     // replay printed its mode before the hash was checked).
-    {
-        let header = lines[0].replacen("\"mode\":\"", "\"mode\":\"\\u001b]0;pwned\\u0007", 1);
-        assert_ne!(header, lines[0]);
-        let mut edited = lines.clone();
-        edited[0] = &header;
-        let file = dir.join("esc.rec");
-        std::fs::write(&file, edited.join("\n") + "\n").expect("write");
-        let out = igemu(&[
-            "replay",
-            &s(&file),
-            "--out",
-            &s(&dir.join("esc")),
-            "--quiet",
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("`.mode` holds a control"), "{err}");
-        assert!(
-            !err.contains('\u{1b}') && !String::from_utf8_lossy(&out.stdout).contains('\u{1b}')
-        );
-    }
-    // A record given as a pipe: read twice, so refused as what it is, before anything runs.
-    #[cfg(unix)]
-    {
-        let fifo = dir.join("pipe.rec");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
-        let out = igemu(&["replay", &s(&fifo), "--out", &s(&dir.join("p")), "--quiet"]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains("save the record to a file first"), "{err}");
-        assert!(!dir.join("p").exists());
-    }
-    // A header that is not one, and a topology changed since.
+    let header = lines[0].replacen("\"mode\":\"", "\"mode\":\"\\u001b]0;pwned\\u0007", 1);
+    assert_ne!(header, lines[0]);
+    let (code, err, said) = replay_with_header(dir, lines, "esc", &header);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`.mode` holds a control"), "{err}");
+    assert!(!err.contains('\u{1b}') && !said.contains('\u{1b}'));
+}
+
+/// A header that is not one, and the record `rec`'s topology `topo` changed since, or gone
+/// (it cannot be read from where the replay runs: said to be that, not changed).
+fn a_junk_header_or_a_changed_or_missing_topology_is_refused(
+    dir: &std::path::Path,
+    topo: &std::path::Path,
+    rec: &std::path::Path,
+) {
+    let s = arg;
     std::fs::write(dir.join("junk.rec"), "not a record\n").expect("write");
     let junk = igemu(&["replay", &s(&dir.join("junk.rec")), "--quiet"]);
     assert_eq!(junk.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&junk.stderr).contains("not an igemu record header"));
     std::fs::write(
-        &topo,
+        topo,
         std::fs::read_to_string(SMALL).unwrap() + "\n# changed\n",
     )
     .unwrap();
-    let changed = igemu(&["replay", &s(&rec), "--quiet"]);
+    let changed = igemu(&["replay", &s(rec), "--quiet"]);
     assert_eq!(changed.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&changed.stderr).contains("has changed since the record was made")
     );
-    // A topology that cannot be read from where the replay runs is said to be that, not
-    // changed.
-    std::fs::remove_file(&topo).expect("remove");
-    let gone = igemu(&["replay", &s(&rec), "--quiet"]);
+    std::fs::remove_file(topo).expect("remove");
+    let gone = igemu(&["replay", &s(rec), "--quiet"]);
     assert_eq!(gone.status.code(), Some(2));
     let err = String::from_utf8_lossy(&gone.stderr);
     assert!(err.contains("cannot be read from here"), "{err}");
