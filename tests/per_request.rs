@@ -226,6 +226,18 @@ fn request_metrics_in_the_summary_are_what_requests_csv_gives_by_the_formulas() 
     );
 }
 
+/// A CSV row: cells by column name.
+type Row = HashMap<String, String>;
+
+/// What the lease log is checked against, besides `requests.csv`: each lease's spans in
+/// `intervals.csv`, each decision's (local request, lease) → operation, and each request's
+/// origin.
+struct LeaseContext<'a> {
+    spans: HashMap<&'a str, Vec<&'a Row>>,
+    decided: HashMap<(String, String), String>,
+    origin: HashMap<&'a str, &'a str>,
+}
+
 /// Checks the `leases.csv` of the run in `dir` against its other outputs, lease by lease;
 /// returns how many rows of each event it has.
 fn check_lease_log(dir: &Path) -> BTreeMap<String, usize> {
@@ -242,173 +254,226 @@ fn check_lease_log(dir: &Path) -> BTreeMap<String, usize> {
         times.windows(2).all(|w| w[0] <= w[1]),
         "leases.csv out of time order"
     );
-    let mut by_lease: HashMap<&str, Vec<&HashMap<String, String>>> = HashMap::new();
+    let mut by_lease: HashMap<&str, Vec<&Row>> = HashMap::new();
     for r in &log {
         by_lease
             .entry(r["request_id"].as_str())
             .or_default()
             .push(r);
     }
-    let mut spans: HashMap<&str, Vec<&HashMap<String, String>>> = HashMap::new();
+    let mut context = LeaseContext {
+        spans: HashMap::new(),
+        decided: HashMap::new(),
+        origin: (requests.iter())
+            .map(|r| (r["request_id"].as_str(), r["origin"].as_str()))
+            .collect(),
+    };
     for s in &intervals {
-        spans.entry(s["request_id"].as_str()).or_default().push(s);
+        let lease = s["request_id"].as_str();
+        context.spans.entry(lease).or_default().push(s);
     }
-    // Each decision's (local request, lease) → operation.
-    let mut decided: HashMap<(String, String), String> = HashMap::new();
     for d in &decisions {
         for (lease, op) in d["preempted"].split(' ').zip(d["operations"].split(' ')) {
-            decided.insert(
+            context.decided.insert(
                 (d["local_request"].clone(), lease.to_string()),
                 op.to_string(),
             );
         }
     }
-    let origin: HashMap<&str, &str> = (requests.iter())
-        .map(|r| (r["request_id"].as_str(), r["origin"].as_str()))
-        .collect();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for r in &log {
         *counts.entry(r["event"].clone()).or_default() += 1;
     }
     for q in &requests {
-        let id = q["request_id"].as_str();
-        let events = &by_lease[id];
-        let of = |kind: &str| -> Vec<&HashMap<String, String>> {
-            events
-                .iter()
-                .copied()
-                .filter(|e| e["event"] == kind)
-                .collect()
-        };
-        let at = |e: &HashMap<String, String>| num(&e["time_s"]).expect("a time");
-        // Requested once, first, at its submission.
-        assert_eq!(events[0]["event"], "requested", "{id}");
-        assert_eq!(of("requested").len(), 1, "{id}");
-        assert_eq!(num(&q["submit_s"]), Some(at(events[0])), "{id}");
-        // Started once, at its first start; its end as requests.csv has it.
-        let started = of("started");
-        match num(&q["start_s"]) {
-            Some(s) => {
-                assert_eq!(started.len(), 1, "{id}");
-                assert_eq!(at(started[0]), s, "{id}");
-            }
-            None => assert!(started.is_empty(), "{id}"),
-        }
-        let state = q["state"].as_str();
-        let ends: Vec<&&HashMap<String, String>> = events
-            .iter()
-            .filter(|e| ["completed", "cancelled", "rejected"].contains(&e["event"].as_str()))
-            .collect();
-        if state == "unfinished" {
-            assert!(ends.is_empty(), "{id}");
-        } else {
-            assert_eq!(ends.len(), 1, "{id}: {ends:?}");
-            let end = ends[0];
-            assert_eq!(end["event"], state, "{id}");
-            assert_eq!(num(&q["end_s"]), Some(at(end)), "{id}");
-            assert!(
-                std::ptr::eq(*end, *events.last().expect("rows")),
-                "{id}: the end is last"
-            );
-            match state {
-                "rejected" => assert_eq!(end["cause"], q["reason"], "{id}"),
-                _ => {
-                    assert_eq!(end["cluster"], q["cluster"], "{id}");
-                    assert_eq!(end["grid"], q["served_by"], "{id}");
-                }
-            }
-        }
-        // Preemptions and displacements as counted, each with its local request and the
-        // operation its decision gave.
-        let preempted = of("preempted");
-        assert_eq!(preempted.len().to_string(), q["preemptions"], "{id}");
-        assert_eq!(
-            of("displaced").len().to_string(),
-            q["displacements"],
-            "{id}"
-        );
-        for p in preempted.iter().chain(&of("displaced")) {
-            let local = p["cause"].as_str();
-            assert_eq!(
-                origin.get(local),
-                Some(&"local"),
-                "{id}: preempted for {local}"
-            );
-            let op = decided.get(&(local.to_string(), id.to_string()));
-            let expected = if p["event"] == "displaced" {
-                "displace"
-            } else {
-                p["operation"].as_str()
-            };
-            assert_eq!(op.map(String::as_str), Some(expected), "{id} for {local}");
-        }
-        if state == "cancelled" {
-            let last = preempted.last().expect("a cancelled lease was preempted");
-            assert_eq!(last["operation"], "stop", "{id}");
-            assert_eq!(ends[0]["cause"], last["cause"], "{id}");
-        }
-        let migrated = of("migrated");
-        if q["outcome"] == "completed-after-migration" {
-            assert!(!migrated.is_empty(), "{id}");
-        }
-        if !migrated.is_empty() {
-            assert!(
-                ["completed-after-migration", "completed-late", "unfinished"]
-                    .contains(&q["outcome"].as_str()),
-                "{id}: {}",
-                q["outcome"]
-            );
-        }
-        // The hosts its VMs held on its last cluster are among those it started or resumed
-        // on there (all of them unless a start was recalled the instant it was made).
-        let runs: Vec<&&HashMap<String, String>> = events
-            .iter()
-            .filter(|e| ["started", "resumed"].contains(&e["event"].as_str()))
-            .collect();
-        let hosts_of = |cell: &str| -> BTreeSet<u32> {
-            cell.split(' ')
-                .filter(|h| !h.is_empty())
-                .map(|h| h.parse().expect("a host"))
-                .collect()
-        };
-        let ran_on: BTreeSet<u32> = (runs.iter())
-            .filter(|e| e["cluster"] == q["cluster"])
-            .flat_map(|e| hosts_of(&e["hosts"]))
-            .collect();
-        let held = hosts_of(&q["hosts"]);
-        assert!(
-            held.is_subset(&ran_on),
-            "{id}: held {held:?}, ran on {ran_on:?}"
-        );
-        if of("displaced").is_empty() {
-            assert_eq!(held, ran_on, "{id}");
-        }
-        // intervals.csv: each start or resumption deploys VMs at its time on its hosts; each
-        // preemption's first VM leaves running when the row plans it.
-        let lease_spans = spans.get(id).cloned().unwrap_or_default();
-        for e in &runs {
-            let t = at(e);
-            let here = hosts_of(&e["hosts"]);
-            assert!(
-                lease_spans.iter().any(|s| num(&s["start_s"]) == Some(t)
-                    && s["cluster"] == e["cluster"]
-                    && here.contains(&s["host"].parse().expect("a host"))),
-                "{id}: no span from {t} on {here:?}"
-            );
-        }
-        for p in &preempted {
-            let from = num(&p["planned_s"]).expect("a planned time");
-            assert!(
-                lease_spans
-                    .iter()
-                    .any(|s| s["state"] == "running" && num(&s["end_s"]) == Some(from)),
-                "{id}: no running span ends at {from}"
-            );
-        }
+        let events = &by_lease[q["request_id"].as_str()];
+        let ends = check_lease_submission_start_and_end(q, events);
+        check_lease_preemptions_and_migrations(q, events, &ends, &context);
+        check_lease_hosts_and_spans(q, events, &context);
     }
     // Every lease of the log is a request.
     assert_eq!(by_lease.len(), requests.len());
     counts
+}
+
+/// The rows of `events` of kind `kind`.
+fn of_kind<'a>(events: &[&'a Row], kind: &str) -> Vec<&'a Row> {
+    events
+        .iter()
+        .copied()
+        .filter(|e| e["event"] == kind)
+        .collect()
+}
+
+/// A lease log row's time.
+fn at(e: &Row) -> f64 {
+    num(&e["time_s"]).expect("a time")
+}
+
+/// The hosts in a cell of host numbers separated by spaces.
+fn hosts_of(cell: &str) -> BTreeSet<u32> {
+    cell.split(' ')
+        .filter(|h| !h.is_empty())
+        .map(|h| h.parse().expect("a host"))
+        .collect()
+}
+
+/// The lease of request `q` (its log rows `events`) is requested once, first, at its
+/// submission; started once, at its first start; and ends as requests.csv has it, last.
+/// Returns its end rows.
+fn check_lease_submission_start_and_end<'a>(q: &Row, events: &[&'a Row]) -> Vec<&'a Row> {
+    let id = q["request_id"].as_str();
+    // Requested once, first, at its submission.
+    assert_eq!(events[0]["event"], "requested", "{id}");
+    assert_eq!(of_kind(events, "requested").len(), 1, "{id}");
+    assert_eq!(num(&q["submit_s"]), Some(at(events[0])), "{id}");
+    // Started once, at its first start; its end as requests.csv has it.
+    let started = of_kind(events, "started");
+    match num(&q["start_s"]) {
+        Some(s) => {
+            assert_eq!(started.len(), 1, "{id}");
+            assert_eq!(at(started[0]), s, "{id}");
+        }
+        None => assert!(started.is_empty(), "{id}"),
+    }
+    let state = q["state"].as_str();
+    let ends: Vec<&Row> = events
+        .iter()
+        .copied()
+        .filter(|e| ["completed", "cancelled", "rejected"].contains(&e["event"].as_str()))
+        .collect();
+    if state == "unfinished" {
+        assert!(ends.is_empty(), "{id}");
+    } else {
+        assert_eq!(ends.len(), 1, "{id}: {ends:?}");
+        let end = ends[0];
+        assert_eq!(end["event"], state, "{id}");
+        assert_eq!(num(&q["end_s"]), Some(at(end)), "{id}");
+        assert!(
+            std::ptr::eq(end, *events.last().expect("rows")),
+            "{id}: the end is last"
+        );
+        match state {
+            "rejected" => assert_eq!(end["cause"], q["reason"], "{id}"),
+            _ => {
+                assert_eq!(end["cluster"], q["cluster"], "{id}");
+                assert_eq!(end["grid"], q["served_by"], "{id}");
+            }
+        }
+    }
+    ends
+}
+
+/// The lease of request `q` has its preemptions and displacements as counted, each with its
+/// local request and the operation its decision gave; a cancelled lease was last stopped by
+/// what cancelled it (`ends`); migrations as its outcome says.
+fn check_lease_preemptions_and_migrations(
+    q: &Row,
+    events: &[&Row],
+    ends: &[&Row],
+    context: &LeaseContext,
+) {
+    let id = q["request_id"].as_str();
+    let preempted = of_kind(events, "preempted");
+    let displaced = of_kind(events, "displaced");
+    assert_eq!(preempted.len().to_string(), q["preemptions"], "{id}");
+    assert_eq!(displaced.len().to_string(), q["displacements"], "{id}");
+    for p in preempted.iter().chain(&displaced) {
+        let local = p["cause"].as_str();
+        assert_eq!(
+            context.origin.get(local),
+            Some(&"local"),
+            "{id}: preempted for {local}"
+        );
+        let op = context.decided.get(&(local.to_string(), id.to_string()));
+        let expected = if p["event"] == "displaced" {
+            "displace"
+        } else {
+            p["operation"].as_str()
+        };
+        assert_eq!(op.map(String::as_str), Some(expected), "{id} for {local}");
+    }
+    if q["state"] == "cancelled" {
+        let last = preempted.last().expect("a cancelled lease was preempted");
+        assert_eq!(last["operation"], "stop", "{id}");
+        assert_eq!(ends[0]["cause"], last["cause"], "{id}");
+    }
+    let migrated = of_kind(events, "migrated");
+    if q["outcome"] == "completed-after-migration" {
+        assert!(!migrated.is_empty(), "{id}");
+    }
+    if !migrated.is_empty() {
+        assert!(
+            ["completed-after-migration", "completed-late", "unfinished"]
+                .contains(&q["outcome"].as_str()),
+            "{id}: {}",
+            q["outcome"]
+        );
+    }
+}
+
+/// The hosts the VMs of request `q` held on its last cluster are among those it started or
+/// resumed on there (all of them unless a start was recalled the instant it was made); in
+/// intervals.csv each start or resumption deploys VMs at its time on its hosts, and each
+/// preemption's first VM leaves running when the row plans it.
+fn check_lease_hosts_and_spans(q: &Row, events: &[&Row], context: &LeaseContext) {
+    let id = q["request_id"].as_str();
+    let runs: Vec<&Row> = events
+        .iter()
+        .copied()
+        .filter(|e| ["started", "resumed"].contains(&e["event"].as_str()))
+        .collect();
+    let ran_on: BTreeSet<u32> = (runs.iter())
+        .filter(|e| e["cluster"] == q["cluster"])
+        .flat_map(|e| hosts_of(&e["hosts"]))
+        .collect();
+    let held = hosts_of(&q["hosts"]);
+    assert!(
+        held.is_subset(&ran_on),
+        "{id}: held {held:?}, ran on {ran_on:?}"
+    );
+    if of_kind(events, "displaced").is_empty() {
+        assert_eq!(held, ran_on, "{id}");
+    }
+    let lease_spans = context.spans.get(id).cloned().unwrap_or_default();
+    for e in &runs {
+        let t = at(e);
+        let here = hosts_of(&e["hosts"]);
+        assert!(
+            lease_spans.iter().any(|s| num(&s["start_s"]) == Some(t)
+                && s["cluster"] == e["cluster"]
+                && here.contains(&s["host"].parse().expect("a host"))),
+            "{id}: no span from {t} on {here:?}"
+        );
+    }
+    for p in &of_kind(events, "preempted") {
+        let from = num(&p["planned_s"]).expect("a planned time");
+        assert!(
+            lease_spans
+                .iter()
+                .any(|s| s["state"] == "running" && num(&s["end_s"]) == Some(from)),
+            "{id}: no running span ends at {from}"
+        );
+    }
+}
+
+/// A redirected request of the run in `dir` runs in the peer it went to: its `redirected`
+/// row names its Grid and the peer.
+fn a_redirected_request_runs_in_the_peer_it_went_to(dir: &Path) {
+    let log = rows(&dir.join("leases.csv"));
+    let requests = rows(&dir.join("requests.csv"));
+    for q in requests
+        .iter()
+        .filter(|q| !q["served_by"].is_empty() && q["served_by"] != q["grid"])
+    {
+        let redirect = log
+            .iter()
+            .find(|r| r["request_id"] == q["request_id"] && r["event"] == "redirected")
+            .unwrap_or_else(|| panic!("{} has no redirected row", q["request_id"]));
+        assert_eq!(
+            (&redirect["grid"], &redirect["cause"]),
+            (&q["grid"], &q["served_by"])
+        );
+    }
 }
 
 #[test]
@@ -416,15 +481,7 @@ fn the_lease_log_agrees_with_requests_intervals_and_decisions_lease_by_lease() {
     let tmp = tempfile::tempdir().expect("temp dir");
     // Suspensions (paper 003 with MOML), stops and cancellations (paper 001's testbed),
     // displacements and migrations (paper 000), redirections to peers (peering-small).
-    let p003 = run(
-        tmp.path(),
-        "p003",
-        &[
-            "topologies/paper003-testbed.toml",
-            "--set",
-            "lrms.preemption=moml",
-        ],
-    );
+    let p003 = moml_testbed(tmp.path());
     let counts = check_lease_log(&p003);
     assert_eq!(counts["preempted"], 2);
     assert_eq!(counts["resumed"], 2);
@@ -446,22 +503,7 @@ fn the_lease_log_agrees_with_requests_intervals_and_decisions_lease_by_lease() {
         counts.get("redirected").is_some_and(|n| *n > 0),
         "{counts:?}"
     );
-    // A redirected request runs in the peer it went to.
-    let log = rows(&peering.join("leases.csv"));
-    let requests = rows(&peering.join("requests.csv"));
-    for q in requests
-        .iter()
-        .filter(|q| !q["served_by"].is_empty() && q["served_by"] != q["grid"])
-    {
-        let redirect = log
-            .iter()
-            .find(|r| r["request_id"] == q["request_id"] && r["event"] == "redirected")
-            .unwrap_or_else(|| panic!("{} has no redirected row", q["request_id"]));
-        assert_eq!(
-            (&redirect["grid"], &redirect["cause"]),
-            (&q["grid"], &q["served_by"])
-        );
-    }
+    a_redirected_request_runs_in_the_peer_it_went_to(&peering);
     // Grids on threads of their own (realtime): each shard logs its Grids' leases, merged
     // in time order, as consistent as one observer's.
     let threads = run(
@@ -541,8 +583,13 @@ fn a_runs_page_shows_request_metrics_and_links_each_gantt_bar_to_its_leases_even
     ] {
         assert!(html.contains(says), "no `{says}`");
     }
-    // Every bar links to its lease's table, each link's target is on the page, and the
-    // leases a preemption touched come first.
+    each_bar_links_to_its_leases_table(&html);
+    an_older_runs_outputs_still_report(&dir);
+}
+
+/// Every bar of the page `html` links to its lease's table, each link's target is on the
+/// page, and the leases a preemption touched come first.
+fn each_bar_links_to_its_leases_table(html: &str) {
     let links: BTreeSet<&str> = html
         .match_indices("<a href=\"#lease-")
         .map(|(at, _)| {
@@ -588,9 +635,11 @@ fn a_runs_page_shows_request_metrics_and_links_each_gantt_bar_to_its_leases_even
     ] {
         assert!(five.contains(cell), "lease 5's table has no {cell}: {five}");
     }
+}
 
-    // An older run's outputs (no leases.csv, no metric columns or key) still report, the
-    // sections saying what is missing and the bars linking nowhere.
+/// An older run's outputs in `dir` (no leases.csv, no metric columns or key) still report,
+/// the sections saying what is missing and the bars linking nowhere.
+fn an_older_runs_outputs_still_report(dir: &Path) {
     std::fs::remove_file(dir.join("leases.csv")).expect("removed");
     let requests = std::fs::read_to_string(dir.join("requests.csv")).expect("requests");
     let old: String = requests
