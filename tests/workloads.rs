@@ -361,6 +361,51 @@ fn a_sweep_file_reports_every_problem_at_its_place() {
     assert!(err.contains("3 problems found"), "{err}");
 }
 
+/// Runs `igemu` with `args` and asserts it exits 0.
+fn succeeds(args: &[&str]) {
+    let out = igemu(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs shard `i` of `n` of `sweep` into `out`, one job.
+fn run_shard(sweep: &Path, out: &Path, i: usize, n: usize) {
+    let shard = format!("{i}/{n}");
+    succeeds(&[
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--shard",
+        &shard,
+        "--jobs",
+        "1",
+    ]);
+}
+
+/// `sweep merge --out out` of the run files `files`, in that order.
+fn merge_runs(out: &Path, files: &[PathBuf]) {
+    let mut args = vec!["sweep", "merge", "--out", out.to_str().expect("utf-8")];
+    args.extend(files.iter().map(|p| p.to_str().expect("utf-8")));
+    succeeds(&args);
+}
+
+/// The merge in `merged` wrote the unsharded sweep's (`whole`) results, byte for byte, as
+/// docs/sweeps.md promises.
+fn same_results_byte_for_byte(whole: &Path, merged: &Path, which: &str) {
+    for f in ["runs.csv", "points.csv", "paired.csv"] {
+        assert_eq!(
+            std::fs::read(whole.join(f)).ok(),
+            std::fs::read(merged.join(f)).ok(),
+            "{f} of the {which} differs from the unsharded sweep's"
+        );
+    }
+}
+
 #[test]
 fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -368,7 +413,7 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
     let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
     std::fs::write(&sweep, format!("topology = {:?}\nseeds = 2\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n", topo.display().to_string())).expect("written");
     let whole = dir.path().join("whole");
-    let out = igemu(&[
+    succeeds(&[
         "sweep",
         sweep.to_str().expect("utf-8"),
         "--out",
@@ -376,12 +421,6 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
         "--jobs",
         "2",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let runs = read(&whole.join("runs.csv"));
     assert_eq!(runs.len(), 1 + 6);
     assert_eq!(
@@ -400,18 +439,7 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
     let mut shards: Vec<PathBuf> = Vec::new();
     for i in 0..2 {
         let d = dir.path().join(format!("shard{i}"));
-        let shard = format!("{i}/2");
-        let out = igemu(&[
-            "sweep",
-            sweep.to_str().expect("utf-8"),
-            "--out",
-            d.to_str().expect("utf-8"),
-            "--shard",
-            &shard,
-            "--jobs",
-            "1",
-        ]);
-        assert_eq!(out.status.code(), Some(0));
+        run_shard(&sweep, &d, i, 2);
         assert!(
             !d.join("points.csv").exists(),
             "a shard writes no partial points.csv"
@@ -419,76 +447,27 @@ fn a_sharded_sweep_merges_to_the_same_results_as_one_run() {
         shards.push(d.join(format!("runs-{i}-of-2.csv")));
     }
     let merged = dir.path().join("merged");
-    let mut args = vec!["sweep", "merge", "--out", merged.to_str().expect("utf-8")];
     // In any order: the merge puts rows in run order.
-    args.extend(shards.iter().rev().map(|p| p.to_str().expect("utf-8")));
-    let out = igemu(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    shards.reverse();
+    merge_runs(&merged, &shards);
     assert_eq!(
         read(&merged.join("points.csv")),
         points,
         "merged shards give the same summary"
     );
-    // Byte for byte, as docs/sweeps.md promises.
-    for f in ["runs.csv", "points.csv", "paired.csv"] {
-        assert_eq!(
-            std::fs::read(whole.join(f)).ok(),
-            std::fs::read(merged.join(f)).ok(),
-            "{f} of the merge differs from the unsharded sweep's"
-        );
-    }
+    same_results_byte_for_byte(&whole, &merged, "merge");
     // Three shards sharing one folder, merged in a shuffled order: the same bytes again.
     let three = dir.path().join("three");
     for i in 0..3 {
-        let shard = format!("{i}/3");
-        let out = igemu(&[
-            "sweep",
-            sweep.to_str().expect("utf-8"),
-            "--out",
-            three.to_str().expect("utf-8"),
-            "--shard",
-            &shard,
-            "--jobs",
-            "1",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_shard(&sweep, &three, i, 3);
     }
     let merged3 = dir.path().join("merged3");
-    let files: Vec<String> = [1, 2, 0]
+    let files: Vec<PathBuf> = [1, 2, 0]
         .iter()
-        .map(|i| {
-            three
-                .join(format!("runs-{i}-of-3.csv"))
-                .display()
-                .to_string()
-        })
+        .map(|i| three.join(format!("runs-{i}-of-3.csv")))
         .collect();
-    let mut args = vec!["sweep", "merge", "--out", merged3.to_str().expect("utf-8")];
-    args.extend(files.iter().map(String::as_str));
-    let out = igemu(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for f in ["runs.csv", "points.csv", "paired.csv"] {
-        assert_eq!(
-            std::fs::read(whole.join(f)).ok(),
-            std::fs::read(merged3.join(f)).ok(),
-            "{f} of the three-shard merge differs from the unsharded sweep's"
-        );
-    }
+    merge_runs(&merged3, &files);
+    same_results_byte_for_byte(&whole, &merged3, "three-shard merge");
     // Bad shard syntax and a bad sweep file exit 2.
     assert_eq!(
         igemu(&["sweep", sweep.to_str().expect("utf-8"), "--shard", "3/2"])
@@ -731,6 +710,29 @@ fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
     assert!(!out_dir.exists(), "nothing ran");
 }
 
+/// The resume test's sweep over the quickstart topology: three seeds, dispatch `policies`.
+fn resume_sweep_text(policies: &str) -> String {
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
+    format!(
+        "topology = {:?}\nseeds = 3\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [{policies}]\n",
+        topo.display().to_string()
+    )
+}
+
+/// `sweep SWEEP --out OUT --jobs 2` and `extra`.
+fn sweep_in(sweep: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "sweep",
+        sweep.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--jobs",
+        "2",
+    ];
+    args.extend(extra);
+    igemu(&args)
+}
+
 /// `--resume` after an interrupted sweep runs only the runs missing from `runs.csv` (a failed
 /// row and a row cut short count as missing) and gives the same `runs.csv` and `points.csv`
 /// as a sweep that ran straight through; a file from another sweep is refused.
@@ -738,28 +740,9 @@ fn an_unknown_sweep_metric_is_an_input_error_with_a_suggestion() {
 fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sweep = dir.path().join("s.toml");
-    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
-    let text = |policies: &str| {
-        format!(
-            "topology = {:?}\nseeds = 3\nmetrics = [\"utilization_pct\", \"makespan_s\"]\n[vary]\n\"igg.dispatch\" = [{policies}]\n",
-            topo.display().to_string()
-        )
-    };
-    std::fs::write(&sweep, text("\"rr\", \"bcf\"")).expect("written");
-    let sweep_in = |out: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "sweep",
-            sweep.to_str().expect("utf-8"),
-            "--out",
-            out.to_str().expect("utf-8"),
-            "--jobs",
-            "2",
-        ];
-        args.extend(extra);
-        igemu(&args)
-    };
+    std::fs::write(&sweep, resume_sweep_text("\"rr\", \"bcf\"")).expect("written");
     let whole = dir.path().join("whole");
-    let out = sweep_in(&whole, &[]);
+    let out = sweep_in(&sweep, &whole, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -785,7 +768,7 @@ fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
         format!("{}\n{}\n{}\n{failed}\n{cut}", lines[0], lines[5], lines[2]),
     )
     .expect("written");
-    let out = sweep_in(&part, &["--resume"]);
+    let out = sweep_in(&sweep, &part, &["--resume"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -808,11 +791,16 @@ fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
         "the same points.csv"
     );
     // Resuming a finished sweep runs nothing.
-    let out = sweep_in(&part, &["--resume"]);
+    let out = sweep_in(&sweep, &part, &["--resume"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 runs (6 already done, kept)"));
-    // Another sweep's file is refused, naming it.
-    std::fs::write(&sweep, text("\"rr\", \"least-load\"")).expect("written");
-    let out = sweep_in(&part, &["--resume"]);
+    another_sweeps_runs_file_is_refused_naming_it(&sweep, &part);
+}
+
+/// With the sweep file at `sweep` changed (other policies, other metrics), resuming into
+/// `part` refuses the runs file there, naming it.
+fn another_sweeps_runs_file_is_refused_naming_it(sweep: &Path, part: &Path) {
+    std::fs::write(sweep, resume_sweep_text("\"rr\", \"least-load\"")).expect("written");
+    let out = sweep_in(sweep, part, &["--resume"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -820,11 +808,11 @@ fn a_resumed_sweep_runs_only_the_missing_runs_and_gives_the_same_points() {
         "{err}"
     );
     std::fs::write(
-        &sweep,
-        text("\"rr\", \"bcf\"").replace("makespan_s", "awrt_s"),
+        sweep,
+        resume_sweep_text("\"rr\", \"bcf\"").replace("makespan_s", "awrt_s"),
     )
     .expect("written");
-    let out = sweep_in(&part, &["--resume"]);
+    let out = sweep_in(sweep, part, &["--resume"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("its columns are"), "{err}");
