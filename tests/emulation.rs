@@ -52,6 +52,15 @@ fn quickstart_runs_every_request_to_a_terminal_state_within_host_capacity() {
     }
 }
 
+/// The records of the CSV file `name` in `dir`.
+fn csv_records(dir: &std::path::Path, name: &str) -> Vec<csv::StringRecord> {
+    csv::Reader::from_path(dir.join(name))
+        .expect(name)
+        .records()
+        .map(|r| r.expect("a row"))
+        .collect()
+}
+
 #[test]
 fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
     // intervals.csv's spans, checked against the requests and the hosts they ran on (an
@@ -63,15 +72,18 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
     };
     let result = run(quickstart(&[]), &options).expect("runs");
     result.write_outputs(dir.path()).expect("written");
-    let topo = &result.topology;
-    let rows: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("intervals.csv"))
-        .expect("intervals.csv")
-        .records()
-        .map(|r| r.expect("a row"))
-        .collect();
+    let rows = csv_records(dir.path(), "intervals.csv");
     assert_eq!(rows.len(), result.intervals.len());
-    // Every VM of every completed lease: pending → booting → running, back to back, and
-    // running for exactly the lease's duration at its cluster's speed.
+    each_vms_spans_run_back_to_back_for_its_duration(&result);
+    requests_csv_names_the_hosts_held_and_the_grid_that_served(&result, dir.path());
+    utilization_integrates_to_the_cores_the_spans_held(&result, dir.path());
+    cores_held_on_each_host_never_exceed_its_cores(&result);
+}
+
+/// Every VM of every completed lease: pending → booting → running, back to back, and
+/// running for exactly the lease's duration at its cluster's speed.
+fn each_vms_spans_run_back_to_back_for_its_duration(result: &igemu::RunResult) {
+    let topo = &result.topology;
     for (req, rec) in topo.requests.iter().zip(&result.records) {
         let cluster = rec.cluster.expect("ran somewhere");
         for vm in 0..req.vms {
@@ -99,13 +111,16 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
             assert_eq!(running, expected, "{} vm {vm}", topo.label(req.id));
         }
     }
-    // requests.csv names the hosts the VMs held and the Grid that served each request.
-    let requests: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("requests.csv"))
-        .expect("requests.csv")
-        .records()
-        .map(|r| r.expect("a row"))
-        .collect();
-    for (row, req) in requests.iter().zip(&topo.requests) {
+}
+
+/// requests.csv (in `dir`) names the hosts the VMs held and the Grid that served each
+/// request.
+fn requests_csv_names_the_hosts_held_and_the_grid_that_served(
+    result: &igemu::RunResult,
+    dir: &std::path::Path,
+) {
+    let requests = csv_records(dir, "requests.csv");
+    for (row, req) in requests.iter().zip(&result.topology.requests) {
         let mut held: Vec<u16> = result
             .intervals
             .iter()
@@ -125,13 +140,15 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
             req.duration.as_secs_f64()
         );
     }
-    // utilization.csv: never over a cluster's cores, and its time integral of cores in use is
-    // the cores × time of the spans that hold hosts.
-    let rows: Vec<csv::StringRecord> = csv::Reader::from_path(dir.path().join("utilization.csv"))
-        .expect("utilization.csv")
-        .records()
-        .map(|r| r.expect("a row"))
-        .collect();
+}
+
+/// utilization.csv (in `dir`): never over a cluster's cores, and its time integral of cores
+/// in use is the cores × time of the spans that hold hosts.
+fn utilization_integrates_to_the_cores_the_spans_held(
+    result: &igemu::RunResult,
+    dir: &std::path::Path,
+) {
+    let rows = csv_records(dir, "utilization.csv");
     assert!(!rows.is_empty());
     let num = |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().expect("a number");
     let mut integral = 0.0;
@@ -146,7 +163,7 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
         .iter()
         .filter(|s| s.state.holds_host())
         .map(|s| {
-            f64::from(topo.requests[s.lease.0 as usize].cores_per_vm)
+            f64::from(result.topology.requests[s.lease.0 as usize].cores_per_vm)
                 * (s.end - s.start).as_secs_f64()
         })
         .sum();
@@ -154,7 +171,11 @@ fn intervals_are_each_vms_states_end_to_end_within_host_capacity() {
         (integral - held).abs() < 1e-3 * held.max(1.0),
         "{integral} vs {held}"
     );
-    // Cores held on each host never exceed its cores.
+}
+
+/// Cores held on each host, by the spans that hold hosts, never exceed its cores.
+fn cores_held_on_each_host_never_exceed_its_cores(result: &igemu::RunResult) {
+    let topo = &result.topology;
     let mut events: std::collections::BTreeMap<(u16, u16), Vec<(u64, i64)>> = Default::default();
     for s in result.intervals.iter().filter(|s| s.state.holds_host()) {
         let cores = i64::from(topo.requests[s.lease.0 as usize].cores_per_vm);
