@@ -176,6 +176,51 @@ fn request(
     }
 }
 
+/// The LRMS configuration of a testbed: conservative backfilling, the GlusterFS testbed's
+/// overheads with the testbed's shutdown time, no boot time.
+fn testbed_config(bed: &Testbed) -> Config {
+    Config {
+        backfilling: Backfilling::Conservative,
+        overhead: OverheadModel {
+            shutdown: EmuDuration::from_secs(bed.shutdown_s),
+            ..OverheadModel::gluster_testbed()
+        },
+        boot: EmuDuration::ZERO,
+        seed: 1,
+        can_migrate: bed.migrate,
+        enforce_memory: true,
+        search_budget: SEARCH_BUDGET,
+        speed: Speed::default(),
+        compress: false,
+        locals: igemu::lrms::LocalRequests::Reserved,
+        moldable: igemu::lrms::Moldable::Spread,
+        partitions: false,
+        backfill_depth: None,
+    }
+}
+
+/// A testbed's external lease requests, in arrival order.
+fn testbed_externals(bed: &Testbed) -> Vec<LeaseRequest> {
+    let mut reqs: Vec<LeaseRequest> = bed
+        .externals
+        .iter()
+        .enumerate()
+        .map(|(i, &(a, v, m, d, k))| {
+            request(
+                i as u32,
+                Origin::External,
+                a,
+                (v, m, bed.cores_per_vm),
+                d,
+                k,
+                bed.slack_s,
+            )
+        })
+        .collect();
+    reqs.sort_by_key(|r| (r.arrival, r.id));
+    reqs
+}
+
 /// Runs the testbed's external leases up to the local request's arrival (starting what is
 /// due and reporting completions in time order), snapshots the state for the reference, then
 /// submits the local request.
@@ -196,53 +241,28 @@ impl Replay {
                 mips: 1000,
             })
             .collect();
-        let cfg = Config {
-            backfilling: Backfilling::Conservative,
-            overhead: OverheadModel {
-                shutdown: EmuDuration::from_secs(bed.shutdown_s),
-                ..OverheadModel::gluster_testbed()
-            },
-            boot: EmuDuration::ZERO,
-            seed: 1,
-            can_migrate: bed.migrate,
-            enforce_memory: true,
-            search_budget: SEARCH_BUDGET,
-            speed: Speed::default(),
-            compress: false,
-            locals: igemu::lrms::LocalRequests::Reserved,
-            moldable: igemu::lrms::Moldable::Spread,
-            partitions: false,
-            backfill_depth: None,
-        };
-        let mut reqs: Vec<LeaseRequest> = bed
-            .externals
-            .iter()
-            .enumerate()
-            .map(|(i, &(a, v, m, d, k))| {
-                request(
-                    i as u32,
-                    Origin::External,
-                    a,
-                    (v, m, bed.cores_per_vm),
-                    d,
-                    k,
-                    bed.slack_s,
-                )
-            })
-            .collect();
-        reqs.sort_by_key(|r| (r.arrival, r.id));
         let mut replay = Replay {
             core: Core::new(
                 &hosts,
-                cfg,
+                testbed_config(bed),
                 Policies::builtin(policy_of(policy), AdmissionPolicy::Cacp),
             ),
-            reqs,
+            reqs: testbed_externals(bed),
             now: EmuTime::ZERO,
         };
         let local_arrival = EmuTime::from_secs(bed.local.0);
+        replay.run_externals_before(local_arrival);
+        replay.now = local_arrival;
+        replay.report_completions(local_arrival);
+        replay.core.tick(local_arrival);
+        replay
+    }
+
+    /// Submits the external leases that arrive before `local_arrival`, ticking the core and
+    /// reporting completions at every arrival and every wake-up or lease end due by then.
+    fn run_externals_before(&mut self, local_arrival: EmuTime) {
         let mut pending: BTreeSet<EmuTime> = BTreeSet::new();
-        let mut arrivals = replay.reqs.clone().into_iter().peekable();
+        let mut arrivals = self.reqs.clone().into_iter().peekable();
         loop {
             let next_arrival = arrivals
                 .peek()
@@ -260,12 +280,12 @@ impl Replay {
                 (None, None) => break,
             };
             pending.retain(|&x| x > t);
-            replay.now = t;
-            let mut actions = replay.report_completions(t);
-            actions.extend(replay.core.tick(t));
+            self.now = t;
+            let mut actions = self.report_completions(t);
+            actions.extend(self.core.tick(t));
             while arrivals.peek().is_some_and(|r| r.arrival == t) {
                 let r = arrivals.next().expect("peeked");
-                if let Ok(a) = replay.core.submit_external(r, t) {
+                if let Ok(a) = self.core.submit_external(r, t) {
                     actions.extend(a);
                 }
             }
@@ -274,16 +294,12 @@ impl Replay {
                     pending.insert(*w);
                 }
             }
-            for v in replay.core.leases() {
+            for v in self.core.leases() {
                 if let (true, Some((_, _, end))) = (v.running, v.slot) {
                     pending.insert(end);
                 }
             }
         }
-        replay.now = local_arrival;
-        replay.report_completions(local_arrival);
-        replay.core.tick(local_arrival);
-        replay
     }
 
     /// Every VM of every running lease that ends by `t` reports it finished.
@@ -436,6 +452,22 @@ fn check_against_reference(
         return Ok(());
     };
     let verdict = expected;
+    decision_is_the_references(d, &actions, &verdict, window, policy, bed)?;
+    local_starts_on_time(d, &verdict, start)?;
+    prop_assert!(replay.core.availability().within_capacity());
+    Ok(())
+}
+
+/// The core's decision `d` (with its `actions`) is the reference's `verdict`: the same
+/// minimal set, the same window's end and cost, and what is charged is the set's cost.
+fn decision_is_the_references(
+    d: &Decision,
+    actions: &[Action],
+    verdict: &reference::Verdict,
+    window: (f64, f64),
+    policy: &str,
+    bed: &Testbed,
+) -> Result<(), TestCaseError> {
     let mut got: Vec<u32> = d.set.iter().map(|(id, _)| id.0).collect();
     got.sort_unstable();
     prop_assert_eq!(
@@ -469,6 +501,17 @@ fn check_against_reference(
         })
         .sum();
     prop_assert_eq!(charged + d.reschedule, d.cost);
+    Ok(())
+}
+
+/// The local lease of decision `d`, asking for `start`, starts then, or — asking for now or
+/// short of notice — when the VMs preempted for it are off their hosts as the reference
+/// (`verdict`) schedules their pauses and suspensions; never later, nor before `start`.
+fn local_starts_on_time(
+    d: &Decision,
+    verdict: &reference::Verdict,
+    start: EmuTime,
+) -> Result<(), TestCaseError> {
     // Never later than its start, or — asking for now or short of notice — than the moment
     // the VMs preempted for it are off their hosts, as the reference schedules their pauses
     // and suspensions.
@@ -484,7 +527,6 @@ fn check_against_reference(
         prop_assert!(d.local_start <= d.vacated_by);
     }
     prop_assert!(d.local_start >= start);
-    prop_assert!(replay.core.availability().within_capacity());
     Ok(())
 }
 

@@ -102,6 +102,18 @@ pub struct Scene {
     pub elsewhere: Vec<(Vec<(f64, u64)>, f64)>,
 }
 
+/// Arrival-order tie-break: positions from the newest down, smaller first.
+fn newest(s: &[usize]) -> Vec<usize> {
+    let mut v = s.to_vec();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v
+}
+
+/// Seconds in whole microseconds.
+fn micros(x: f64) -> i64 {
+    (x * 1e6).round() as i64
+}
+
 /// What the reference decides.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
@@ -461,15 +473,8 @@ impl Scene {
     fn decide_among(&self, policy: &str, alpha: f64, among: Option<&[u32]>) -> Verdict {
         let (c, valid) = self.valid_sets(among);
         let leases = |s: &[usize]| s.iter().map(|&i| c[i]).collect::<Vec<_>>();
-        let cost = |s: &[usize]| self.set_cost(&leases(s));
-        // Arrival-order tie-break: positions from the newest down, smaller first.
-        let newest = |s: &[usize]| {
-            let mut v = s.to_vec();
-            v.sort_unstable_by(|a, b| b.cmp(a));
-            v
-        };
+        let cost = |s: &[usize]| self.cost_of(&c, s);
         let minimal: Vec<&Vec<usize>> = valid.iter().filter(|s| self.minimal(&leases(s))).collect();
-        let micros = |x: f64| (x * 1e6).round() as i64;
         let chosen: Option<Vec<usize>> = match policy {
             "mlip" => minimal
                 .iter()
@@ -482,45 +487,8 @@ impl Scene {
                 .iter()
                 .min_by_key(|s| (micros(cost(s)), newest(s)))
                 .cloned(),
-            "moml" => {
-                let mut costs: Vec<i64> = minimal.iter().map(|s| micros(cost(s))).collect();
-                costs.sort_unstable();
-                let n = costs.len();
-                let median = if n == 0 {
-                    0.0
-                } else if n % 2 == 1 {
-                    costs[n / 2] as f64
-                } else {
-                    (costs[n / 2 - 1] + costs[n / 2]) as f64 / 2.0
-                };
-                minimal
-                    .iter()
-                    .filter(|s| micros(cost(s)) as f64 <= median)
-                    .min_by_key(|s| (s.len(), micros(cost(s)), newest(s)))
-                    .map(|s| s.to_vec())
-            }
-            "least-valuable" => valid
-                .iter()
-                .min_by_key(|s| {
-                    let class = |kind: &str| -> u32 {
-                        s.iter()
-                            .filter(|&&i| {
-                                c[i].kind == kind
-                                    && matches!(self.op(c[i]), "stop" | "suspend" | "migrate")
-                            })
-                            .map(|&i| c[i].vms)
-                            .sum()
-                    };
-                    (
-                        class("migratable"),
-                        class("suspendable"),
-                        class("cancellable"),
-                        micros(cost(s)),
-                        s.len(),
-                        newest(s),
-                    )
-                })
-                .cloned(),
+            "moml" => self.moml_choice(&c, &minimal),
+            "least-valuable" => self.least_valuable_choice(&c, &valid),
             "mwt" | "mov-score" | "cp" => {
                 let a = match policy {
                     "mwt" => 0.0,
@@ -547,6 +515,61 @@ impl Scene {
                 vacated_by: self.now,
             },
         }
+    }
+
+    /// The leases of positions `s` among the candidates `c`: their cost.
+    fn cost_of(&self, c: &[&Lease], s: &[usize]) -> f64 {
+        self.set_cost(&s.iter().map(|&i| c[i]).collect::<Vec<_>>())
+    }
+
+    /// MOML's choice among the `minimal` sets of candidates `c`: the fewest leases, then the
+    /// cheapest, of those that cost at most the median.
+    fn moml_choice(&self, c: &[&Lease], minimal: &[&Vec<usize>]) -> Option<Vec<usize>> {
+        let cost = |s: &[usize]| self.cost_of(c, s);
+        let mut costs: Vec<i64> = minimal.iter().map(|s| micros(cost(s))).collect();
+        costs.sort_unstable();
+        let n = costs.len();
+        let median = if n == 0 {
+            0.0
+        } else if n % 2 == 1 {
+            costs[n / 2] as f64
+        } else {
+            (costs[n / 2 - 1] + costs[n / 2]) as f64 / 2.0
+        };
+        minimal
+            .iter()
+            .filter(|s| micros(cost(s)) as f64 <= median)
+            .min_by_key(|s| (s.len(), micros(cost(s)), newest(s)))
+            .map(|s| s.to_vec())
+    }
+
+    /// The least-valuable choice among the `valid` sets of candidates `c`: the fewest VMs
+    /// of migratable, then suspendable, then cancellable leases operated on, then the
+    /// cheapest, then the fewest leases.
+    fn least_valuable_choice(&self, c: &[&Lease], valid: &[Vec<usize>]) -> Option<Vec<usize>> {
+        let cost = |s: &[usize]| self.cost_of(c, s);
+        valid
+            .iter()
+            .min_by_key(|s| {
+                let class = |kind: &str| -> u32 {
+                    s.iter()
+                        .filter(|&&i| {
+                            c[i].kind == kind
+                                && matches!(self.op(c[i]), "stop" | "suspend" | "migrate")
+                        })
+                        .map(|&i| c[i].vms)
+                        .sum()
+                };
+                (
+                    class("migratable"),
+                    class("suspendable"),
+                    class("cancellable"),
+                    micros(cost(s)),
+                    s.len(),
+                    newest(s),
+                )
+            })
+            .cloned()
     }
 
     fn score_order(&self, c: &[&Lease], alpha: f64) -> Option<Vec<usize>> {
