@@ -154,20 +154,27 @@ fn main() {
         ("mov-score", PreemptionPolicy::MovScore),
         ("least-val", PreemptionPolicy::LeastValuable),
     ];
+    additive_room_table(&policies, reps, &mut rng);
+    contention_table(&policies, reps, &mut rng);
+    full_runs(quick);
+}
+
+/// The policies' decision times on additive room, a row per number of leases in play.
+fn additive_room_table(policies: &[(&str, PreemptionPolicy)], reps: usize, rng: &mut StdRng) {
     println!(
         "policy decision time on additive room, median of {reps} (need = 64 VMs, or half the VMs in play if fewer)"
     );
     print!("{:>8}", "leases");
-    for (name, _) in &policies {
+    for (name, _) in policies {
         print!("{name:>12}");
     }
     println!();
     for n in [10usize, 30, 100, 200, 300, 1000] {
         print!("{n:>8}");
-        for (_, p) in &policies {
+        for (_, p) in policies {
             let times: Vec<f64> = (0..reps)
                 .map(|k| {
-                    let c = items(n, &mut rng);
+                    let c = items(n, rng);
                     let total: u64 = c.iter().map(|x| x.gain).sum();
                     let need = 64.min(total / 2).max(1);
                     let t = Instant::now();
@@ -181,21 +188,26 @@ fn main() {
         }
         println!();
     }
+}
+
+/// The policies' decision times on non-additive contention, and how many of their choices
+/// were exact, a row per number of leases in play.
+fn contention_table(policies: &[(&str, PreemptionPolicy)], reps: usize, rng: &mut StdRng) {
     println!(
         "policy decision time on non-additive contention (64 hosts x 4 cores, leases ending and reservations starting inside the interval), median of {reps}, need = 16 VMs"
     );
     print!("{:>8}", "leases");
-    for (name, _) in &policies {
+    for (name, _) in policies {
         print!("{name:>12}");
     }
     println!("{:>12}", "exact");
     for n in [10usize, 30, 100, 200] {
         print!("{n:>8}");
         let mut exact = (0, 0);
-        for (_, p) in &policies {
+        for (_, p) in policies {
             let times: Vec<f64> = (0..reps)
                 .map(|k| {
-                    let c = contention(n, 16, &mut rng);
+                    let c = contention(n, 16, rng);
                     let t = Instant::now();
                     let choice = choose(*p, &c, k as u64, SEARCH_BUDGET);
                     let dt = t.elapsed().as_secs_f64();
@@ -210,6 +222,10 @@ fn main() {
         }
         println!("{:>9}/{}", exact.0, exact.1);
     }
+}
+
+/// Whole runs of a busy cluster, without preemption and under MOML (smaller when `quick`).
+fn full_runs(quick: bool) {
     let (externals, locals) = if quick { (300, 40) } else { (2000, 300) };
     for policy in ["nop", "moml"] {
         let text = busy_cluster(externals, locals, policy, 7);
