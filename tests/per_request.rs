@@ -655,7 +655,7 @@ fn an_older_runs_outputs_still_report(dir: &Path) {
         .expect("an object")
         .remove("request_metrics");
     std::fs::write(&summary_path, summary.to_string()).expect("written");
-    let html = report(&dir).expect("an older run's page");
+    let html = report(dir).expect("an older run's page");
     assert!(html.contains("has no <code>request_metrics</code>"));
     // Without leases.csv the lease-events section, having nothing, is left out.
     assert!(!html.contains("<h2 id=\"leases\""));
