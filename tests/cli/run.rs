@@ -324,7 +324,7 @@ fn run_and_read_outputs(dir: &Path, topology: &str, seed: &str) -> RunOutputs {
 /// Issue 39, "one set of counts": every count `igemu run` prints is derived here from the
 /// CSVs alone — `requests.csv`, `decisions.csv`, `intervals.csv` and the negotiations CSV —
 /// and found the same in the printed lines, in `summary.json` (under the key of the same
-/// name) and in the report. Seed 1 of the small peering topology has every kind: rejections,
+/// name) and in the report. Seed 27 of the small peering topology has every kind: rejections,
 /// cancellations, running leases preempted, reservations displaced, every negotiation
 /// outcome, and requests redirected to a peer that the peer's clusters then rejected.
 #[test]
