@@ -1,3 +1,5 @@
+//! Tests of the run plan: every derived setting resolved once, per Grid and per cluster.
+
 use std::collections::BTreeSet;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Tests of sweeps: reading sweep files, points, records, shards and statistics.
+
 use super::*;
 
 /// A range's values read as written: each is `from + i·step` to the places `from` and

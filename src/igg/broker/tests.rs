@@ -1,3 +1,6 @@
+//! Tests of the broker's requester and provider state; `req` builds test requests for the
+//! gateway's tests too.
+
 use super::*;
 use crate::model::{ClusterId, LeaseType, Origin};
 

@@ -1,3 +1,5 @@
+//! Tests of the gateway's decisions: dispatch, retries, peering and relocation, input by input.
+
 use super::*;
 use crate::igg::broker::tests::req;
 use crate::igg::dispatch::ClusterModel;

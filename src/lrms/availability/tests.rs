@@ -1,3 +1,6 @@
+//! Tests of the availability profile and host placement; `hosts` builds test hosts for
+//! the scheduler's tests too.
+
 use super::*;
 use proptest::test_runner::TestCaseError;
 

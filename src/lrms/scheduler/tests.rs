@@ -1,3 +1,6 @@
+//! Tests of the LRMS core: intake, admission, placement, local requests, preemption and
+//! compression, against hand-worked cases and property tests.
+
 use super::*;
 use crate::lrms::availability::tests::hosts;
 use crate::lrms::PacpOmega;

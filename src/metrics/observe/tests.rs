@@ -1,3 +1,5 @@
+//! Tests of the observer: per-request records, counters and the online invariant checks.
+
 use super::*;
 
 fn over(host: &str, cores: u64) -> Violation {

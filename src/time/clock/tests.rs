@@ -1,3 +1,5 @@
+//! Tests of the clock: virtual and realtime drive, timers, recorded and replayed orders.
+
 use super::*;
 
 fn us(n: u64) -> std::time::Duration {

@@ -1,3 +1,5 @@
+//! Tests of reading a trace back: selection, the backwards walk, text, diagrams and tallies.
+
 use super::*;
 use std::io::Cursor;
 
