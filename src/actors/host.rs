@@ -21,7 +21,7 @@ use super::Peer;
 use crate::metrics::Violation;
 use crate::model::{ClusterId, RequestId};
 use crate::time::{EmuDuration, EmuTime};
-use crate::topology::HostSpec;
+use crate::model::HostSpec;
 use crate::trace::ActorId;
 
 /// One physical host of a cluster.
