@@ -16,11 +16,15 @@
 //!   pivot's shadow time does in Lawson and Smirni's policy — and borrows only what exceeds
 //!   its partition's size (a job larger than its partition could otherwise never start).
 //!
-//! They apply where local jobs queue with the Grid's (`lrms.locals = "queued"`, paper 004's
-//! providers); local requests decided on arrival stand outside any partition's queue.
+//! The rule decides where every lease that queues may start (with `lrms.locals = "queued"`,
+//! paper 004's providers, local jobs too). A local request decided on arrival
+//! (`"reserved"`) is placed on the hosts alone, preempting Grid leases if it must — the
+//! preemption decision sees the hosts, so its placement must — and is charged all the same
+//! ([`Partitions::take_anyway`]), so the Grid partition's planning sees the cores it holds.
 //!
 //! The charge of a lease is fixed over its window (the same cores from each partition
-//! throughout). Sizes change at each publication (the forecast, `Mf`, or the mean local
+//! throughout), except that a lease suspended or stopped holds it only until its VMs are off
+//! their hosts, as its slots. Sizes change at each publication (the forecast, `Mf`, or the mean local
 //! load, `M`); charges made before stay as they were.
 
 use std::collections::BTreeMap;

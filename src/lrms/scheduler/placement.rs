@@ -125,7 +125,7 @@ impl Core {
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         let mut quick = quick.map(UsageSteps::walk);
         // With partitions, their use cumulated once for every start tried.
-        let parts = self.sized_partitions().then(|| self.parts.profile());
+        let parts = self.ruled(l).then(|| self.parts.profile());
         let (k, now) = (self.partition(l), self.now.get());
         // Starts before this one fail the quick test (a step over the limit that every
         // window as long from them meets), so they are passed over untried.
