@@ -5,8 +5,8 @@ use super::*;
 
 impl Core {
     /// With partitions, the cores lease `l` would take from each over `[start, end)` by
-    /// Lawson and Smirni's rule ([`Partitions::take`]; a start at the instant of the input
-    /// may borrow), or `None` if the rule does not let it run then. Without partitions, or
+    /// Lawson and Smirni's rule ([`Partitions::take`]), or `None` if the rule does not let
+    /// it run then. Without partitions, or
     /// for a local request decided on arrival (outside the rule), no limit.
     pub(super) fn partition_take(
         &self,
@@ -17,9 +17,8 @@ impl Core {
         if !self.ruled(l) {
             return Some([0, 0]);
         }
-        let now = start <= self.now.get();
         self.parts
-            .take(self.partition(l), l.req.cores(), (start, end), now)
+            .take(self.partition(l), l.req.cores(), (start, end))
     }
 
     /// Whether Lawson and Smirni's rule decides where lease `l` may start: with partitions,
@@ -39,8 +38,7 @@ impl Core {
         }
         self.uncharge(id);
         let l = &self.leases[&id];
-        let now = start <= self.now.get();
-        let taken = (self.parts).take_anyway(self.partition(l), l.req.cores(), (start, end), now);
+        let taken = (self.parts).take_anyway(self.partition(l), l.req.cores(), (start, end));
         let c = Charge { start, end, taken };
         self.parts.add(&c);
         if let Some(l) = self.leases.get_mut(&id) {

@@ -321,13 +321,13 @@ fn reserved_at(c: &Core, id: u32) -> Option<u64> {
 }
 
 #[test]
-fn with_partitions_a_reservation_waits_for_its_own_partition() {
+fn with_partitions_a_reservation_borrows_the_other_partitions_idle_cores() {
     // Local L1 (4 cores, 50 s) and Grid G1 (4 cores, 100 s) start at once, each on its
-    // own partition. Grid G2 (4 cores, 50 s) must wait: without partitions it is reserved
-    // when L1 ends (50); with them it waits for the Grid partition (100) — it may borrow
-    // the local partition's cores only when they are idle at its start. A local L2 (4
-    // cores) then gets its own partition at 50, where without partitions it queues
-    // behind G2 (100).
+    // own partition. Grid G2 (4 cores, 50 s) is reserved when L1 ends (50), on the local
+    // partition's idle cores — a reservation for later borrows as a start now does, as the
+    // authors' GridSim policy schedules a pivot at the earliest start over all partitions.
+    // Local L2 (4 cores) then waits until both give their cores back (100) and takes its
+    // own partition's.
     let t0 = EmuTime::ZERO;
     let run = |partitions: bool| {
         let mut c = partitioned(partitions);
@@ -339,10 +339,21 @@ fn with_partitions_a_reservation_waits_for_its_own_partition() {
             .unwrap();
         c.submit_local(req(4, Origin::Local, 0, 4, 100, 30), t0)
             .unwrap();
-        (1..=4).map(|id| reserved_at(&c, id)).collect::<Vec<_>>()
+        let charges = (1..=4).map(|id| c.leases[&RequestId(id)].charge.map(|ch| ch.taken));
+        let charges: Vec<_> = charges.collect();
+        (
+            (1..=4).map(|id| reserved_at(&c, id)).collect::<Vec<_>>(),
+            charges,
+        )
     };
-    assert_eq!(run(false), vec![Some(0), Some(0), Some(50), Some(100)]);
-    assert_eq!(run(true), vec![Some(0), Some(0), Some(100), Some(50)]);
+    let slots = vec![Some(0), Some(0), Some(50), Some(100)];
+    assert_eq!(run(false).0, slots);
+    let (with, charges) = run(true);
+    assert_eq!(with, slots);
+    assert_eq!(
+        charges,
+        vec![Some([0, 4]), Some([4, 0]), Some([0, 4]), Some([0, 4])]
+    );
     // At its start a Grid lease borrows the local partition's idle cores: with the
     // local partition empty, 8 Grid cores start at once.
     let mut c = partitioned(true);
