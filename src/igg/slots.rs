@@ -15,6 +15,9 @@ use crate::time::{EmuDuration, EmuTime};
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SlotStore {
     clusters: BTreeMap<usize, Published>,
+    /// Per cluster, the work (core-microseconds) the IGG dispatched there since its last
+    /// publication that its slots could not hold before their horizon.
+    beyond: BTreeMap<usize, u128>,
 }
 
 impl SlotStore {
@@ -25,6 +28,52 @@ impl SlotStore {
             "published steps are strictly ascending"
         );
         self.clusters.insert(j, p);
+        self.beyond.remove(&j);
+    }
+
+    /// Where cluster `j` would start a request of `cores` for `length`, as the IGG
+    /// dispatching it can tell: the earliest start its published slots hold, or — where they
+    /// hold none before their horizon — the horizon's end delayed by the work the IGG has
+    /// dispatched there past the horizon since the publication, spread over its cores (past
+    /// the horizon nothing is published; what the IGG sent is all it knows). `None` if the
+    /// cluster has not published or is smaller than the request.
+    pub(crate) fn dispatch_start_on(
+        &self,
+        j: usize,
+        now: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) -> Option<EmuTime> {
+        let p = self.clusters.get(&j)?;
+        if cores > p.cores {
+            return None;
+        }
+        p.earliest(now, cores, length).or_else(|| {
+            let sent = self.beyond.get(&j).copied().unwrap_or(0);
+            let wait = sent / u128::from(p.cores.max(1));
+            let wait = EmuDuration::from_micros(u64::try_from(wait).unwrap_or(u64::MAX));
+            Some(p.until.max(now) + wait)
+        })
+    }
+
+    /// Books a request dispatched to cluster `j` at `start` ([`SlotStore::dispatch_start_on`]):
+    /// its slot, or past the horizon its work.
+    pub(crate) fn book_dispatched(
+        &mut self,
+        j: usize,
+        start: EmuTime,
+        cores: u64,
+        length: EmuDuration,
+    ) {
+        let Some(p) = self.clusters.get_mut(&j) else {
+            return;
+        };
+        if start < p.until {
+            p.book(start, cores, length);
+        } else {
+            let work = u128::from(cores) * u128::from(length.as_micros());
+            *self.beyond.entry(j).or_default() += work;
+        }
     }
 
     /// Takes `cores` on cluster `j` for `[start, start + length)`.
@@ -319,6 +368,54 @@ mod tests {
             cores: 8,
             price: 1.0,
         }
+    }
+
+    /// Dispatches `n` requests of `cores` for `secs` by the earliest start the store tells,
+    /// booking each; returns how many each cluster took.
+    fn dispatch_all(
+        store: &mut SlotStore,
+        clusters: usize,
+        n: usize,
+        cores: u64,
+        secs: u64,
+    ) -> Vec<usize> {
+        let mut took = vec![0; clusters];
+        let length = EmuDuration::from_secs(secs);
+        for _ in 0..n {
+            let best = (0..clusters)
+                .filter_map(|j| Some((store.dispatch_start_on(j, t(0), cores, length)?, j)))
+                .min();
+            let Some((start, j)) = best else { continue };
+            store.book_dispatched(j, start, cores, length);
+            took[j] += 1;
+        }
+        took
+    }
+
+    #[test]
+    fn past_their_horizons_requests_spread_over_the_clusters_by_their_cores() {
+        // Clusters of 4, 12 and 2 cores, all busy to their horizon at 1000 s: no slot holds
+        // a request. Each goes where the work sent past the horizon, per core, is least —
+        // not all to the first cluster — and none to a cluster smaller than it.
+        let busy = |cores| Published {
+            free: vec![(t(0), 0)],
+            until: t(1000),
+            cores,
+            price: 1.0,
+        };
+        let mut store = SlotStore::default();
+        for (j, cores) in [4, 12, 2].into_iter().enumerate() {
+            store.publish(j, busy(cores));
+        }
+        assert_eq!(dispatch_all(&mut store, 3, 16, 4, 100), vec![4, 12, 0]);
+        // A slot within the horizon comes first; a publication forgets what was sent.
+        store.publish(2, published());
+        assert_eq!(dispatch_all(&mut store, 3, 1, 2, 50), vec![0, 0, 1]);
+        store.publish(0, busy(4));
+        let at = store.dispatch_start_on(0, t(0), 4, EmuDuration::from_secs(100));
+        assert_eq!(at, Some(t(1000)));
+        let at = store.dispatch_start_on(1, t(0), 4, EmuDuration::from_secs(100));
+        assert_eq!(at, Some(t(1000 + 12 * 400 / 12)));
     }
 
     #[test]

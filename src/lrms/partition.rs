@@ -10,17 +10,22 @@
 //! * a partition's *idle* cores over a window are its size less the most its charges take at
 //!   any instant of the window. A pivot's reservation is a charge, so a borrower that takes
 //!   only idle cores never delays it;
-//! * a job starting *now* may borrow whatever it lacks from the other partition's idle cores
-//!   (the paper's rule); a reservation for later (a pivot, or every job under conservative
-//!   backfilling) is planned on its own partition — it waits for its partition's cores, as a
-//!   pivot's shadow time does in Lawson and Smirni's policy — and borrows only what exceeds
-//!   its partition's size (a job larger than its partition could otherwise never start).
+//! * a job may borrow whatever it lacks from the other partition's idle cores, whether it
+//!   starts now or is reserved for later (a pivot, or every job under conservative
+//!   backfilling), as the authors' own implementation of the policy does (GridSim 5's
+//!   `AggressiveMultiPartitions`, by paper 004's first author: a pivot is scheduled at the
+//!   earlier of its partition's earliest start and the earliest start over all partitions,
+//!   borrowing there the processors no other job or pivot holds).
 //!
-//! They apply where local jobs queue with the Grid's (`lrms.locals = "queued"`, paper 004's
-//! providers); local requests decided on arrival stand outside any partition's queue.
+//! The rule decides where every lease that queues may start (with `lrms.locals = "queued"`,
+//! paper 004's providers, local jobs too). A local request decided on arrival
+//! (`"reserved"`) is placed on the hosts alone, preempting Grid leases if it must — the
+//! preemption decision sees the hosts, so its placement must — and is charged all the same
+//! ([`Partitions::take_anyway`]), so the Grid partition's planning sees the cores it holds.
 //!
 //! The charge of a lease is fixed over its window (the same cores from each partition
-//! throughout). Sizes change at each publication (the forecast, `Mf`, or the mean local
+//! throughout), except that a lease suspended or stopped holds it only until its VMs are off
+//! their hosts, as its slots. Sizes change at each publication (the forecast, `Mf`, or the mean local
 //! load, `M`); charges made before stay as they were.
 
 use std::collections::BTreeMap;
@@ -129,18 +134,11 @@ impl Partitions {
     }
 
     /// How a lease of partition `p` needing `cores` over `[start, end)` would take them:
-    /// its partition's idle cores first, the rest borrowed from the other's idle cores —
-    /// freely if it starts `now`, else only what exceeds its partition's size. `None`: the
-    /// rule does not let it run then.
-    pub fn take(
-        &self,
-        p: usize,
-        cores: u64,
-        window: (EmuTime, EmuTime),
-        now: bool,
-    ) -> Option<[u64; 2]> {
+    /// its partition's idle cores first, the rest borrowed from the other's idle cores.
+    /// `None`: the rule does not let it run then.
+    pub fn take(&self, p: usize, cores: u64, window: (EmuTime, EmuTime)) -> Option<[u64; 2]> {
         let idle = |x: usize| self.idle(x, window.0, window.1);
-        rule(self.limits, idle, (p, cores), now)
+        rule(idle, (p, cores))
     }
 
     /// The partitions' use as it stands, cumulated, for many [`Profile::take`]s in a row (a
@@ -164,14 +162,8 @@ impl Partitions {
     /// [`Partitions::take`], or where the rule does not allow it (a lease put back in its
     /// old slot, a late deadline lease given the earliest slot anyway), its own partition's
     /// idle cores and the rest charged to the other partition.
-    pub fn take_anyway(
-        &self,
-        p: usize,
-        cores: u64,
-        window: (EmuTime, EmuTime),
-        now: bool,
-    ) -> [u64; 2] {
-        self.take(p, cores, window, now).unwrap_or_else(|| {
+    pub fn take_anyway(&self, p: usize, cores: u64, window: (EmuTime, EmuTime)) -> [u64; 2] {
+        self.take(p, cores, window).unwrap_or_else(|| {
             let own = cores.min(self.idle(p, window.0, window.1));
             let mut taken = [0; 2];
             taken[p] = own;
@@ -183,23 +175,12 @@ impl Partitions {
 
 /// Lawson and Smirni's rule given each partition's `idle` cores over the window: a job of
 /// partition `p` needing `cores` takes its own partition's idle cores first and borrows the
-/// rest from the other's idle cores — freely if it starts `now`, else only what exceeds its
-/// partition's size.
-fn rule(
-    limits: [u64; 2],
-    idle: impl Fn(usize) -> u64,
-    (p, cores): (usize, u64),
-    now: bool,
-) -> Option<[u64; 2]> {
+/// rest from the other's idle cores.
+fn rule(idle: impl Fn(usize) -> u64, (p, cores): (usize, u64)) -> Option<[u64; 2]> {
     let q = 1 - p;
     let own = cores.min(idle(p));
     let need = cores - own;
-    let may_borrow = if now {
-        need
-    } else {
-        cores.saturating_sub(limits[p])
-    };
-    if need > may_borrow || need > idle(q) {
+    if need > idle(q) {
         return None;
     }
     let mut taken = [0; 2];
@@ -231,15 +212,9 @@ impl Profile {
     }
 
     /// [`Partitions::take`] on the snapshot.
-    pub fn take(
-        &self,
-        p: usize,
-        cores: u64,
-        (start, end): (EmuTime, EmuTime),
-        now: bool,
-    ) -> Option<[u64; 2]> {
+    pub fn take(&self, p: usize, cores: u64, (start, end): (EmuTime, EmuTime)) -> Option<[u64; 2]> {
         let idle = |x: usize| self.limits[x].saturating_sub(self.peak(x, start, end));
-        rule(self.limits, idle, (p, cores), now)
+        rule(idle, (p, cores))
     }
 }
 
@@ -261,26 +236,26 @@ mod tests {
     }
 
     #[test]
-    fn a_job_borrows_idle_cores_now_but_plans_ahead_on_its_own_partition() {
+    fn a_job_takes_its_own_partitions_idle_cores_first_and_borrows_only_idle_ones() {
         // 8 cores: Grid 5, local 3. A local job holds 3 local cores over [0, 100).
         let mut parts = Partitions::new(8);
         parts.resize(3);
         parts.add(&charge(0, 100, [0, 3]));
-        // A local job of 2 cores now borrows 2 of the Grid's 5 idle cores.
-        assert_eq!(parts.take(LOCAL, 2, (t(0), t(50)), true), Some([2, 0]));
-        // Planned for later (still within the local job's window) it may not borrow.
-        assert_eq!(parts.take(LOCAL, 2, (t(10), t(50)), false), None);
-        // After the local job ends its own partition has room.
-        assert_eq!(parts.take(LOCAL, 2, (t(100), t(150)), false), Some([0, 2]));
-        // A Grid pivot reserved on 4 Grid cores at [50, 150): a local job borrowing now may
-        // take only the one Grid core idle throughout its window if it overlaps the pivot.
+        // A local job of 2 cores borrows 2 of the Grid's 5 idle cores, now or planned for
+        // later within the local job's window.
+        assert_eq!(parts.take(LOCAL, 2, (t(0), t(50))), Some([2, 0]));
+        assert_eq!(parts.take(LOCAL, 2, (t(10), t(50))), Some([2, 0]));
+        // After the local job ends its own partition has room: taken there first.
+        assert_eq!(parts.take(LOCAL, 2, (t(100), t(150))), Some([0, 2]));
+        // A Grid pivot reserved on 4 Grid cores at [50, 150): a local job borrowing may take
+        // only the one Grid core idle throughout its window if it overlaps the pivot.
         parts.add(&charge(50, 150, [4, 0]));
-        assert_eq!(parts.take(LOCAL, 2, (t(0), t(60)), true), None);
-        assert_eq!(parts.take(LOCAL, 1, (t(0), t(60)), true), Some([1, 0]));
-        assert_eq!(parts.take(LOCAL, 5, (t(0), t(50)), true), Some([5, 0]));
-        // A job larger than its partition borrows the excess when its partition is idle.
-        assert_eq!(parts.take(LOCAL, 4, (t(150), t(200)), false), Some([1, 3]));
-        assert_eq!(parts.take(LOCAL, 4, (t(90), t(200)), false), None);
+        assert_eq!(parts.take(LOCAL, 2, (t(0), t(60))), None);
+        assert_eq!(parts.take(LOCAL, 1, (t(0), t(60))), Some([1, 0]));
+        assert_eq!(parts.take(LOCAL, 5, (t(0), t(50))), Some([5, 0]));
+        // A job larger than its partition takes all of it and borrows the excess.
+        assert_eq!(parts.take(LOCAL, 4, (t(150), t(200))), Some([1, 3]));
+        assert_eq!(parts.take(LOCAL, 4, (t(90), t(200))), None);
         // Taken out, the charges leave nothing behind.
         parts.remove(&charge(0, 100, [0, 3]));
         parts.remove(&charge(50, 150, [4, 0]));
@@ -300,12 +275,11 @@ mod tests {
 
     /// The rule from the paper's sentence, second by second: its own partition's idle cores
     /// first; the rest borrowed only from cores the other partition leaves idle at every
-    /// second of the window (so none of its pivots, which are charges, is delayed), and ahead
-    /// of time only what exceeds its partition's size.
+    /// second of the window (so none of its pivots, which are charges, is delayed).
     fn reference(
         limits: [u64; 2],
         charges: &[Charge],
-        (p, cores, s, e, now): (usize, u64, u64, u64, bool),
+        (p, cores, s, e): (usize, u64, u64, u64),
     ) -> Option<[u64; 2]> {
         let idle = |x: usize| {
             (s..e.max(s + 1))
@@ -315,12 +289,7 @@ mod tests {
         };
         let own = cores.min(idle(p));
         let borrow = cores - own;
-        let allowed = if now {
-            borrow
-        } else {
-            cores.saturating_sub(limits[p])
-        };
-        (borrow <= allowed && borrow <= idle(1 - p)).then(|| {
+        (borrow <= idle(1 - p)).then(|| {
             let mut taken = [0; 2];
             taken[p] = own;
             taken[1 - p] = borrow;
@@ -328,9 +297,9 @@ mod tests {
         })
     }
 
-    fn job() -> impl Strategy<Value = (usize, u64, u64, u64, bool)> {
-        (0..2usize, 1..10u64, 0..40u64, 1..30u64, any::<bool>())
-            .prop_map(|(p, cores, s, len, now)| (p, cores, s, s + len, now))
+    fn job() -> impl Strategy<Value = (usize, u64, u64, u64)> {
+        (0..2usize, 1..10u64, 0..40u64, 1..30u64)
+            .prop_map(|(p, cores, s, len)| (p, cores, s, s + len))
     }
 
     proptest! {
@@ -352,10 +321,10 @@ mod tests {
             prop_assert_eq!(limits[0] + limits[1], total);
             let mut charges: Vec<Charge> = Vec::new();
             for j in jobs {
-                let (p, cores, s, e, now) = j;
-                let got = parts.take(p, cores, (t(s), t(e)), now);
+                let (p, cores, s, e) = j;
+                let got = parts.take(p, cores, (t(s), t(e)));
                 prop_assert_eq!(got, reference(limits, &charges, j));
-                prop_assert_eq!(parts.profile().take(p, cores, (t(s), t(e)), now), got);
+                prop_assert_eq!(parts.profile().take(p, cores, (t(s), t(e))), got);
                 let Some(taken) = got else { continue };
                 prop_assert_eq!(taken[0] + taken[1], cores);
                 let c = charge(s, e, taken);

@@ -12,8 +12,8 @@
 //! * **Limits and borrowing** ([`super::partition`]). The local partition has the size the
 //!   forecast (or the mean local load) gives it, the Grid's the rest; a job takes its own
 //!   partition's idle cores first, and may borrow the other's idle cores — those no job or
-//!   pivot of that partition holds over its window — when it starts at once; a reservation for
-//!   later is planned on its own partition (borrowing only what exceeds its size).
+//!   pivot of that partition holds over its window — whether it starts now or is reserved for
+//!   later (as the authors' GridSim implementation schedules a pivot).
 //! * **Forecast (`Mf`).** At each publication the provider forecasts its local load over the
 //!   next interval with an exponentially weighted moving average of the local load of past
 //!   intervals (§6.1: a window of 25 intervals, so α = 2 / (25 + 1)), schedules its queue

@@ -654,7 +654,7 @@ impl Gateway {
             let offers: Vec<Option<u64>> = (0..n)
                 .map(|j| {
                     self.slots
-                        .earliest_on(j, now, req.cores(), req.duration)
+                        .dispatch_start_on(j, now, req.cores(), req.duration)
                         .map(|t| t.as_micros())
                 })
                 .collect();
@@ -664,7 +664,8 @@ impl Gateway {
             if let Some(&j) = order.first() {
                 if let Some(start) = offers[j] {
                     let start = EmuTime::from_micros(start);
-                    self.slots.book(j, start, req.cores(), req.duration);
+                    self.slots
+                        .book_dispatched(j, start, req.cores(), req.duration);
                 }
             }
             order

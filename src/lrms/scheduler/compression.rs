@@ -104,8 +104,8 @@ impl Core {
         let res = l.res.as_ref()?;
         let (promised, end) = (res.start, res.end);
         let floor = now.max(l.not_before);
-        // With sized partitions a start may open without capacity freed (a start now may
-        // borrow, a partition may have been resized): every lease is placed again.
+        // With sized partitions a start may open without capacity freed (a partition may
+        // have been resized): every lease is placed again.
         let skippable = l.images_ready.is_none()
             && self.cfg.backfilling != Backfilling::Fcfs
             && !self.sized_partitions();

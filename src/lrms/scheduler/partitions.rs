@@ -5,20 +5,29 @@ use super::*;
 
 impl Core {
     /// With partitions, the cores lease `l` would take from each over `[start, end)` by
-    /// Lawson and Smirni's rule ([`Partitions::take`]; a start at the instant of the input
-    /// may borrow), or `None` if the rule does not let it run then. Without, no limit.
+    /// Lawson and Smirni's rule ([`Partitions::take`]), or `None` if the rule does not let
+    /// it run then. Without partitions, or
+    /// for a local request decided on arrival (outside the rule), no limit.
     pub(super) fn partition_take(
         &self,
         l: &Lease,
         start: EmuTime,
         end: EmuTime,
     ) -> Option<[u64; 2]> {
-        if !self.sized_partitions() {
+        if !self.ruled(l) {
             return Some([0, 0]);
         }
-        let now = start <= self.now.get();
         self.parts
-            .take(self.partition(l), l.req.cores(), (start, end), now)
+            .take(self.partition(l), l.req.cores(), (start, end))
+    }
+
+    /// Whether Lawson and Smirni's rule decides where lease `l` may start: with partitions,
+    /// for every lease that waits in the queue. A local request decided on arrival
+    /// (`lrms.locals = "reserved"`) is placed on the hosts alone, preempting Grid leases if
+    /// it must — the preemption decision sees the hosts, so must its placement — and is
+    /// charged all the same, its own partition's idle cores first.
+    pub(super) fn ruled(&self, l: &Lease) -> bool {
+        self.cfg.partitions && l.queued
     }
 
     /// Records lease `id`'s charge for a reservation over `[start, end)` (with partitions),
@@ -29,8 +38,7 @@ impl Core {
         }
         self.uncharge(id);
         let l = &self.leases[&id];
-        let now = start <= self.now.get();
-        let taken = (self.parts).take_anyway(self.partition(l), l.req.cores(), (start, end), now);
+        let taken = (self.parts).take_anyway(self.partition(l), l.req.cores(), (start, end));
         let c = Charge { start, end, taken };
         self.parts.add(&c);
         if let Some(l) = self.leases.get_mut(&id) {
@@ -38,11 +46,23 @@ impl Core {
         }
     }
 
-    /// Whether the partitions' sizes and borrowing rule apply: with partitions where local
-    /// jobs queue with the Grid's (paper 004's providers). Local requests decided on arrival
-    /// (reserved, preempting if they must) stand outside any partition's queue.
+    /// Whether the partitions' sizes and charges are kept (with partitions).
     pub(super) fn sized_partitions(&self) -> bool {
-        self.cfg.partitions && self.cfg.locals == LocalRequests::Queued
+        self.cfg.partitions
+    }
+
+    /// Cuts lease `id`'s charge to end at `end` (its VMs off their hosts by then: a
+    /// suspension or a cancellation), as its slots are cut.
+    pub(super) fn charge_until(&mut self, id: RequestId, end: EmuTime) {
+        let Some(mut c) = self.leases.get(&id).and_then(|l| l.charge) else {
+            return;
+        };
+        self.uncharge(id);
+        c.end = c.end.min(end).max(c.start);
+        self.parts.add(&c);
+        if let Some(l) = self.leases.get_mut(&id) {
+            l.charge = Some(c);
+        }
     }
 
     /// Takes lease `id`'s charge out of its partitions.

@@ -125,8 +125,8 @@ impl Core {
         let (cores, total) = (l.req.cores(), self.avail.total_cores());
         let mut quick = quick.map(UsageSteps::walk);
         // With partitions, their use cumulated once for every start tried.
-        let parts = self.sized_partitions().then(|| self.parts.profile());
-        let (k, now) = (self.partition(l), self.now.get());
+        let parts = self.ruled(l).then(|| self.parts.profile());
+        let k = self.partition(l);
         // Starts before this one fail the quick test (a step over the limit that every
         // window as long from them meets), so they are passed over untried.
         let mut untried_before = EmuTime::ZERO;
@@ -154,7 +154,7 @@ impl Core {
                 .is_some_and(|steps| !steps.fits(t, end, cores, total))
                 || parts
                     .as_ref()
-                    .is_some_and(|p| p.take(k, cores, (t, end), t <= now).is_none())
+                    .is_some_and(|p| p.take(k, cores, (t, end)).is_none())
             {
                 continue;
             }

@@ -271,14 +271,21 @@ impl Core {
             EmuDuration::ZERO
         };
         let allowed = start.max(d.done);
-        let placed = self.find_slot(id, start).filter(|(s, _, _)| *s <= allowed);
-        let Some((s, plan, hosts)) = placed else {
+        // The decision is carried out: its commands are in `out` and must reach the VMs
+        // whatever follows, so the request is not refused now. Should the hosts not hold it
+        // by `allowed` (the decision saw them; so does a local request's placement), it is
+        // reported and the request reserved at its earliest start.
+        let found = self.find_slot(id, start);
+        if found.as_ref().is_none_or(|(s, _, _)| *s > allowed) {
             out.push(Action::Violation(format!(
                 "local request #{} found no room by {} after its preemption decision",
                 id.0, allowed
             )));
+        }
+        let Some((s, plan, hosts)) = found else {
+            // Unreachable: a request no placement could ever hold was refused at intake.
             self.place_waiting(now, out);
-            return Err(Refusal::NoRoom);
+            return Ok(());
         };
         self.commit(id, s, plan, hosts, out);
         out.push(Action::Decision(Decision {

@@ -111,6 +111,8 @@ impl Core {
             });
         }
         vacating_actions(id, p.from, vm_plans, worked, out);
+        let off = p.vms.iter().map(|v| v.2).max().unwrap_or(p.from);
+        self.charge_until(id, off);
         let l = self.leases.get_mut(&id).expect("known lease");
         l.phase = Phase::Cancelling;
         l.work_done = done;
@@ -155,6 +157,8 @@ impl Core {
         }
         vacating_actions(id, p.from, vm_plans, worked, out);
         let last = images.iter().copied().max().unwrap_or(p.from);
+        // Its partitions' cores are held as its slots are: until its VMs are off.
+        self.charge_until(id, last);
         let migrate = p.op == Operation::Migrate;
         let (speed, reschedule) = (self.cfg.speed, self.cfg.overhead.reschedule);
         let l = self.leases.get_mut(&id).expect("known lease");
