@@ -591,10 +591,13 @@ fn an_exported_workload_replays_as_the_same_jobs() {
 
 #[test]
 fn a_moldable_request_takes_every_vm_of_its_cluster_and_its_deadline_from_its_ratio() {
+    // Spread over the cluster, with paper 000's costs (no preemption stretches a run).
     let r = run(
         load(
             "topologies/paper002-admission.toml",
             &[
+                "lrms.moldable=\"spread\"",
+                "lrms.profile=\"paper000-sim\"",
                 "workload.0.span=\"2m\"",
                 "workload.1.span=\"2m\"",
                 "workload.2.span=\"2m\"",

@@ -24,6 +24,10 @@ pub(crate) const BUILTIN: &[(&str, &str)] = &[
         "paper000-sim",
         include_str!("../../emulated-lrms/paper000-sim.toml"),
     ),
+    (
+        "paper002-sim",
+        include_str!("../../emulated-lrms/paper002-sim.toml"),
+    ),
 ];
 
 pub use crate::lrms::overhead::Timings;

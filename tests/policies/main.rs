@@ -180,7 +180,12 @@ fn the_dispatch_admission_and_negotiation_examples_decide_as_they_say() {
     let reg = admission_example::registry();
     let refused = |policy: &str| {
         let set = format!("lrms.admission={policy}");
-        let sets = [set.as_str(), "lrms.compress=false"];
+        let sets = [
+            set.as_str(),
+            "lrms.compress=false",
+            "lrms.moldable=spread",
+            "lrms.profile=paper000-sim",
+        ];
         let r = run(
             with_registry("topologies/paper002-admission.toml", &reg, &sets),
             &RunOptions::default(),

@@ -20,9 +20,14 @@
 //! the number of arrivals during a service (eq. 10) uses the external arrival rate of the
 //! queue being modelled (M/G/1/K theory; the extraction shows λ_j); with gamma service times
 //! it has the closed negative-binomial form. P_∞,k follows the standard M/G/1 embedded-chain
-//! recursion (the extracted eq. 9 is garbled). Service times are those of a cluster-wide
+//! recursion (the extracted eq. 9 is garbled). Eqs. 5 and 11 are read with μ_l where the
+//! extraction prints μ_e (`service_moments`). Service times are those of a cluster-wide
 //! (moldable) request: VM-seconds over the cluster's cores, as the paper's single-server
-//! assumption implies.
+//! assumption implies. A request's response E(R) = E(W) + E(T) adds to the wait the time
+//! the request itself spends in service — its run time on the VMs it holds — and eq. 13's
+//! deadline ratios are of that run time ("deadlineRatio = deadline/runtime"); the two are
+//! the cluster's service time when a request holds the whole cluster (`lrms.moldable`
+//! `spread` or `single-server`) and shorter under `per-task` (`pacp_queue_length`).
 
 //!
 //! A policy implements [`AdmissionControl`]: it sees the request as the cluster would run it,
@@ -181,6 +186,8 @@ pub struct Monitor {
     first: Option<EmuTime>,
     offered: u64,
     admitted: Stream,
+    /// The run time of the requests admitted, each on the VMs it holds.
+    run: Stream,
     /// The work (tasks × task duration) of the requests admitted.
     work: Stream,
     local: Stream,
@@ -193,6 +200,9 @@ pub struct Measured {
     pub external_rate: f64,
     /// ω: mean service time of an admitted external request without preemption, seconds.
     pub external_service: f64,
+    /// Mean run time of an admitted external request on the VMs it holds, without
+    /// preemption, seconds: its service time when it holds the whole cluster.
+    pub external_run: f64,
     /// Mean work of an admitted external request (tasks × task duration here), seconds.
     pub external_work: f64,
     /// λ_j: arrival rate of local requests, per second.
@@ -219,10 +229,12 @@ impl Monitor {
         self.offered += 1;
     }
 
-    /// An external request was admitted; it needs `service` of the whole cluster, and is
-    /// `work` VM-time (tasks × task duration, at this cluster's speed).
-    pub fn admitted(&mut self, service: EmuDuration, work: EmuDuration) {
+    /// An external request was admitted; it needs `service` of the whole cluster, runs for
+    /// `run` on the VMs it holds, and is `work` VM-time (tasks × task duration, at this
+    /// cluster's speed).
+    pub fn admitted(&mut self, service: EmuDuration, run: EmuDuration, work: EmuDuration) {
         self.admitted.add(service.as_secs_f64());
+        self.run.add(run.as_secs_f64());
         self.work.add(work.as_secs_f64());
     }
 
@@ -252,6 +264,7 @@ impl Monitor {
         Some(Measured {
             external_rate: self.offered as f64 / elapsed,
             external_service: self.admitted.mean,
+            external_run: self.run.mean,
             external_work: self.work.mean,
             local_rate: self.local.n as f64 / elapsed,
             local_service: self.local.mean,
@@ -293,8 +306,14 @@ impl Learnt {
 pub struct QueueModel {
     /// Λ_j: arrival rate of external requests to the cluster, per second.
     pub external_rate: f64,
-    /// ω: mean service time of an external request without preemption, seconds.
+    /// ω: mean service time of an external request without preemption, seconds: the time
+    /// it needs of the whole cluster seen as one server.
     pub external_service: f64,
+    /// Mean run time of an external request without preemption on the VMs it holds,
+    /// seconds: the time it spends in service, which E(R) adds to its wait and the deadline
+    /// ratios multiply (eq. 13). The same as `external_service` when a request holds the
+    /// whole cluster; shorter than it when it holds a part.
+    pub external_run: f64,
     /// λ_j: arrival rate of local requests, per second.
     pub local_rate: f64,
     /// 1/μ_l: mean service time of a local request, seconds.
@@ -311,6 +330,7 @@ impl QueueModel {
         QueueModel {
             external_rate: m.external_rate,
             external_service: m.external_service,
+            external_run: m.external_run,
             local_rate: m.local_rate,
             local_service: m.local_service,
             local_cv: m.local_cv,
@@ -340,12 +360,18 @@ pub(crate) fn racp_queue_length(m: &QueueModel) -> usize {
 /// The longest queue PACP considers.
 pub(crate) const MAX_QUEUE: usize = 2_000;
 
-/// Expected service time (eq. 4) and its variance (eq. 5) of an external request.
+/// Expected service time (eq. 4) and its variance (eq. 5) of an external request:
+/// E(T) = ω/(1 − ρ_l) and V(T) = ρ_l/(1 − ρ_l)³ · (θ² + 1)/μ_l · ω — the variance of Gong
+/// et al. (paper 002's ref. 7): the number of local busy periods during ω (Poisson, mean
+/// λω) times their second moment (θ² + 1)/(μ_l²(1 − ρ_l)³). The extraction prints μ_e where
+/// μ_l stands, in eq. 5 and eq. 11; only μ_l makes eq. 11's gamma parameters match eqs. 4–5
+/// (αβ = E(T), α²β = V(T)).
 pub(crate) fn service_moments(m: &QueueModel) -> (f64, f64) {
     let rho_l = (m.local_rate * m.local_service).min(0.999_999);
     let omega = m.external_service;
     let mean = omega / (1.0 - rho_l);
-    let var = rho_l / (1.0 - rho_l).powi(3) * (m.local_cv * m.local_cv + 1.0) * omega * omega;
+    let second = m.local_cv * m.local_cv + 1.0;
+    let var = rho_l / (1.0 - rho_l).powi(3) * second * m.local_service * omega;
     (mean, var)
 }
 
@@ -371,45 +397,89 @@ fn arrivals_during_service(rate: f64, mean: f64, var: f64, n: usize) -> Vec<f64>
         .collect()
 }
 
-/// PACP (Algorithm 1): the queue length K for the cluster.
+/// Extends the unnormalised stationary probabilities π_0, π_1, … of the M/G/1 queue length
+/// left behind by a departure to `n` of them, from a_0 and the tails Ā_m = P(more than m
+/// arrivals during a service) = 1 − a_0 − … − a_m (eq. 10): by the balance of crossings
+/// between n and n + 1, π_{n+1}·a_0 = π_0·Ā_n + Σ_{i=1..n} π_i·Ā_{n−i+1}. Every term is
+/// positive, so nothing cancels however loaded the queue (the textbook recursion subtracts
+/// and is lost once ρ_e is a few tens); the probabilities only matter relative to each other
+/// (eq. 8), so they are scaled down together when they grow large.
+fn extend_chain(pi: &mut Vec<f64>, a0: f64, tail: &[f64], n: usize) {
+    if pi.is_empty() {
+        pi.push(1.0);
+    }
+    while pi.len() < n {
+        let j = pi.len() - 1;
+        let mut v = pi[0] * tail[j];
+        for i in 1..=j {
+            v += pi[i] * tail[j - i + 1];
+        }
+        let next = v / a0.max(1e-300);
+        pi.push(next);
+        if next > 1e150 {
+            pi.iter_mut().for_each(|p| *p /= next);
+        }
+    }
+}
+
+/// Algorithm 1's step 9 for a queue of length `k` ≥ 1 from the M/G/1 probabilities `pi`
+/// (at least `k` of them): E(Rj) = (1/Λ)·Σ n·P_d,n + (K/Λ)·(P_d,0 + ρ_e − 1), i.e. eq. 6's
+/// E(W) plus the service time E(T).
+fn algorithm_response(pi: &[f64], k: usize, rate: f64, rho_e: f64) -> f64 {
+    let total: f64 = pi[..k].iter().sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let sigma: f64 = pi[..k]
+        .iter()
+        .enumerate()
+        .map(|(n, p)| n as f64 * p / total)
+        .sum();
+    sigma / rate + k as f64 / rate * (pi[0] / total + rho_e - 1.0)
+}
+
+/// PACP (Algorithm 1): the queue length K for the cluster. K grows from 0 while the
+/// expected response E(R) = E(W) + E(T) of a queue of length K is below D, and is returned
+/// one past the first K whose E(R) reached D, as the algorithm's loop does. E(W) is eq. 6
+/// on the cluster seen as one server (service `external_service`, eqs. 4–5); E(T) is the
+/// request's own time in service, eq. 4 on its run time `external_run` — the server's
+/// service time when a request holds the whole cluster.
 pub(crate) fn pacp_queue_length(m: &QueueModel) -> usize {
     if m.external_rate <= 0.0 {
         return MAX_QUEUE;
     }
     let (mean, var) = service_moments(m);
     let rho_e = m.external_rate * mean;
+    let own = service_moments(&QueueModel {
+        external_service: m.external_run,
+        ..m.clone()
+    })
+    .0;
     let a = arrivals_during_service(m.external_rate, mean, var, MAX_QUEUE + 1);
-    // Unnormalised stationary probabilities of the M/G/1 embedded chain, π_0 = 1.
-    let mut pi = vec![1.0f64];
+    let tail: Vec<f64> = a
+        .iter()
+        .scan(1.0, |left, p| {
+            *left -= p;
+            Some(left.max(0.0))
+        })
+        .collect();
+    let mut pi = Vec::new();
     let mut k = 0usize;
     let mut response = 0.0;
     while response < m.deadline && k < MAX_QUEUE {
-        while pi.len() < k.max(1) {
-            let j = pi.len();
-            let mut v = pi[j - 1] - a[j - 1] * pi[0];
-            for i in 1..j {
-                v -= a[j - i] * pi[i];
-            }
-            pi.push((v / a[0].max(1e-300)).max(0.0));
+        if k > 0 {
+            extend_chain(&mut pi, a[0], &tail, k);
+            let wait = algorithm_response(&pi, k, m.external_rate, rho_e) - mean;
+            response = wait + own;
         }
-        let total: f64 = pi[..k].iter().sum();
-        let (sigma, pd0) = if total > 0.0 {
-            (
-                pi[..k]
-                    .iter()
-                    .enumerate()
-                    .map(|(n, p)| n as f64 * p / total)
-                    .sum::<f64>(),
-                pi[0] / total,
-            )
-        } else {
-            (0.0, 0.0)
-        };
-        response = sigma / m.external_rate + k as f64 / m.external_rate * (pd0 + rho_e - 1.0);
         k += 1;
     }
+    tracing::debug!(k, response, deadline = m.deadline, own, "pacp model");
     k
 }
+
+#[cfg(test)]
+mod reference_tests;
 
 #[cfg(test)]
 mod tests {
@@ -439,6 +509,7 @@ mod tests {
         QueueModel {
             external_rate: 0.05,
             external_service: 20.0,
+            external_run: 20.0,
             local_rate: 0.01,
             local_service: 30.0,
             local_cv: 0.1,
@@ -494,10 +565,10 @@ mod tests {
         // External requests every 20 s running 2 s (ρ_e ≈ 0.13, stable) but of 30 s of work
         // (tasks × task duration), locals every 100 s of 20 s.
         let mut m = Monitor::new();
-        let t = EmuTime::from_secs;
+        let (t, s) = (EmuTime::from_secs, EmuDuration::from_secs);
         for k in 0..100u64 {
             m.offered(t(20 * k));
-            m.admitted(EmuDuration::from_secs(2), EmuDuration::from_secs(30));
+            m.admitted(s(2), s(2), s(30));
             if k % 5 == 0 {
                 m.local(t(20 * k), EmuDuration::from_secs(20));
             }
@@ -516,7 +587,7 @@ mod tests {
         assert_eq!(verdict(PacpOmega::Measured), Verdict::Limit(MAX_QUEUE));
         // With ω = 30 s, ρ_e = 0.05 · 30 / 0.8 > 1: the limit of that model, D = 3ω.
         let mut work = m.measured(t(2000)).expect("warmed up");
-        work.external_service = 30.0;
+        (work.external_service, work.external_run) = (30.0, 30.0);
         let k = pacp_queue_length(&QueueModel::of(&work, 90.0));
         assert!(k < MAX_QUEUE);
         assert_eq!(verdict(PacpOmega::Work), Verdict::Limit(k));
@@ -541,9 +612,10 @@ mod tests {
         assert_eq!(verdict(&m, t(0)), Verdict::Admit);
         // An external request every 20 s needing 30 s of the cluster (ρ_e > 1), a local one
         // every 100 s needing 20 s (alternately 10 and 30: CV 0.5).
+        let s = EmuDuration::from_secs;
         for k in 0..100u64 {
             m.offered(t(20 * k));
-            m.admitted(EmuDuration::from_secs(30), EmuDuration::from_secs(30));
+            m.admitted(s(30), s(30), s(30));
             if k % 5 == 0 {
                 m.local(
                     t(20 * k),

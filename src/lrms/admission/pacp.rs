@@ -42,6 +42,7 @@ fn with_omega(m: &Measured, omega: PacpOmega) -> Measured {
         PacpOmega::Measured => *m,
         PacpOmega::Work => Measured {
             external_service: m.external_work,
+            external_run: m.external_work,
             ..*m
         },
     }
@@ -57,7 +58,9 @@ impl AdmissionControl for Pacp {
         let omega = self.omega;
         self.learnt.limit(ask, |m| {
             let m = &with_omega(m, omega);
-            let deadline = expected_deadline(rate_l, u_l, u_h, m.external_service);
+            // The deadline ratios are of a request's run time (§IV-A: "deadlineRatio =
+            // deadline/runtime").
+            let deadline = expected_deadline(rate_l, u_l, u_h, m.external_run);
             pacp_queue_length(&QueueModel::of(m, deadline))
         })
     }

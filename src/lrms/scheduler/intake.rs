@@ -15,21 +15,19 @@ impl Core {
         l.deadline().is_none_or(|d| plan.end <= d).then_some(start)
     }
 
-    /// The request as this cluster runs it: a moldable one on every VM the cluster can hold,
-    /// for its run time under `lrms.moldable` ([`moldable_run`]), and a deadline given as a
+    /// The request as this cluster runs it: a moldable one on the VMs and for the run time
+    /// `lrms.moldable` gives it here ([`moldable_run`]), and a deadline given as a
     /// ratio of the run time resolved with the run time here. The result is rigid.
     pub(super) fn shaped(&self, mut req: LeaseRequest) -> LeaseRequest {
         if req.moldable {
-            let vms = self
-                .avail
-                .capacity_for(shape_of(&req))
-                .clamp(1, u64::from(u32::MAX));
-            let reading = match req.origin {
-                Origin::External => self.cfg.moldable,
-                Origin::Local => Moldable::Spread,
+            let vms = self.avail.capacity_for(shape_of(&req));
+            let reading = match (req.origin, self.cfg.moldable) {
+                (Origin::External, reading) | (Origin::Local, reading @ Moldable::PerTask) => {
+                    reading
+                }
+                (Origin::Local, _) => Moldable::Spread,
             };
-            req.duration = moldable_run(reading, req.vms, req.duration, vms);
-            req.vms = vms as u32;
+            (req.vms, req.duration) = moldable_run(reading, req.vms, req.duration, vms);
             req.moldable = false;
         }
         if let Some(ratio) = req.deadline_ratio.take() {
@@ -140,7 +138,8 @@ impl Core {
                 return Err(Refusal::QueueFull);
             }
         }
-        self.monitor.admitted(service, work);
+        let run = self.leases[&id].duration;
+        self.monitor.admitted(service, run, work);
         self.terms(id, reshaped, &mut out);
         out.extend(self.tick(now));
         Ok(out)

@@ -709,23 +709,38 @@ proptest::proptest! {
     /// The run time, VMs and deadline of a moldable external request under each reading,
     /// against paper 002's definitions written out here: single server, the whole cluster
     /// for tasks × task duration; spread, the same work over every VM (rounded up to the
-    /// µs); deadline = arrival + ratio × run time.
+    /// µs); per task, a VM per task for the task's duration (refused if the cluster cannot
+    /// hold that many); deadline = arrival + ratio × run time. A local request is read per
+    /// task under per-task, spread otherwise.
     #[test]
     fn moldable_terms_follow_the_reading(
         hosts_n in 1usize..6, tasks in 1u32..40, task_ms in 1u64..500_000,
-        ratio in 0.5f64..8.0, arrival in 0u64..1000, single in proptest::bool::ANY,
+        ratio in 0.5f64..8.0, arrival in 0u64..1000, reading in 0usize..3,
     ) {
+        let reading = [Moldable::Spread, Moldable::SingleServer, Moldable::PerTask][reading];
         let mut cfg = config(Backfilling::Conservative);
-        cfg.moldable = if single { Moldable::SingleServer } else { Moldable::Spread };
-        let mut c = Core::new(&hosts(hosts_n, 4, 4096), cfg, with(PreemptionPolicy::Nop));
+        cfg.moldable = reading;
+        let mut c = Core::new(&hosts(hosts_n, 4, 4096), cfg.clone(), with(PreemptionPolicy::Nop));
         let mut bag = req(0, Origin::External, arrival, tasks, 100, 0);
         bag.duration = EmuDuration::from_micros(task_ms * 1000);
         bag.moldable = true;
         bag.deadline_ratio = Some(ratio);
-        let a = c.submit_external(bag, EmuTime::from_secs(arrival)).unwrap();
-        let vms = 4 * hosts_n as u64;
+        let cap = 4 * hosts_n as u64;
         let work_us = u64::from(tasks) * task_ms * 1000;
-        let run_us = if single { work_us } else { work_us.div_ceil(vms) };
+        let (vms, run_us) = match reading {
+            Moldable::Spread => (cap, work_us.div_ceil(cap)),
+            Moldable::SingleServer => (cap, work_us),
+            Moldable::PerTask => (u64::from(tasks), task_ms * 1000),
+        };
+        let mut local = bag.clone();
+        (local.id, local.origin, local.deadline_ratio) = (RequestId(1), Origin::Local, None);
+        local.lease_type = LeaseType::DeadlineNonPreemptable;
+        let got = c.submit_external(bag, EmuTime::from_secs(arrival));
+        if vms > cap {
+            proptest::prop_assert_eq!(got, Err(Refusal::TooLarge));
+            return Ok(());
+        }
+        let a = got.expect("fits");
         proptest::prop_assert_eq!(c.leases()[0].duration.as_micros(), run_us);
         let Some(Action::Terms { vms: got, deadline: Some(d), .. }) =
             a.iter().find(|x| matches!(x, Action::Terms { .. }))
@@ -736,6 +751,19 @@ proptest::proptest! {
         let want = arrival as f64 + ratio * run_us as f64 / 1e6;
         let slack = d.since(EmuTime::ZERO).as_secs_f64() - want;
         proptest::prop_assert!(slack.abs() < 2e-6, "deadline off by {slack} s");
+        // The local request, on an empty cluster of its own.
+        let mut c = Core::new(&hosts(hosts_n, 4, 4096), cfg, with(PreemptionPolicy::Nop));
+        let a = c.submit_local(local, EmuTime::from_secs(arrival)).expect("fits");
+        let (lvms, lrun) = match reading {
+            Moldable::PerTask => (vms, run_us),
+            _ => (cap, work_us.div_ceil(cap)),
+        };
+        proptest::prop_assert_eq!(c.leases()[0].duration.as_micros(), lrun);
+        let got = a.iter().find_map(|x| match x {
+            Action::Terms { vms, .. } => Some(u64::from(*vms)),
+            _ => None,
+        });
+        proptest::prop_assert_eq!(got, Some(lvms));
     }
 }
 
