@@ -19,9 +19,9 @@ use super::messages::{CapacityCheck, Occupy, Vacate, VmRef};
 use super::Emu;
 use super::Peer;
 use crate::metrics::Violation;
+use crate::model::HostSpec;
 use crate::model::{ClusterId, RequestId};
 use crate::time::{EmuDuration, EmuTime};
-use crate::model::HostSpec;
 use crate::trace::ActorId;
 
 /// One physical host of a cluster.
