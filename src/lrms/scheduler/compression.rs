@@ -13,8 +13,9 @@ impl Core {
     /// order (GridSim's conservative backfilling on a cancellation): a lease's old slot is
     /// free when it is placed again, so none starts later than it was promised.
     ///
-    /// Compression skips, exactly, the leases that cannot move: a lease booting fresh was
-    /// placed (or last compressed) at its earliest start, its plan's length does not depend
+    /// Compression skips, exactly, the leases that cannot move: a lease booting fresh and
+    /// looked at in the pass before (not beyond the backfill depth then) was placed (or last
+    /// compressed) at its earliest start, its plan's length does not depend
     /// on when it starts, and capacity only ever grows where slots were removed or cut — so
     /// an earlier start it fits now has a window meeting capacity freed since, and its
     /// earliest such start is "now" or a slot end. Only those candidates are tested, on the
@@ -23,6 +24,8 @@ impl Core {
     /// floor depends on other leases) are always placed again.
     pub(super) fn place_waiting(&mut self, now: EmuTime, out: &mut Vec<Action>) {
         self.check_queue();
+        self.passes += 1;
+        let pass = self.passes;
         let compress = self.cfg.compress;
         // The first `backfill_depth` waiting leases, in queue order: those without a
         // reservation and, with compression, those whose reservation is still to come.
@@ -48,6 +51,9 @@ impl Core {
                 if let Some(interval) = self.compress_one(id, now, cluster, out) {
                     moved.push(interval);
                     free_now = None;
+                }
+                if let Some(l) = self.leases.get_mut(&id) {
+                    l.examined = pass;
                 }
                 continue;
             }
@@ -108,7 +114,8 @@ impl Core {
         // have been resized): every lease is placed again.
         let skippable = l.images_ready.is_none()
             && self.cfg.backfilling != Backfilling::Fcfs
-            && !self.sized_partitions();
+            && !self.sized_partitions()
+            && l.examined + 1 >= self.passes;
         // Only starts whose windows meet capacity freed since are worth trying: every other
         // one did not fit before and still does not.
         let mut only = None;

@@ -375,6 +375,11 @@ struct Lease {
     listed: Option<Listed>,
     /// The cores its reservation takes from each partition (with partitions).
     charge: Option<Charge>,
+    /// The placement pass ([`Core::passes`]) in which its reservation was last placed or
+    /// looked at: compression may skip it only in the pass right after, the freed capacity
+    /// it would need to move being what that pass takes (a lease beyond the backfill depth
+    /// misses passes, and the capacity they freed).
+    examined: u64,
 }
 
 /// What one VM of `req` needs.
@@ -404,6 +409,7 @@ impl Lease {
             queued: true,
             listed: None,
             charge: None,
+            examined: 0,
         }
     }
 
@@ -479,6 +485,8 @@ pub struct Core {
     parts: Partitions,
     /// The instant of the input being handled: a start then may borrow (set by each input).
     now: Cell<EmuTime>,
+    /// Placement passes ([`Core::place_waiting`]) so far.
+    passes: u64,
 }
 
 /// Why the core refused a request.
@@ -558,6 +566,7 @@ impl Clone for Core {
             elsewhere: self.elsewhere.clone(),
             parts: self.parts.clone(),
             now: self.now.clone(),
+            passes: self.passes,
         }
     }
 }
@@ -644,6 +653,7 @@ impl Core {
             elsewhere: Vec::new(),
             parts: Partitions::new(total),
             now: Cell::new(EmuTime::ZERO),
+            passes: 0,
         }
     }
 

@@ -13,6 +13,10 @@ impl Core {
         out: &mut Vec<Action>,
     ) {
         let shape = self.leases[&id].shape();
+        let pass = self.passes;
+        if let Some(l) = self.leases.get_mut(&id) {
+            l.examined = pass;
+        }
         self.avail.reserve(id, &hosts, shape, start, plan.end);
         self.charge(id, start, plan.end);
         for (t, d) in &plan.bookings {
