@@ -114,7 +114,7 @@ impl Core {
         // have been resized): every lease is placed again.
         let skippable = l.images_ready.is_none()
             && self.cfg.backfilling != Backfilling::Fcfs
-            && !self.sized_partitions()
+            && !self.cfg.partitions
             && l.examined + 1 >= self.passes;
         // Only starts whose windows meet capacity freed since are worth trying: every other
         // one did not fit before and still does not.

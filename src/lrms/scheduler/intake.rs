@@ -8,7 +8,6 @@ impl Core {
     /// The earliest start this cluster could give `req` now, booking nothing (for the IGG's
     /// earliest-start dispatch); `None` if it would refuse it.
     pub fn probe(&self, req: &LeaseRequest, now: EmuTime) -> Option<EmuTime> {
-        self.now.set(now);
         let req = self.shaped(req.clone());
         let l = Lease::waiting(req, self.cfg.speed, self.next_order, now);
         let (start, plan, _) = self.find_slot_for(&l, now)?;
@@ -82,7 +81,6 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        self.now.set(now);
         if self.leases.contains_key(&req.id) {
             // Only a gateway that is not igemu's assigns a lease its cluster holds already:
             // the checker is told, and the lease held stays as it is.

@@ -31,7 +31,6 @@ impl Core {
     /// 004 Algorithm 1, lines 3–5: the load-forecast policy schedules its queue with an
     /// unbounded number of pivots before it publishes, then returns to EASY).
     pub fn reserve_all(&mut self, now: EmuTime) -> Vec<Action> {
-        self.now.set(now);
         let easy = self.cfg.backfilling;
         self.cfg.backfilling = Backfilling::Conservative;
         let mut out = Vec::new();
@@ -50,7 +49,6 @@ impl Core {
         req: LeaseRequest,
         now: EmuTime,
     ) -> Result<Vec<Action>, Refusal> {
-        self.now.set(now);
         let (reshaped, req) = self.taken_in(req)?;
         self.monitor.local(now, self.cluster_service(&req));
         let start = req.start.unwrap_or(req.arrival).max(now);

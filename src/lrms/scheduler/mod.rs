@@ -41,8 +41,6 @@
 //! (at the times the core asks for), [`Core::vm_reported`], and the migration calls, and
 //! carries out the returned [`Action`]s.
 
-use std::cell::Cell;
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::admission::{
@@ -483,8 +481,6 @@ pub struct Core {
     elsewhere: Vec<Published>,
     /// The partitions' sizes and charges (used with [`Config::partitions`]).
     parts: Partitions,
-    /// The instant of the input being handled: a start then may borrow (set by each input).
-    now: Cell<EmuTime>,
     /// Placement passes ([`Core::place_waiting`]) so far.
     passes: u64,
 }
@@ -565,7 +561,6 @@ impl Clone for Core {
             decisions: self.decisions,
             elsewhere: self.elsewhere.clone(),
             parts: self.parts.clone(),
-            now: self.now.clone(),
             passes: self.passes,
         }
     }
@@ -652,7 +647,6 @@ impl Core {
             decisions: 0,
             elsewhere: Vec::new(),
             parts: Partitions::new(total),
-            now: Cell::new(EmuTime::ZERO),
             passes: 0,
         }
     }
@@ -774,7 +768,6 @@ impl Core {
 
     /// The IGG found (or did not find) another cluster for a lease this core is relocating.
     pub fn relocated(&mut self, lease: RequestId, moved: bool, now: EmuTime) -> Vec<Action> {
-        self.now.set(now);
         let mut out = Vec::new();
         let Some(l) = self.leases.get_mut(&lease) else {
             return out;
@@ -807,7 +800,6 @@ impl Core {
     /// copied and resumed here and it can still finish by its deadline. (Its copy was charged
     /// with the migration, eq. 8, by the source.)
     pub fn adopt(&mut self, r: &Relocation, now: EmuTime) -> Result<Vec<Action>, Refusal> {
-        self.now.set(now);
         self.fits_ever(&r.req)?;
         let tc = self.cfg.overhead.copy_vm(r.req.mem_mb);
         let mut arrive = Vec::with_capacity(r.images_ready.len());
@@ -845,7 +837,6 @@ impl Core {
 
     /// Starts what is due at `now`. Call at every [`Action::Wake`] time.
     pub fn tick(&mut self, now: EmuTime) -> Vec<Action> {
-        self.now.set(now);
         let mut out = Vec::new();
         // Keep only wakes still to come (split_off costs the removed part, not the set).
         self.wakes = self.wakes.split_off(&(now + EmuDuration::from_micros(1)));
@@ -932,7 +923,6 @@ impl Core {
 
     /// A VM instance of `lease` reached `state` (finished, cancelled or suspended).
     pub fn vm_reported(&mut self, lease: RequestId, state: VmState, now: EmuTime) -> Vec<Action> {
-        self.now.set(now);
         let mut out = Vec::new();
         let Some(l) = self.leases.get_mut(&lease) else {
             return out;

@@ -33,7 +33,7 @@ impl Core {
     /// Records lease `id`'s charge for a reservation over `[start, end)` (with partitions),
     /// replacing the one it had.
     pub(super) fn charge(&mut self, id: RequestId, start: EmuTime, end: EmuTime) {
-        if !self.sized_partitions() {
+        if !self.cfg.partitions {
             return;
         }
         self.uncharge(id);
@@ -44,11 +44,6 @@ impl Core {
         if let Some(l) = self.leases.get_mut(&id) {
             l.charge = Some(c);
         }
-    }
-
-    /// Whether the partitions' sizes and charges are kept (with partitions).
-    pub(super) fn sized_partitions(&self) -> bool {
-        self.cfg.partitions
     }
 
     /// Cuts lease `id`'s charge to end at `end` (its VMs off their hosts by then: a
