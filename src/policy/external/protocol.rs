@@ -285,6 +285,8 @@ pub fn admission_question(ask: &AdmissionAsk<'_>, cluster: &str, names: &Names) 
         json!({
             "external_rate": m.external_rate,
             "external_service": m.external_service,
+            "external_run": m.external_run,
+            "external_work": m.external_work,
             "local_rate": m.local_rate,
             "local_service": m.local_service,
             "local_cv": m.local_cv,
