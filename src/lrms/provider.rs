@@ -154,14 +154,15 @@ impl Forecast {
     }
 
     /// A reallocation event at `now`: the local load since the publication if the forecast
-    /// underestimated it (the partition is then resized to it), else `None`.
-    pub fn reallocation(&mut self, now: EmuTime) -> Option<f64> {
+    /// underestimated it (the partition is then resized to it), else `None`. The forecast
+    /// itself stays the moving average of whole intervals (§6.1: "a window of 25
+    /// intervals"): folding the half-interval's load into it would ratchet it up — an
+    /// underestimate is acted on and an overestimate is not, and the shorter the interval,
+    /// the noisier the half-interval's load and the more often it exceeds the average.
+    pub fn reallocation(&self, now: EmuTime) -> Option<f64> {
         let seen = self.observed(now);
         let forecast = self.forecast.unwrap_or(0.0);
-        (seen > forecast).then(|| {
-            self.forecast = Some(seen);
-            seen
-        })
+        (seen > forecast).then_some(seen)
     }
 }
 
@@ -241,6 +242,44 @@ mod tests {
         g.local_submitted(10, EmuDuration::from_secs(100));
         g.publish(t(100));
         assert_eq!(g.reallocation(t(150)), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::proptest_cases(300), failure_persistence: None, ..Default::default() })]
+        /// Whatever the reallocation events saw, each publication's forecast is the
+        /// exponentially weighted moving average of the whole intervals' local loads, written
+        /// here from its definition (the first interval's load, then α x + (1 − α) f).
+        #[test]
+        fn reallocations_leave_the_moving_average_of_whole_intervals(
+            intervals in proptest::collection::vec(
+                (proptest::collection::vec((1u64..64, 1u64..400), 0..6), 0usize..7),
+                1..30,
+            ),
+        ) {
+            let alpha = 2.0 / (f64::from(FORECAST_WINDOW) + 1.0);
+            let mut f = Forecast::new(FORECAST_WINDOW, t(0));
+            let mut reference: Option<f64> = None;
+            for (i, (jobs, half_jobs)) in intervals.iter().enumerate() {
+                let start = 100 * i as u64;
+                let mut demand = 0.0;
+                for (k, (cores, secs)) in jobs.iter().enumerate() {
+                    f.local_submitted(*cores, EmuDuration::from_secs(*secs));
+                    demand += (*cores * *secs) as f64;
+                    if k + 1 == *half_jobs {
+                        // Half an interval in: the event may resize, but not re-average.
+                        let seen = f.reallocation(t(start + 50));
+                        let expect = (demand / 50.0 > reference.unwrap_or(0.0))
+                            .then_some(demand / 50.0);
+                        proptest::prop_assert_eq!(seen, expect);
+                    }
+                }
+                let x = demand / 100.0;
+                let want = reference.map_or(x, |r| alpha * x + (1.0 - alpha) * r);
+                reference = Some(want);
+                let got = f.publish(t(start + 100));
+                proptest::prop_assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{got} {want}");
+            }
+        }
     }
 
     #[test]
