@@ -84,6 +84,32 @@ fn every_shipped_topology_validates() {
     }
 }
 
+#[test]
+fn every_shipped_sweep_parses_and_each_of_its_points_loads() {
+    // A sweep fails only when it runs a point whose overrides the topology refuses (a value
+    // of the wrong type, a key that is not there): every point of every shipped sweep is
+    // loaded here, with its fixed and varied overrides and its first seed.
+    let mut failures = Vec::new();
+    for f in files_in("topologies/sweeps") {
+        let sweep = match igemu::sweep::parse(&f) {
+            Ok(s) => s,
+            Err(r) => {
+                failures.push(format!("{}: {r}", f.display()));
+                continue;
+            }
+        };
+        let runs = sweep.runs();
+        let first = sweep.seeds.first().copied();
+        for run in runs.iter().filter(|r| Some(r.seed) == first) {
+            let sets = igemu::topology::Overrides::sets(sweep.overrides(run));
+            if let Err(r) = igemu::topology::load_file(&sweep.topology, &sets) {
+                failures.push(format!("{} point {:?}: {r}", f.display(), run.point));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// A Lublin99 stream whose inter-arrival scale is a denormal: a request about every second
 /// for two days, 1066 times what the one 16-host cluster works off.
 pub(super) const FLOOD: &str = r#"
