@@ -337,4 +337,33 @@ mod tests {
             .expect_err("too large");
         assert!(too_big.to_string().contains("needs 9 VMs"), "{too_big}");
     }
+
+    #[test]
+    fn an_easy_provider_takes_lrms_pivots_and_one_unless_set() {
+        let provider = |pivots: Option<i64>| {
+            let mut f = Federation::new("f")
+                .grid("g", &[("c", Hosts::new(2, 4, 4096))])
+                .igg("provider", "ebmf");
+            if let Some(p) = pivots {
+                f = f.lrms("pivots", p);
+            }
+            f.build().expect("valid").clusters[0].lrms.backfilling
+        };
+        assert_eq!(provider(None), crate::lrms::Backfilling::Easy { pivots: 1 });
+        assert_eq!(
+            provider(Some(4)),
+            crate::lrms::Backfilling::Easy { pivots: 4 }
+        );
+        // A conservative provider has no pivots to take.
+        let cb = Federation::new("f")
+            .grid("g", &[("c", Hosts::new(2, 4, 4096))])
+            .igg("provider", "cb")
+            .lrms("pivots", 4)
+            .build()
+            .expect("valid");
+        assert_eq!(
+            cb.clusters[0].lrms.backfilling,
+            crate::lrms::Backfilling::Conservative
+        );
+    }
 }

@@ -281,11 +281,14 @@ pub(super) fn read_cluster(
     if hosts.is_empty() {
         return None;
     }
+    let pivots = (own.pivots.or(lrms_defaults.pivots)).unwrap_or(profile.pivots);
     let mut lrms = merge_lrms(&own, lrms_defaults, profile);
     if let Some(p) = provider {
-        // §6.3: EASY with one pivot, or conservative; partitions give locals priority.
+        // §6.3: EASY or conservative; partitions give locals priority. §4.2's EASY has "a
+        // configurable maximum number of pivots, similarly to MAUI": `lrms.pivots` (1 unless
+        // set), each partition's own.
         lrms.backfilling = if p.easy() {
-            crate::lrms::Backfilling::Easy { pivots: 1 }
+            crate::lrms::Backfilling::Easy { pivots }
         } else {
             crate::lrms::Backfilling::Conservative
         };
