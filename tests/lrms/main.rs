@@ -564,18 +564,21 @@ proptest! {
     }
 
     /// Paper 004's providers on random workloads: locals queued with the Grid jobs under every
-    /// provider policy (EASY or conservative, with or without partitions and the forecast,
-    /// publishing every half hour): nothing is preempted or rejected for room, hosts stay
+    /// provider policy (EASY with 1-4 pivots or conservative, with or without partitions and
+    /// the forecast, publishing every half hour): nothing is preempted or rejected for room, hosts stay
     /// within capacity, every request ends, completed leases did their work, and a local
     /// lease never starts before it asked to.
     #[test]
     fn queued_locals_under_every_provider_policy_keep_the_invariants(
         seed in 0u64..1000,
         provider in prop::sample::select(vec!["cb", "cbm", "cbmf", "eb", "ebm", "ebmf"]),
+        pivots in 1i64..5,
         requests in prop::collection::vec((0u16..7200, any::<u8>(), any::<u8>(), any::<u16>(), any::<u8>()), 1..30),
     ) {
+        // EASY's pivots per partition (`lrms.pivots`); conservative providers have none.
         let federation = random_topology(seed, "mov", "conservative", &requests)
             .lrms("locals", "queued")
+            .lrms("pivots", pivots)
             .override_key(&format!("igg.provider=\"{provider}\""))
             .override_key("igg.dispatch=\"earliest-start\"")
             .override_key("peering.publish_interval=\"30m\"");
