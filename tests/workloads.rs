@@ -974,3 +974,48 @@ fn the_fuzz_corpus_passes_every_reader_check() {
         assert!(inputs >= 3, "{target}: a corpus of {inputs} inputs");
     }
 }
+
+/// One cluster's Lublin99 local jobs over a day with `u_med` as given, at `seed`: each job's
+/// arrival, VMs and duration.
+fn lublin_day(
+    u_med: &str,
+    seed: u64,
+) -> Vec<(igemu::time::EmuTime, u32, igemu::time::EmuDuration)> {
+    let text = format!(
+        "[[grid]]\nname = \"g\"\n[[grid.cluster]]\nname = \"c\"\n\
+         hosts = {{ count = 16, cores = 4, memory_mb = 16384 }}\n\
+         [[workload]]\nname = \"l\"\norigin = \"local\"\ngrid = \"g\"\ncluster = \"c\"\n\
+         model = \"lublin99\"\nspan = \"1d\"\n[workload.lublin99]\nu_med = {u_med}\n"
+    );
+    let sets = igemu::topology::Overrides::sets(vec![igemu::topology::seed_override(seed)]);
+    let topo = igemu::topology::load_str(&text, "lublin.toml", "lublin", None, &sets)
+        .unwrap_or_else(|r| panic!("{r}"));
+    (topo.requests.iter())
+        .map(|r| (r.arrival, r.vms, r.duration))
+        .collect()
+}
+
+#[test]
+fn a_lublin_parameter_given_as_a_range_is_drawn_again_for_each_seed() {
+    // Paper 004 §6.1 draws a cluster's medium job size (and arrival scale) per round.
+    // A range of one value is that value, and a number draws nothing: the same jobs.
+    assert_eq!(lublin_day("[4.5, 4.5]", 3), lublin_day("4.5", 3));
+    assert_eq!(lublin_day("[2.0, 6.0]", 3), lublin_day("[2.0, 6.0]", 3));
+    // Over seeds, the mean log2 job size moves with the draw: its spread across seeds is
+    // far wider with u_med drawn from [2, 6] than with u_med fixed at 4.
+    let spread = |u_med: &str| {
+        let means: Vec<f64> = (1..=12)
+            .map(|seed| {
+                let jobs = lublin_day(u_med, seed);
+                jobs.iter().map(|j| f64::from(j.1).log2()).sum::<f64>() / jobs.len() as f64
+            })
+            .collect();
+        let m = means.iter().sum::<f64>() / means.len() as f64;
+        (means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / means.len() as f64).sqrt()
+    };
+    let (drawn, fixed) = (spread("[2.0, 6.0]"), spread("4.0"));
+    assert!(
+        drawn > 2.0 * fixed,
+        "spread of mean log2 size: drawn {drawn}, fixed {fixed}"
+    );
+}

@@ -260,6 +260,56 @@ impl<'a> Table<'a> {
         Some((v, loc))
     }
 
+    /// A range `[low, high]` of two numbers with `lo ≤ low ≤ high ≤ hi` (`lo` exclusive
+    /// when `above_lo`), if `key` holds an array; `None`, saying nothing, if it holds
+    /// anything else (the caller reads a single value then).
+    pub(crate) fn number_range(
+        &self,
+        key: &str,
+        (lo, hi): (f64, f64),
+        above_lo: bool,
+    ) -> Option<(f64, f64)> {
+        let node = self.get(key)?;
+        let NodeKind::Array(a) = &node.kind else {
+            return None;
+        };
+        let num = |n: &Node| match n.kind {
+            NodeKind::Int(i) => Some(i as f64),
+            NodeKind::Float(f) => Some(f),
+            _ => None,
+        };
+        let pair = match a.as_slice() {
+            [x, y] => num(x).zip(num(y)),
+            _ => None,
+        };
+        let low_ok = |low: f64| if above_lo { low > lo } else { low >= lo };
+        // NaN fails every comparison, so it is refused with the rest.
+        match pair {
+            Some((low, high)) if low_ok(low) && low <= high && high <= hi => Some((low, high)),
+            Some(_) => {
+                let from = if above_lo { "<" } else { "≤" };
+                self.diags.error(
+                    &node.loc,
+                    format!(
+                        "`{key}` = {} is out of range in {}",
+                        node.toml_text().unwrap_or_default(),
+                        self.what
+                    ),
+                    Some(format!(
+                        "write {key} = [low, high] with {} {from} low ≤ high ≤ {}",
+                        show(lo),
+                        show(hi)
+                    )),
+                );
+                None
+            }
+            None => {
+                self.wrong_type(key, node, "a number or a range [low, high] of two numbers");
+                None
+            }
+        }
+    }
+
     /// A boolean.
     pub(crate) fn bool(&self, key: &str) -> Option<(bool, &'a Loc)> {
         let node = self.get(key)?;

@@ -164,6 +164,19 @@ pub struct Lublin99 {
     pub arar: f64,
     /// Whether arrivals follow the daily cycle.
     pub daily_cycle: bool,
+    /// Parameters drawn afresh for each run instead of fixed.
+    pub per_run: LublinPerRun,
+}
+
+/// The Lublin99 parameters a topology may give as a range `[low, high]`, each drawn uniformly
+/// once per run from the workload's stream (paper 004 §6.1 draws a cluster's medium job size
+/// and arrival scale this way, and its seed changes at each round). `None`: the fixed value.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LublinPerRun {
+    /// Range of `u_med`.
+    pub u_med: Option<(f64, f64)>,
+    /// Range of `b_arr`.
+    pub b_arr: Option<(f64, f64)>,
 }
 
 impl Default for Lublin99 {
@@ -188,6 +201,7 @@ impl Default for Lublin99 {
             b_num: 3.9631,
             arar: 1.0225,
             daily_cycle: true,
+            per_run: LublinPerRun::default(),
         }
     }
 }
@@ -196,6 +210,22 @@ const BUCKET_S: f64 = 1800.0;
 const CYCLIC_DAY_START: usize = 11;
 
 impl Lublin99 {
+    /// This model for one run: each parameter given as a range drawn from `rng` (in the
+    /// order `u_med`, `b_arr`), the others as they are. Draws nothing when no range is given,
+    /// so a model of fixed values generates the same jobs as before ranges existed.
+    pub fn for_run(&self, rng: &mut StdRng) -> Lublin99 {
+        let mut m = self.clone();
+        let mut draw = |r: Option<(f64, f64)>, v: &mut f64| {
+            if let Some((lo, hi)) = r {
+                *v = lo + (hi - lo) * rng.random::<f64>();
+            }
+        };
+        draw(self.per_run.u_med, &mut m.u_med);
+        draw(self.per_run.b_arr, &mut m.b_arr);
+        m.per_run = LublinPerRun::default();
+        m
+    }
+
     fn size(&self, rng: &mut StdRng) -> f64 {
         let u: f64 = rng.random();
         if u <= self.serial_prob {
@@ -393,6 +423,7 @@ fn das2_jobs(m: &Das2, limits: &Limits, rng: &mut StdRng) -> Result<Vec<Job>, St
 }
 
 fn lublin_jobs(m: &Lublin99, limits: &Limits, rng: &mut StdRng) -> Result<Vec<Job>, String> {
+    let m = &m.for_run(rng);
     let (span_s, max_jobs) = (limits.span_s, limits.max_jobs);
     let cap = |v: f64| limits.cap(v);
     let mut jobs = Vec::new();
@@ -743,5 +774,34 @@ mod tests {
         let ratio = mean(out.iter().map(|(_, r)| *r));
         assert!((3.0..3.2).contains(&ratio), "{ratio}");
         assert!(out.iter().all(|(_, r)| *r >= 1.0));
+    }
+
+    #[test]
+    fn a_lublin_range_is_drawn_once_per_run_and_fixed_values_draw_nothing() {
+        let ranged = Lublin99 {
+            per_run: LublinPerRun {
+                u_med: Some((3.5, 5.5)),
+                b_arr: Some((0.4871, 0.55)),
+            },
+            ..Lublin99::default()
+        };
+        let drawn = |seed: u64| ranged.for_run(&mut StdRng::seed_from_u64(seed));
+        let mut seen = Vec::new();
+        for seed in 1..=50 {
+            let m = drawn(seed);
+            assert!((3.5..5.5).contains(&m.u_med), "{}", m.u_med);
+            assert!((0.4871..0.55).contains(&m.b_arr), "{}", m.b_arr);
+            assert_eq!(m.per_run, LublinPerRun::default(), "a run's model is fixed");
+            assert_eq!(m, drawn(seed), "the same seed draws the same");
+            seen.push(m.u_med);
+        }
+        // Uniform over the range: 50 draws spread over it (mean within 0.3 of the middle).
+        let mid = seen.iter().sum::<f64>() / seen.len() as f64;
+        assert!((mid - 4.5).abs() < 0.3, "{mid}");
+        // A model of fixed values takes nothing from the stream: its jobs are the same.
+        let fixed = Lublin99::default();
+        let mut a = StdRng::seed_from_u64(9);
+        assert_eq!(fixed.for_run(&mut a), fixed);
+        assert_eq!(a.random::<u64>(), StdRng::seed_from_u64(9).random::<u64>());
     }
 }
