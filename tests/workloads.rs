@@ -1019,3 +1019,46 @@ fn a_lublin_parameter_given_as_a_range_is_drawn_again_for_each_seed() {
         "spread of mean log2 size: drawn {drawn}, fixed {fixed}"
     );
 }
+
+#[test]
+fn paper_004s_local_workloads_draw_lublin_parameters_from_section_6_1s_ranges() {
+    // §6.1: each cluster's local jobs follow Lublin99 with the medium job size log2(m) - h,
+    // h ~ U[1.5, 3.5], m the cluster's processors, and the arrival gamma's b ~ U[0.4871,
+    // 0.55], drawn for each round: in the shipped scenarios, ranges the run draws from.
+    for file in [
+        "topologies/paper004-three-grids.toml",
+        "topologies/paper004-two-grids.toml",
+    ] {
+        let text = std::fs::read_to_string(common::path(file)).expect("readable");
+        let doc: toml::Table = text.parse().unwrap_or_else(|e| panic!("{file}: {e}"));
+        let mut cores = std::collections::HashMap::new();
+        for grid in doc["grid"].as_array().expect("grids") {
+            for c in grid["cluster"].as_array().expect("clusters") {
+                let hosts = &c["hosts"];
+                let m = hosts["count"].as_integer().expect("count")
+                    * hosts["cores"].as_integer().expect("cores");
+                cores.insert(c["name"].as_str().expect("name").to_string(), m as f64);
+            }
+        }
+        let pair = |v: &toml::Value| -> (f64, f64) {
+            let a = v.as_array().unwrap_or_else(|| panic!("{file}: {v} is not a range"));
+            (a[0].as_float().expect("low"), a[1].as_float().expect("high"))
+        };
+        let mut seen = 0;
+        for w in doc["workload"].as_array().expect("workloads") {
+            let Some(l) = w.get("lublin99") else { continue };
+            let cluster = w["cluster"].as_str().expect("a local workload's cluster");
+            let log2m = cores[cluster].log2();
+            let (lo, hi) = pair(&l["u_med"]);
+            assert!(
+                (lo - (log2m - 3.5)).abs() < 1e-3 && (hi - (log2m - 1.5)).abs() < 1e-3,
+                "{file}, {cluster}: u_med [{lo}, {hi}] for m = {}",
+                cores[cluster]
+            );
+            assert!((l["u_hi"].as_float().expect("u_hi") - log2m).abs() < 0.01);
+            assert_eq!(pair(&l["b_arr"]), (0.4871, 0.55), "{file}, {cluster}");
+            seen += 1;
+        }
+        assert_eq!(seen, cores.len(), "{file}: one local workload per cluster");
+    }
+}
