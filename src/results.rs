@@ -73,6 +73,11 @@ pub struct Summary {
     /// The explored order of same-time deliveries (`emulation.interleaving`), when not FIFO.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interleaving: Option<u64>,
+    /// The warm-up left out of the request figures (`metrics.warm_up`), seconds, when set:
+    /// `metrics`, `clusters`, the Grids' AWRTs and `request_metrics` count only requests
+    /// submitted from then on (utilisation and the counts of `requests` cover every one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warm_up_s: Option<f64>,
     /// The threads the Grids ran on (`--threads`), when more than one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
@@ -673,6 +678,7 @@ pub(crate) fn summarize(
         },
         seed: topo.emulation.seed,
         interleaving: Some(topo.emulation.interleaving).filter(|&k| k > 0),
+        warm_up_s: Some(topo.metrics.warm_up.as_secs_f64()).filter(|&w| w > 0.0),
         threads: None,
         replay: None,
         provenance: None,

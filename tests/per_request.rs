@@ -107,9 +107,9 @@ fn check_request_metrics(dir: &Path) {
     let m = &summary["request_metrics"];
     let tau = m["bounded_slowdown_tau_s"].as_f64().expect("τ");
     assert_eq!(m["percentiles"], "nearest-rank");
-    let requests = rows(&dir.join("requests.csv"));
-    // Each row's columns are the formulas' values (seconds to the µs, ratios to 6 decimals).
-    let mut groups: BTreeMap<String, Vec<[Option<f64>; 5]>> = BTreeMap::new();
+    // Requests submitted in the warm-up are in requests.csv but in no statistic.
+    let warm_up = summary["warm_up_s"].as_f64().unwrap_or(0.0);
+    let mut requests = rows(&dir.join("requests.csv"));
     for r in &requests {
         let expected = formulas(r, tau);
         for (k, metric) in METRICS.iter().enumerate() {
@@ -123,6 +123,12 @@ fn check_request_metrics(dir: &Path) {
                 (w, e) => assert_eq!(w, e, "{}: {metric}", r["request_id"]),
             }
         }
+    }
+    requests.retain(|r| num(&r["submit_s"]).expect("submitted") >= warm_up);
+    // Each row's columns are the formulas' values (seconds to the µs, ratios to 6 decimals).
+    let mut groups: BTreeMap<String, Vec<[Option<f64>; 5]>> = BTreeMap::new();
+    for r in &requests {
+        let expected = formulas(r, tau);
         let (grid, origin, lease) = (&r["grid"], &r["origin"], &r["lease_type"]);
         for key in [
             "all".to_string(),
@@ -200,6 +206,14 @@ fn request_metrics_in_the_summary_are_what_requests_csv_gives_by_the_formulas() 
             ][..],
         ),
         ("p000", &["topologies/paper000-three-clusters.toml"][..]),
+        (
+            "warm",
+            &[
+                "topologies/peering-small.toml",
+                "--set",
+                "metrics.warm_up=\"3h\"",
+            ][..],
+        ),
     ] {
         let dir = run(tmp.path(), name, args);
         check_request_metrics(&dir);
@@ -726,4 +740,74 @@ fn a_lease_log_or_metrics_igemu_never_writes_are_refused_at_their_place() {
         restore();
     }
     report(&dir).expect("the run's own files report");
+}
+
+/// Σ size × response over Σ size (paper 004 eq. 5) of the completed requests of `grid` and
+/// `origin` in `requests`, size = VMs × requested duration (one core per VM here).
+fn awrt(requests: &[HashMap<String, String>], grid: &str, origin: &str, from: f64) -> f64 {
+    let (mut w, mut s) = (0.0, 0.0);
+    for r in requests {
+        let submit = num(&r["submit_s"]).expect("submitted");
+        if r["grid"] != grid || r["origin"] != origin || r["state"] != "completed" {
+            continue;
+        }
+        if submit < from {
+            continue;
+        }
+        let size = num(&r["vms"]).expect("vms") * num(&r["duration_s"]).expect("duration");
+        w += size * (num(&r["end_s"]).expect("ended") - submit);
+        s += size;
+    }
+    // None to measure: the summary writes 0.
+    if s > 0.0 {
+        w / s
+    } else {
+        0.0
+    }
+}
+
+#[test]
+fn a_warm_up_leaves_its_requests_out_of_the_figures_and_changes_nothing_that_runs() {
+    // Paper 004 §6.1 disregards its runs' first two weeks: `metrics.warm_up`.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let whole = run(tmp.path(), "whole", &["topologies/peering-small.toml"]);
+    let set = [
+        "topologies/peering-small.toml",
+        "--set",
+        "metrics.warm_up=\"3h\"",
+    ];
+    let warm = run(tmp.path(), "warm", &set);
+    let read = |d: &Path, f: &str| std::fs::read_to_string(d.join(f)).expect("an output");
+    // The same run: every request and decision as without the warm-up.
+    for f in ["requests.csv", "decisions.csv"] {
+        assert_eq!(read(&whole, f), read(&warm, f), "{f}");
+    }
+    let json = |d: &Path| -> serde_json::Value {
+        serde_json::from_str(&read(d, "summary.json")).expect("json")
+    };
+    let (a, b) = (json(&whole), json(&warm));
+    assert!(a.get("warm_up_s").is_none());
+    assert_eq!(b["warm_up_s"], 10800.0);
+    assert_eq!(a["requests"], b["requests"]);
+    assert_eq!(
+        a["metrics"]["utilization_pct"],
+        b["metrics"]["utilization_pct"]
+    );
+    // Each Grid's AWRTs are those of the requests submitted from 3 h on.
+    let requests = rows(&warm.join("requests.csv"));
+    let mut moved = 0;
+    for (grid, figures) in b["grids"].as_object().expect("grids") {
+        for (origin, key) in [("external", "awrt_grid_s"), ("local", "awrt_local_s")] {
+            let ours = awrt(&requests, grid, origin, 10800.0);
+            let theirs = figures[key].as_f64().expect("a number");
+            assert!(
+                close(ours, theirs, 1e-9),
+                "{grid}.{key}: {theirs} vs {ours}"
+            );
+            let before = a["grids"][grid][key].as_f64().expect("a number");
+            assert!(close(awrt(&requests, grid, origin, 0.0), before, 1e-9));
+            moved += usize::from(!close(before, theirs, 1e-6));
+        }
+    }
+    assert!(moved > 0, "the warm-up changed no AWRT");
 }

@@ -1041,8 +1041,13 @@ fn paper_004s_local_workloads_draw_lublin_parameters_from_section_6_1s_ranges() 
             }
         }
         let pair = |v: &toml::Value| -> (f64, f64) {
-            let a = v.as_array().unwrap_or_else(|| panic!("{file}: {v} is not a range"));
-            (a[0].as_float().expect("low"), a[1].as_float().expect("high"))
+            let a = v
+                .as_array()
+                .unwrap_or_else(|| panic!("{file}: {v} is not a range"));
+            (
+                a[0].as_float().expect("low"),
+                a[1].as_float().expect("high"),
+            )
         };
         let mut seen = 0;
         for w in doc["workload"].as_array().expect("workloads") {

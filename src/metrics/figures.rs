@@ -44,7 +44,8 @@ pub fn grid_figures(
     let awrt = |pick: &dyn Fn(&crate::model::LeaseRequest) -> bool| {
         let (mut w, mut s) = (0.0, 0.0);
         for (q, r) in topo.requests.iter().zip(records) {
-            if !pick(q) || r.state != Some(RequestState::Completed) {
+            let measured = topo.metrics.measured(q.arrival);
+            if !pick(q) || !measured || r.state != Some(RequestState::Completed) {
                 continue;
             }
             let size = q.cores() as f64 * q.duration.as_secs_f64();
@@ -260,7 +261,18 @@ struct Tally {
 }
 
 impl Tally {
+    /// Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent it (a
+    /// lease runs faster on a faster cluster), including the work of leases later cancelled:
+    /// it used the resources; only preemption overhead is time lost. Counted for every
+    /// request, measured or in the warm-up: utilisation is of the whole run.
+    fn add_work(&mut self, req: &crate::model::LeaseRequest, rec: &RequestRecord) {
+        let vms = rec.vms.unwrap_or(req.vms);
+        self.computation += f64::from(vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
+    }
+
+    /// A measured request: its work and every per-request figure.
     fn add(&mut self, req: &crate::model::LeaseRequest, rec: &RequestRecord) {
+        self.add_work(req, rec);
         let state = rec.state.unwrap_or(RequestState::Unfinished);
         match req.origin {
             Origin::Local => {
@@ -303,11 +315,6 @@ impl Tally {
             self.wait_sum += s.since(req.arrival).as_secs_f64();
             self.wait_n += 1;
         }
-        // Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent
-        // it (a lease runs faster on a faster cluster), including the work of leases later
-        // cancelled: it used the resources; only preemption overhead is time lost.
-        let vms = rec.vms.unwrap_or(req.vms);
-        self.computation += f64::from(vms) * f64::from(req.cores_per_vm) * rec.busy.as_secs_f64();
         if state != RequestState::Completed {
             return;
         }
@@ -369,8 +376,13 @@ fn paper_metrics(
     };
     let mut t = Tally::default();
     for (req, rec) in topo.requests.iter().zip(records) {
-        if in_scope(rec, req) {
+        if !in_scope(rec, req) {
+            continue;
+        }
+        if topo.metrics.measured(req.arrival) {
             t.add(req, rec);
+        } else {
+            t.add_work(req, rec);
         }
     }
     let counters: Vec<&ClusterCounters> = match cluster {

@@ -267,12 +267,16 @@ pub fn measures(topo: &Topology, records: &[RequestRecord]) -> Vec<Measures> {
 pub fn request_metrics(topo: &Topology, measures: &[Measures]) -> RequestMetrics {
     let requests = &topo.requests[..measures.len().min(topo.requests.len())];
     let mut buffer = Vec::new();
-    let everyone: Vec<u32> = (0..requests.len() as u32).collect();
+    // Requests submitted in the warm-up are in no group (`[metrics] warm_up`).
+    let measured = |q: &LeaseRequest| topo.metrics.measured(q.arrival);
+    let everyone: Vec<u32> = (0..requests.len() as u32)
+        .filter(|&i| measured(&requests[i as usize]))
+        .collect();
     // The requests of each group, groups numbered by a key of the request (no name made
     // per request), then named.
     let mut over = |key: &dyn Fn(&LeaseRequest) -> usize, name: &dyn Fn(usize) -> String| {
         let mut groups: Vec<Vec<u32>> = Vec::new();
-        for (i, q) in requests.iter().enumerate() {
+        for (i, q) in requests.iter().enumerate().filter(|(_, q)| measured(q)) {
             let k = key(q);
             if groups.len() <= k {
                 groups.resize_with(k + 1, Vec::new);

@@ -48,7 +48,7 @@ pub(crate) struct Quantity {
 }
 
 /// The names of `summary.json`'s figures (the last part of a dotted key).
-const NAMES: [(&str, &str); 44] = [
+const NAMES: [(&str, &str); 45] = [
     ("utilization_pct", "utilisation"),
     ("useful_work_pct", "useful work"),
     ("awrt_s", "AWRT of best-effort external leases"),
@@ -78,6 +78,7 @@ const NAMES: [(&str, &str); 44] = [
     ("migrations", "leases migrated"),
     ("deadline_misses", "deadlines missed"),
     ("emulated_end_s", "emulated end"),
+    ("warm_up_s", "warm-up left out of the request figures"),
     ("wall_s", "wall-clock time"),
     ("messages", "messages"),
     ("timed_events", "timed events"),

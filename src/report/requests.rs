@@ -131,7 +131,14 @@ pub(super) fn read(
             }
         }
         let kind = Kind::of(&rows, &r)?;
-        check_measures(path, rows.line, &r, &mut out.measured)?;
+        // Requests submitted in the run's warm-up are in no statistic of the summary.
+        let counted = r.submit_s.is_none_or(|t| t >= summary.warm_up_s);
+        check_measures(
+            path,
+            rows.line,
+            &r,
+            counted.then_some(()).and(out.measured.as_mut()),
+        )?;
         out.count(&r, &kind, window);
     }
     check_counts(path, &out, summary)?;
@@ -175,12 +182,12 @@ impl Kind {
 }
 
 /// Checks row `r`'s (at `line` of `path`) per-request metrics, and counts in `measured`
-/// (when the file has their columns) the requests that have each.
+/// (when the file has their columns and the row counts) the requests that have each.
 fn check_measures(
     path: &Path,
     line: usize,
     r: &Row,
-    measured: &mut Option<[u64; 5]>,
+    mut measured: Option<&mut [u64; 5]>,
 ) -> Result<(), Error> {
     let names = crate::metrics::METRIC_NAMES;
     let measures = [
@@ -194,7 +201,7 @@ fn check_measures(
         if let Some(x) = m {
             check_value(path, line, names[k], x)?;
         }
-        if let Some(n) = measured {
+        if let Some(n) = measured.as_deref_mut() {
             n[k] += u64::from(m.is_some());
         }
     }

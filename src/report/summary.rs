@@ -43,6 +43,8 @@ pub(super) struct Summary {
     pub clusters: ClusterHosts,
     /// `request_metrics`, checked, when the run wrote it (igemu has since issue 39).
     pub request_metrics: Option<Value>,
+    /// The warm-up its request figures leave out (`warm_up_s`), seconds; 0 when none.
+    pub warm_up_s: f64,
 }
 
 /// Clusters as (grid, cluster) with their host counts.
@@ -219,7 +221,10 @@ pub(super) fn read(path: &Path) -> Result<Summary, Error> {
         keys.may(grid, &at, "negotiations", Want::Object)?;
     }
     let request_metrics = check_request_metrics(&keys, &value)?;
+    let warm_up_s = keys.may(&value, "", "warm_up_s", Want::Seconds)?;
+    let warm_up_s = warm_up_s.and_then(Value::as_f64).unwrap_or(0.0);
     Ok(Summary {
+        warm_up_s,
         topology: topology.as_str().unwrap_or_default().to_string(),
         end: end.as_f64().unwrap_or_default(),
         requests,

@@ -116,6 +116,7 @@ pub fn metric_names(topo: &topology::Topology) -> Vec<String> {
         speedup: None,
         seed: 0,
         interleaving: None,
+        warm_up_s: None,
         threads: None,
         replay: None,
         emulated_end_s: 0.0,

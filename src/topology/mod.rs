@@ -359,6 +359,17 @@ impl Default for Peering {
 pub struct MetricsSettings {
     /// τ of the bounded slowdown, seconds (> 0): max(1, turnaround / max(run time, τ)).
     pub bounded_slowdown_tau_s: f64,
+    /// The warm-up left out of the request figures (`warm_up`): requests submitted before
+    /// it run but are not measured (paper 004 §6.1 disregards its runs' first two weeks).
+    pub warm_up: EmuDuration,
+}
+
+impl MetricsSettings {
+    /// Whether a request submitted at `arrival` counts in the request figures (it was
+    /// submitted at or after the warm-up).
+    pub fn measured(&self, arrival: EmuTime) -> bool {
+        arrival >= EmuTime::ZERO + self.warm_up
+    }
 }
 
 /// τ of the bounded slowdown when the topology sets none, seconds (Feitelson et al.'s and
@@ -369,6 +380,7 @@ impl Default for MetricsSettings {
     fn default() -> Self {
         MetricsSettings {
             bounded_slowdown_tau_s: DEFAULT_TAU_S,
+            warm_up: EmuDuration::ZERO,
         }
     }
 }
@@ -379,6 +391,9 @@ fn read_metrics(t: Option<Table<'_>>) -> MetricsSettings {
     if let Some((v, _)) = t.positive_number("bounded_slowdown_tau_s", crate::time::MAX_SECS as f64)
     {
         m.bounded_slowdown_tau_s = v;
+    }
+    if let Some((d, _)) = t.duration("warm_up") {
+        m.warm_up = d;
     }
     t.finish();
     m
