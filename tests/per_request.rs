@@ -98,19 +98,10 @@ fn statistics(values: &[f64]) -> BTreeMap<&'static str, f64> {
     ])
 }
 
-/// Checks `summary.json`'s `request_metrics` of the run in `dir` against the statistics of
-/// `requests.csv` computed here, and each row's metric columns against the formulas.
-fn check_request_metrics(dir: &Path) {
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
-            .expect("json");
-    let m = &summary["request_metrics"];
-    let tau = m["bounded_slowdown_tau_s"].as_f64().expect("τ");
-    assert_eq!(m["percentiles"], "nearest-rank");
-    // Requests submitted in the warm-up are in requests.csv but in no statistic.
-    let warm_up = summary["warm_up_s"].as_f64().unwrap_or(0.0);
-    let mut requests = rows(&dir.join("requests.csv"));
-    for r in &requests {
+/// Each row's metric columns are the formulas' values (seconds to the µs, ratios to 6
+/// decimals).
+fn check_rows(requests: &[HashMap<String, String>], tau: f64) {
+    for r in requests {
         let expected = formulas(r, tau);
         for (k, metric) in METRICS.iter().enumerate() {
             let written = num(&r[*metric]);
@@ -124,8 +115,23 @@ fn check_request_metrics(dir: &Path) {
             }
         }
     }
+}
+
+/// Checks `summary.json`'s `request_metrics` of the run in `dir` against the statistics of
+/// `requests.csv` computed here, and each row's metric columns against the formulas.
+fn check_request_metrics(dir: &Path) {
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
+            .expect("json");
+    let m = &summary["request_metrics"];
+    let tau = m["bounded_slowdown_tau_s"].as_f64().expect("τ");
+    assert_eq!(m["percentiles"], "nearest-rank");
+    // Requests submitted in the warm-up are in requests.csv but in no statistic.
+    let warm_up = summary["warm_up_s"].as_f64().unwrap_or(0.0);
+    let mut requests = rows(&dir.join("requests.csv"));
+    check_rows(&requests, tau);
     requests.retain(|r| num(&r["submit_s"]).expect("submitted") >= warm_up);
-    // Each row's columns are the formulas' values (seconds to the µs, ratios to 6 decimals).
+    // The measured requests by group, with their metrics by the formulas.
     let mut groups: BTreeMap<String, Vec<[Option<f64>; 5]>> = BTreeMap::new();
     for r in &requests {
         let expected = formulas(r, tau);

@@ -261,6 +261,29 @@ struct Tally {
 }
 
 impl Tally {
+    /// The sums over the requests of `cluster` (those it ran, and its own local ones; every
+    /// request when `None`): each measured request whole, the warm-up's for their work only.
+    fn over(topo: &Topology, records: &[RequestRecord], cluster: Option<ClusterId>) -> Tally {
+        let in_scope = |rec: &RequestRecord, req: &crate::model::LeaseRequest| match cluster {
+            None => true,
+            Some(c) => {
+                rec.cluster == Some(c) || (req.origin == Origin::Local && req.cluster == Some(c))
+            }
+        };
+        let mut t = Tally::default();
+        for (req, rec) in topo.requests.iter().zip(records) {
+            if !in_scope(rec, req) {
+                continue;
+            }
+            if topo.metrics.measured(req.arrival) {
+                t.add(req, rec);
+            } else {
+                t.add_work(req, rec);
+            }
+        }
+        t
+    }
+
     /// Eq. 12: the VM-time leases spent computing, as the clusters that ran them spent it (a
     /// lease runs faster on a faster cluster), including the work of leases later cancelled:
     /// it used the resources; only preemption overhead is time lost. Counted for every
@@ -364,27 +387,11 @@ fn paper_metrics(
     cluster: Option<ClusterId>,
     makespan: EmuDuration,
 ) -> PaperMetrics {
-    let in_scope = |rec: &RequestRecord, req: &crate::model::LeaseRequest| match cluster {
-        None => true,
-        Some(c) => {
-            rec.cluster == Some(c) || (req.origin == Origin::Local && req.cluster == Some(c))
-        }
-    };
     let cores: u64 = match cluster {
         None => topo.total_cores(),
         Some(c) => topo.cluster(c).cores(),
     };
-    let mut t = Tally::default();
-    for (req, rec) in topo.requests.iter().zip(records) {
-        if !in_scope(rec, req) {
-            continue;
-        }
-        if topo.metrics.measured(req.arrival) {
-            t.add(req, rec);
-        } else {
-            t.add_work(req, rec);
-        }
-    }
+    let t = Tally::over(topo, records, cluster);
     let counters: Vec<&ClusterCounters> = match cluster {
         None => per_cluster.values().collect(),
         Some(c) => per_cluster.get(&c).into_iter().collect(),
