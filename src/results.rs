@@ -74,8 +74,9 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interleaving: Option<u64>,
     /// The warm-up left out of the request figures (`metrics.warm_up`), seconds, when set:
-    /// `metrics`, `clusters`, the Grids' AWRTs and `request_metrics` count only requests
-    /// submitted from then on (utilisation and the counts of `requests` cover every one).
+    /// the per-request figures of `metrics`, `clusters`, the Grids' AWRTs and
+    /// `request_metrics` count only requests submitted from then on; utilisation, the
+    /// counters and `requests` cover every one (docs/outputs.md lists each key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warm_up_s: Option<f64>,
     /// The threads the Grids ran on (`--threads`), when more than one.
@@ -574,6 +575,12 @@ impl RunResult {
             m.overhead_s,
             m.awrt_s
         );
+        if let Some(w) = s.warm_up_s {
+            out += &format!(
+                "  request figures from {w:.0} s on (metrics.warm_up)
+"
+            );
+        }
         out += &negotiations_line(s.grids.values().map(|g| &g.negotiations));
         out += &format!(
             "  utilization {:.1} %, makespan {:.1} s, invariant violations {}",

@@ -251,7 +251,8 @@ impl RequestMetrics {
             bounded_slowdown: zero,
             stretch: zero,
         };
-        request_metrics(topo, &vec![every; topo.requests.len()])
+        // Every request measured, whatever the warm-up: each group has each figure.
+        statistics_from(topo, &vec![every; topo.requests.len()], EmuTime::ZERO)
     }
 }
 
@@ -263,28 +264,39 @@ pub fn measures(topo: &Topology, records: &[RequestRecord]) -> Vec<Measures> {
         .collect()
 }
 
-/// The statistics of the requests' `measures` (in request order) overall and per group.
+/// The statistics of the requests' `measures` (in request order) overall and per group,
+/// over the requests submitted from the warm-up on (`[metrics] warm_up`).
 pub fn request_metrics(topo: &Topology, measures: &[Measures]) -> RequestMetrics {
+    statistics_from(topo, measures, EmuTime::ZERO + topo.metrics.warm_up)
+}
+
+/// The statistics of `measures` over the requests submitted at `from` or later.
+fn statistics_from(topo: &Topology, measures: &[Measures], from: EmuTime) -> RequestMetrics {
     let requests = &topo.requests[..measures.len().min(topo.requests.len())];
     let mut buffer = Vec::new();
-    // Requests submitted in the warm-up are in no group (`[metrics] warm_up`).
-    let measured = |q: &LeaseRequest| topo.metrics.measured(q.arrival);
+    // Requests submitted in the warm-up (`[metrics] warm_up`) are measured in no group, but
+    // still make their group: the keys are the topology's, whatever the warm-up (a sweep
+    // names its metrics before any run, `RequestMetrics::skeleton`).
+    let measured = |q: &LeaseRequest| q.arrival >= from;
     let everyone: Vec<u32> = (0..requests.len() as u32)
         .filter(|&i| measured(&requests[i as usize]))
         .collect();
     // The requests of each group, groups numbered by a key of the request (no name made
     // per request), then named.
     let mut over = |key: &dyn Fn(&LeaseRequest) -> usize, name: &dyn Fn(usize) -> String| {
-        let mut groups: Vec<Vec<u32>> = Vec::new();
-        for (i, q) in requests.iter().enumerate().filter(|(_, q)| measured(q)) {
+        let mut groups: Vec<Option<Vec<u32>>> = Vec::new();
+        for (i, q) in requests.iter().enumerate() {
             let k = key(q);
             if groups.len() <= k {
-                groups.resize_with(k + 1, Vec::new);
+                groups.resize_with(k + 1, || None);
             }
-            groups[k].push(i as u32);
+            let members = groups[k].get_or_insert_with(Vec::new);
+            if measured(q) {
+                members.push(i as u32);
+            }
         }
         (groups.iter().enumerate())
-            .filter(|(_, members)| !members.is_empty())
+            .filter_map(|(k, members)| Some((k, members.as_ref()?)))
             .map(|(k, members)| (name(k), MetricStats::over(measures, members, &mut buffer)))
             .collect::<BTreeMap<_, _>>()
     };
