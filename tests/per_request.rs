@@ -827,25 +827,14 @@ fn a_sweep_names_request_metrics_whatever_the_warm_up_leaves_out() {
     // Metric names come from the topology before any run: a group every request of which
     // came in the warm-up is still named, and its figures are empty cells (n = 0).
     let tmp = tempfile::tempdir().expect("temp dir");
-    let sweep = tmp.path().join("warm.toml");
-    let topology = common::path("topologies/peering-small.toml");
-    std::fs::write(
-        &sweep,
-        format!(
-            "topology = {topology:?}\nseeds = 1\n\
-             metrics = [\"request_metrics.by_grid.busy.wait_s.mean\"]\n\
-             [set]\n\"metrics.warm_up\" = \"30d\"\n"
-        ),
-    )
-    .expect("written");
+    let sweep = common::sweep_file(
+        tmp.path(),
+        "topologies/peering-small.toml",
+        "seeds = 1\nmetrics = [\"request_metrics.by_grid.busy.wait_s.mean\"]\n\
+         [set]\n\"metrics.warm_up\" = \"30d\"\n",
+    );
     let out = tmp.path().join("out");
-    let o = igemu(&[
-        "sweep",
-        sweep.to_str().expect("utf-8"),
-        "--out",
-        out.to_str().expect("utf-8"),
-        "--quiet",
-    ]);
+    let o = common::sweep(&sweep, &out, &["--quiet"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 1);

@@ -821,28 +821,6 @@ fn another_sweeps_runs_file_is_refused_naming_it(sweep: &Path, part: &Path) {
     assert!(err.contains("its columns are"), "{err}");
 }
 
-/// A sweep file `s.toml` in `dir` over the quickstart topology, with `body` after its
-/// topology line.
-fn sweep_file(dir: &Path, body: &str) -> PathBuf {
-    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/quickstart.toml");
-    let path = dir.join("s.toml");
-    let text = format!("topology = {:?}\n{body}", topo.display().to_string());
-    std::fs::write(&path, text).expect("written");
-    path
-}
-
-/// `igemu sweep FILE --out OUT` and `extra` arguments.
-fn sweep_to(file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "sweep",
-        file.to_str().expect("utf-8"),
-        "--out",
-        out.to_str().expect("utf-8"),
-    ];
-    args.extend(extra);
-    igemu(&args)
-}
-
 /// Asserts a command exited 0, showing its stderr otherwise.
 fn assert_ok(out: &std::process::Output) {
     let err = String::from_utf8_lossy(&out.stderr);
@@ -854,12 +832,13 @@ fn assert_ok(out: &std::process::Output) {
 #[test]
 fn a_sweep_over_policies_writes_paired_differences_per_seed() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let sweep = sweep_file(
+    let sweep = common::sweep_file(
         dir.path(),
+        "topologies/quickstart.toml",
         "seeds = 4\nmetrics = [\"utilization_pct\", \"awrt_s\"]\n[vary]\n\"igg.dispatch\" = [\"rr\", \"bcf\", \"least-load\"]\n",
     );
     let out_dir = dir.path().join("out");
-    assert_ok(&sweep_to(&sweep, &out_dir, &[]));
+    assert_ok(&common::sweep(&sweep, &out_dir, &[]));
     let paired = read(&out_dir.join("paired.csv"));
     assert_eq!(
         paired[0],
@@ -911,11 +890,12 @@ fn a_sweep_over_policies_writes_paired_differences_per_seed() {
         "{row:?}"
     );
     // A sweep varying only numbers writes no paired.csv.
-    let sweep = sweep_file(
+    let sweep = common::sweep_file(
         dir.path(),
+        "topologies/quickstart.toml",
         "seeds = 2\nmetrics = [\"utilization_pct\"]\n[vary]\n\"lrms.cp_alpha\" = [0.1, 0.2]\n",
     );
-    assert_ok(&sweep_to(&sweep, &out_dir, &["--overwrite"]));
+    assert_ok(&common::sweep(&sweep, &out_dir, &["--overwrite"]));
     assert!(
         !out_dir.join("paired.csv").exists(),
         "the sweep --overwrite replaced leaves no paired.csv behind"

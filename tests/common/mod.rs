@@ -24,6 +24,30 @@ pub fn igemu(args: &[&str]) -> Output {
         .expect("the igemu binary runs")
 }
 
+/// A sweep file `s.toml` in `dir` over `topology` (relative to the crate root), the rest of
+/// the file `body`.
+pub fn sweep_file(dir: &Path, topology: &str, body: &str) -> PathBuf {
+    let file = dir.join("s.toml");
+    let text = format!(
+        "topology = {:?}\n{body}",
+        path(topology).display().to_string()
+    );
+    std::fs::write(&file, text).expect("written");
+    file
+}
+
+/// `igemu sweep FILE --out OUT` and `extra` arguments.
+pub fn sweep(file: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "sweep",
+        file.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    args.extend(extra);
+    igemu(&args)
+}
+
 fn overrides(sets: &[&str]) -> Overrides {
     Overrides::sets(sets.iter().map(|s| s.to_string()).collect())
 }
