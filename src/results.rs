@@ -576,10 +576,7 @@ impl RunResult {
             m.awrt_s
         );
         if let Some(w) = s.warm_up_s {
-            out += &format!(
-                "  request figures from {w:.0} s on (metrics.warm_up)
-"
-            );
+            out += &format!("  request figures from {w:.0} s on (metrics.warm_up)\n");
         }
         out += &negotiations_line(s.grids.values().map(|g| &g.negotiations));
         out += &format!(

@@ -133,12 +133,8 @@ pub(super) fn read(
         let kind = Kind::of(&rows, &r)?;
         // Requests submitted in the run's warm-up are in no statistic of the summary.
         let counted = r.submit_s.is_none_or(|t| t >= summary.warm_up_s);
-        check_measures(
-            path,
-            rows.line,
-            &r,
-            counted.then_some(()).and(out.measured.as_mut()),
-        )?;
+        let measured = if counted { out.measured.as_mut() } else { None };
+        check_measures(path, rows.line, &r, measured)?;
         out.count(&r, &kind, window);
     }
     check_counts(path, &out, summary)?;

@@ -64,20 +64,23 @@ fn set(t: &Table<'_>, key: &str, (lo, hi): (f64, f64), field: &mut f64) {
 }
 
 /// Sets `range` from `key` when it is `[low, high]` with low < high (a value drawn once per
-/// run, paper 004 §6.1), else `field` by `single` — its reading of one number (a range of one
-/// value is that value).
+/// run, paper 004 §6.1), else `field` from the one number (a range of one value is that
+/// value); both within `bounds`, the low bound excluded when `above_lo`.
 fn set_or_draw(
     t: &Table<'_>,
     key: &str,
     (bounds, above_lo): ((f64, f64), bool),
     (field, range): (&mut f64, &mut Option<(f64, f64)>),
-    single: fn(&Table<'_>, &str, &mut f64),
 ) {
     let is_range = t
         .get(key)
         .is_some_and(|n| matches!(n.kind, crate::input::node::NodeKind::Array(_)));
     if !is_range {
-        single(t, key, field);
+        if above_lo {
+            set_positive(t, key, bounds.1, field);
+        } else {
+            set(t, key, bounds, field);
+        }
         return;
     }
     match t.number_range(key, bounds, above_lo) {
@@ -159,14 +162,8 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
     set_prob(&t, "serial_prob", &mut m.serial_prob);
     set_prob(&t, "pow2_prob", &mut m.pow2_prob);
     set(&t, "u_low", LOG2_SIZE, &mut m.u_low);
-    let u_med = |t: &Table<'_>, k: &str, f: &mut f64| set(t, k, LOG2_SIZE, f);
-    set_or_draw(
-        &t,
-        "u_med",
-        (LOG2_SIZE, false),
-        (&mut m.u_med, &mut m.per_run.u_med),
-        u_med,
-    );
+    let u_med = (&mut m.u_med, &mut m.per_run.u_med);
+    set_or_draw(&t, "u_med", (LOG2_SIZE, false), u_med);
     set(&t, "u_hi", LOG2_SIZE, &mut m.u_hi);
     set_prob(&t, "u_prob", &mut m.u_prob);
     for (k, f) in [
@@ -181,14 +178,8 @@ fn read_lublin(t: Option<Table<'_>>) -> Lublin99 {
     ] {
         set_positive(&t, k, SHAPE, f);
     }
-    let b_arr = |t: &Table<'_>, k: &str, f: &mut f64| set_positive(t, k, SHAPE, f);
-    set_or_draw(
-        &t,
-        "b_arr",
-        ((0.0, SHAPE), true),
-        (&mut m.b_arr, &mut m.per_run.b_arr),
-        b_arr,
-    );
+    let b_arr = (&mut m.b_arr, &mut m.per_run.b_arr);
+    set_or_draw(&t, "b_arr", ((0.0, SHAPE), true), b_arr);
     set(&t, "pa", (-1e3, 1e3), &mut m.pa);
     set(&t, "pb", (-1e3, 1e3), &mut m.pb);
     if let Some((b, _)) = t.bool("daily_cycle") {

@@ -565,9 +565,9 @@ proptest! {
 
     /// Paper 004's providers on random workloads: locals queued with the Grid jobs under every
     /// provider policy (EASY with 1-4 pivots or conservative, with or without partitions and
-    /// the forecast, publishing every half hour): nothing is preempted or rejected for room, hosts stay
-    /// within capacity, every request ends, completed leases did their work, and a local
-    /// lease never starts before it asked to.
+    /// the forecast, publishing every half hour): nothing is preempted or rejected for room,
+    /// hosts stay within capacity, every request ends, completed leases did their work, and a
+    /// local lease never starts before it asked to.
     #[test]
     fn queued_locals_under_every_provider_policy_keep_the_invariants(
         seed in 0u64..1000,
