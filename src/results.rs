@@ -767,7 +767,7 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
                 point,
                 &l.preemption.name,
                 l.cp_alpha,
-                (l.pacp, l.queue_limit),
+                &l.admission_settings,
             )
         };
         p.insert(
@@ -781,7 +781,7 @@ pub fn policies(topo: &Topology) -> BTreeMap<String, String> {
                         policy::Point::Admission,
                         &l.admission.name,
                         l.cp_alpha,
-                        (l.pacp, l.queue_limit)
+                        &l.admission_settings
                     )
                 ),
                 l.locals.as_str()

@@ -123,6 +123,71 @@ fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
     );
 }
 
+/// `lrms.racp_scale` multiplies RACP's N_q: at 1 (the formula) an overloaded cluster refuses
+/// for its queue limit; scaled past any queue, RACP admits what CACP admits and runs it the
+/// same; in between, it refuses fewer than at 1. Summaries name the scale only when set.
+#[test]
+fn racp_scale_multiplies_racps_queue_limit() {
+    let sets = [
+        "workload.0.gwa.arrival_scale=1.7",
+        "workload.0.span=\"20m\"",
+        "workload.1.span=\"20m\"",
+        "workload.2.span=\"20m\"",
+        "workload.3.span=\"20m\"",
+        "workload.0.moldable=false",
+        "workload.1.moldable=false",
+        "workload.2.moldable=false",
+        "workload.3.moldable=false",
+    ];
+    let go = |policy: &str, scale: &str| {
+        let (a, k) = (
+            format!("lrms.admission={policy}"),
+            format!("lrms.racp_scale={scale}"),
+        );
+        let all: Vec<&str> = sets
+            .iter()
+            .copied()
+            .chain([a.as_str(), k.as_str()])
+            .collect();
+        let r = run(
+            load("topologies/paper002-admission.toml", &all),
+            &RunOptions::default(),
+        )
+        .expect("runs");
+        assert_eq!(r.summary.invariant_violations, 0);
+        let limited = r
+            .records
+            .iter()
+            .filter(|x| x.reason.map(|x| x.as_str()) == Some("queue-limit"))
+            .count();
+        let admission = r
+            .summary
+            .policies
+            .values()
+            .next()
+            .cloned()
+            .unwrap_or_default();
+        let outcomes: Vec<_> = r.records.iter().map(|x| (x.state, x.end)).collect();
+        (limited, admission, outcomes)
+    };
+    let (at_1, named_1, _) = go("racp", "1");
+    let (at_30, named_30, _) = go("racp", "30");
+    let (at_huge, _, unlimited) = go("racp", "1e9");
+    let (_, _, cacp) = go("cacp", "1");
+    assert!(
+        at_1 > 0,
+        "an overloaded cluster limits its queue at scale 1"
+    );
+    assert!(at_30 < at_1, "{at_30} refusals at 30 against {at_1} at 1");
+    assert_eq!(at_huge, 0);
+    assert!(unlimited == cacp, "RACP past any queue runs as CACP does");
+    assert!(named_1.contains("admission racp,"), "{named_1}");
+    assert!(
+        named_30.contains("admission racp { scale: 30.0 }"),
+        "{named_30}"
+    );
+}
+
 #[test]
 fn an_swf_trace_replays_and_inspect_summarises_it() {
     let r = run(

@@ -1,6 +1,6 @@
 //! The names topologies give the LRMS's built-in preemption and admission policies
 //! (`lrms.preemption`, `lrms.admission`), each parsed in one place and mapped to the policy it
-//! names, and PACP's settings as a topology states them.
+//! names, and the admission policies' settings as a topology states them.
 
 named_enum! {
     /// The LRMS's preemption policy (paper 003 §6, paper 001 §4.3.1).
@@ -44,6 +44,18 @@ named_enum! {
 /// high-urgency one, and where ω comes from.
 pub type PacpSettings = (f64, f64, f64, super::PacpOmega);
 
+/// The shipped admission policies' settings as a topology states them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdmissionSettings {
+    /// PACP's deadline model and ω (`pacp_low_urgency`, `pacp_low_ratio`,
+    /// `pacp_high_ratio`, `pacp_omega`).
+    pub pacp: PacpSettings,
+    /// The fixed policy's queue limit (`queue_limit`).
+    pub queue_limit: usize,
+    /// What RACP's N_q = μ_e / λ is multiplied by (`racp_scale`, 1 as the paper writes it).
+    pub racp_scale: f64,
+}
+
 impl PreemptionName {
     /// The policy this names, with CP's `cp_alpha`.
     pub fn policy(self, cp_alpha: f64) -> super::policy::PreemptionPolicy {
@@ -62,25 +74,23 @@ impl PreemptionName {
 }
 
 impl AdmissionName {
-    /// The policy this names, with PACP's deadline model (share of low-urgency requests,
-    /// the two deadline ratios) and the fixed policy's queue limit.
-    pub fn policy(
-        self,
-        (low_urgency, low_ratio, high_ratio, omega): PacpSettings,
-        queue_limit: usize,
-    ) -> super::admission::AdmissionPolicy {
+    /// The policy this names, with its settings from `s`.
+    pub fn policy(self, s: &AdmissionSettings) -> super::admission::AdmissionPolicy {
         use super::admission::AdmissionPolicy as P;
+        let (low_urgency, low_ratio, high_ratio, omega) = s.pacp;
         match self {
             AdmissionName::Cacp => P::Cacp,
             AdmissionName::Aacp => P::Aacp,
-            AdmissionName::Racp => P::Racp,
+            AdmissionName::Racp => P::Racp {
+                scale: s.racp_scale,
+            },
             AdmissionName::Pacp => P::Pacp {
                 low_urgency,
                 low_ratio,
                 high_ratio,
                 omega,
             },
-            AdmissionName::Fixed => P::Fixed(queue_limit),
+            AdmissionName::Fixed => P::Fixed(s.queue_limit),
         }
     }
 }

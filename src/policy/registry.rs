@@ -12,7 +12,7 @@ use super::{Point, EXTERNAL_PREFIX};
 use crate::igg::dispatch::{self, Dispatch, DispatchName, DispatchSetup};
 use crate::igg::negotiation::{self, AnswerName, AnswerPolicy, OfferName, OfferPolicy};
 use crate::lrms::admission::{self, AdmissionControl};
-use crate::lrms::names::{AdmissionName, PacpSettings, PreemptionName};
+use crate::lrms::names::{AdmissionName, AdmissionSettings, PreemptionName};
 use crate::lrms::preemption::{self, Preemption};
 
 /// The name of igemu's own gateway (`igg.implementation`).
@@ -28,10 +28,10 @@ pub struct LrmsSetup {
     pub seed: u64,
     /// `lrms.cp_alpha`: CP's weight of the overhead score.
     pub cp_alpha: f64,
-    /// `lrms.pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`: PACP's deadline model.
-    pub pacp: PacpSettings,
-    /// `lrms.queue_limit`: the fixed policy's limit.
-    pub queue_limit: usize,
+    /// The shipped admission policies' settings: `lrms.pacp_low_urgency`,
+    /// `pacp_low_ratio`, `pacp_high_ratio` and `pacp_omega` (PACP's deadline model and ω),
+    /// `queue_limit` (the fixed policy's limit) and `racp_scale`.
+    pub admission: AdmissionSettings,
 }
 
 /// What a Grid's negotiation policies (answer, offer) are built from.
@@ -138,9 +138,8 @@ impl Registry {
             t.preemption.insert(name.as_str().into(), shipped(make));
         }
         for &name in AdmissionName::ALL {
-            let make: Arc<AdmissionMaker> = Arc::new(move |s: &LrmsSetup| {
-                admission::builtin(name.policy(s.pacp, s.queue_limit))
-            });
+            let make: Arc<AdmissionMaker> =
+                Arc::new(move |s: &LrmsSetup| admission::builtin(name.policy(&s.admission)));
             t.admission.insert(name.as_str().into(), shipped(make));
         }
         for &name in DispatchName::ALL {
@@ -362,21 +361,23 @@ fn plugin<M: ?Sized>(make: Arc<M>) -> Entry<M> {
 
 /// How `summary.json` has always described the shipped preemption and admission policies:
 /// their values' Debug forms, lower case, with their parameters (`cp { alpha: 0.31 }`,
-/// `leastvaluable`, `fixed(3)`); `None` for other names.
+/// `leastvaluable`, `fixed(3)`; RACP's scale only when it is not 1, as before it existed);
+/// `None` for other names.
 pub(crate) fn described(
     point: Point,
     name: &str,
     cp_alpha: f64,
-    (pacp, queue_limit): (PacpSettings, usize),
+    admission: &AdmissionSettings,
 ) -> Option<String> {
     let lower = |d: String| d.to_lowercase();
     match point {
         Point::Preemption => {
             PreemptionName::parse(name).map(|n| lower(format!("{:?}", n.policy(cp_alpha))))
         }
-        Point::Admission => {
-            AdmissionName::parse(name).map(|n| lower(format!("{:?}", n.policy(pacp, queue_limit))))
-        }
+        Point::Admission => AdmissionName::parse(name).map(|n| match n.policy(admission) {
+            admission::AdmissionPolicy::Racp { scale: 1.0 } => "racp".into(),
+            p => lower(format!("{p:?}")),
+        }),
         _ => None,
     }
 }

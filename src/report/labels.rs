@@ -431,6 +431,11 @@ impl KeyAxis {
                 "K",
                 format!("{key}: the most requests the cluster's queue holds"),
             ),
+            "lrms.racp_scale" => plain(
+                "RACP's N_q scale k",
+                "k",
+                format!("{key}: what RACP's N_q = μ_e/λ is multiplied by"),
+            ),
             "peering.load_threshold" => KeyAxis {
                 transform: Transform::Times(100.0),
                 ..plain(

@@ -208,16 +208,21 @@ pub(crate) fn columns(header: &[String]) -> (usize, Vec<usize>, Vec<usize>) {
 pub fn summarize(run_files: &[PathBuf], out: &Path) -> Result<usize, String> {
     let (header, rows) = read_runs(run_files)?;
     let (err_col, param_cols, metric_cols) = columns(&header);
-    let mut points: BTreeMap<Vec<String>, Vec<&Vec<String>>> = BTreeMap::new();
+    // Points in the order their first runs come, which is the order the sweep file lists
+    // the values in (not the values' text order, which puts 10 before 3).
+    let mut points: Vec<(Vec<String>, Vec<&Vec<String>>)> = Vec::new();
+    let mut point_at: BTreeMap<Vec<String>, usize> = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
     for row in &rows {
         if !row[err_col].is_empty() || !seen.insert(row[0].clone()) {
             continue;
         }
-        points
-            .entry(param_cols.iter().map(|&c| row[c].clone()).collect())
-            .or_default()
-            .push(row);
+        let point: Vec<String> = param_cols.iter().map(|&c| row[c].clone()).collect();
+        let at = *point_at.entry(point.clone()).or_insert_with(|| {
+            points.push((point, Vec::new()));
+            points.len() - 1
+        });
+        points[at].1.push(row);
     }
     // Written whole or not at all: a temporary file beside it, renamed at the end.
     let (tmp, file) =

@@ -251,3 +251,33 @@ fn runs_enumerate_every_point_and_seed_in_a_stable_order() {
         ]
     );
 }
+
+/// points.csv lists the points in the order their runs come (the sweep file's order), not in
+/// the values' text order, which would put 10 before 3.
+#[test]
+fn points_keep_the_order_the_sweep_lists_them_in() {
+    let dir = std::env::temp_dir().join(format!("igemu-points-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let runs = dir.join("runs.csv");
+    let mut text = String::from("run,seed,set:k,m,error\n");
+    for (i, k) in ["3", "10", "30", "100"].iter().enumerate() {
+        for seed in 1..=2 {
+            text += &format!("{},{seed},{k},{}.5,\n", 2 * i + seed - 1, i);
+        }
+    }
+    std::fs::write(&runs, text).expect("written");
+    let out = dir.join("points.csv");
+    assert_eq!(summarize(&[runs], &out), Ok(4));
+    let points = std::fs::read_to_string(&out).expect("read");
+    let ks: Vec<&str> = points
+        .lines()
+        .skip(1)
+        .map(|l| &l[..l.find(',').unwrap_or(0)])
+        .collect();
+    assert_eq!(ks, ["3", "10", "30", "100"]);
+    assert!(points
+        .lines()
+        .nth(2)
+        .is_some_and(|l| l.starts_with("10,m,2,1.5,")));
+    std::fs::remove_dir_all(&dir).ok();
+}

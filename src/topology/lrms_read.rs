@@ -15,6 +15,10 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
 /// The largest `lrms.backfill_depth`: a depth past any queue a run could hold.
 pub(super) const MAX_BACKFILL_DEPTH: u64 = 1_000_000_000;
 
+/// The largest `lrms.racp_scale`: past it every limit is already past any queue a run
+/// could hold.
+pub(super) const MAX_RACP_SCALE: f64 = 1e9;
+
 /// `[lrms]` keys as read from one table; unset keys inherit.
 #[derive(Clone, Default)]
 pub(super) struct LrmsOverrides<'a> {
@@ -31,6 +35,7 @@ pub(super) struct LrmsOverrides<'a> {
     pub(super) pacp_high_ratio: Option<f64>,
     pub(super) pacp_omega: Option<crate::lrms::PacpOmega>,
     pub(super) queue_limit: Option<usize>,
+    pub(super) racp_scale: Option<f64>,
     pub(super) enforce_memory: Option<bool>,
     pub(super) search_budget: Option<usize>,
     pub(super) compress: Option<bool>,
@@ -63,6 +68,9 @@ pub(super) fn read_lrms_table<'a>(t: &Table<'a>, registry: &Registry) -> LrmsOve
         queue_limit: t
             .uint("queue_limit", 1_000_000_000)
             .map(|(v, _)| v as usize),
+        racp_scale: t
+            .positive_number("racp_scale", MAX_RACP_SCALE)
+            .map(|(v, _)| v),
         enforce_memory: t.bool("enforce_memory").map(|(v, _)| v),
         search_budget: t
             .positive("search_budget", 100_000_000)
@@ -151,13 +159,16 @@ pub(super) fn merge_lrms(
         preemption,
         cp_alpha: pick!(cp_alpha, DEFAULT_CP_ALPHA),
         admission,
-        pacp: (
-            pick!(pacp_low_urgency, 0.5),
-            pick!(pacp_low_ratio, 4.0),
-            pick!(pacp_high_ratio, 2.0),
-            pick!(pacp_omega, crate::lrms::PacpOmega::Measured),
-        ),
-        queue_limit: pick!(queue_limit, 1),
+        admission_settings: AdmissionSettings {
+            pacp: (
+                pick!(pacp_low_urgency, 0.5),
+                pick!(pacp_low_ratio, 4.0),
+                pick!(pacp_high_ratio, 2.0),
+                pick!(pacp_omega, crate::lrms::PacpOmega::Measured),
+            ),
+            queue_limit: pick!(queue_limit, 1),
+            racp_scale: pick!(racp_scale, 1.0),
+        },
         enforce_memory: pick!(enforce_memory, true),
         search_budget: pick!(search_budget, crate::lrms::policy::SEARCH_BUDGET),
         compress: pick!(compress, false),

@@ -154,7 +154,7 @@ pub use crate::igg::dispatch::DispatchName;
 
 pub use crate::model::HostSpec;
 
-pub use crate::lrms::names::{AdmissionName, PacpSettings, PreemptionName};
+pub use crate::lrms::names::{AdmissionName, AdmissionSettings, PacpSettings, PreemptionName};
 
 /// Settings of one cluster's LRMS (profile defaults, then `[lrms]`, then the cluster's own).
 #[derive(Clone, Debug, PartialEq)]
@@ -169,12 +169,9 @@ pub struct LrmsSettings {
     pub cp_alpha: f64,
     /// Admission control of external requests (`admission`, `admission_fallback`).
     pub admission: Chosen,
-    /// PACP's deadline model: the share of low-urgency requests and the two mean deadline
-    /// ratios (`pacp_low_urgency`, `pacp_low_ratio`, `pacp_high_ratio`), and where its ω
-    /// comes from (`pacp_omega`).
-    pub pacp: PacpSettings,
-    /// The fixed admission policy's queue limit (`queue_limit`).
-    pub queue_limit: usize,
+    /// The shipped admission policies' settings: PACP's deadline model and ω, the fixed
+    /// policy's queue limit and RACP's scale.
+    pub admission_settings: AdmissionSettings,
     /// Whether VM memory limits placement (false: overcommitted, only cores count).
     pub enforce_memory: bool,
     /// Search steps one preemption decision may take when room is not additive.

@@ -3,7 +3,8 @@
 //!
 //! * **CACP** admits everything (an M/G/1/∞ queue);
 //! * **AACP** holds one external request at a time;
-//! * **RACP** (Sharifian et al.) allows N_q = μ_e / λ waiting;
+//! * **RACP** (Sharifian et al.) allows N_q = μ_e / λ waiting (times `lrms.racp_scale`, a
+//!   sensitivity setting, 1 by default);
 //! * **PACP** (Algorithm 1) models the cluster's external queue as M/G/1/K with the service
 //!   time of an external request stretched by preemptions (eqs. 4–5), gamma-distributed by
 //!   moment matching (eqs. 11–12), and grows K until the expected response time (eq. 6)
@@ -74,8 +75,11 @@ pub enum AdmissionPolicy {
     Cacp,
     /// One external lease in the cluster at a time.
     Aacp,
-    /// Queue length μ_e / λ.
-    Racp,
+    /// Queue length μ_e / λ, times `scale`.
+    Racp {
+        /// What N_q is multiplied by (1: the paper's formula).
+        scale: f64,
+    },
     /// Queue length from the M/G/1/K model (Algorithm 1), with eq. 13's deadline model.
     Pacp {
         /// rate_l: share of low-urgency requests.
@@ -96,7 +100,7 @@ pub fn builtin(policy: AdmissionPolicy) -> Box<dyn AdmissionControl> {
     match policy {
         AdmissionPolicy::Cacp => Box::new(Cacp),
         AdmissionPolicy::Aacp => Box::new(Aacp),
-        AdmissionPolicy::Racp => Box::new(Racp::default()),
+        AdmissionPolicy::Racp { scale } => Box::new(Racp::scaled(scale)),
         AdmissionPolicy::Pacp {
             low_urgency,
             low_ratio,
@@ -349,12 +353,16 @@ pub(crate) fn expected_deadline(
     low_urgency * low_ratio * omega + (1.0 - low_urgency) * high_ratio * omega
 }
 
-/// RACP's queue length N_q = μ_e / λ (at least 1).
-pub(crate) fn racp_queue_length(m: &QueueModel) -> usize {
+/// RACP's queue length N_q = `scale` · μ_e / λ (at least 1; the cast saturates, so a huge
+/// limit is no limit).
+pub(crate) fn racp_queue_length(m: &QueueModel, scale: f64) -> usize {
     if m.local_rate <= 0.0 || m.external_service <= 0.0 {
         return usize::MAX;
     }
-    ((1.0 / m.external_service) / m.local_rate).floor().max(1.0) as usize
+    // `scale / ω` is the paper's `1 / ω` exactly when scale = 1.
+    ((scale / m.external_service) / m.local_rate)
+        .floor()
+        .max(1.0) as usize
 }
 
 /// The longest queue PACP considers.
@@ -639,7 +647,11 @@ mod tests {
     #[test]
     fn racp_is_service_rate_over_local_rate() {
         // μ_e = 1/20 per s, λ = 0.01 per s: N_q = 5.
-        assert_eq!(racp_queue_length(&model(0.0)), 5);
+        assert_eq!(racp_queue_length(&model(0.0), 1.0), 5);
+        // Scaled: 30 · 5, and never under 1 however small the scale.
+        assert_eq!(racp_queue_length(&model(0.0), 30.0), 150);
+        assert_eq!(racp_queue_length(&model(0.0), 1e-6), 1);
+        assert_eq!(racp_queue_length(&model(0.0), 1e300), usize::MAX);
         assert!((expected_deadline(0.5, 4.0, 2.0, 10.0) - 30.0).abs() < 1e-12);
     }
 }
