@@ -60,20 +60,24 @@ fn every_dispatch_policy_runs_the_paper_000_scenario_cleanly() {
     }
 }
 
+/// paper002-admission.toml's four workloads over 20 minutes, rigid (one VM per task), which
+/// keeps the admission tests quick.
+const RIGID_20_MINUTES: [&str; 8] = [
+    "workload.0.span=\"20m\"",
+    "workload.1.span=\"20m\"",
+    "workload.2.span=\"20m\"",
+    "workload.3.span=\"20m\"",
+    "workload.0.moldable=false",
+    "workload.1.moldable=false",
+    "workload.2.moldable=false",
+    "workload.3.moldable=false",
+];
+
 #[test]
 fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
     // Rigid requests (one VM per task) keep this quick; moldable ones are exercised below.
-    let sets = [
-        "workload.0.gwa.arrival_scale=0.6",
-        "workload.0.span=\"20m\"",
-        "workload.1.span=\"20m\"",
-        "workload.2.span=\"20m\"",
-        "workload.3.span=\"20m\"",
-        "workload.0.moldable=false",
-        "workload.1.moldable=false",
-        "workload.2.moldable=false",
-        "workload.3.moldable=false",
-    ];
+    let mut sets = RIGID_20_MINUTES.to_vec();
+    sets.push("workload.0.gwa.arrival_scale=0.6");
     let mut outcomes = Vec::new();
     for policy in ["cacp", "aacp", "racp", "pacp"] {
         let set = format!("lrms.admission={policy}");
@@ -128,17 +132,8 @@ fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
 /// same; in between, it refuses fewer than at 1. Summaries name the scale only when set.
 #[test]
 fn racp_scale_multiplies_racps_queue_limit() {
-    let sets = [
-        "workload.0.gwa.arrival_scale=1.7",
-        "workload.0.span=\"20m\"",
-        "workload.1.span=\"20m\"",
-        "workload.2.span=\"20m\"",
-        "workload.3.span=\"20m\"",
-        "workload.0.moldable=false",
-        "workload.1.moldable=false",
-        "workload.2.moldable=false",
-        "workload.3.moldable=false",
-    ];
+    let mut sets = RIGID_20_MINUTES.to_vec();
+    sets.push("workload.0.gwa.arrival_scale=1.7");
     let go = |policy: &str, scale: &str| {
         let (a, k) = (
             format!("lrms.admission={policy}"),
