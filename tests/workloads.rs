@@ -127,59 +127,58 @@ fn aacp_holds_one_external_lease_per_cluster_at_a_time() {
     );
 }
 
-/// `lrms.racp_scale` multiplies RACP's N_q: at 1 (the formula) an overloaded cluster refuses
-/// for its queue limit; scaled past any queue, RACP admits what CACP admits and runs it the
-/// same; in between, it refuses fewer than at 1. Summaries name the scale only when set.
+/// `lrms.racp_scale` multiplies RACP's N_q: at 1 (the formula) the overloaded cluster c64
+/// refuses for its queue limit; with its own scale of 30 (a cluster's `[lrms]` table) it
+/// refuses fewer; scaled past any queue, RACP admits what CACP admits and runs it the same.
+/// Summaries name the scale only where it is set.
 #[test]
 fn racp_scale_multiplies_racps_queue_limit() {
     let mut sets = RIGID_20_MINUTES.to_vec();
     sets.push("workload.0.gwa.arrival_scale=1.7");
     let go = |policy: &str, scale: &str| {
-        let (a, k) = (
-            format!("lrms.admission={policy}"),
-            format!("lrms.racp_scale={scale}"),
-        );
-        let all: Vec<&str> = sets
-            .iter()
-            .copied()
-            .chain([a.as_str(), k.as_str()])
-            .collect();
+        let a = format!("lrms.admission={policy}");
+        let all: Vec<&str> = sets.iter().copied().chain([a.as_str(), scale]).collect();
         let r = run(
             load("topologies/paper002-admission.toml", &all),
             &RunOptions::default(),
         )
         .expect("runs");
         assert_eq!(r.summary.invariant_violations, 0);
-        let limited = r
-            .records
-            .iter()
+        let limited = (r.records.iter())
             .filter(|x| x.reason.map(|x| x.as_str()) == Some("queue-limit"))
             .count();
-        let admission = r
-            .summary
-            .policies
-            .values()
-            .next()
-            .cloned()
-            .unwrap_or_default();
         let outcomes: Vec<_> = r.records.iter().map(|x| (x.state, x.end)).collect();
-        (limited, admission, outcomes)
+        (limited, r.summary.policies, outcomes)
     };
-    let (at_1, named_1, _) = go("racp", "1");
-    let (at_30, named_30, _) = go("racp", "30");
-    let (at_huge, _, unlimited) = go("racp", "1e9");
-    let (_, _, cacp) = go("cacp", "1");
+    let (at_1, named_1, _) = go("racp", "lrms.racp_scale=1");
+    let (at_30, named_30, _) = go("racp", "grid.0.cluster.0.lrms.racp_scale=30");
+    let (at_huge, _, unlimited) = go("racp", "lrms.racp_scale=1e9");
+    let (_, _, cacp) = go("cacp", "lrms.racp_scale=1");
+    assert!(at_1 > 0, "c64, overloaded, limits its queue at scale 1");
     assert!(
-        at_1 > 0,
-        "an overloaded cluster limits its queue at scale 1"
+        at_30 < at_1,
+        "{at_30} refusals with c64 at 30 against {at_1} at 1"
     );
-    assert!(at_30 < at_1, "{at_30} refusals at 30 against {at_1} at 1");
     assert_eq!(at_huge, 0);
-    assert!(unlimited == cacp, "RACP past any queue runs as CACP does");
-    assert!(named_1.contains("admission racp,"), "{named_1}");
+    // RACP past any queue runs as CACP does: every request's outcome and end the same.
+    let differ = unlimited.iter().zip(&cacp).filter(|(a, b)| a != b).count();
+    assert_eq!((unlimited.len(), differ), (cacp.len(), 0));
+    let named = |p: &std::collections::BTreeMap<String, String>, c: &str| {
+        p.get(&format!("cluster:grid/{c}"))
+            .cloned()
+            .unwrap_or_default()
+    };
     assert!(
-        named_30.contains("admission racp { scale: 30.0 }"),
-        "{named_30}"
+        named(&named_1, "c64").contains("admission racp,"),
+        "{named_1:?}"
+    );
+    assert!(
+        named(&named_30, "c64").contains("admission racp { scale: 30.0 },"),
+        "{named_30:?}"
+    );
+    assert!(
+        named(&named_30, "c128").contains("admission racp,"),
+        "{named_30:?}"
     );
 }
 

@@ -74,15 +74,15 @@ impl PreemptionName {
 }
 
 impl AdmissionName {
-    /// The policy this names, with its settings from `s`.
-    pub fn policy(self, s: &AdmissionSettings) -> super::admission::AdmissionPolicy {
+    /// The policy this names, with its settings from `settings`.
+    pub fn policy(self, settings: &AdmissionSettings) -> super::admission::AdmissionPolicy {
         use super::admission::AdmissionPolicy as P;
-        let (low_urgency, low_ratio, high_ratio, omega) = s.pacp;
+        let (low_urgency, low_ratio, high_ratio, omega) = settings.pacp;
         match self {
             AdmissionName::Cacp => P::Cacp,
             AdmissionName::Aacp => P::Aacp,
             AdmissionName::Racp => P::Racp {
-                scale: s.racp_scale,
+                scale: settings.racp_scale,
             },
             AdmissionName::Pacp => P::Pacp {
                 low_urgency,
@@ -90,7 +90,7 @@ impl AdmissionName {
                 high_ratio,
                 omega,
             },
-            AdmissionName::Fixed => P::Fixed(s.queue_limit),
+            AdmissionName::Fixed => P::Fixed(settings.queue_limit),
         }
     }
 }

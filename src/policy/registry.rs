@@ -367,14 +367,14 @@ pub(crate) fn described(
     point: Point,
     name: &str,
     cp_alpha: f64,
-    admission: &AdmissionSettings,
+    settings: &AdmissionSettings,
 ) -> Option<String> {
     let lower = |d: String| d.to_lowercase();
     match point {
         Point::Preemption => {
             PreemptionName::parse(name).map(|n| lower(format!("{:?}", n.policy(cp_alpha))))
         }
-        Point::Admission => AdmissionName::parse(name).map(|n| match n.policy(admission) {
+        Point::Admission => AdmissionName::parse(name).map(|n| match n.policy(settings) {
             admission::AdmissionPolicy::Racp { scale: 1.0 } => "racp".into(),
             p => lower(format!("{p:?}")),
         }),

@@ -252,32 +252,34 @@ fn runs_enumerate_every_point_and_seed_in_a_stable_order() {
     );
 }
 
-/// points.csv lists the points in the order their runs come (the sweep file's order), not in
-/// the values' text order, which would put 10 before 3.
+/// points.csv lists the points in the order their runs come (the sweep file's order, last
+/// key fastest), not in the values' text order, which would put 10 before 3.
 #[test]
 fn points_keep_the_order_the_sweep_lists_them_in() {
-    let dir = std::env::temp_dir().join(format!("igemu-points-order-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let runs = dir.join("runs.csv");
-    let mut text = String::from("run,seed,set:k,m,error\n");
-    for (i, k) in ["3", "10", "30", "100"].iter().enumerate() {
+    let dir = runs::TempDir::new().expect("a temporary directory");
+    let runs = dir.0.join("runs.csv");
+    let mut text = String::from("run,seed,set:a,set:k,m,error\n");
+    let points = [("b", "3"), ("b", "10"), ("a", "30"), ("a", "100")];
+    for (i, (a, k)) in points.iter().enumerate() {
         for seed in 1..=2 {
-            text += &format!("{},{seed},{k},{}.5,\n", 2 * i + seed - 1, i);
+            text += &format!("{},{seed},{a},{k},{i}.5,\n", 2 * i + seed - 1);
         }
     }
     std::fs::write(&runs, text).expect("written");
-    let out = dir.join("points.csv");
+    let out = dir.0.join("points.csv");
     assert_eq!(summarize(&[runs], &out), Ok(4));
-    let points = std::fs::read_to_string(&out).expect("read");
-    let ks: Vec<&str> = points
-        .lines()
-        .skip(1)
-        .map(|l| &l[..l.find(',').unwrap_or(0)])
+    let written = std::fs::read_to_string(&out).expect("read");
+    let listed: Vec<(&str, &str)> = (written.lines().skip(1))
+        .filter_map(|l| {
+            l.split(',')
+                .collect::<Vec<_>>()
+                .get(..2)
+                .map(|c| (c[0], c[1]))
+        })
         .collect();
-    assert_eq!(ks, ["3", "10", "30", "100"]);
-    assert!(points
+    assert_eq!(listed, points);
+    assert!(written
         .lines()
         .nth(2)
-        .is_some_and(|l| l.starts_with("10,m,2,1.5,")));
-    std::fs::remove_dir_all(&dir).ok();
+        .is_some_and(|l| l.starts_with("b,10,m,2,1.5,")));
 }

@@ -15,8 +15,8 @@ pub(crate) fn read_preemption(t: &Table<'_>) -> Option<PreemptionName> {
 /// The largest `lrms.backfill_depth`: a depth past any queue a run could hold.
 pub(super) const MAX_BACKFILL_DEPTH: u64 = 1_000_000_000;
 
-/// The largest `lrms.racp_scale`: past it every limit is already past any queue a run
-/// could hold.
+/// The largest `lrms.racp_scale`: a bound on input, far past any scale that lifts the
+/// limit in the shipped scenarios (where N_q at scale 1 is 1–5).
 pub(super) const MAX_RACP_SCALE: f64 = 1e9;
 
 /// `[lrms]` keys as read from one table; unset keys inherit.

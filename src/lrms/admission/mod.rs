@@ -655,3 +655,46 @@ mod tests {
         assert!((expected_deadline(0.5, 4.0, 2.0, 10.0) - 30.0).abs() < 1e-12);
     }
 }
+
+#[cfg(test)]
+mod racp_props {
+    use super::{racp_queue_length, QueueModel};
+
+    fn measured(service: f64, local_rate: f64) -> QueueModel {
+        QueueModel {
+            external_rate: 0.1,
+            external_service: service,
+            external_run: service,
+            local_rate,
+            local_service: 1.0,
+            local_cv: 0.1,
+            deadline: 0.0,
+        }
+    }
+
+    proptest::proptest! {
+        /// Over random ω, λ and scales: N_q is the whole part of scale·μ_e/λ (μ_e = 1/ω), at
+        /// least 1, and never shorter for a larger scale.
+        #[test]
+        fn racp_is_the_whole_part_of_the_scaled_rate_ratio(
+            service in 1e-3f64..1e4,
+            local_rate in 1e-4f64..10.0,
+            scale in 1e-3f64..1e3,
+            more in 1.0f64..100.0,
+        ) {
+            let m = measured(service, local_rate);
+            let n = racp_queue_length(&m, scale);
+            let ratio = scale / (service * local_rate);
+            proptest::prop_assert!(n >= 1);
+            if ratio >= 1.0 {
+                // n ≤ ratio < n + 1, to the rounding of the division.
+                let tol = ratio * 1e-12;
+                proptest::prop_assert!(n as f64 <= ratio + tol && ratio < n as f64 + 1.0 + tol,
+                    "n {n}, ratio {ratio}");
+            } else {
+                proptest::prop_assert_eq!(n, 1);
+            }
+            proptest::prop_assert!(racp_queue_length(&m, scale * more) >= n);
+        }
+    }
+}
