@@ -754,10 +754,8 @@ fn awrt(requests: &[HashMap<String, String>], grid: &str, origin: &str, from: f6
     let (mut w, mut s) = (0.0, 0.0);
     for r in requests {
         let submit = num(&r["submit_s"]).expect("submitted");
-        if r["grid"] != grid || r["origin"] != origin || r["state"] != "completed" {
-            continue;
-        }
-        if submit < from {
+        if r["grid"] != grid || r["origin"] != origin || r["state"] != "completed" || submit < from
+        {
             continue;
         }
         let size = num(&r["vms"]).expect("vms") * num(&r["duration_s"]).expect("duration");

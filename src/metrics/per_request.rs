@@ -252,7 +252,7 @@ impl RequestMetrics {
             stretch: zero,
         };
         // Every request measured, whatever the warm-up: each group has each figure.
-        statistics_from(topo, &vec![every; topo.requests.len()], EmuTime::ZERO)
+        statistics_of(topo, &vec![every; topo.requests.len()], &|_| true)
     }
 }
 
@@ -267,17 +267,20 @@ pub fn measures(topo: &Topology, records: &[RequestRecord]) -> Vec<Measures> {
 /// The statistics of the requests' `measures` (in request order) overall and per group,
 /// over the requests submitted from the warm-up on (`[metrics] warm_up`).
 pub fn request_metrics(topo: &Topology, measures: &[Measures]) -> RequestMetrics {
-    statistics_from(topo, measures, EmuTime::ZERO + topo.metrics.warm_up)
+    statistics_of(topo, measures, &|q| topo.metrics.measured(q.arrival))
 }
 
-/// The statistics of `measures` over the requests submitted at `from` or later.
-fn statistics_from(topo: &Topology, measures: &[Measures], from: EmuTime) -> RequestMetrics {
+/// The statistics of `measures` over the requests that are `measured`.
+fn statistics_of(
+    topo: &Topology,
+    measures: &[Measures],
+    measured: &dyn Fn(&LeaseRequest) -> bool,
+) -> RequestMetrics {
     let requests = &topo.requests[..measures.len().min(topo.requests.len())];
     let mut buffer = Vec::new();
     // Requests submitted in the warm-up (`[metrics] warm_up`) are measured in no group, but
     // still make their group: the keys are the topology's, whatever the warm-up (a sweep
     // names its metrics before any run, `RequestMetrics::skeleton`).
-    let measured = |q: &LeaseRequest| q.arrival >= from;
     let everyone: Vec<u32> = (0..requests.len() as u32)
         .filter(|&i| measured(&requests[i as usize]))
         .collect();
